@@ -1,0 +1,71 @@
+//! The catalogue's data: one entry per provider slug of `data-model.md`.
+
+use std::sync::LazyLock;
+
+use super::{AuthType, Provider};
+
+const SLEEP_SET: &[&str] = &["profile", "sleep", "sleep_stream", "heartrate", "hrv", "activity", "workouts", "respiratory_rate", "body_temperature_delta", "steps", "calories_active", "stress_level"];
+const WATCH_SET: &[&str] = &["profile", "activity", "sleep", "workouts", "body", "heartrate", "hrv", "steps", "distance", "calories_active", "calories_basal", "floors_climbed", "blood_oxygen", "respiratory_rate", "vo2_max", "stress_level", "workout_stream"];
+const PHONE_SET: &[&str] = &["profile", "activity", "sleep", "workouts", "body", "heartrate", "hrv", "steps", "distance", "calories_active", "calories_basal", "floors_climbed", "blood_oxygen", "blood_pressure", "glucose", "weight", "fat", "water", "caffeine", "mindfulness_minutes", "respiratory_rate", "vo2_max", "body_temperature", "stand_hour", "stand_duration", "afib_burden", "electrocardiogram_voltage", "insulin_injection", "carbohydrates", "meal", "note", "workout_duration", "daylight_exposure", "uv_exposure", "handwashing", "fall", "inhaler_usage", "wheelchair_push", "heart_rate_alert", "sleep_apnea_alert", "sleep_breathing_disturbance", "basal_body_temperature", "body_mass_index", "lean_body_mass", "waist_circumference", "workout_distance", "workout_swimming_stroke", "heart_rate_recovery_one_minute", "forced_expiratory_volume_1", "forced_vital_capacity", "peak_expiratory_flow_rate"];
+const CGM_SET: &[&str] = &["profile", "glucose"];
+const SCALE_SET: &[&str] = &["profile", "body", "weight", "fat", "heartrate", "blood_pressure"];
+const CYCLING_SET: &[&str] = &["profile", "workouts", "workout_stream", "heartrate", "calories_active", "distance"];
+const NUTRITION_SET: &[&str] = &["profile", "meal", "water", "caffeine", "carbohydrates"];
+const BP_SET: &[&str] = &["profile", "blood_pressure", "heartrate"];
+const MANUAL_SET: &[&str] = &["profile", "activity", "sleep", "workouts", "body", "meal", "heartrate", "glucose", "steps", "weight", "blood_pressure", "water", "note"];
+
+#[allow(clippy::too_many_arguments)]
+fn p(
+    slug: &'static str,
+    name: &'static str,
+    auth_type: AuthType,
+    default_source_type: &'static str,
+    supported_resources: &'static [&'static str],
+    demo: bool,
+    description: &'static str,
+) -> Provider {
+    Provider {
+        name,
+        slug,
+        description,
+        logo: format!("https://storage.wearhouse.dev/providers/{slug}.png"),
+        auth_type,
+        supported_resources,
+        default_source_type,
+        demo,
+    }
+}
+
+/// Every provider, alphabetically by slug.
+#[rustfmt::skip]
+pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
+    use AuthType::{App, Email, Oauth, Password, Sdk, TeamOauth};
+    vec![
+        p("abbott_libreview", "Abbott LibreView", Email, "automatic", CGM_SET, false, "Continuous glucose data shared from Abbott's LibreView platform."),
+        p("apple_health_kit", "Apple HealthKit", Sdk, "watch", PHONE_SET, true, "Health data from an iPhone and Apple Watch through the mobile SDK."),
+        p("cronometer", "Cronometer", Oauth, "app", NUTRITION_SET, false, "Nutrition and meal logging."),
+        p("dexcom_v3", "Dexcom", Oauth, "automatic", CGM_SET, false, "Continuous glucose monitoring from Dexcom sensors."),
+        p("eight_sleep", "Eight Sleep", Password, "automatic", SLEEP_SET, false, "Sleep sessions from the Eight Sleep smart mattress cover."),
+        p("fitbit", "Fitbit", Oauth, "watch", WATCH_SET, true, "Activity, sleep and heart rate from Fitbit trackers."),
+        p("freestyle_libre", "FreeStyle Libre", Password, "automatic", CGM_SET, true, "Continuous glucose readings from FreeStyle Libre sensors."),
+        p("freestyle_libre_ble", "FreeStyle Libre (Bluetooth)", Sdk, "automatic", CGM_SET, false, "FreeStyle Libre sensors read directly over Bluetooth by the mobile SDK."),
+        p("garmin", "Garmin", Oauth, "watch", WATCH_SET, false, "Activity, sleep, workouts and heart rate from Garmin devices."),
+        p("google_fit", "Google Fit", Oauth, "phone", PHONE_SET, false, "Activity and body data from Google Fit."),
+        p("health_connect", "Health Connect", Sdk, "phone", PHONE_SET, false, "Android Health Connect data through the mobile SDK."),
+        p("ihealth", "iHealth", Oauth, "cuff", BP_SET, false, "Blood pressure, weight and glucose from iHealth devices."),
+        p("manual", "Manual", App, "manual_scan", MANUAL_SET, false, "Data the team's own app pushes through the push API."),
+        p("omron", "Omron", Oauth, "cuff", BP_SET, false, "Blood pressure from Omron cuffs."),
+        p("omron_ble", "Omron (Bluetooth)", Sdk, "cuff", BP_SET, false, "Omron cuffs read directly over Bluetooth by the mobile SDK."),
+        p("oura", "Oura", Oauth, "ring", SLEEP_SET, true, "Sleep, readiness, heart rate and HRV from the Oura ring."),
+        p("peloton", "Peloton", Password, "exercise_machine", CYCLING_SET, false, "Workouts from Peloton bikes and treads."),
+        p("polar", "Polar", Oauth, "watch", WATCH_SET, false, "Training, sleep and heart rate from Polar watches and straps."),
+        p("renpho", "Renpho", Email, "scale", SCALE_SET, false, "Body composition from Renpho smart scales."),
+        p("samsung_health", "Samsung Health", Sdk, "watch", PHONE_SET, false, "Samsung Health data through the mobile SDK."),
+        p("strava", "Strava", Oauth, "app", CYCLING_SET, false, "Workouts recorded with Strava."),
+        p("ultrahuman", "Ultrahuman", TeamOauth, "ring", SLEEP_SET, false, "Sleep, heart rate and movement from the Ultrahuman ring."),
+        p("wahoo", "Wahoo", Oauth, "exercise_machine", CYCLING_SET, false, "Workouts from Wahoo bike computers and trainers."),
+        p("whoop_v2", "WHOOP", Oauth, "automatic", SLEEP_SET, false, "Sleep, recovery, strain and workouts from WHOOP straps."),
+        p("withings", "Withings", Oauth, "scale", SCALE_SET, false, "Weight, body composition, blood pressure and sleep from Withings devices."),
+        p("zwift", "Zwift", Password, "exercise_machine", CYCLING_SET, false, "Virtual rides and runs from Zwift."),
+    ]
+});
