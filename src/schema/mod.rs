@@ -13,9 +13,11 @@
 //!   nullable), derived at ingest from the row's own zone, so floating time needs no parsing at
 //!   query time.
 
+mod dataset;
 mod resources;
 mod tables;
 
+pub use dataset::Dataset;
 pub use resources::{Family, RESOURCES, Resource, resource};
 pub use tables::{Column, Kind, Table};
 

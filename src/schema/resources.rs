@@ -126,7 +126,7 @@ impl Family {
 }
 
 /// One timeseries resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Resource {
     /// The resource name used in paths, push bodies and queries.
     pub name: &'static str,
