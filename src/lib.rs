@@ -5,13 +5,19 @@
 //! - [`schema`]: the normalised tables as Arrow schemas (the contract between the parts below);
 //! - [`providers`]: the provider catalogue and default priorities;
 //! - [`validation`]: the shape of a rejected input, shared by every layer;
+//! - [`users`]: the user resource's rules and rendering;
 //! - [`store`]: health data (Parquet on an object store) and metadata (sqlx);
 //! - [`ingest`]: push API records to Arrow batches and back, and the demo data generator;
-//! - [`engine`]: the aggregate query language compiled to DataFusion plans.
+//! - [`engine`]: the aggregate query language compiled to DataFusion plans;
+//! - [`http`]: the axum API; [`config`] and [`app`]: command line and start-up.
 
+pub mod app;
+pub mod config;
 pub mod engine;
+pub mod http;
 pub mod ingest;
 pub mod providers;
 pub mod schema;
 pub mod store;
+pub mod users;
 pub mod validation;

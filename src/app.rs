@@ -1,0 +1,90 @@
+//! Start-up: open the stores named by the configuration, prepare demo mode, and run the
+//! server until SIGINT or SIGTERM.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::config::{ServeArgs, StoreArgs};
+use crate::http::{AppState, HttpConfig};
+use crate::store::metadata::MetadataStore;
+
+/// Name of the file in the data dir that keeps the demo team's key (mode 0600).
+pub const DEMO_KEY_FILE: &str = "demo-api-key";
+
+/// Opens the metadata store, creating the data dir if needed.
+pub async fn open_metadata(store: &StoreArgs) -> anyhow::Result<MetadataStore> {
+    std::fs::create_dir_all(&store.data_dir)
+        .with_context(|| format!("creating data dir {}", store.data_dir.display()))?;
+    let url = store.database_url();
+    MetadataStore::connect(&url)
+        .await
+        .with_context(|| format!("opening metadata database {url}"))
+}
+
+/// Builds the state every handler shares.
+pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
+    let meta = open_metadata(&args.store).await?;
+    Ok(AppState {
+        meta,
+        config: Arc::new(HttpConfig {
+            body_limit: args.body_limit,
+        }),
+    })
+}
+
+/// The demo team's key: read from the data dir, or (first start) a new team `demo` and key,
+/// saved readable only by the owner.
+pub async fn demo_key(meta: &MetadataStore, data_dir: &Path) -> anyhow::Result<String> {
+    let path = data_dir.join(DEMO_KEY_FILE);
+    if let Ok(saved) = std::fs::read_to_string(&path) {
+        let saved = saved.trim().to_owned();
+        if meta.team_for_key(&saved).await?.is_some() {
+            return Ok(saved);
+        }
+    }
+    let (_, key) = meta.create_team("demo").await?;
+    write_private(&path, &key.secret)?;
+    Ok(key.secret)
+}
+
+fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    file.write_all(contents.as_bytes())?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// Resolves when the process receives SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

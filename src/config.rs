@@ -1,0 +1,91 @@
+//! Command line and configuration (clap). Every flag can also come from an environment
+//! variable (`WEARHOUSE_...`), read once at start-up.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// wearhouse: health-data service.
+#[derive(Debug, Parser)]
+#[command(name = "wearhouse", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API.
+    Serve(ServeArgs),
+    /// Manage teams.
+    Team {
+        /// The team operation.
+        #[command(subcommand)]
+        command: TeamCommand,
+    },
+}
+
+/// Team operations.
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Create a team and print its id and API key.
+    Create {
+        /// The team's name.
+        name: String,
+        /// Where the data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// List teams.
+    List {
+        /// Where the data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// Where data lives.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Directory for the SQLite database, the Parquet store and the demo key.
+    #[arg(long, env = "WEARHOUSE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Metadata database URL (`sqlite://...` or `postgres://...`); default: a SQLite file in the data dir.
+    #[arg(long, env = "WEARHOUSE_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Health-data location (`file:///abs/path`); default: `<data-dir>/health`.
+    #[arg(long, env = "WEARHOUSE_OBJECT_STORE_URL")]
+    pub object_store_url: Option<String>,
+}
+
+impl StoreArgs {
+    /// The metadata database URL in force.
+    pub fn database_url(&self) -> String {
+        self.database_url.clone().unwrap_or_else(|| {
+            format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("wearhouse.db").display()
+            )
+        })
+    }
+}
+
+/// `wearhouse serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "WEARHOUSE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Create (on first start) and print the demo team and its API key.
+    #[arg(long, env = "WEARHOUSE_DEMO")]
+    pub demo: bool,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "WEARHOUSE_BODY_LIMIT", default_value_t = 16 * 1024 * 1024)]
+    pub body_limit: usize,
+    /// Where data lives.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}

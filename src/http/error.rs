@@ -1,0 +1,133 @@
+//! The HTTP error model of `rest-conventions.md`: every failure leaves as JSON with a `detail`
+//! member, and every status code is decided here, in one exhaustive `match` per error enum.
+//!
+//! A 500 never shows its cause: the cause travels to the request-context middleware in a
+//! response extension, which logs it with the request id and writes the generic body with that
+//! id (so clients can quote it and operators can find it).
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::store::metadata::MetadataError;
+use crate::validation::{Invalid, Violation};
+
+/// Everything a handler can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The request is well formed but not allowed now (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// A 400 whose `detail` is an object (duplicate `client_user_id`).
+    #[error("bad request")]
+    BadRequestBody(Value),
+    /// No or an unknown API key (401); the message is the `detail`.
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    /// Unknown id, or another team's (404); names the resource.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// An `Accept` the endpoint cannot produce (406).
+    #[error("{0}")]
+    NotAcceptable(String),
+    /// A conflicting change (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// Body over the size limit (413).
+    #[error("request body exceeds the limit of {0} bytes")]
+    PayloadTooLarge(usize),
+    /// Validation failures (422).
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// Too many requests (429), with the seconds to wait.
+    #[error("{message}")]
+    TooManyRequests {
+        /// The sentence for `detail`.
+        message: String,
+        /// Seconds for `Retry-After`.
+        retry_after: u64,
+    },
+    /// A query cancelled at its time limit (504).
+    #[error("{0}")]
+    Timeout(String),
+    /// A bug or an unreachable dependency (500); the cause is logged, never shown.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// A 500 from any displayable cause.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        ApiError::Internal(cause.to_string())
+    }
+
+    /// A single 422 violation.
+    pub fn invalid(violation: Violation) -> Self {
+        ApiError::Invalid(Invalid(vec![violation]))
+    }
+}
+
+impl From<MetadataError> for ApiError {
+    fn from(err: MetadataError) -> Self {
+        match err {
+            MetadataError::ClientUserIdTaken { existing } => ApiError::Conflict(format!(
+                "client_user_id {:?} already belongs to another user",
+                existing.client_user_id
+            )),
+            MetadataError::Database(_)
+            | MetadataError::Migration(_)
+            | MetadataError::Corrupt { .. }
+            | MetadataError::UnsupportedUrl(_) => ApiError::internal(err),
+        }
+    }
+}
+
+/// Marks a 500 response; carries the cause to the middleware that logs it.
+#[derive(Debug, Clone)]
+pub struct InternalCause(pub String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, detail) = match self {
+            ApiError::BadRequest(msg) => (StatusCode::BAD_REQUEST, json!(msg)),
+            ApiError::BadRequestBody(body) => (StatusCode::BAD_REQUEST, body),
+            ApiError::Unauthorized(msg) => (StatusCode::UNAUTHORIZED, json!(msg)),
+            ApiError::NotFound(what) => (StatusCode::NOT_FOUND, json!(format!("{what} not found"))),
+            ApiError::NotAcceptable(msg) => (StatusCode::NOT_ACCEPTABLE, json!(msg)),
+            ApiError::Conflict(msg) => (StatusCode::CONFLICT, json!(msg)),
+            ApiError::PayloadTooLarge(limit) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!(format!("request body exceeds the limit of {limit} bytes")),
+            ),
+            ApiError::Invalid(Invalid(violations)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, json!(violations))
+            }
+            ApiError::TooManyRequests {
+                message,
+                retry_after,
+            } => {
+                let mut response = (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    Json(json!({ "detail": message })),
+                )
+                    .into_response();
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+                return response;
+            }
+            ApiError::Timeout(msg) => (StatusCode::GATEWAY_TIMEOUT, json!(msg)),
+            ApiError::Internal(cause) => {
+                let mut response = (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Json(json!({ "detail": "Internal server error" })),
+                )
+                    .into_response();
+                response.extensions_mut().insert(InternalCause(cause));
+                return response;
+            }
+        };
+        (status, Json(json!({ "detail": detail }))).into_response()
+    }
+}

@@ -1,0 +1,222 @@
+//! The HTTP API (axum): the only module that knows about HTTP. [`router`] builds the whole
+//! service from an [`AppState`]; tests drive it with `tower::ServiceExt::oneshot`, `serve` binds
+//! it to a socket.
+//!
+//! Cross-cutting behaviour, in the order a request meets it:
+//! 1. trailing slashes are trimmed before routing, so `/v2/user` and `/v2/user/` are one endpoint;
+//! 2. the request id is taken from `x-request-id` or generated, and echoed on the response;
+//! 3. a panic becomes a 500 with the generic body (never a dropped connection);
+//! 4. each request is logged once (method, route template, status, duration, team id);
+//! 5. a 500 is logged with its cause and answered with `{"detail", "request_id"}`.
+
+pub mod error;
+pub mod extract;
+mod meta;
+mod teams;
+mod users;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tower::Layer;
+use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+use crate::providers;
+use crate::store::metadata::{MetadataStore, User};
+use error::{ApiError, InternalCause};
+
+/// Limits and switches of the HTTP layer.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Largest accepted request body, in bytes (default 16 MiB).
+    pub body_limit: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            body_limit: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// What every handler can reach; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// Teams, keys, users, connections.
+    pub meta: MetadataStore,
+    /// HTTP limits.
+    pub config: Arc<HttpConfig>,
+}
+
+impl AppState {
+    /// Removes a user's health data (called before the user's metadata goes).
+    pub async fn delete_user_data(&self, _team: Uuid, _user: Uuid) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    /// The entries of `GET /v2/user/providers/{user_id}`.
+    pub async fn user_provider_entries(&self, user: &User) -> Result<Vec<Value>, ApiError> {
+        let connections = self.meta.connections(user.id).await?;
+        Ok(connections
+            .iter()
+            .map(|c| {
+                let catalogued = providers::provider(&c.provider);
+                let availability: serde_json::Map<String, Value> = catalogued
+                    .map(|p| p.supported_resources)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|r| {
+                        let scopes = json!({
+                            "user_granted": {"required": [], "optional": []},
+                            "user_denied": {"required": [], "optional": []},
+                        });
+                        let status = if c.status == "connected" {
+                            "available"
+                        } else {
+                            "unavailable"
+                        };
+                        (
+                            (*r).to_owned(),
+                            json!({ "status": status, "scope_requirements": scopes }),
+                        )
+                    })
+                    .collect();
+                json!({
+                    "name": catalogued.map_or(c.provider.as_str(), |p| p.name),
+                    "slug": c.provider,
+                    "logo": catalogued.map(|p| p.logo.clone()),
+                    "status": c.status,
+                    "created_on": crate::users::render_time(c.created_at),
+                    "resource_availability": availability,
+                    "error_details": null,
+                })
+            })
+            .collect())
+    }
+}
+
+/// The OpenAPI document's frame; paths are added by the routers that serve them.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "wearhouse", description = "Health-data service: users, provider links, normalised data, aggregate queries."),
+    modifiers(&SecurityAddon)
+)]
+struct ApiDoc;
+
+struct SecurityAddon;
+
+impl utoipa::Modify for SecurityAddon {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new(extract::API_KEY_HEADER))),
+        );
+    }
+}
+
+/// Every route with its documentation: serving a route and documenting it are one act.
+fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(users::routes())
+        .merge(teams::routes())
+        .merge(meta::routes())
+        .split_for_parts()
+}
+
+/// The OpenAPI 3.1 document of every endpoint.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api().1
+}
+
+/// The complete service: routes, fallbacks and cross-cutting layers.
+pub fn router(state: AppState) -> NormalizePath<Router> {
+    let (routes, doc) = api();
+    let doc = Arc::new(doc);
+    let app = routes
+        .merge(meta::doc_routes(doc))
+        .fallback(|| async { ApiError::NotFound("Route") })
+        .method_not_allowed_fallback(|| async {
+            (
+                StatusCode::METHOD_NOT_ALLOWED,
+                axum::Json(json!({"detail": "Method Not Allowed"})),
+            )
+        })
+        .layer(middleware::from_fn(request_context))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            panic_response,
+        ))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(state);
+    NormalizePathLayer::trim_trailing_slash().layer(app)
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("handler panicked");
+    ApiError::Internal("panic".into()).into_response()
+}
+
+/// Logs each request once and completes 500 bodies with the request id.
+async fn request_context(req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "(unmatched)".to_owned(), |p| p.as_str().to_owned());
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let slot = extract::TeamSlot::default();
+    let mut req = req;
+    req.extensions_mut().insert(slot.clone());
+    let mut response = next.run(req).await;
+    let status = response.status();
+    let team = slot.0.get().copied();
+    if let Some(InternalCause(cause)) = response.extensions_mut().remove::<InternalCause>() {
+        tracing::error!(%request_id, %method, %route, %cause, "internal error");
+        let body = json!({ "detail": "Internal server error", "request_id": request_id });
+        let mut fresh = (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response();
+        if let Ok(v) = HeaderValue::from_str(&request_id) {
+            fresh.headers_mut().insert("x-request-id", v);
+        }
+        response = fresh;
+    }
+    tracing::info!(
+        %method, %route, status = status.as_u16(),
+        duration_ms = started.elapsed().as_secs_f64() * 1e3,
+        team = team.map(|t| t.to_string()).unwrap_or_default(),
+        "request"
+    );
+    response
+}
+
+/// Runs the service on `listener` until `shutdown` resolves; in-flight requests finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state);
+    let make = axum::ServiceExt::<Request<Body>>::into_make_service(app);
+    axum::serve(listener, make)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

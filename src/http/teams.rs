@@ -1,0 +1,139 @@
+//! `/v2/team/source/priorities`: the team's provider order per data type, used by the aggregate
+//! engine's provider prioritisation (`aggregate-dsl.md` §3.5).
+//!
+//! `GET ?data_type=sleep` answers `{"data_type": "sleep", "priorities": [...]}`: the team's
+//! configured order, or the default order when it has set none (`"configured": false`).
+//! Without `data_type` it answers every data type. `PATCH ?data_type=sleep` with
+//! `{"priorities": ["oura", ...]}` replaces the order: slugs must be catalogue providers, listed
+//! once; providers left out rank after the listed ones in the default order.
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::{AuthTeam, JsonBody, QueryParams};
+use crate::providers::{self, DEFAULT_PRIORITY};
+use crate::validation::{Loc, ObjectReader, Violation};
+
+/// The data types a team orders providers for.
+pub const DATA_TYPES: [&str; 6] = [
+    "sleep",
+    "activity",
+    "workouts",
+    "body",
+    "meal",
+    "timeseries",
+];
+
+/// Documented routes of this module.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_priorities, patch_priorities))
+}
+
+fn data_type(query: &QueryParams, required: bool) -> Result<Option<&'static str>, ApiError> {
+    let Some(raw) = query.get("data_type") else {
+        if required {
+            return Err(ApiError::invalid(Violation::new(
+                crate::loc!["query", "data_type"],
+                "missing",
+                format!("Field required; expected one of: {}", DATA_TYPES.join(", ")),
+            )));
+        }
+        return Ok(None);
+    };
+    DATA_TYPES
+        .iter()
+        .find(|t| **t == raw)
+        .map(|t| Some(*t))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                Violation::value(
+                    crate::loc!["query", "data_type"],
+                    format!(
+                        "unknown data_type {raw:?}; expected one of: {}",
+                        DATA_TYPES.join(", ")
+                    ),
+                )
+                .with_input(Value::from(raw)),
+            )
+        })
+}
+
+/// The team's provider order for one or every data type.
+#[utoipa::path(get, path = "/v2/team/source/priorities", tag = "team",
+    params(("data_type" = Option<String>, Query, description = "sleep, activity, workouts, body, meal or timeseries")),
+    responses((status = 200, description = "The order(s)", body = Object)),
+    security(("api_key" = [])))]
+async fn get_priorities(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    query: QueryParams,
+) -> Result<Json<Value>, ApiError> {
+    let configured = state.meta.team_priorities(team.0.id).await?;
+    let entry = |t: &str| {
+        let own = configured.get(t);
+        json!({
+            "data_type": t,
+            "configured": own.is_some(),
+            "priorities": own.cloned().unwrap_or_else(|| DEFAULT_PRIORITY.iter().map(|s| (*s).to_owned()).collect()),
+        })
+    };
+    Ok(Json(match data_type(&query, false)? {
+        Some(t) => entry(t),
+        None => Value::from(DATA_TYPES.iter().map(|t| entry(t)).collect::<Vec<_>>()),
+    }))
+}
+
+/// Replace the team's provider order for one data type.
+#[utoipa::path(patch, path = "/v2/team/source/priorities", tag = "team",
+    params(("data_type" = String, Query, description = "sleep, activity, workouts, body, meal or timeseries")),
+    request_body(content = Object, description = "{\"priorities\": [\"oura\", \"apple_health_kit\"]}"),
+    responses((status = 200, description = "The stored order", body = Object)),
+    security(("api_key" = [])))]
+async fn patch_priorities(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    query: QueryParams,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    let data_type = data_type(&query, true)?.unwrap_or("timeseries");
+    let mut reader = ObjectReader::new(&body, vec![Loc::from("body")]);
+    reader.deny_unknown(&["priorities"]);
+    let mut order: Vec<String> = Vec::new();
+    match reader.raw("priorities") {
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let loc = crate::loc!["body", "priorities", i];
+                match item.as_str() {
+                    Some(slug) if providers::provider(slug).is_none() => reader.violations.push(
+                        Violation::value(loc, format!("unknown provider {slug:?}"))
+                            .with_input(item.clone()),
+                    ),
+                    Some(slug) if order.iter().any(|s| s == slug) => reader.violations.push(
+                        Violation::value(loc, format!("provider {slug:?} is listed twice")),
+                    ),
+                    Some(slug) => order.push(slug.to_owned()),
+                    None => reader.violations.push(Violation::new(
+                        loc,
+                        "string_type",
+                        "Input should be a valid string",
+                    )),
+                }
+            }
+        }
+        None | Some(Value::Null) => reader.fail("priorities", "missing", "Field required"),
+        Some(_) => reader.fail("priorities", "list_type", "Input should be a valid list"),
+    }
+    reader.finish()?;
+    state
+        .meta
+        .set_team_priorities(team.0.id, data_type, &order)
+        .await?;
+    Ok(Json(
+        json!({ "data_type": data_type, "configured": true, "priorities": order }),
+    ))
+}

@@ -1,0 +1,419 @@
+//! End users of a team, their patient details and their provider connections.
+//!
+//! Every query is scoped by team id: a user of another team is indistinguishable from one that
+//! does not exist.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use uuid::Uuid;
+
+use super::{
+    MetadataError, MetadataStore, get_opt_date, get_opt_str, get_opt_time, get_str, get_time,
+    get_uuid, is_unique_violation, parse, ts,
+};
+
+/// A value with the time it was last set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamped<T> {
+    /// The value.
+    pub value: T,
+    /// When it was set.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An end user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// Service-assigned id.
+    pub id: Uuid,
+    /// Owning team.
+    pub team_id: Uuid,
+    /// The team's own id for the user.
+    pub client_user_id: String,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// IANA zone for data without a zone of its own.
+    pub fallback_time_zone: Option<Stamped<String>>,
+    /// Birth date for providers that give no age.
+    pub fallback_birth_date: Option<Stamped<NaiveDate>>,
+    /// Data before this day is not ingested.
+    pub ingestion_start: Option<NaiveDate>,
+    /// Data after this day is not ingested.
+    pub ingestion_end: Option<NaiveDate>,
+}
+
+/// The fields of a new user (already validated).
+#[derive(Debug, Clone, Default)]
+pub struct NewUser {
+    /// The team's own id for the user.
+    pub client_user_id: String,
+    /// IANA zone.
+    pub fallback_time_zone: Option<String>,
+    /// Birth date.
+    pub fallback_birth_date: Option<NaiveDate>,
+    /// Ingestion bounds.
+    pub ingestion_start: Option<NaiveDate>,
+    /// Ingestion bounds.
+    pub ingestion_end: Option<NaiveDate>,
+}
+
+/// A partial update: `None` leaves a field alone, `Some(None)` clears it.
+#[derive(Debug, Clone, Default)]
+pub struct UserPatch {
+    /// New client user id.
+    pub client_user_id: Option<String>,
+    /// New or cleared zone.
+    pub fallback_time_zone: Option<Option<String>>,
+    /// New or cleared birth date.
+    pub fallback_birth_date: Option<Option<NaiveDate>>,
+    /// New or cleared bound.
+    pub ingestion_start: Option<Option<NaiveDate>>,
+    /// New or cleared bound.
+    pub ingestion_end: Option<Option<NaiveDate>>,
+}
+
+/// A user's connection to a provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    /// Provider slug.
+    pub provider: String,
+    /// `connected`, `error` or `paused`.
+    pub status: String,
+    /// When the connection was made.
+    pub created_at: DateTime<Utc>,
+}
+
+const USER_COLUMNS: &str = "id, team_id, client_user_id, created_at, fallback_time_zone, \
+     fallback_time_zone_updated_at, fallback_birth_date, fallback_birth_date_updated_at, \
+     ingestion_start, ingestion_end";
+
+fn stamped<T>(value: Option<T>, at: Option<DateTime<Utc>>) -> Option<Stamped<T>> {
+    match (value, at) {
+        (Some(value), Some(updated_at)) => Some(Stamped { value, updated_at }),
+        _ => None,
+    }
+}
+
+fn user_from_row(row: &AnyRow) -> Result<User, MetadataError> {
+    let birth = get_opt_str(row, "fallback_birth_date")?
+        .map(|v| parse::<NaiveDate>("fallback_birth_date", v))
+        .transpose()?;
+    Ok(User {
+        id: get_uuid(row, "id")?,
+        team_id: get_uuid(row, "team_id")?,
+        client_user_id: get_str(row, "client_user_id")?,
+        created_at: get_time(row, "created_at")?,
+        fallback_time_zone: stamped(
+            get_opt_str(row, "fallback_time_zone")?,
+            get_opt_time(row, "fallback_time_zone_updated_at")?,
+        ),
+        fallback_birth_date: stamped(birth, get_opt_time(row, "fallback_birth_date_updated_at")?),
+        ingestion_start: get_opt_date(row, "ingestion_start")?,
+        ingestion_end: get_opt_date(row, "ingestion_end")?,
+    })
+}
+
+fn date_text(d: Option<NaiveDate>) -> Option<String> {
+    d.map(|d| d.to_string())
+}
+
+impl MetadataStore {
+    /// Creates a user; a taken `client_user_id` answers the existing user.
+    pub async fn create_user(&self, team: Uuid, new: NewUser) -> Result<User, MetadataError> {
+        if let Some(existing) = self.user_by_client_id(team, &new.client_user_id).await? {
+            return Err(MetadataError::ClientUserIdTaken {
+                existing: Box::new(existing),
+            });
+        }
+        let now = Utc::now();
+        let user = User {
+            id: Uuid::new_v4(),
+            team_id: team,
+            client_user_id: new.client_user_id,
+            created_at: now,
+            fallback_time_zone: new.fallback_time_zone.map(|value| Stamped {
+                value,
+                updated_at: now,
+            }),
+            fallback_birth_date: new.fallback_birth_date.map(|value| Stamped {
+                value,
+                updated_at: now,
+            }),
+            ingestion_start: new.ingestion_start,
+            ingestion_end: new.ingestion_end,
+        };
+        let inserted = sqlx::query(&format!(
+            "INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        ))
+        .bind(user.id.to_string())
+        .bind(team.to_string())
+        .bind(&user.client_user_id)
+        .bind(ts(now))
+        .bind(user.fallback_time_zone.as_ref().map(|s| s.value.clone()))
+        .bind(user.fallback_time_zone.as_ref().map(|s| ts(s.updated_at)))
+        .bind(
+            user.fallback_birth_date
+                .as_ref()
+                .map(|s| s.value.to_string()),
+        )
+        .bind(user.fallback_birth_date.as_ref().map(|s| ts(s.updated_at)))
+        .bind(date_text(user.ingestion_start))
+        .bind(date_text(user.ingestion_end))
+        .execute(self.pool())
+        .await;
+        match inserted {
+            Ok(_) => Ok(user),
+            // Lost a race with a concurrent create of the same client user id.
+            Err(e) if is_unique_violation(&e) => {
+                match self.user_by_client_id(team, &user.client_user_id).await? {
+                    Some(existing) => Err(MetadataError::ClientUserIdTaken {
+                        existing: Box::new(existing),
+                    }),
+                    None => Err(e.into()),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// One page of the team's users, oldest first, and the team's total.
+    pub async fn list_users(
+        &self,
+        team: Uuid,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<User>, i64), MetadataError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 \
+             ORDER BY created_at, id LIMIT $2 OFFSET $3"
+        ))
+        .bind(team.to_string())
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(self.pool())
+        .await?;
+        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1")
+            .bind(team.to_string())
+            .fetch_one(self.pool())
+            .await?;
+        let users = rows.iter().map(user_from_row).collect::<Result<_, _>>()?;
+        Ok((users, total))
+    }
+
+    /// A user of the team by id.
+    pub async fn user(&self, team: Uuid, id: Uuid) -> Result<Option<User>, MetadataError> {
+        let row = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND id = $2"
+        ))
+        .bind(team.to_string())
+        .bind(id.to_string())
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(user_from_row).transpose()
+    }
+
+    /// A user of the team by the team's own id.
+    pub async fn user_by_client_id(
+        &self,
+        team: Uuid,
+        client_user_id: &str,
+    ) -> Result<Option<User>, MetadataError> {
+        let row = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND client_user_id = $2"
+        ))
+        .bind(team.to_string())
+        .bind(client_user_id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(user_from_row).transpose()
+    }
+
+    /// Applies a patch; `Ok(None)` when the user does not exist. A taken `client_user_id`
+    /// answers [`MetadataError::ClientUserIdTaken`].
+    pub async fn update_user(
+        &self,
+        team: Uuid,
+        id: Uuid,
+        patch: UserPatch,
+    ) -> Result<Option<User>, MetadataError> {
+        let Some(mut user) = self.user(team, id).await? else {
+            return Ok(None);
+        };
+        let now = Utc::now();
+        if let Some(cuid) = patch.client_user_id {
+            if cuid != user.client_user_id
+                && let Some(existing) = self.user_by_client_id(team, &cuid).await?
+            {
+                return Err(MetadataError::ClientUserIdTaken {
+                    existing: Box::new(existing),
+                });
+            }
+            user.client_user_id = cuid;
+        }
+        if let Some(zone) = patch.fallback_time_zone {
+            user.fallback_time_zone = zone.map(|value| Stamped {
+                value,
+                updated_at: now,
+            });
+        }
+        if let Some(birth) = patch.fallback_birth_date {
+            user.fallback_birth_date = birth.map(|value| Stamped {
+                value,
+                updated_at: now,
+            });
+        }
+        if let Some(start) = patch.ingestion_start {
+            user.ingestion_start = start;
+        }
+        if let Some(end) = patch.ingestion_end {
+            user.ingestion_end = end;
+        }
+        let updated = sqlx::query(
+            "UPDATE users SET client_user_id = $1, fallback_time_zone = $2, \
+             fallback_time_zone_updated_at = $3, fallback_birth_date = $4, \
+             fallback_birth_date_updated_at = $5, ingestion_start = $6, ingestion_end = $7 \
+             WHERE team_id = $8 AND id = $9",
+        )
+        .bind(&user.client_user_id)
+        .bind(user.fallback_time_zone.as_ref().map(|s| s.value.clone()))
+        .bind(user.fallback_time_zone.as_ref().map(|s| ts(s.updated_at)))
+        .bind(
+            user.fallback_birth_date
+                .as_ref()
+                .map(|s| s.value.to_string()),
+        )
+        .bind(user.fallback_birth_date.as_ref().map(|s| ts(s.updated_at)))
+        .bind(date_text(user.ingestion_start))
+        .bind(date_text(user.ingestion_end))
+        .bind(team.to_string())
+        .bind(id.to_string())
+        .execute(self.pool())
+        .await;
+        match updated {
+            Ok(_) => Ok(Some(user)),
+            Err(e) if is_unique_violation(&e) => {
+                match self.user_by_client_id(team, &user.client_user_id).await? {
+                    Some(existing) => Err(MetadataError::ClientUserIdTaken {
+                        existing: Box::new(existing),
+                    }),
+                    None => Err(e.into()),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes a user with its info and connections; `false` when there was none.
+    pub async fn delete_user(&self, team: Uuid, id: Uuid) -> Result<bool, MetadataError> {
+        if self.user(team, id).await?.is_none() {
+            return Ok(false);
+        }
+        let mut tx = self.pool().begin().await?;
+        for statement in [
+            "DELETE FROM user_info WHERE user_id = $1",
+            "DELETE FROM connections WHERE user_id = $1",
+        ] {
+            sqlx::query(statement)
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query("DELETE FROM users WHERE team_id = $1 AND id = $2")
+            .bind(team.to_string())
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Stores the user's patient details (validated JSON), replacing earlier ones.
+    pub async fn set_user_info(&self, user: Uuid, details: &Value) -> Result<(), MetadataError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM user_info WHERE user_id = $1")
+            .bind(user.to_string())
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("INSERT INTO user_info (user_id, details, updated_at) VALUES ($1, $2, $3)")
+            .bind(user.to_string())
+            .bind(details.to_string())
+            .bind(ts(Utc::now()))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The user's latest patient details.
+    pub async fn user_info(&self, user: Uuid) -> Result<Option<Value>, MetadataError> {
+        let row = sqlx::query("SELECT details FROM user_info WHERE user_id = $1")
+            .bind(user.to_string())
+            .fetch_optional(self.pool())
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let raw = get_str(&row, "details")?;
+        serde_json::from_str(&raw)
+            .map(Some)
+            .map_err(|_| MetadataError::Corrupt {
+                column: "details",
+                value: raw,
+            })
+    }
+
+    /// Records (or refreshes the status of) a connection.
+    pub async fn upsert_connection(
+        &self,
+        user: Uuid,
+        provider: &str,
+        status: &str,
+    ) -> Result<Connection, MetadataError> {
+        let existing = self
+            .connections(user)
+            .await?
+            .into_iter()
+            .find(|c| c.provider == provider);
+        let created_at = existing.map_or_else(Utc::now, |c| c.created_at);
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM connections WHERE user_id = $1 AND provider = $2")
+            .bind(user.to_string())
+            .bind(provider)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO connections (user_id, provider, status, created_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(user.to_string())
+        .bind(provider)
+        .bind(status)
+        .bind(ts(created_at))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Connection {
+            provider: provider.to_owned(),
+            status: status.to_owned(),
+            created_at,
+        })
+    }
+
+    /// A user's connections, oldest first.
+    pub async fn connections(&self, user: Uuid) -> Result<Vec<Connection>, MetadataError> {
+        let rows = sqlx::query(
+            "SELECT provider, status, created_at FROM connections WHERE user_id = $1 \
+             ORDER BY created_at, provider",
+        )
+        .bind(user.to_string())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Connection {
+                    provider: get_str(row, "provider")?,
+                    status: get_str(row, "status")?,
+                    created_at: get_time(row, "created_at")?,
+                })
+            })
+            .collect()
+    }
+}

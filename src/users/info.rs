@@ -1,0 +1,402 @@
+//! Patient details (`PATCH /v2/user/{user_id}/info`): validation and the stored shape.
+//!
+//! The specs leave the lab-driven name rule and the medical proxy's fields open. Decisions:
+//! - a name is 1–50 characters of letters (any script), spaces, hyphens, apostrophes and
+//!   periods, with at least one letter;
+//! - `phone_number` holds 7–15 digits, optionally a leading `+` and the separators
+//!   space, `-`, `.`, `(`, `)`;
+//! - `gender` is free text of 1–50 characters (labs each have their own vocabulary);
+//! - `dob` is a past date, not before 1900-01-01;
+//! - `address.state` is a two-letter US state, district or territory code (upper case);
+//! - `medical_proxy` (a guarantor) is `{first_name, last_name, relationship?, phone_number?,
+//!   email?}` under the same rules, or null.
+//!
+//! The stored (and echoed) document has every field, `null` where optional and absent.
+
+use chrono::NaiveDate;
+use serde_json::{Map, Value};
+
+use crate::validation::{Invalid, Loc, ObjectReader};
+
+const US_STATES: &[&str] = &[
+    "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS",
+    "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY",
+    "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV",
+    "WI", "WY", "DC", "PR", "VI", "GU", "AS", "MP",
+];
+
+const RACE: &[&str] = &[
+    "african_american_or_black",
+    "asian",
+    "indigenous_native_american_alaska_native",
+    "other",
+    "pacific_islander_or_hawaiian",
+    "white_caucasian",
+];
+const ETHNICITY: &[&str] = &["hispanic", "non_hispanic", "ashkenazi_jewish", "other"];
+const SEXUAL_ORIENTATION: &[&str] = &[
+    "lesbian_gay_or_homosexual",
+    "heterosexual_or_straight",
+    "bisexual",
+    "dont_know",
+    "other",
+];
+const GENDER_IDENTITY: &[&str] = &[
+    "male",
+    "female",
+    "female_to_male_ftm_transgender_male_trans_man",
+    "male_to_female_mtf_transgender_female_trans_woman",
+    "genderqueer",
+    "other",
+];
+
+/// Whether a string satisfies the documented name rule.
+pub fn is_valid_name(s: &str) -> bool {
+    let count = s.chars().count();
+    (1..=50).contains(&count)
+        && s.chars().any(char::is_alphabetic)
+        && s.chars()
+            .all(|c| c.is_alphabetic() || matches!(c, ' ' | '-' | '\'' | '.'))
+}
+
+/// Whether a string looks like an e-mail address we can deliver to.
+pub fn is_valid_email(s: &str) -> bool {
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
+    let labels: Vec<&str> = domain.split('.').collect();
+    s.len() <= 254
+        && !local.is_empty()
+        && !s.chars().any(char::is_whitespace)
+        && labels.len() >= 2
+        && labels.iter().all(|l| !l.is_empty() && !l.contains('@'))
+        && labels
+            .last()
+            .is_some_and(|tld| tld.len() >= 2 && tld.chars().all(char::is_alphabetic))
+}
+
+/// Whether a string is a phone number under the documented rule.
+pub fn is_valid_phone(s: &str) -> bool {
+    let body = s.strip_prefix('+').unwrap_or(s);
+    let digits = body.chars().filter(char::is_ascii_digit).count();
+    (7..=15).contains(&digits)
+        && body
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, ' ' | '-' | '.' | '(' | ')'))
+}
+
+/// Whether a string is a US zip code (`12345` or `12345-6789`).
+pub fn is_valid_zip(s: &str) -> bool {
+    let b = s.as_bytes();
+    let five = |x: &[u8]| x.len() == 5 && x.iter().all(u8::is_ascii_digit);
+    match b.len() {
+        5 => five(b),
+        10 => five(&b[..5]) && b[5] == b'-' && b[6..].iter().all(u8::is_ascii_digit),
+        _ => false,
+    }
+}
+
+/// Reads a checked string member into `out` (null when absent and optional).
+fn checked(
+    r: &mut ObjectReader<'_>,
+    out: &mut Map<String, Value>,
+    key: &str,
+    required: bool,
+    check: fn(&str) -> bool,
+    rule: &str,
+) {
+    match r.string(key, required) {
+        Some(v) if check(v) => {
+            out.insert(key.into(), Value::from(v));
+        }
+        Some(_) => r.fail(key, "value_error", format!("{key} must be {rule}")),
+        None => {
+            out.insert(key.into(), Value::Null);
+        }
+    }
+}
+
+fn enumerated(r: &mut ObjectReader<'_>, out: &mut Map<String, Value>, key: &str, allowed: &[&str]) {
+    match r.string(key, false) {
+        Some(v) if allowed.contains(&v) => {
+            out.insert(key.into(), Value::from(v));
+        }
+        Some(v) => r.fail(
+            key,
+            "enum",
+            format!(
+                "unknown {key} {v:?}; expected one of: {}",
+                allowed.join(", ")
+            ),
+        ),
+        None => {
+            out.insert(key.into(), Value::Null);
+        }
+    }
+}
+
+const NAME_RULE: &str = "1-50 letters, spaces, hyphens, apostrophes or periods";
+
+fn address(
+    value: &Value,
+    loc: Vec<Loc>,
+    violations: &mut Vec<crate::validation::Violation>,
+) -> Value {
+    let mut r = ObjectReader::new(value, loc);
+    r.deny_unknown(&["first_line", "second_line", "zip_code", "state", "city"]);
+    let mut out = Map::new();
+    let non_empty = |s: &str| !s.trim().is_empty() && s.chars().count() <= 200;
+    checked(
+        &mut r,
+        &mut out,
+        "first_line",
+        true,
+        non_empty,
+        "1-200 characters",
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "second_line",
+        false,
+        |s| s.chars().count() <= 200,
+        "at most 200 characters",
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "zip_code",
+        true,
+        is_valid_zip,
+        "five digits, optionally followed by - and four digits",
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "state",
+        true,
+        |s| US_STATES.contains(&s),
+        "a two-letter US state code such as \"CA\"",
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "city",
+        true,
+        non_empty,
+        "1-200 characters",
+    );
+    violations.append(&mut r.violations);
+    Value::Object(out)
+}
+
+fn medical_proxy(
+    value: &Value,
+    loc: Vec<Loc>,
+    violations: &mut Vec<crate::validation::Violation>,
+) -> Value {
+    let mut r = ObjectReader::new(value, loc);
+    r.deny_unknown(&[
+        "first_name",
+        "last_name",
+        "relationship",
+        "phone_number",
+        "email",
+    ]);
+    let mut out = Map::new();
+    checked(
+        &mut r,
+        &mut out,
+        "first_name",
+        true,
+        is_valid_name,
+        NAME_RULE,
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "last_name",
+        true,
+        is_valid_name,
+        NAME_RULE,
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "relationship",
+        false,
+        |s| (1..=50).contains(&s.chars().count()),
+        "1-50 characters",
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "phone_number",
+        false,
+        is_valid_phone,
+        "a phone number of 7-15 digits",
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "email",
+        false,
+        is_valid_email,
+        "a valid e-mail address",
+    );
+    violations.append(&mut r.violations);
+    Value::Object(out)
+}
+
+/// Validates a user-info body; answers the document to store and echo.
+pub fn parse_user_info(body: &Value, today: NaiveDate) -> Result<Value, Invalid> {
+    let mut r = ObjectReader::new(body, vec![Loc::from("body")]);
+    r.deny_unknown(&[
+        "first_name",
+        "last_name",
+        "email",
+        "phone_number",
+        "gender",
+        "dob",
+        "address",
+        "medical_proxy",
+        "race",
+        "ethnicity",
+        "sexual_orientation",
+        "gender_identity",
+    ]);
+    let mut out = Map::new();
+    checked(
+        &mut r,
+        &mut out,
+        "first_name",
+        true,
+        is_valid_name,
+        NAME_RULE,
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "last_name",
+        true,
+        is_valid_name,
+        NAME_RULE,
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "email",
+        true,
+        is_valid_email,
+        "a valid e-mail address",
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "phone_number",
+        true,
+        is_valid_phone,
+        "a phone number of 7-15 digits",
+    );
+    checked(
+        &mut r,
+        &mut out,
+        "gender",
+        true,
+        |s| (1..=50).contains(&s.trim().chars().count()),
+        "1-50 characters",
+    );
+    match r.date("dob", true) {
+        Some(d) if d < today && d >= NaiveDate::from_ymd_opt(1900, 1, 1).unwrap_or(d) => {
+            out.insert("dob".into(), Value::from(d.to_string()));
+        }
+        Some(_) => r.fail(
+            "dob",
+            "value_error",
+            "dob must be a past date, not before 1900-01-01",
+        ),
+        None => {}
+    }
+    let mut nested = Vec::new();
+    match r.raw("address") {
+        None | Some(Value::Null) => r.fail("address", "missing", "Field required"),
+        Some(v) => {
+            out.insert(
+                "address".into(),
+                address(v, r.loc_of("address"), &mut nested),
+            );
+        }
+    }
+    match r.raw("medical_proxy") {
+        None | Some(Value::Null) => {
+            out.insert("medical_proxy".into(), Value::Null);
+        }
+        Some(v) => {
+            out.insert(
+                "medical_proxy".into(),
+                medical_proxy(v, r.loc_of("medical_proxy"), &mut nested),
+            );
+        }
+    }
+    enumerated(&mut r, &mut out, "race", RACE);
+    enumerated(&mut r, &mut out, "ethnicity", ETHNICITY);
+    enumerated(&mut r, &mut out, "sexual_orientation", SEXUAL_ORIENTATION);
+    enumerated(&mut r, &mut out, "gender_identity", GENDER_IDENTITY);
+    r.violations.append(&mut nested);
+    r.finish().map(|()| Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn valid() -> Value {
+        json!({
+            "first_name": "Anne-Marie", "last_name": "O'Neil Jr.", "email": "anne@example.com",
+            "phone_number": "+1 415 555 0100", "gender": "female", "dob": "1990-04-01",
+            "address": {"first_line": "1 Main St", "second_line": null, "zip_code": "94107-1234",
+                        "state": "CA", "city": "San Francisco"},
+            "race": "asian"
+        })
+    }
+
+    #[test]
+    fn a_valid_body_is_echoed_with_every_field() {
+        let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+        let out = parse_user_info(&valid(), today).unwrap();
+        assert_eq!(out["first_name"], "Anne-Marie");
+        assert_eq!(out["medical_proxy"], Value::Null);
+        assert_eq!(out["ethnicity"], Value::Null);
+        assert_eq!(out["address"]["zip_code"], "94107-1234");
+    }
+
+    #[test]
+    fn each_rule_rejects_at_its_location() {
+        let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+        let cases: &[(&str, Value, &str)] = &[
+            ("/first_name", json!("R2-D2"), "first_name"),
+            ("/email", json!("anne@example"), "email"),
+            ("/phone_number", json!("12"), "phone_number"),
+            ("/dob", json!("2030-01-01"), "dob"),
+            ("/dob", json!("1990-02-30"), "dob"),
+            ("/address/state", json!("California"), "state"),
+            ("/address/zip_code", json!("9410"), "zip_code"),
+            ("/race", json!("martian"), "race"),
+        ];
+        for (pointer, bad, field) in cases {
+            let mut body = valid();
+            *body.pointer_mut(pointer).unwrap() = bad.clone();
+            let err = parse_user_info(&body, today).unwrap_err();
+            assert_eq!(err.0.len(), 1, "{pointer}: {err:?}");
+            let last = serde_json::to_value(&err.0[0].loc).unwrap();
+            assert_eq!(last.as_array().unwrap().last().unwrap(), field, "{pointer}");
+        }
+        let mut body = valid();
+        body.as_object_mut().unwrap().remove("address");
+        assert_eq!(
+            parse_user_info(&body, today).unwrap_err().0[0].kind,
+            "missing"
+        );
+    }
+}
