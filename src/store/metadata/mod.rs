@@ -98,6 +98,13 @@ impl MetadataStore {
     }
 }
 
+/// The current instant at the precision stored (microseconds), so what a write answers equals
+/// what a later read answers.
+pub(crate) fn now() -> DateTime<Utc> {
+    use chrono::SubsecRound;
+    Utc::now().trunc_subsecs(6)
+}
+
 /// Renders an instant the way every column stores it.
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)

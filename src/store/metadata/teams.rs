@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-use super::{MetadataError, MetadataStore, get_str, get_time, get_uuid, ts};
+use super::{MetadataError, MetadataStore, get_str, get_time, get_uuid, now, ts};
 
 /// A team: a customer application.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl MetadataStore {
         let team = Team {
             id: Uuid::new_v4(),
             name: name.to_owned(),
-            created_at: Utc::now(),
+            created_at: now(),
         };
         let mut tx = self.pool().begin().await?;
         sqlx::query("INSERT INTO teams (id, name, created_at) VALUES ($1, $2, $3)")
@@ -167,7 +167,7 @@ impl MetadataStore {
         .bind(team.to_string())
         .bind(data_type)
         .bind(encoded)
-        .bind(ts(Utc::now()))
+        .bind(ts(now()))
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::{
     MetadataError, MetadataStore, get_opt_date, get_opt_str, get_opt_time, get_str, get_time,
-    get_uuid, is_unique_violation, parse, ts,
+    get_uuid, is_unique_violation, now, parse, ts,
 };
 
 /// A value with the time it was last set.
@@ -126,7 +126,7 @@ impl MetadataStore {
                 existing: Box::new(existing),
             });
         }
-        let now = Utc::now();
+        let now = now();
         let user = User {
             id: Uuid::new_v4(),
             team_id: team,
@@ -240,7 +240,7 @@ impl MetadataStore {
         let Some(mut user) = self.user(team, id).await? else {
             return Ok(None);
         };
-        let now = Utc::now();
+        let now = now();
         if let Some(cuid) = patch.client_user_id {
             if cuid != user.client_user_id
                 && let Some(existing) = self.user_by_client_id(team, &cuid).await?
@@ -338,7 +338,7 @@ impl MetadataStore {
         sqlx::query("INSERT INTO user_info (user_id, details, updated_at) VALUES ($1, $2, $3)")
             .bind(user.to_string())
             .bind(details.to_string())
-            .bind(ts(Utc::now()))
+            .bind(ts(now()))
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -373,7 +373,7 @@ impl MetadataStore {
             .await?
             .into_iter()
             .find(|c| c.provider == provider);
-        let created_at = existing.map_or_else(Utc::now, |c| c.created_at);
+        let created_at = existing.map_or_else(now, |c| c.created_at);
         let mut tx = self.pool().begin().await?;
         sqlx::query("DELETE FROM connections WHERE user_id = $1 AND provider = $2")
             .bind(user.to_string())

@@ -1,0 +1,173 @@
+//! The metadata store against both backends it supports: a SQLite file and the real PostgreSQL
+//! server (`WEARHOUSE_TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`).
+//! Each PostgreSQL run gets a fresh database, dropped afterwards.
+
+use chrono::NaiveDate;
+use serde_json::json;
+use sqlx::Connection;
+use wearhouse::store::metadata::{MetadataError, MetadataStore, NewUser, UserPatch};
+
+async fn exercise(store: &MetadataStore) {
+    let (team, key) = store.create_team("acme").await.unwrap();
+    let (other, _) = store.create_team("globex").await.unwrap();
+    assert_eq!(
+        store.team_for_key(&key.secret).await.unwrap().map(|t| t.id),
+        Some(team.id)
+    );
+    assert_eq!(store.team_for_key("wh_wrong").await.unwrap(), None);
+    assert_eq!(
+        store.team_by_name("globex").await.unwrap().map(|t| t.id),
+        Some(other.id)
+    );
+
+    let new = NewUser {
+        client_user_id: "c1".into(),
+        fallback_time_zone: Some("Asia/Tokyo".into()),
+        ingestion_start: NaiveDate::from_ymd_opt(2024, 1, 1),
+        ..NewUser::default()
+    };
+    let user = store.create_user(team.id, new.clone()).await.unwrap();
+    assert!(matches!(
+        store.create_user(team.id, new.clone()).await,
+        Err(MetadataError::ClientUserIdTaken { existing }) if existing.id == user.id
+    ));
+    store.create_user(other.id, new).await.unwrap();
+    assert_eq!(
+        store.user(team.id, user.id).await.unwrap().as_ref(),
+        Some(&user)
+    );
+    assert_eq!(
+        store.user(other.id, user.id).await.unwrap(),
+        None,
+        "tenancy"
+    );
+
+    for i in 2..=4 {
+        let u = NewUser {
+            client_user_id: format!("c{i}"),
+            ..NewUser::default()
+        };
+        store.create_user(team.id, u).await.unwrap();
+    }
+    let (page, total) = store.list_users(team.id, 1, 2).await.unwrap();
+    assert_eq!(total, 4);
+    assert_eq!(
+        page.iter()
+            .map(|u| u.client_user_id.as_str())
+            .collect::<Vec<_>>(),
+        ["c2", "c3"]
+    );
+
+    let patch = UserPatch {
+        client_user_id: Some("c1b".into()),
+        fallback_time_zone: Some(None),
+        ..UserPatch::default()
+    };
+    let updated = store
+        .update_user(team.id, user.id, patch)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(updated.client_user_id, "c1b");
+    assert_eq!(updated.fallback_time_zone, None);
+    assert_eq!(updated.ingestion_start, user.ingestion_start);
+    let taken = UserPatch {
+        client_user_id: Some("c2".into()),
+        ..UserPatch::default()
+    };
+    assert!(matches!(
+        store.update_user(team.id, user.id, taken).await,
+        Err(MetadataError::ClientUserIdTaken { .. })
+    ));
+
+    store
+        .set_user_info(user.id, &json!({"first_name": "Ada"}))
+        .await
+        .unwrap();
+    store
+        .set_user_info(user.id, &json!({"first_name": "Grace"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.user_info(user.id).await.unwrap(),
+        Some(json!({"first_name": "Grace"}))
+    );
+
+    let first = store
+        .upsert_connection(user.id, "oura", "connected")
+        .await
+        .unwrap();
+    let again = store
+        .upsert_connection(user.id, "oura", "error")
+        .await
+        .unwrap();
+    assert_eq!(
+        first.created_at, again.created_at,
+        "re-linking keeps the original time"
+    );
+    assert_eq!(store.connections(user.id).await.unwrap().len(), 1);
+
+    store
+        .set_team_priorities(team.id, "sleep", &["fitbit".into(), "oura".into()])
+        .await
+        .unwrap();
+    store
+        .set_team_priorities(team.id, "sleep", &["oura".into()])
+        .await
+        .unwrap();
+    let priorities = store.team_priorities(team.id).await.unwrap();
+    assert_eq!(priorities.get("sleep"), Some(&vec!["oura".to_owned()]));
+    assert!(store.team_priorities(other.id).await.unwrap().is_empty());
+
+    assert!(store.delete_user(team.id, user.id).await.unwrap());
+    assert!(!store.delete_user(team.id, user.id).await.unwrap());
+    assert_eq!(store.user_info(user.id).await.unwrap(), None);
+    assert!(store.connections(user.id).await.unwrap().is_empty());
+    store.ping().await.unwrap();
+}
+
+#[tokio::test]
+async fn sqlite_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
+    let store = MetadataStore::connect(&url).await.unwrap();
+    exercise(&store).await;
+    // Reopening applies no migration twice and keeps the data.
+    store.close().await;
+    let store = MetadataStore::connect(&url).await.unwrap();
+    assert_eq!(store.list_teams().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn postgres_backend() {
+    let admin_url = std::env::var("WEARHOUSE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let db = format!("wearhouse_test_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = sqlx::PgConnection::connect(&admin_url)
+        .await
+        .expect("PostgreSQL must be reachable at WEARHOUSE_TEST_POSTGRES_URL");
+    sqlx::query(&format!("CREATE DATABASE {db}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let base = admin_url
+        .rsplit_once('/')
+        .map_or(admin_url.as_str(), |(b, _)| b);
+    let store = MetadataStore::connect(&format!("{base}/{db}"))
+        .await
+        .unwrap();
+    exercise(&store).await;
+    store.close().await;
+    sqlx::query(&format!("DROP DATABASE {db}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn unsupported_urls_are_refused() {
+    assert!(matches!(
+        MetadataStore::connect("mysql://localhost/x").await,
+        Err(MetadataError::UnsupportedUrl(_))
+    ));
+}
