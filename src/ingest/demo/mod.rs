@@ -1,0 +1,1 @@
+//! Demo data (placeholder while the generator is written).

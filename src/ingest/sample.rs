@@ -1,0 +1,176 @@
+//! One timeseries sample of a push body to one row of its resource.
+//!
+//! A sample is `{timestamp, start?, end?, timezone_offset, type, unit, value, ...}` with the
+//! fields of its family (`crate::schema::Family`). Decisions where the spec is silent:
+//! - `start` is an alias of `timestamp` (interval samples render both); when both are given they
+//!   must be the same instant. `end` and `start` are accepted on interval families only.
+//! - `duration` is derived as `end − start`; given alone it yields `end`; given with `end` it
+//!   must agree within a second.
+//! - `unit`, when given, must be the resource's unit; it is always stored as the resource's unit.
+//! - `timezone_offset` is seconds east of UTC, or a zone string (`+HH:MM`, IANA) resolved at the
+//!   sample's instant; absent, the user's fallback zone at that instant, else null.
+//! - Note `tags` is an array of strings, stored as its JSON text; `content` is required.
+//! - `source_workout_id` and `source_sport` are per-sample fields.
+
+use serde_json::Value;
+
+use super::columns::{Cell, Row};
+use super::fields::sample_range;
+use super::json::{self, Obj, at};
+use super::push::Ctx;
+use super::summary::zone;
+use crate::schema::{Family, INGESTED_AT, Resource, SOURCE_COLUMNS, timeseries_schema};
+use crate::validation::{Loc, Violation};
+
+const STRING_FIELDS: [&str; 8] = [
+    "type",
+    "delivery_mode",
+    "delivery_form",
+    "bolus_purpose",
+    "sensor_location",
+    "intensity",
+    "content",
+    "source_workout_id",
+];
+
+/// Whether a push may carry `key` on a sample of `family`.
+fn accepted(family: Family, key: &str) -> bool {
+    if key == "start" {
+        return family.is_interval();
+    }
+    if key == "source_sport" || key == "timestamp" || key == "timezone_offset" {
+        return true;
+    }
+    key != INGESTED_AT
+        && !SOURCE_COLUMNS.contains(&key)
+        && timeseries_schema(family).field_with_name(key).is_ok()
+}
+
+/// Parses one sample.
+pub(crate) fn parse(
+    resource: Resource,
+    value: &Value,
+    loc: &[Loc],
+    ctx: &Ctx,
+) -> Result<Row, Violation> {
+    let family = resource.family;
+    let obj = json::object(value, loc)?;
+    json::forbid_extra(obj, loc, |k| accepted(family, k))?;
+    let mut row = Row::default();
+
+    let timestamp = json::instant(obj, "timestamp", loc)?;
+    let start = json::instant(obj, "start", loc)?;
+    let timestamp = match (timestamp, start) {
+        (Some(t), Some(s)) if t != s => {
+            return Err(
+                Violation::value(at(loc, "start"), "start must equal timestamp")
+                    .with_input(obj["start"].clone()),
+            );
+        }
+        (t, s) => json::required(t.or(s), loc, "timestamp")?,
+    };
+    row.set("timestamp", Cell::Micros(timestamp.timestamp_micros()));
+
+    let zone = zone(obj, "timezone_offset", loc)?;
+    row.set("timezone_offset", ctx.offset_cell(zone, timestamp));
+
+    if let Some(unit) = json::string(obj, "unit", loc)? {
+        json::one_of(unit, &[resource.unit], "unit", loc)?;
+    }
+    row.set("unit", Cell::Str(resource.unit.to_owned()));
+
+    for key in STRING_FIELDS {
+        if accepted(family, key) {
+            row.set(key, Cell::opt_str(json::string(obj, key, loc)?));
+        }
+    }
+    row.set(
+        "source_sport",
+        Cell::opt_str(json::string(obj, "source_sport", loc)?),
+    );
+
+    if family.is_interval() {
+        interval(obj, loc, family, timestamp.timestamp_micros(), &mut row)?;
+    }
+    let bounds = sample_range(resource.name, resource.unit);
+    match family {
+        Family::BloodPressure => {
+            for key in ["systolic", "diastolic"] {
+                let v = json::required(json::float(obj, key, loc)?, loc, key)?;
+                json::in_range(v, bounds, obj, key, loc)?;
+                row.set(key, Cell::Float(v));
+            }
+        }
+        Family::Note => {
+            json::required(json::string(obj, "content", loc)?, loc, "content")?;
+            row.set("tags", tags(obj, loc)?);
+        }
+        _ => {
+            let v = json::required(json::float(obj, "value", loc)?, loc, "value")?;
+            json::in_range(v, bounds, obj, "value", loc)?;
+            row.set("value", Cell::Float(v));
+        }
+    }
+    ctx.fill_source(&mut row);
+    Ok(row)
+}
+
+fn interval(
+    obj: &Obj,
+    loc: &[Loc],
+    family: Family,
+    start: i64,
+    row: &mut Row,
+) -> Result<(), Violation> {
+    let end = json::instant(obj, "end", loc)?.map(|t| t.timestamp_micros());
+    let has_duration = family != Family::Note;
+    let duration = if has_duration {
+        json::float(obj, "duration", loc)?
+    } else {
+        None
+    };
+    if let Some(d) = duration {
+        json::in_range(d, (0.0, f64::INFINITY), obj, "duration", loc)?;
+    }
+    let end = match (end, duration) {
+        (Some(e), _) if e < start => {
+            return Err(
+                Violation::value(at(loc, "end"), "end must not be before timestamp")
+                    .with_input(obj["end"].clone()),
+            );
+        }
+        (Some(e), Some(d)) if ((e - start) as f64 / 1e6 - d).abs() > 1.0 => {
+            return Err(
+                Violation::value(at(loc, "duration"), "duration must equal end - start")
+                    .with_input(obj["duration"].clone()),
+            );
+        }
+        (Some(e), _) => Some(e),
+        (None, Some(d)) => Some(start + (d * 1e6).round() as i64),
+        (None, None) => None,
+    };
+    row.set("end", end.map_or(Cell::Null, Cell::Micros));
+    if has_duration {
+        let derived = end.map(|e| (e - start) as f64 / 1e6);
+        row.set("duration", derived.map_or(Cell::Null, Cell::Float));
+    }
+    Ok(())
+}
+
+fn tags(obj: &Obj, loc: &[Loc]) -> Result<Cell, Violation> {
+    let Some(value) = obj.get("tags").filter(|v| !v.is_null()) else {
+        return Ok(Cell::Null);
+    };
+    let ok = value
+        .as_array()
+        .is_some_and(|a| a.iter().all(Value::is_string));
+    if !ok {
+        return Err(Violation::new(
+            at(loc, "tags"),
+            "type_error",
+            "Input should be an array of strings",
+        )
+        .with_input(value.clone()));
+    }
+    Ok(Cell::Str(value.to_string()))
+}

@@ -1,0 +1,375 @@
+//! One summary record (sleep, activity, workout, body, meal, profile) of a push body to one row
+//! of its table: typed, range-checked, and with its derived columns filled.
+//!
+//! Decisions where the spec is silent:
+//! - `id` is optional on push; when absent it is derived from (provider, source type, table,
+//!   index time) so re-pushing the same record replaces it. Activity ids are always derived from
+//!   (provider, source type, date) and profile ids are the provider slug; a pushed `id` there is
+//!   ignored.
+//! - Sleep `duration` defaults to `bedtime_stop − bedtime_start`, `total` to light + deep + rem,
+//!   `type` to `long_sleep` (≥ 3 h) or `short_sleep`.
+//! - The zone of a sleep (`timezone_offset`), workout or body record (`time_zone`) is `±HH:MM`,
+//!   `Z`, an IANA name or seconds east of UTC. The derived `timezone_offset` column is its offset
+//!   at the row's index instant (sleep: `bedtime_stop`), else the user's fallback zone at that
+//!   instant, else null. Sleep stores the zone as `+HH:MM` (as it renders); workouts and body
+//!   store it as given. An activity's `time_zone_offset` defaults to its zone's (else the
+//!   fallback zone's) offset at local noon of its date.
+//! - The hypnogram is pushed as `"sleep_stream": {"hypnogram": [1, 2, 3, 4, ...], "interval":
+//!   300}`: stage codes 1 deep, 2 light, 3 rem, 4 awake, 5 manual, −1 missing, one per
+//!   `interval` seconds (default 300) from `bedtime_start`, and may not run past the session.
+//! - Profile `created_at` and `updated_at` default to the push time; `birth_date` may not be in
+//!   the future.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::columns::{Cell, Row};
+use super::fields::{READ_ONLY, allowed_values, json_name, range};
+use super::json::{self, Obj, at};
+use super::push::Ctx;
+use super::zone::{MAX_OFFSET, Zone, format_offset};
+use crate::schema::{Kind, Table};
+use crate::validation::{Loc, Violation};
+
+/// The default hypnogram sample interval, in seconds.
+pub const DEFAULT_HYPNOGRAM_INTERVAL: i64 = 300;
+const STAGES: [i64; 6] = [1, 2, 3, 4, 5, -1];
+
+/// A stable id from its parts: a version-8 UUID over their SHA-256.
+pub fn derive_id(parts: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update([0u8]);
+    }
+    let digest = hasher.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
+/// Days since 1970-01-01, the `Date32` encoding.
+pub(crate) fn epoch_days(date: NaiveDate) -> i32 {
+    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+    i32::try_from((date - epoch).num_days()).unwrap_or(i32::MAX)
+}
+
+/// Reads a zone member: a zone string or seconds east of UTC.
+pub(crate) fn zone(obj: &Obj, key: &str, loc: &[Loc]) -> Result<Option<Zone>, Violation> {
+    let Some(value) = obj.get(key).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let parsed = match value {
+        Value::String(s) => Zone::parse(s),
+        Value::Number(n) => n
+            .as_i64()
+            .filter(|s| s.abs() <= MAX_OFFSET)
+            .and_then(|s| i32::try_from(s).ok())
+            .map(Zone::Fixed),
+        _ => None,
+    };
+    parsed.map(Some).ok_or_else(|| {
+        Violation::value(
+            at(loc, key),
+            "Input should be a UTC offset (+HH:MM), an IANA time zone or seconds east of UTC",
+        )
+        .with_input(value.clone())
+    })
+}
+
+/// Parses one summary record.
+pub(crate) fn parse(table: Table, value: &Value, loc: &[Loc], ctx: &Ctx) -> Result<Row, Violation> {
+    let obj = json::object(value, loc)?;
+    json::forbid_extra(obj, loc, |key| {
+        table
+            .columns()
+            .iter()
+            .any(|c| json_name(table, c.name) == key)
+            || READ_ONLY.contains(&key)
+            || (table == Table::Sleep && key == "sleep_stream")
+    })?;
+    let mut row = Row::default();
+    for column in table.columns() {
+        if matches!(column.name, "id" | "time_zone") {
+            continue;
+        }
+        let key = json_name(table, column.name);
+        row.set(
+            column.name,
+            typed(table, column.name, column.kind, obj, key, loc)?,
+        );
+    }
+    match table {
+        Table::Sleep => sleep(obj, loc, ctx, &mut row)?,
+        Table::Workout => timed(
+            obj,
+            loc,
+            ctx,
+            &mut row,
+            "workout",
+            "session_start",
+            Some("session_end"),
+        )?,
+        Table::Body => timed(obj, loc, ctx, &mut row, "body", "measured_at", None)?,
+        Table::Activity => activity(obj, loc, ctx, &mut row)?,
+        Table::Meal => meal(obj, loc, ctx, &mut row)?,
+        Table::Profile => profile(obj, loc, ctx, &mut row)?,
+    }
+    ctx.fill_source(&mut row);
+    Ok(row)
+}
+
+fn typed(
+    table: Table,
+    column: &str,
+    kind: Kind,
+    obj: &Obj,
+    key: &str,
+    loc: &[Loc],
+) -> Result<Cell, Violation> {
+    Ok(match kind {
+        Kind::Str => match json::string(obj, key, loc)? {
+            Some(s) => {
+                if let Some(allowed) = allowed_values(table, column) {
+                    json::one_of(s, allowed, key, loc)?;
+                }
+                Cell::Str(s.to_owned())
+            }
+            None => Cell::Null,
+        },
+        Kind::Int => match json::int(obj, key, loc)? {
+            Some(v) => {
+                json::in_range(v as f64, range(column), obj, key, loc)?;
+                Cell::Int(v)
+            }
+            None => Cell::Null,
+        },
+        Kind::Float => match json::float(obj, key, loc)? {
+            Some(v) => {
+                json::in_range(v, range(column), obj, key, loc)?;
+                Cell::Float(v)
+            }
+            None => Cell::Null,
+        },
+        Kind::Bool => json::boolean(obj, key, loc)?.map_or(Cell::Null, Cell::Bool),
+        Kind::Date => json::date(obj, key, loc)?.map_or(Cell::Null, |d| Cell::Date(epoch_days(d))),
+        Kind::Instant => {
+            json::instant(obj, key, loc)?.map_or(Cell::Null, |t| Cell::Micros(t.timestamp_micros()))
+        }
+    })
+}
+
+fn micros(row: &Row, column: &str) -> Option<i64> {
+    match row.get(column) {
+        Some(Cell::Micros(v)) => Some(*v),
+        _ => None,
+    }
+}
+
+fn int(row: &Row, column: &str) -> Option<i64> {
+    match row.get(column) {
+        Some(Cell::Int(v)) => Some(*v),
+        _ => None,
+    }
+}
+
+fn utc(micros: i64) -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp_micros(micros).unwrap_or_default()
+}
+
+/// Requires the start (and end) instants and checks their order; returns them in microseconds.
+fn span(
+    row: &Row,
+    obj: &Obj,
+    loc: &[Loc],
+    table: Table,
+    start: &str,
+    end: Option<&str>,
+) -> Result<(i64, Option<i64>), Violation> {
+    let s = json::required(micros(row, start), loc, json_name_of(table, start))?;
+    let Some(end) = end else { return Ok((s, None)) };
+    let e = json::required(micros(row, end), loc, json_name_of(table, end))?;
+    if e < s {
+        let key = json_name_of(table, end);
+        return Err(Violation::value(
+            at(loc, key),
+            format!("{key} must not be before {}", json_name_of(table, start)),
+        )
+        .with_input(obj.get(key).cloned().unwrap_or(Value::Null)));
+    }
+    Ok((s, Some(e)))
+}
+
+fn json_name_of(table: Table, column: &str) -> &'static str {
+    table
+        .columns()
+        .iter()
+        .find(|c| c.name == column)
+        .map_or("", |c| json_name(table, c.name))
+}
+
+fn record_id(obj: &Obj, loc: &[Loc], ctx: &Ctx, parts: &[&str]) -> Result<String, Violation> {
+    match json::string(obj, "id", loc)? {
+        Some(id) if !id.is_empty() => Ok(id.to_owned()),
+        Some(_) => Err(Violation::value(at(loc, "id"), "id must not be empty")),
+        None => {
+            let mut all = vec![ctx.provider, ctx.source_type.as_str()];
+            all.extend_from_slice(parts);
+            Ok(derive_id(&all))
+        }
+    }
+}
+
+fn sleep(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Violation> {
+    let (start, end) = span(
+        row,
+        obj,
+        loc,
+        Table::Sleep,
+        "session_start",
+        Some("session_end"),
+    )?;
+    let end = end.unwrap_or(start);
+    let duration = (end - start) / 1_000_000;
+    if int(row, "duration_second").is_none() {
+        row.set("duration_second", Cell::Int(duration));
+    }
+    if int(row, "stage_asleep_second").is_none() {
+        let stages = [
+            "stage_light_second",
+            "stage_deep_second",
+            "stage_rem_second",
+        ]
+        .map(|c| int(row, c));
+        if let [Some(l), Some(d), Some(r)] = stages {
+            row.set("stage_asleep_second", Cell::Int(l + d + r));
+        }
+    }
+    if row.get("type") == Some(&Cell::Null) {
+        let kind = if duration >= 3 * 3600 {
+            "long_sleep"
+        } else {
+            "short_sleep"
+        };
+        row.set("type", Cell::Str(kind.to_owned()));
+    }
+    let zone = zone(obj, "timezone_offset", loc)?;
+    let at_end = utc(end);
+    row.set(
+        "time_zone",
+        Cell::opt_str(zone.map(|z| format_offset(z.offset_at(at_end))).as_deref()),
+    );
+    row.set("timezone_offset", ctx.offset_cell(zone, at_end));
+    hypnogram(obj, loc, duration, row)?;
+    let id = record_id(obj, loc, ctx, &["sleep", &start.to_string()])?;
+    row.set("id", Cell::Str(id));
+    Ok(())
+}
+
+fn hypnogram(obj: &Obj, loc: &[Loc], duration: i64, row: &mut Row) -> Result<(), Violation> {
+    let Some(stream) = obj.get("sleep_stream").filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let loc = at(loc, "sleep_stream");
+    let stream = json::object(stream, &loc)?;
+    json::forbid_extra(stream, &loc, |k| matches!(k, "hypnogram" | "interval"))?;
+    let interval = json::int(stream, "interval", &loc)?.unwrap_or(DEFAULT_HYPNOGRAM_INTERVAL);
+    json::in_range(interval as f64, (1.0, 86400.0), stream, "interval", &loc)?;
+    let raw = json::required(stream.get("hypnogram"), &loc, "hypnogram")?;
+    let hloc = at(&loc, "hypnogram");
+    let mut stages = Vec::new();
+    for (i, v) in json::array(raw, &hloc)?.iter().enumerate() {
+        match v.as_i64().filter(|s| STAGES.contains(s)) {
+            Some(s) => stages.push(s as i8),
+            None => {
+                return Err(Violation::value(at(&hloc, i), "Stage should be 1 (deep), 2 (light), 3 (rem), 4 (awake), 5 (manual) or -1 (missing)")
+                    .with_input(v.clone()));
+            }
+        }
+    }
+    if (stages.len() as i64 - 1) * interval > duration {
+        return Err(Violation::value(
+            hloc,
+            "The hypnogram runs past bedtime_stop",
+        ));
+    }
+    row.set("hypnogram", Cell::Stages(stages));
+    row.set("hypnogram_interval_second", Cell::Int(interval));
+    Ok(())
+}
+
+fn timed(
+    obj: &Obj,
+    loc: &[Loc],
+    ctx: &Ctx,
+    row: &mut Row,
+    name: &str,
+    start: &str,
+    end: Option<&str>,
+) -> Result<(), Violation> {
+    let table = if name == "workout" {
+        Table::Workout
+    } else {
+        Table::Body
+    };
+    let (s, _) = span(row, obj, loc, table, start, end)?;
+    let zone = zone(obj, "time_zone", loc)?;
+    row.set("time_zone", Cell::opt_str(zone.map(Zone::label).as_deref()));
+    row.set("timezone_offset", ctx.offset_cell(zone, utc(s)));
+    let id = record_id(obj, loc, ctx, &[name, &s.to_string()])?;
+    row.set("id", Cell::Str(id));
+    Ok(())
+}
+
+fn activity(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Violation> {
+    let date = json::required(json::date(obj, "date", loc)?, loc, "date")?;
+    let zone = zone(obj, "time_zone", loc)?;
+    row.set("time_zone", Cell::opt_str(zone.map(Zone::label).as_deref()));
+    if int(row, "time_zone_offset").is_none() {
+        let offset = zone
+            .or(ctx.fallback.map(Zone::Named))
+            .map(|z| z.offset_on(date));
+        row.set(
+            "time_zone_offset",
+            offset.map_or(Cell::Null, |o| Cell::Int(i64::from(o))),
+        );
+    }
+    let id = derive_id(&[
+        ctx.provider,
+        &ctx.source_type,
+        "activity",
+        &date.to_string(),
+    ]);
+    row.set("id", Cell::Str(id));
+    Ok(())
+}
+
+fn meal(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Violation> {
+    let date = json::required(json::date(obj, "date", loc)?, loc, "date")?;
+    let name = json::string(obj, "name", loc)?.unwrap_or("");
+    let id = record_id(obj, loc, ctx, &["meal", &date.to_string(), name])?;
+    row.set("id", Cell::Str(id));
+    Ok(())
+}
+
+fn profile(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Violation> {
+    if let Some(birth) = json::date(obj, "birth_date", loc)?
+        && birth > ctx.now.date_naive()
+    {
+        return Err(Violation::value(
+            at(loc, "birth_date"),
+            "birth_date must not be in the future",
+        )
+        .with_input(Value::from(birth.to_string())));
+    }
+    for column in ["created_at", "updated_at"] {
+        if micros(row, column).is_none() {
+            row.set(column, Cell::Micros(ctx.now.timestamp_micros()));
+        }
+    }
+    row.set("id", Cell::Str(ctx.provider.to_owned()));
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! Compaction: merging runs of small segments into few large ones and dropping replaced
+//! versions, without a reader ever double counting or missing a row.
+//!
+//! Choice of inputs: the longest run of consecutive (in creation order) segments that are each
+//! smaller than `target_segment_rows`, if it has at least two segments (`compact`) or
+//! `compact_min_segments` (the background compactor). Runs are consecutive so the "ties go to
+//! the later segment" rule means the same before and after: the outputs take the newest input's
+//! `seq` with a higher `gen`, so they sort after every input and before every later segment.
+//! Replaced versions living in a large segment stay until a read resolves them (always correct,
+//! merely not reclaimed).
+//!
+//! Protocol, per dataset (one compaction at a time, by a mutex):
+//! 1. list and fetch the inputs; merge them (newest per key, sorted by time) off the async
+//!    threads; split into parts of at most `target_segment_rows`;
+//! 2. write every output durably (temp, fsync, rename, fsync dir). Readers listing now see
+//!    inputs *and* outputs: the same keys twice with equal `ingested_at`, resolved by
+//!    replacement at read time (overlapping ranges disable the no-dedup fast path) - no double
+//!    count;
+//! 3. take the dataset's swap lock exclusively, remove the inputs, fsync the dir, release.
+//!    Readers hold that lock shared from listing until their bytes are fetched, so a listed
+//!    segment is never removed under them; they see either all inputs or none, and in the
+//!    second case all outputs - no missed row;
+//! 4. invalidate the cache entry (the logical content is unchanged, but a cached entry may hold
+//!    buffers of removed files' decoded data; dropping it keeps memory honest).
+//!
+//! A crash after 2 leaves inputs and outputs: correct (step 2's state), and merged again later.
+//! A crash during 1 or 2 leaves `_tmp-*` files, removed by the next compaction once older than
+//! `stale_temp_after`.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::concat_batches;
+use futures::{StreamExt, TryStreamExt};
+use object_store::ObjectStoreExt;
+use uuid::Uuid;
+
+use super::layout::{SegmentName, TEMP_PREFIX, nonce};
+use super::metrics::Metrics;
+use super::read::assemble;
+use super::segment_write::{fsync_dir, write_segment, writer_properties};
+use super::{CompactionReport, HealthStore, Key, Listed, StoreError, guard};
+use crate::schema::Dataset;
+
+impl HealthStore {
+    /// Merges the dataset's longest run of at least two consecutive small segments (see the
+    /// module docs), dropping replaced versions. Does nothing when there is no such run.
+    pub async fn compact(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        dataset: Dataset,
+    ) -> Result<CompactionReport, StoreError> {
+        self.compact_run((team, user, dataset), 2).await
+    }
+
+    /// Starts a task that every `every` compacts the datasets written since its last pass
+    /// (those with a run of `compact_min_segments` small segments). Errors are logged and the
+    /// dataset retried on the next pass. Abort the handle to stop it.
+    pub fn spawn_compactor(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+        let store = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(every);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                let dirty: Vec<Key> = guard(&store.inner.dirty).drain().collect();
+                let min_run = store.inner.options.compact_min_segments.max(2);
+                for key in dirty {
+                    if let Err(error) = store.compact_run(key, min_run).await {
+                        tracing::warn!(%error, team = %key.0, user = %key.1,
+                            dataset = %key.2.path(), "background compaction failed");
+                        guard(&store.inner.dirty).insert(key);
+                    }
+                }
+            }
+        })
+    }
+
+    async fn compact_run(&self, key: Key, min_run: usize) -> Result<CompactionReport, StoreError> {
+        let locks = self.locks(key);
+        let _serial = locks.compact.lock().await;
+        let listing = self.list(key).await?;
+        let mut report = CompactionReport {
+            temp_files_removed: self.sweep_temps(key, &listing.others).await?,
+            ..CompactionReport::default()
+        };
+        let target = self.inner.options.target_segment_rows.max(1);
+        let run = choose_run(&listing.segments, target as u64);
+        if run.len() < min_run {
+            return Ok(report);
+        }
+        let fetched: Vec<_> = futures::stream::iter(run.iter().cloned())
+            .map(|s| async move {
+                let bytes = self.inner.objects.get(&s.location).await?.bytes().await?;
+                Ok::<_, StoreError>((s.name, bytes))
+            })
+            .buffered(4)
+            .try_collect()
+            .await?;
+        let Some(newest) = run.last().map(|s| s.name) else {
+            return Ok(report);
+        };
+        let dir = self.dataset_path(key);
+        let dataset = key.2;
+        let props = writer_properties(dataset, self.inner.options.row_group_rows);
+        let batch_size = self.inner.options.row_group_rows;
+        let write_dir = dir.clone();
+        let (rows_in, rows_out, written) = tokio::task::spawn_blocking(move || {
+            let merged = assemble(fetched, dataset, None, batch_size)?;
+            let schema = dataset.schema();
+            let all = concat_batches(&schema, &merged.batches)?;
+            let mut written = Vec::new();
+            let mut offset = 0;
+            let mut part = 0;
+            while offset < all.num_rows() {
+                let len = target.min(all.num_rows() - offset);
+                let batch = all.slice(offset, len);
+                let name = output_name(&newest, part, &batch, dataset)?;
+                let bytes = write_segment(&write_dir, &name, &batch, props.clone())?;
+                written.push(bytes);
+                offset += len;
+                part += 1;
+            }
+            Ok::<_, StoreError>((merged.rows, all.num_rows(), written))
+        })
+        .await??;
+
+        let exclusive = locks.swap.write().await;
+        let inputs: Vec<_> = run.iter().map(|s| dir.join(s.name.file_name())).collect();
+        let removal_dir = dir.clone();
+        tokio::task::spawn_blocking(move || {
+            for path in &inputs {
+                match std::fs::remove_file(path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(StoreError::io(path, e)),
+                }
+            }
+            fsync_dir(&removal_dir)
+        })
+        .await??;
+        drop(exclusive);
+        self.inner.cache.invalidate(&key);
+
+        let m = &self.inner.metrics;
+        Metrics::add(&m.compactions, 1);
+        Metrics::add(&m.segments_compacted, run.len() as u64);
+        Metrics::add(&m.segments_written, written.len() as u64);
+        Metrics::add(&m.bytes_written, written.iter().sum());
+        report.segments_merged = run.len();
+        report.segments_written = written.len();
+        report.rows_in = rows_in;
+        report.rows_out = rows_out;
+        Ok(report)
+    }
+
+    /// Removes temporary files older than `stale_temp_after` (left by crashed writers).
+    async fn sweep_temps(
+        &self,
+        key: Key,
+        others: &[object_store::ObjectMeta],
+    ) -> Result<usize, StoreError> {
+        let cutoff = SystemTime::now() - self.inner.options.stale_temp_after;
+        let dir = self.dataset_path(key);
+        let stale: Vec<_> = others
+            .iter()
+            .filter(|m| {
+                m.location
+                    .filename()
+                    .is_some_and(|f| f.starts_with(TEMP_PREFIX))
+            })
+            .filter(|m| SystemTime::from(m.last_modified) < cutoff)
+            .filter_map(|m| m.location.filename().map(|f| dir.join(f)))
+            .collect();
+        let count = stale.len();
+        if count > 0 {
+            tokio::task::spawn_blocking(move || {
+                for path in stale {
+                    // Best effort: a temp file that vanished or resists is retried next time.
+                    let _ = std::fs::remove_file(path);
+                }
+            })
+            .await?;
+        }
+        Ok(count)
+    }
+}
+
+/// The longest run of consecutive segments each below `target` rows (earliest on ties).
+fn choose_run(segments: &[Listed], target: u64) -> Vec<Listed> {
+    let mut best: &[Listed] = &[];
+    let mut start = 0;
+    for i in 0..=segments.len() {
+        let small = segments.get(i).is_some_and(|s| s.name.rows < target);
+        if !small {
+            if i - start > best.len() {
+                best = &segments[start..i];
+            }
+            start = i + 1;
+        }
+    }
+    best.to_vec()
+}
+
+/// The name of output `part`: the newest input's `seq`, one generation up.
+fn output_name(
+    newest: &SegmentName,
+    part: u32,
+    batch: &RecordBatch,
+    dataset: Dataset,
+) -> Result<String, StoreError> {
+    let range = super::rows::TimeColumn::of(batch, dataset.time_column())?.range();
+    Ok(SegmentName {
+        seq: newest.seq,
+        generation: newest.generation + 1,
+        part,
+        nonce: nonce(),
+        range,
+        rows: batch.num_rows() as u64,
+    }
+    .file_name())
+}

@@ -1,0 +1,76 @@
+//! The store's one error type: every failure of the health-data store, named by cause.
+
+use std::path::PathBuf;
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::parquet::errors::ParquetError;
+
+/// A failure of the health-data store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The location names an object store this build cannot use yet (`s3://`, `gs://`, ...).
+    #[error(
+        "object store location {location:?} is not supported yet: use a local directory or a file:// URL"
+    )]
+    UnsupportedLocation {
+        /// The location as given.
+        location: String,
+    },
+    /// The location is empty or not a usable directory.
+    #[error("invalid store location {location:?}: {reason}")]
+    InvalidLocation {
+        /// The location as given.
+        location: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// A batch handed to `write` does not have the dataset's storage schema.
+    #[error("batch does not match the schema of {dataset}")]
+    SchemaMismatch {
+        /// The dataset path (`sleep`, `timeseries/heartrate`).
+        dataset: String,
+        /// What Arrow reported.
+        #[source]
+        source: ArrowError,
+    },
+    /// A local file-system operation failed.
+    #[error("i/o error on {path}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Listing or reading through the object store failed.
+    #[error("object store error")]
+    ObjectStore(#[from] object_store::Error),
+    /// A segment could not be encoded or decoded.
+    #[error("parquet error")]
+    Parquet(#[from] ParquetError),
+    /// An Arrow kernel failed (sorting, concatenation, ...).
+    #[error("arrow error")]
+    Arrow(#[from] ArrowError),
+    /// A blocking task panicked or was cancelled.
+    #[error("background task failed")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+impl StoreError {
+    /// Wraps an i/o error with the path it concerns.
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Whether the error means a file vanished (a compaction elsewhere removed it).
+    pub(crate) fn is_not_found(&self) -> bool {
+        match self {
+            StoreError::ObjectStore(object_store::Error::NotFound { .. }) => true,
+            StoreError::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+            _ => false,
+        }
+    }
+}

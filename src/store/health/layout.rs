@@ -1,0 +1,222 @@
+//! Where things live: one folder per team / user / dataset, and segment file names that carry
+//! their creation order and time range.
+//!
+//! A segment is named `{seq:020}-{gen:04}-{part:04}-{nonce:08x}.{min}.{max}.{rows}.parquet`:
+//! - `seq` is a store-wide monotonic sequence (microseconds since the epoch at creation, bumped
+//!   so it never repeats in a process), so names sort by creation; `gen`/`part` order the
+//!   outputs of compactions, which reuse the newest input's `seq` with a higher `gen` and so
+//!   sort after every input and before every later write; `nonce` keeps two processes writing
+//!   the same dataset in the same microsecond from colliding.
+//! - `min`/`max` are the smallest and largest value of the dataset's time column in microseconds
+//!   (a `Date32` day counts as its midnight UTC), or `n` when every row's time is null; `rows`
+//!   is the row count. Reads prune segments by name without opening them.
+//!
+//! Writers first write `_tmp-{uuid}.partial` in the same folder; only a completed, fsynced file
+//! is renamed to a segment name. Anything not matching the pattern is ignored by readers.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use uuid::Uuid;
+
+use crate::schema::{Dataset, RESOURCES, Table, resource};
+
+/// Prefix of in-progress files; never a segment.
+pub(crate) const TEMP_PREFIX: &str = "_tmp-";
+/// Prefix of a user folder being deleted (renamed away first, then removed).
+pub(crate) const DELETED_PREFIX: &str = "_deleted-";
+const SUFFIX: &str = ".parquet";
+
+/// The parsed name of one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SegmentName {
+    pub(crate) seq: u64,
+    pub(crate) generation: u32,
+    pub(crate) part: u32,
+    pub(crate) nonce: u32,
+    /// Time range of non-null time values, in microseconds, inclusive.
+    pub(crate) range: Option<(i64, i64)>,
+    pub(crate) rows: u64,
+}
+
+impl SegmentName {
+    /// Parses a file name; `None` for anything that is not a segment (temp files, strays).
+    pub(crate) fn parse(file: &str) -> Option<SegmentName> {
+        let stem = file.strip_suffix(SUFFIX)?;
+        let mut dots = stem.split('.');
+        let order = dots.next()?;
+        let min = dots.next()?;
+        let max = dots.next()?;
+        let rows = dots.next()?.parse().ok()?;
+        if dots.next().is_some() {
+            return None;
+        }
+        let mut dashes = order.split('-');
+        let seq = dashes.next().filter(|s| s.len() == 20)?.parse().ok()?;
+        let generation = dashes.next().filter(|s| s.len() == 4)?.parse().ok()?;
+        let part = dashes.next().filter(|s| s.len() == 4)?.parse().ok()?;
+        let nonce = u32::from_str_radix(dashes.next().filter(|s| s.len() == 8)?, 16).ok()?;
+        if dashes.next().is_some() {
+            return None;
+        }
+        let range = match (min, max) {
+            ("n", "n") => None,
+            (min, max) => Some((min.parse().ok()?, max.parse().ok()?)),
+        };
+        Some(SegmentName {
+            seq,
+            generation,
+            part,
+            nonce,
+            range,
+            rows,
+        })
+    }
+
+    /// The file name.
+    pub(crate) fn file_name(&self) -> String {
+        let (min, max) = match self.range {
+            Some((a, b)) => (a.to_string(), b.to_string()),
+            None => ("n".to_owned(), "n".to_owned()),
+        };
+        format!(
+            "{:020}-{:04}-{:04}-{:08x}.{min}.{max}.{}{SUFFIX}",
+            self.seq, self.generation, self.part, self.nonce, self.rows
+        )
+    }
+
+    /// Creation order: later segments win ties between equal `ingested_at`.
+    pub(crate) fn order(&self, other: &SegmentName) -> CmpOrdering {
+        (self.seq, self.generation, self.part, self.nonce).cmp(&(
+            other.seq,
+            other.generation,
+            other.part,
+            other.nonce,
+        ))
+    }
+
+    /// Whether the segment may hold rows whose time is in `[start, end)` (microseconds).
+    pub(crate) fn overlaps(&self, start: i64, end: i64) -> bool {
+        self.range
+            .is_some_and(|(min, max)| max >= start && min < end)
+    }
+}
+
+static LAST_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The next store-wide sequence number: the current time in microseconds, or one more than the
+/// last one handed out when the clock has not moved (or went backwards).
+pub(crate) fn next_seq() -> u64 {
+    let now = u64::try_from(chrono::Utc::now().timestamp_micros()).unwrap_or(0);
+    let mut last = LAST_SEQ.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(last + 1);
+        match LAST_SEQ.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
+}
+
+/// A random nonce for segment names.
+pub(crate) fn nonce() -> u32 {
+    rand::random()
+}
+
+/// A fresh temporary file name.
+pub(crate) fn temp_name() -> String {
+    format!("{TEMP_PREFIX}{}.partial", Uuid::new_v4().simple())
+}
+
+/// The user folder, relative to the store root.
+pub(crate) fn user_dir(team: Uuid, user: Uuid) -> String {
+    format!("{team}/{user}")
+}
+
+/// The dataset folder, relative to the store root.
+pub(crate) fn dataset_dir(team: Uuid, user: Uuid, dataset: Dataset) -> String {
+    format!("{team}/{user}/{}", dataset.path())
+}
+
+/// The dataset a folder path below the user folder names (`sleep`, `timeseries/heartrate`).
+pub(crate) fn dataset_from_path(parts: &[&str]) -> Option<Dataset> {
+    match parts {
+        [table] => Table::from_name(table).map(Dataset::Table),
+        ["timeseries", name] => resource(name).map(Dataset::Timeseries),
+        _ => None,
+    }
+}
+
+/// A stable rank for listing datasets: tables in `Table::ALL` order, then resources.
+pub(crate) fn dataset_rank(dataset: Dataset) -> usize {
+    match dataset {
+        Dataset::Table(t) => Table::ALL.iter().position(|x| *x == t).unwrap_or(0),
+        Dataset::Timeseries(r) => {
+            Table::ALL.len() + RESOURCES.iter().position(|x| *x == r).unwrap_or(0)
+        }
+    }
+}
+
+/// Every dataset a user can have.
+pub(crate) fn all_datasets() -> impl Iterator<Item = Dataset> {
+    Table::ALL
+        .into_iter()
+        .map(Dataset::Table)
+        .chain(RESOURCES.iter().copied().map(Dataset::Timeseries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_sort_by_creation() {
+        let a = SegmentName {
+            seq: 42,
+            generation: 0,
+            part: 0,
+            nonce: 0xdead_beef,
+            range: Some((-5, 1_700_000_000_000_000)),
+            rows: 10,
+        };
+        assert_eq!(SegmentName::parse(&a.file_name()), Some(a));
+        let b = SegmentName {
+            range: None,
+            generation: 1,
+            ..a
+        };
+        assert_eq!(SegmentName::parse(&b.file_name()), Some(b));
+        assert_eq!(a.order(&b), CmpOrdering::Less);
+        assert!(a.file_name() < b.file_name());
+        assert!(a.overlaps(-5, -4) && !a.overlaps(-10, -5) && !b.overlaps(i64::MIN, i64::MAX));
+    }
+
+    #[test]
+    fn temp_files_and_strays_are_not_segments() {
+        assert_eq!(SegmentName::parse(&temp_name()), None);
+        assert_eq!(SegmentName::parse("notes.parquet"), None);
+        assert_eq!(
+            SegmentName::parse("1-0000-0000-00000000.1.2.3.parquet"),
+            None
+        );
+    }
+
+    #[test]
+    fn sequence_is_strictly_increasing() {
+        let mut last = next_seq();
+        for _ in 0..1000 {
+            let next = next_seq();
+            assert!(next > last);
+            last = next;
+        }
+    }
+
+    #[test]
+    fn dataset_paths_parse_back() {
+        for d in all_datasets() {
+            let path = d.path();
+            let parts: Vec<&str> = path.split('/').collect();
+            assert_eq!(dataset_from_path(&parts), Some(d));
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Tuning knobs of the store and the small result types its operations return.
+
+/// Options for [`HealthStore::open`](super::HealthStore::open).
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Upper bound, in bytes of decoded Arrow memory, of the read cache (default 512 MiB;
+    /// `0` disables caching).
+    pub cache_bytes: usize,
+    /// Compaction output is split into segments of at most this many rows, and segments below it
+    /// count as "small" (candidates for merging). Default 1,048,576.
+    pub target_segment_rows: usize,
+    /// The background compactor merges a dataset once it has a run of at least this many
+    /// consecutive small segments (default 8). An explicit `compact` merges any run of two.
+    pub compact_min_segments: usize,
+    /// Rows per Parquet row group, the unit of statistics pruning (default 65,536, so a one-day
+    /// window of 1 Hz samples decodes two or three row groups).
+    pub row_group_rows: usize,
+    /// Temporary files older than this are removed by compaction: a writer that crashed left them
+    /// (default 10 minutes).
+    pub stale_temp_after: std::time::Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            cache_bytes: 512 * 1024 * 1024,
+            target_segment_rows: 1 << 20,
+            compact_min_segments: 8,
+            row_group_rows: 1 << 16,
+            stale_temp_after: std::time::Duration::from_secs(600),
+        }
+    }
+}
+
+/// What a durable write stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteReceipt {
+    /// Rows stored (after dropping in-batch duplicates: newest `ingested_at` wins, ties to the
+    /// later row).
+    pub rows: usize,
+    /// The file name of the new segment; `None` when the batch was empty and nothing was written.
+    pub segment: Option<String>,
+    /// Bytes of the new segment.
+    pub bytes: u64,
+}
+
+/// What one compaction did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactionReport {
+    /// Segments merged (and removed).
+    pub segments_merged: usize,
+    /// Segments written in their place.
+    pub segments_written: usize,
+    /// Rows read from the merged segments.
+    pub rows_in: usize,
+    /// Rows written (rows in minus replaced versions dropped).
+    pub rows_out: usize,
+    /// Stale temporary files removed.
+    pub temp_files_removed: usize,
+}

@@ -1,0 +1,234 @@
+//! Row-level work on decoded batches: reading the time column, sorting by it, resolving
+//! replacements (newest version per record key), and cutting a sorted result to a window.
+//!
+//! Order conventions: rows are sorted by the dataset's time column ascending with nulls first
+//! (only summary tables can have a null index); a `Date32` day counts as its midnight UTC.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Date32Array, RecordBatch, TimestampMicrosecondArray, UInt32Array,
+};
+use datafusion::arrow::compute::{concat_batches, take_record_batch};
+use datafusion::arrow::datatypes::{DataType, Date32Type, TimeUnit, TimestampMicrosecondType};
+use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::row::{RowConverter, SortField};
+
+use crate::schema::{Dataset, INGESTED_AT};
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// Read access to a time column (an instant or a calendar day) as microseconds.
+pub(crate) enum TimeColumn<'a> {
+    /// `Timestamp(Microsecond, _)`.
+    Instant(&'a TimestampMicrosecondArray),
+    /// `Date32`, read as midnight UTC.
+    Day(&'a Date32Array),
+}
+
+impl<'a> TimeColumn<'a> {
+    /// The time column `name` of `batch`.
+    pub(crate) fn of(batch: &'a RecordBatch, name: &str) -> Result<Self, ArrowError> {
+        let array = batch
+            .column_by_name(name)
+            .ok_or_else(|| ArrowError::SchemaError(format!("missing time column {name}")))?;
+        Self::from_array(array)
+    }
+
+    fn from_array(array: &'a ArrayRef) -> Result<Self, ArrowError> {
+        match array.data_type() {
+            DataType::Timestamp(TimeUnit::Microsecond, _) => Ok(TimeColumn::Instant(
+                array.as_primitive::<TimestampMicrosecondType>(),
+            )),
+            DataType::Date32 => Ok(TimeColumn::Day(array.as_primitive::<Date32Type>())),
+            other => Err(ArrowError::SchemaError(format!(
+                "unsupported time column type {other}"
+            ))),
+        }
+    }
+
+    /// Row `i`'s time in microseconds, `None` when null.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> Option<i64> {
+        match self {
+            TimeColumn::Instant(a) => a.is_valid(i).then(|| a.value(i)),
+            TimeColumn::Day(a) => a
+                .is_valid(i)
+                .then(|| i64::from(a.value(i)) * MICROS_PER_DAY),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            TimeColumn::Instant(a) => a.len(),
+            TimeColumn::Day(a) => a.len(),
+        }
+    }
+
+    fn null_count(&self) -> usize {
+        match self {
+            TimeColumn::Instant(a) => a.null_count(),
+            TimeColumn::Day(a) => a.null_count(),
+        }
+    }
+
+    /// Smallest and largest non-null time (first and last for a sorted column).
+    pub(crate) fn range(&self) -> Option<(i64, i64)> {
+        let mut range: Option<(i64, i64)> = None;
+        for t in (0..self.len()).filter_map(|i| self.get(i)) {
+            range = Some(range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        }
+        range
+    }
+
+    /// Whether rows are in time order (nulls first); `strict` also demands distinct times.
+    pub(crate) fn is_sorted(&self, strict: bool) -> bool {
+        if strict && self.null_count() > 0 {
+            return false;
+        }
+        if let TimeColumn::Instant(a) = self
+            && a.null_count() == 0
+        {
+            let v = a.values();
+            return if strict {
+                v.windows(2).all(|w| w[0] < w[1])
+            } else {
+                v.windows(2).all(|w| w[0] <= w[1])
+            };
+        }
+        (1..self.len()).all(|i| {
+            let (a, b) = (self.get(i - 1), self.get(i));
+            if strict { a < b } else { a <= b }
+        })
+    }
+
+    /// First row whose time is at or after `t` (nulls count as before everything), in a sorted
+    /// column.
+    pub(crate) fn partition_point(&self, t: i64) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.get(mid).is_none_or(|v| v < t) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+/// `batch` sorted by its time column (nulls first), stable; returned as is when already sorted.
+pub(crate) fn sort_by_time(batch: RecordBatch, time: &str) -> Result<RecordBatch, ArrowError> {
+    let col = TimeColumn::of(&batch, time)?;
+    if col.is_sorted(false) {
+        return Ok(batch);
+    }
+    let mut idx: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    idx.sort_by_key(|&i| col.get(i as usize));
+    take_record_batch(&batch, &UInt32Array::from(idx))
+}
+
+/// Resolves replacements: of the rows sharing a record key (`Dataset::key_columns`), keeps the
+/// one with the newest `ingested_at`, ties going to the row that comes later in `batches`
+/// (callers pass segments in creation order, rows in file order). The result is one batch
+/// sorted by time (nulls first), and the number of rows dropped.
+pub(crate) fn newest_per_key(
+    batches: &[RecordBatch],
+    dataset: Dataset,
+) -> Result<(RecordBatch, usize), ArrowError> {
+    let schema = dataset.schema();
+    let all = concat_batches(&schema, batches)?;
+    let n = all.num_rows();
+    let keys: Vec<ArrayRef> = dataset
+        .key_columns()
+        .iter()
+        .map(|name| {
+            all.column_by_name(name)
+                .cloned()
+                .ok_or_else(|| ArrowError::SchemaError(format!("missing key column {name}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let converter = RowConverter::new(
+        keys.iter()
+            .map(|a| SortField::new(a.data_type().clone()))
+            .collect(),
+    )?;
+    let rows = converter.convert_columns(&keys)?;
+    let ingested = all
+        .column_by_name(INGESTED_AT)
+        .ok_or_else(|| ArrowError::SchemaError(format!("missing {INGESTED_AT}")))?
+        .as_primitive_opt::<TimestampMicrosecondType>()
+        .ok_or_else(|| ArrowError::SchemaError(format!("{INGESTED_AT} is not a timestamp")))?;
+    let ingested_at = |i: usize| ingested.is_valid(i).then(|| ingested.value(i));
+
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by(|&a, &b| {
+        rows.row(a)
+            .cmp(&rows.row(b))
+            .then_with(|| ingested_at(a).cmp(&ingested_at(b)))
+            .then(a.cmp(&b))
+    });
+    let mut kept: Vec<usize> = Vec::with_capacity(n);
+    for (pos, &i) in order.iter().enumerate() {
+        let last_of_key = order
+            .get(pos + 1)
+            .is_none_or(|&next| rows.row(next) != rows.row(i));
+        if last_of_key {
+            kept.push(i);
+        }
+    }
+    let time = TimeColumn::of(&all, dataset.time_column())?;
+    kept.sort_unstable_by_key(|&i| (time.get(i), i));
+    let dropped = n - kept.len();
+    let idx = UInt32Array::from_iter_values(kept.into_iter().map(|i| i as u32));
+    Ok((take_record_batch(&all, &idx)?, dropped))
+}
+
+/// Cuts batches sorted by time (across the whole list) to rows whose time is in `[start, end)`.
+/// Zero-copy: the result slices the input.
+pub(crate) fn slice_window(
+    batches: &[RecordBatch],
+    time: &str,
+    start: i64,
+    end: i64,
+) -> Result<Vec<RecordBatch>, ArrowError> {
+    let mut out = Vec::new();
+    for batch in batches {
+        let col = TimeColumn::of(batch, time)?;
+        let lo = col.partition_point(start);
+        let hi = col.partition_point(end).max(lo);
+        if hi > lo {
+            out.push(batch.slice(lo, hi - lo));
+        }
+    }
+    Ok(out)
+}
+
+/// Re-labels `batch` with the dataset's storage schema, checking names, types and
+/// nullability.
+pub(crate) fn conform(
+    batch: RecordBatch,
+    schema: &Arc<datafusion::arrow::datatypes::Schema>,
+) -> Result<RecordBatch, ArrowError> {
+    let theirs = batch.schema();
+    if theirs.fields().len() != schema.fields().len() {
+        return Err(ArrowError::SchemaError(format!(
+            "expected {} columns, got {}",
+            schema.fields().len(),
+            theirs.fields().len()
+        )));
+    }
+    for (want, got) in schema.fields().iter().zip(theirs.fields()) {
+        if want.name() != got.name() || want.data_type() != got.data_type() {
+            return Err(ArrowError::SchemaError(format!(
+                "expected column {} of type {}, got {} of type {}",
+                want.name(),
+                want.data_type(),
+                got.name(),
+                got.data_type()
+            )));
+        }
+    }
+    RecordBatch::try_new(schema.clone(), batch.columns().to_vec())
+}

@@ -1,0 +1,129 @@
+//! Encoding a sorted, key-unique batch as a Parquet segment and making it durable.
+//!
+//! Encoding: every timestamp/date column is `DELTA_BINARY_PACKED` without a dictionary (sorted
+//! sample times delta to a few bits per row, and a per-write constant `ingested_at` to almost
+//! nothing); other columns keep Parquet's dictionary default (units, sources, heart rates repeat);
+//! Snappy compression (cheap on both ends); chunk statistics on every column and page statistics
+//! (column index) on the time column, so reads prune row groups (and readers that can, pages).
+//!
+//! Durability: the segment is written to `_tmp-*.partial` in its folder with `std::fs`, fsynced,
+//! renamed to its final name and the folder fsynced; a new folder is created and its ancestors
+//! fsynced first. `object_store`'s `LocalFileSystem::put` does not fsync, so it is not used for
+//! writes; it is used for listing and reading, which see only complete files because a rename is
+//! atomic. A crash before the rename leaves only a temp file (ignored by readers, swept by
+//! compaction); after the directory fsync the segment survives power loss.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::basic::{Compression, Encoding};
+use datafusion::parquet::file::metadata::SortingColumn;
+use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
+use datafusion::parquet::schema::types::ColumnPath;
+
+use super::error::StoreError;
+use super::layout::temp_name;
+use crate::schema::Dataset;
+
+/// Parquet writer settings for one dataset.
+pub(crate) fn writer_properties(dataset: Dataset, row_group_rows: usize) -> WriterProperties {
+    let schema = dataset.schema();
+    let time = dataset.time_column();
+    let mut builder = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(row_group_rows.max(1)))
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_column_statistics_enabled(ColumnPath::from(time), EnabledStatistics::Page);
+    for field in schema.fields() {
+        if matches!(
+            field.data_type(),
+            DataType::Timestamp(..) | DataType::Date32
+        ) {
+            let path = ColumnPath::from(field.name().as_str());
+            builder = builder
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+        }
+    }
+    if let Ok(idx) = schema.index_of(time) {
+        builder = builder.set_sorting_columns(Some(vec![SortingColumn {
+            column_idx: idx as i32,
+            descending: false,
+            nulls_first: true,
+        }]));
+    }
+    builder.build()
+}
+
+/// Writes `batch` as the segment `name` in `dir`, durably (see the module docs). Returns the
+/// file size.
+pub(crate) fn write_segment(
+    dir: &Path,
+    name: &str,
+    batch: &RecordBatch,
+    props: WriterProperties,
+) -> Result<u64, StoreError> {
+    let temp = dir.join(temp_name());
+    let result = write_temp(&temp, batch, props).and_then(|size| {
+        let target = dir.join(name);
+        std::fs::rename(&temp, &target).map_err(|e| StoreError::io(&target, e))?;
+        fsync_dir(dir)?;
+        Ok(size)
+    });
+    if result.is_err() {
+        // Best effort: a leftover temp file is harmless (ignored, swept later).
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+fn write_temp(
+    temp: &Path,
+    batch: &RecordBatch,
+    props: WriterProperties,
+) -> Result<u64, StoreError> {
+    let file = File::create(temp).map_err(|e| StoreError::io(temp, e))?;
+    let mut writer = ArrowWriter::try_new(
+        BufWriter::with_capacity(1 << 20, file),
+        batch.schema(),
+        Some(props),
+    )?;
+    writer.write(batch)?;
+    let mut buffered = writer.into_inner()?;
+    buffered.flush().map_err(|e| StoreError::io(temp, e))?;
+    let file = buffered
+        .into_inner()
+        .map_err(|e| StoreError::io(temp, e.into_error()))?;
+    file.sync_all().map_err(|e| StoreError::io(temp, e))?;
+    let size = file.metadata().map_err(|e| StoreError::io(temp, e))?.len();
+    Ok(size)
+}
+
+/// Fsyncs a directory, making renames and creations in it durable.
+pub(crate) fn fsync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::io(dir, e))
+}
+
+/// Creates `dir` (below `root`) if needed; when it had to be created, fsyncs it and every
+/// ancestor up to `root` so the new entries survive a crash.
+pub(crate) fn ensure_dir(root: &Path, dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    let mut current = Some(dir);
+    while let Some(d) = current {
+        fsync_dir(d)?;
+        if d == root {
+            break;
+        }
+        current = d.parent().filter(|p| p.starts_with(root));
+    }
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! The write path: conform, sort, resolve in-batch duplicates, encode and make durable.
+
+use std::path::PathBuf;
+
+use datafusion::arrow::array::RecordBatch;
+use uuid::Uuid;
+
+use super::layout::{SegmentName, next_seq, nonce};
+use super::metrics::Metrics;
+use super::rows::{TimeColumn, conform, newest_per_key, sort_by_time};
+use super::segment_write::{ensure_dir, write_segment, writer_properties};
+use super::{HealthStore, StoreError, WriteReceipt, guard};
+use crate::schema::Dataset;
+
+impl HealthStore {
+    /// Stores `batch` (with `dataset.schema()`) as one new segment and returns once it is
+    /// durable: written to a temporary name, fsynced, renamed, and the folder fsynced. Rows
+    /// sharing a record key inside the batch keep only the newest (`ingested_at`, then the later
+    /// row). An empty batch writes nothing.
+    pub async fn write(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        dataset: Dataset,
+        batch: RecordBatch,
+    ) -> Result<WriteReceipt, StoreError> {
+        let batch =
+            conform(batch, &dataset.schema()).map_err(|source| StoreError::SchemaMismatch {
+                dataset: dataset.path(),
+                source,
+            })?;
+        if batch.num_rows() == 0 {
+            return Ok(WriteReceipt {
+                rows: 0,
+                segment: None,
+                bytes: 0,
+            });
+        }
+        let key = (team, user, dataset);
+        let dir = self.dataset_path(key);
+        let known = guard(&self.inner.known_dirs).contains(&dir);
+        let root = self.inner.root.clone();
+        let props = writer_properties(dataset, self.inner.options.row_group_rows);
+        let task_dir = dir.clone();
+        let (name, rows, bytes) = tokio::task::spawn_blocking(move || {
+            let batch = prepare(batch, dataset)?;
+            let range = TimeColumn::of(&batch, dataset.time_column())?.range();
+            if !known {
+                ensure_dir(&root, &task_dir)?;
+            }
+            let name = SegmentName {
+                seq: next_seq(),
+                generation: 0,
+                part: 0,
+                nonce: nonce(),
+                range,
+                rows: batch.num_rows() as u64,
+            }
+            .file_name();
+            let bytes = write_segment(&task_dir, &name, &batch, props)?;
+            Ok::<_, StoreError>((name, batch.num_rows(), bytes))
+        })
+        .await??;
+        finish_write(self, key, dir);
+        let m = &self.inner.metrics;
+        Metrics::add(&m.segments_written, 1);
+        Metrics::add(&m.rows_written, rows as u64);
+        Metrics::add(&m.bytes_written, bytes);
+        Ok(WriteReceipt {
+            rows,
+            segment: Some(name),
+            bytes,
+        })
+    }
+}
+
+fn finish_write(store: &HealthStore, key: super::Key, dir: PathBuf) {
+    guard(&store.inner.known_dirs).insert(dir);
+    guard(&store.inner.dirty).insert(key);
+    store.inner.cache.invalidate(&key);
+}
+
+/// Sorts by time and drops in-batch replaced versions, so every segment is sorted and
+/// key-unique. Timeseries batches with strictly increasing timestamps are unique by
+/// construction (the key includes the timestamp) and pass through untouched.
+pub(crate) fn prepare(batch: RecordBatch, dataset: Dataset) -> Result<RecordBatch, StoreError> {
+    let time = dataset.time_column();
+    let batch = sort_by_time(batch, time)?;
+    if matches!(dataset, Dataset::Timeseries(_)) && TimeColumn::of(&batch, time)?.is_sorted(true) {
+        return Ok(batch);
+    }
+    Ok(newest_per_key(&[batch], dataset)?.0)
+}
