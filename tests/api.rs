@@ -1,6 +1,8 @@
 //! Route-level tests of the service foundation through `router(state)` and `oneshot`: success,
 //! 401 (missing and invalid key), 404 (unknown and another team's id) and the 422 rules.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use axum::body::Body;

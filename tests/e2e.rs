@@ -1,6 +1,8 @@
 //! End-to-end: the real `wearhouse` binary on port 0 with a temporary data dir, driven over a
 //! socket with reqwest, stopped (SIGTERM) and started again on the same data dir.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

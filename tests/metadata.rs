@@ -2,6 +2,8 @@
 //! server (`WEARHOUSE_TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`).
 //! Each PostgreSQL run gets a fresh database, dropped afterwards.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use chrono::NaiveDate;
 use serde_json::json;
 use sqlx::Connection;

@@ -1,7 +1,7 @@
 //! Shared test harness: a service on a temporary data dir with two teams, driven in-process
 //! through `oneshot`, plus helpers to read JSON answers.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
