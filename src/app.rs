@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use crate::config::{ServeArgs, StoreArgs};
 use crate::http::{AppState, HttpConfig};
+use crate::store::health::{HealthStore, StoreOptions};
 use crate::store::metadata::MetadataStore;
 
 /// Name of the file in the data dir that keeps the demo team's key (mode 0600).
@@ -23,11 +24,23 @@ pub async fn open_metadata(store: &StoreArgs) -> anyhow::Result<MetadataStore> {
         .with_context(|| format!("opening metadata database {url}"))
 }
 
+/// Opens the health-data store (`--object-store-url`, else `<data-dir>/health`).
+pub fn open_health(store: &StoreArgs) -> anyhow::Result<HealthStore> {
+    let location = store
+        .object_store_url
+        .clone()
+        .unwrap_or_else(|| store.data_dir.join("health").display().to_string());
+    HealthStore::open(&location, StoreOptions::default())
+        .with_context(|| format!("opening health store {location}"))
+}
+
 /// Builds the state every handler shares.
 pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
     let meta = open_metadata(&args.store).await?;
+    let health = open_health(&args.store)?;
     Ok(AppState {
         meta,
+        health,
         config: Arc::new(HttpConfig {
             body_limit: args.body_limit,
         }),

@@ -7,12 +7,14 @@
 //! - [`validation`]: the shape of a rejected input, shared by every layer;
 //! - [`users`]: the user resource's rules and rendering;
 //! - [`store`]: health data (Parquet on an object store) and metadata (sqlx);
+//! - [`data`]: the data plane's operations (push, getter reads), over ingest and the store;
 //! - [`ingest`]: push API records to Arrow batches and back, and the demo data generator;
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`http`]: the axum API; [`config`] and [`app`]: command line and start-up.
 
 pub mod app;
 pub mod config;
+pub mod data;
 pub mod engine;
 pub mod http;
 pub mod ingest;

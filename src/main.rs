@@ -20,9 +20,12 @@ async fn main() -> anyhow::Result<()> {
                 let key = wearhouse::app::demo_key(&state.meta, &args.store.data_dir).await?;
                 println!("demo team API key: {key}");
             }
+            let compactor = std::sync::Arc::new(state.health.clone())
+                .spawn_compactor(std::time::Duration::from_secs(30));
             let listener = tokio::net::TcpListener::bind(args.listen).await?;
             println!("listening on http://{}", listener.local_addr()?);
             wearhouse::http::serve(listener, state, wearhouse::app::shutdown_signal()).await?;
+            compactor.abort();
         }
         Command::Team { command } => match command {
             TeamCommand::Create { name, store } => {

@@ -131,3 +131,126 @@ async fn users_survive_a_restart_of_the_real_server() {
     assert_eq!(listed["total"], 1);
     server.stop();
 }
+
+impl Server {
+    /// SIGKILL: no shutdown path runs at all.
+    fn kill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("wait");
+    }
+}
+
+/// One push of `n` heart-rate samples starting at `first` seconds after 2025-01-01T00:00:00Z.
+fn heart_rate_push(first: i64, n: i64) -> Value {
+    let base = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z").unwrap();
+    let samples: Vec<Value> = (first..first + n)
+        .map(|s| {
+            let t = base + chrono::Duration::seconds(s);
+            json!({"timestamp": t.to_rfc3339(), "unit": "bpm", "value": 60 + s % 40})
+        })
+        .collect();
+    json!({"provider": "apple_health_kit", "source": {"type": "watch"}, "timeseries": {"heartrate": samples}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_pushes_survive_sigkill() {
+    const WRITERS: i64 = 4;
+    const PER_PUSH: i64 = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let server = Server::start(dir.path());
+    let user: Value = http
+        .post(server.url("/v2/user"))
+        .header("x-service-api-key", &server.key)
+        .json(&json!({"client_user_id": "durable"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = user["user_id"].as_str().unwrap().to_owned();
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
+
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let (http, acked) = (http.clone(), acked.clone());
+        let (url, key) = (
+            server.url(&format!("/v2/user/{id}/data")),
+            server.key.clone(),
+        );
+        writers.push(tokio::spawn(async move {
+            for n in 0..10_000 {
+                let first = (w * 10_000 + n) * PER_PUSH;
+                let sent = http
+                    .post(&url)
+                    .header("x-service-api-key", &key)
+                    .json(&heart_rate_push(first, PER_PUSH))
+                    .send()
+                    .await;
+                match sent {
+                    Ok(r) if r.status() == 200 => acked.lock().unwrap().push(first),
+                    Ok(r) => panic!("push answered {}", r.status()),
+                    Err(_) => return, // the server is gone
+                }
+            }
+        }));
+    }
+    // Kill while pushes are in flight, once a fair number has been acknowledged.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while acked.lock().unwrap().len() < 40 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill();
+    for w in writers {
+        w.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() >= 40,
+        "only {} pushes acknowledged",
+        acked.len()
+    );
+
+    let server = Server::start(dir.path());
+    let got = http
+        .get(server.url(&format!(
+            "/v2/timeseries/{id}/heartrate?start_date=2024-12-31&end_date=2025-12-31"
+        )))
+        .header("x-service-api-key", &server.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        got.status(),
+        200,
+        "reading after the crash failed: a corrupt segment?"
+    );
+    let samples: Vec<Value> = got.json().await.unwrap();
+    let base = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z").unwrap();
+    let present: std::collections::HashSet<i64> = samples
+        .iter()
+        .map(|s| {
+            (chrono::DateTime::parse_from_rfc3339(s["timestamp"].as_str().unwrap()).unwrap() - base)
+                .num_seconds()
+        })
+        .collect();
+    assert_eq!(present.len(), samples.len(), "a sample was returned twice");
+    for first in &acked {
+        for s in *first..first + PER_PUSH {
+            assert!(present.contains(&s), "acknowledged sample at +{s}s lost");
+        }
+    }
+    // Every stored sample belongs to a whole push: segments are never torn.
+    for s in &present {
+        let first = s - s % PER_PUSH;
+        assert!(
+            (first..first + PER_PUSH).all(|t| present.contains(&t)),
+            "push at +{first}s stored partially"
+        );
+    }
+    server.stop();
+}

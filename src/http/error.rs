@@ -83,6 +83,17 @@ impl From<MetadataError> for ApiError {
     }
 }
 
+impl From<crate::data::DataError> for ApiError {
+    fn from(err: crate::data::DataError) -> Self {
+        use crate::data::DataError;
+        match err {
+            DataError::Invalid(invalid) => ApiError::Invalid(invalid),
+            DataError::Metadata(e) => e.into(),
+            DataError::Store(_) | DataError::Arrow(_) => ApiError::internal(err),
+        }
+    }
+}
+
 /// Marks a 500 response; carries the cause to the middleware that logs it.
 #[derive(Debug, Clone)]
 pub struct InternalCause(pub String);

@@ -9,6 +9,7 @@
 //! 4. each request is logged once (method, route template, status, duration, team id);
 //! 5. a 500 is logged with its cause and answered with `{"detail", "request_id"}`.
 
+mod data;
 pub mod error;
 pub mod extract;
 mod meta;
@@ -33,6 +34,7 @@ use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 use crate::providers;
+use crate::store::health::HealthStore;
 use crate::store::metadata::{MetadataStore, User};
 use error::{ApiError, InternalCause};
 
@@ -56,13 +58,17 @@ impl Default for HttpConfig {
 pub struct AppState {
     /// Teams, keys, users, connections.
     pub meta: MetadataStore,
+    /// Health data.
+    pub health: HealthStore,
     /// HTTP limits.
     pub config: Arc<HttpConfig>,
 }
 
 impl AppState {
-    /// Removes a user's health data (called before the user's metadata goes).
-    pub async fn delete_user_data(&self, _team: Uuid, _user: Uuid) -> Result<(), ApiError> {
+    /// Removes a user's health data (called after the user's metadata is gone, so no new
+    /// write for the user can be accepted meanwhile).
+    pub async fn delete_user_data(&self, team: Uuid, user: Uuid) -> Result<(), ApiError> {
+        crate::data::delete_user_data(&self.health, team, user).await?;
         Ok(())
     }
 
@@ -133,6 +139,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(users::routes())
         .merge(teams::routes())
+        .merge(data::routes())
         .merge(meta::routes())
         .split_for_parts()
 }

@@ -160,11 +160,10 @@ async fn delete_user(
     State(state): State<AppState>,
     PathId(id): PathId,
 ) -> Result<Json<Value>, ApiError> {
-    team_user(&state, &team, id).await?;
-    state.delete_user_data(team.0.id, id).await?;
     if !state.meta.delete_user(team.0.id, id).await? {
         return Err(ApiError::NotFound("User"));
     }
+    state.delete_user_data(team.0.id, id).await?;
     Ok(Json(json!({ "success": true })))
 }
 

@@ -9,6 +9,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
 use wearhouse::http::{AppState, HttpConfig, router};
+use wearhouse::store::health::HealthStore;
 use wearhouse::store::metadata::MetadataStore;
 
 /// A service with two teams on a private SQLite database.
@@ -38,8 +39,11 @@ impl TestApp {
         let meta = MetadataStore::connect(&url).await.unwrap();
         let (_, key) = meta.create_team("acme").await.unwrap();
         let (_, other) = meta.create_team("globex").await.unwrap();
+        let health_dir = dir.path().join("health").display().to_string();
+        let health = HealthStore::open(&health_dir, Default::default()).unwrap();
         let state = AppState {
             meta,
+            health,
             config: std::sync::Arc::new(config),
         };
         TestApp {
@@ -150,4 +154,33 @@ pub fn assert_422_at(a: &Answer, loc: &[Value]) {
         assert!(d["msg"].as_str().is_some_and(|m| !m.is_empty()), "{d}");
         assert!(d["type"].is_string(), "{d}");
     }
+}
+
+/// Whether a rendered JSON value carries what was pushed: every pushed member present, numbers
+/// equal numerically, date-times equal as instants (offsets may be rendered differently).
+pub fn carries(pushed: &Value, rendered: &Value) -> bool {
+    match (pushed, rendered) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::String(a), Value::String(b)) if a != b => {
+            match (
+                chrono::DateTime::parse_from_rfc3339(a),
+                chrono::DateTime::parse_from_rfc3339(b),
+            ) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => false,
+            }
+        }
+        (Value::Object(a), Value::Object(b)) => a
+            .iter()
+            .all(|(k, v)| b.get(k).is_some_and(|w| carries(v, w))),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| carries(x, y))
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// The committed push body with one record of every table and timeseries family.
+pub fn full_push() -> Value {
+    serde_json::from_str(include_str!("../../testdata/push/full.json")).unwrap()
 }
