@@ -53,12 +53,22 @@ pub struct Violation {
 impl Violation {
     /// A `value_error` at `loc`.
     pub fn value(loc: Vec<Loc>, msg: impl Into<String>) -> Self {
-        Violation { loc, msg: msg.into(), kind: "value_error", input: None }
+        Violation {
+            loc,
+            msg: msg.into(),
+            kind: "value_error",
+            input: None,
+        }
     }
 
     /// A failure of the given kind at `loc`.
     pub fn new(loc: Vec<Loc>, kind: &'static str, msg: impl Into<String>) -> Self {
-        Violation { loc, msg: msg.into(), kind, input: None }
+        Violation {
+            loc,
+            msg: msg.into(),
+            kind,
+            input: None,
+        }
     }
 
     /// Attaches the offending input.

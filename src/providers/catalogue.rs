@@ -4,15 +4,126 @@ use std::sync::LazyLock;
 
 use super::{AuthType, Provider};
 
-const SLEEP_SET: &[&str] = &["profile", "sleep", "sleep_stream", "heartrate", "hrv", "activity", "workouts", "respiratory_rate", "body_temperature_delta", "steps", "calories_active", "stress_level"];
-const WATCH_SET: &[&str] = &["profile", "activity", "sleep", "workouts", "body", "heartrate", "hrv", "steps", "distance", "calories_active", "calories_basal", "floors_climbed", "blood_oxygen", "respiratory_rate", "vo2_max", "stress_level", "workout_stream"];
-const PHONE_SET: &[&str] = &["profile", "activity", "sleep", "workouts", "body", "heartrate", "hrv", "steps", "distance", "calories_active", "calories_basal", "floors_climbed", "blood_oxygen", "blood_pressure", "glucose", "weight", "fat", "water", "caffeine", "mindfulness_minutes", "respiratory_rate", "vo2_max", "body_temperature", "stand_hour", "stand_duration", "afib_burden", "electrocardiogram_voltage", "insulin_injection", "carbohydrates", "meal", "note", "workout_duration", "daylight_exposure", "uv_exposure", "handwashing", "fall", "inhaler_usage", "wheelchair_push", "heart_rate_alert", "sleep_apnea_alert", "sleep_breathing_disturbance", "basal_body_temperature", "body_mass_index", "lean_body_mass", "waist_circumference", "workout_distance", "workout_swimming_stroke", "heart_rate_recovery_one_minute", "forced_expiratory_volume_1", "forced_vital_capacity", "peak_expiratory_flow_rate"];
+const SLEEP_SET: &[&str] = &[
+    "profile",
+    "sleep",
+    "sleep_stream",
+    "heartrate",
+    "hrv",
+    "activity",
+    "workouts",
+    "respiratory_rate",
+    "body_temperature_delta",
+    "steps",
+    "calories_active",
+    "stress_level",
+];
+const WATCH_SET: &[&str] = &[
+    "profile",
+    "activity",
+    "sleep",
+    "workouts",
+    "body",
+    "heartrate",
+    "hrv",
+    "steps",
+    "distance",
+    "calories_active",
+    "calories_basal",
+    "floors_climbed",
+    "blood_oxygen",
+    "respiratory_rate",
+    "vo2_max",
+    "stress_level",
+    "workout_stream",
+];
+const PHONE_SET: &[&str] = &[
+    "profile",
+    "activity",
+    "sleep",
+    "workouts",
+    "body",
+    "heartrate",
+    "hrv",
+    "steps",
+    "distance",
+    "calories_active",
+    "calories_basal",
+    "floors_climbed",
+    "blood_oxygen",
+    "blood_pressure",
+    "glucose",
+    "weight",
+    "fat",
+    "water",
+    "caffeine",
+    "mindfulness_minutes",
+    "respiratory_rate",
+    "vo2_max",
+    "body_temperature",
+    "stand_hour",
+    "stand_duration",
+    "afib_burden",
+    "electrocardiogram_voltage",
+    "insulin_injection",
+    "carbohydrates",
+    "meal",
+    "note",
+    "workout_duration",
+    "daylight_exposure",
+    "uv_exposure",
+    "handwashing",
+    "fall",
+    "inhaler_usage",
+    "wheelchair_push",
+    "heart_rate_alert",
+    "sleep_apnea_alert",
+    "sleep_breathing_disturbance",
+    "basal_body_temperature",
+    "body_mass_index",
+    "lean_body_mass",
+    "waist_circumference",
+    "workout_distance",
+    "workout_swimming_stroke",
+    "heart_rate_recovery_one_minute",
+    "forced_expiratory_volume_1",
+    "forced_vital_capacity",
+    "peak_expiratory_flow_rate",
+];
 const CGM_SET: &[&str] = &["profile", "glucose"];
-const SCALE_SET: &[&str] = &["profile", "body", "weight", "fat", "heartrate", "blood_pressure"];
-const CYCLING_SET: &[&str] = &["profile", "workouts", "workout_stream", "heartrate", "calories_active", "distance"];
+const SCALE_SET: &[&str] = &[
+    "profile",
+    "body",
+    "weight",
+    "fat",
+    "heartrate",
+    "blood_pressure",
+];
+const CYCLING_SET: &[&str] = &[
+    "profile",
+    "workouts",
+    "workout_stream",
+    "heartrate",
+    "calories_active",
+    "distance",
+];
 const NUTRITION_SET: &[&str] = &["profile", "meal", "water", "caffeine", "carbohydrates"];
 const BP_SET: &[&str] = &["profile", "blood_pressure", "heartrate"];
-const MANUAL_SET: &[&str] = &["profile", "activity", "sleep", "workouts", "body", "meal", "heartrate", "glucose", "steps", "weight", "blood_pressure", "water", "note"];
+const MANUAL_SET: &[&str] = &[
+    "profile",
+    "activity",
+    "sleep",
+    "workouts",
+    "body",
+    "meal",
+    "heartrate",
+    "glucose",
+    "steps",
+    "weight",
+    "blood_pressure",
+    "water",
+    "note",
+];
 
 #[allow(clippy::too_many_arguments)]
 fn p(

@@ -124,7 +124,10 @@ mod tests {
         for family in Family::ALL {
             let schema = timeseries_schema(family);
             for name in ["timestamp", TIMEZONE_OFFSET, "source_provider", INGESTED_AT] {
-                assert!(schema.field_with_name(name).is_ok(), "{family:?} lacks {name}");
+                assert!(
+                    schema.field_with_name(name).is_ok(),
+                    "{family:?} lacks {name}"
+                );
             }
         }
     }

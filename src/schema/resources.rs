@@ -209,10 +209,20 @@ mod tests {
     fn resource_names_are_unique_and_found() {
         for (i, a) in RESOURCES.iter().enumerate() {
             assert_eq!(resource(a.name), Some(*a));
-            assert!(RESOURCES[i + 1..].iter().all(|b| b.name != a.name), "{}", a.name);
+            assert!(
+                RESOURCES[i + 1..].iter().all(|b| b.name != a.name),
+                "{}",
+                a.name
+            );
         }
-        assert_eq!(resource("heartrate").map(|r| r.family), Some(Family::Discrete));
-        assert_eq!(resource("blood_pressure").map(|r| r.family.is_interval()), Some(false));
+        assert_eq!(
+            resource("heartrate").map(|r| r.family),
+            Some(Family::Discrete)
+        );
+        assert_eq!(
+            resource("blood_pressure").map(|r| r.family.is_interval()),
+            Some(false)
+        );
         assert!(resource("heart_rate").is_none());
     }
 }

@@ -313,7 +313,11 @@ impl Table {
         if self == Table::Sleep {
             let item = Arc::new(Field::new("item", DataType::Int8, true));
             fields.push(Field::new("hypnogram", DataType::List(item), true));
-            fields.push(Field::new("hypnogram_interval_second", DataType::Int64, true));
+            fields.push(Field::new(
+                "hypnogram_interval_second",
+                DataType::Int64,
+                true,
+            ));
         }
         with_trailer(fields, false)
     }
@@ -334,6 +338,9 @@ mod tests {
             assert_eq!(Table::from_name(t.name()), Some(t));
         }
         assert!(Table::Sleep.column("efficency").is_none());
-        assert_eq!(Table::Meal.column("calories").map(|c| c.kind), Some(Kind::Float));
+        assert_eq!(
+            Table::Meal.column("calories").map(|c| c.kind),
+            Some(Kind::Float)
+        );
     }
 }
