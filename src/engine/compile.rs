@@ -1,0 +1,316 @@
+//! [`compile`]: one validated query to a DataFusion `LogicalPlan`, with `LogicalPlanBuilder`
+//! and `Expr` only. The plan shape:
+//!
+//! ```text
+//! scan (one table, or a union of resources with a `resource` column)
+//!  → filter: index in the floating window, and WHERE
+//!  → projection: group keys __k*, aggregate inputs __a*, index time, ingestion time, source
+//!  → aggregate by keys (+ provider, source type when prioritised)
+//!  → [row_number per group over the source rank, keep 1]     (§3.5)
+//!  → sort by keys → projection to the output names of §4.1
+//! ```
+//! Row-level queries skip the aggregate and sort by index time, then provider, source type and
+//! record id (or resource), so their order is deterministic. Group keys sort ascending with
+//! nulls last.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::Result as DfResult;
+use datafusion::functions_aggregate::expr_fn::{
+    avg, count, first_value, max, median, min, stddev, sum,
+};
+use datafusion::logical_expr::{ExprFunctionExt, LogicalPlan, LogicalPlanBuilder, cast, ident};
+use datafusion::prelude::{Expr, lit};
+
+use crate::schema::{
+    Dataset, Family, INGESTED_AT, QUERYABLE_SOURCES, Resource, Table, timeseries_schema,
+};
+
+use super::catalog::{Catalog, data_type_of};
+use super::expr::{RowExprs, column, floating_lit};
+use super::priority::{PROVIDER, SOURCE_TYPE, keep_best, provider_order};
+use super::request::{Func, GroupBy, Query, QuerySource, SelectKind, ValidRequest};
+use super::udf::{DatePartUdf, DateTrunc};
+use super::{EngineError, time};
+
+const TIME: &str = "__time";
+const INGESTED: &str = "__ingested";
+const NON_EMPTY: &str = "__rows";
+
+fn key(i: usize) -> String {
+    format!("__k{i}")
+}
+fn arg(j: usize) -> String {
+    format!("__a{j}")
+}
+fn res(j: usize) -> String {
+    format!("__r{j}")
+}
+
+/// Compiles query `query_index` of `req` against `catalog`. Pure and synchronous.
+pub fn compile(
+    req: &ValidRequest,
+    query_index: usize,
+    catalog: &Catalog,
+) -> Result<LogicalPlan, EngineError> {
+    let q = req
+        .queries
+        .get(query_index)
+        .ok_or_else(|| EngineError::Internal(format!("no query {query_index}")))?;
+    let scan = scan(q, catalog)?;
+    let rows = RowExprs {
+        source: &q.source,
+        zone: catalog.user.fallback_time_zone,
+    };
+    let plan =
+        build(req, q, catalog, &rows, scan).map_err(|e| EngineError::internal("planning", e))?;
+    Ok(plan)
+}
+
+fn dataset_of(q: &Query) -> Dataset {
+    match &q.source {
+        QuerySource::Table(t) => Dataset::Table(*t),
+        QuerySource::Timeseries(rs) => Dataset::Timeseries(rs[0]),
+    }
+}
+
+fn scan(q: &Query, catalog: &Catalog) -> Result<LogicalPlanBuilder, EngineError> {
+    let df = |e| EngineError::internal("scan", e);
+    match &q.source {
+        QuerySource::Table(t) => {
+            LogicalPlanBuilder::scan(t.name(), catalog.source(Dataset::Table(*t))?, None)
+                .map_err(df)
+        }
+        QuerySource::Timeseries(rs) if rs.len() == 1 => LogicalPlanBuilder::scan(
+            rs[0].name,
+            catalog.source(Dataset::Timeseries(rs[0]))?,
+            None,
+        )
+        .map_err(df),
+        QuerySource::Timeseries(rs) => {
+            let fields = union_fields(rs);
+            let mut plan: Option<LogicalPlanBuilder> = None;
+            for r in rs {
+                let schema = timeseries_schema(r.family);
+                let mut cols = vec![lit(r.name).alias("resource")];
+                for (name, dt) in &fields {
+                    let e = if schema.field_with_name(name).is_ok() {
+                        cast(ident(name.as_str()), dt.clone())
+                    } else {
+                        cast(lit(datafusion::common::ScalarValue::Null), dt.clone())
+                    };
+                    cols.push(e.alias(name.as_str()));
+                }
+                let one = LogicalPlanBuilder::scan(
+                    r.name,
+                    catalog.source(Dataset::Timeseries(*r))?,
+                    None,
+                )
+                .and_then(|b| b.project(cols))
+                .map_err(df)?;
+                plan = Some(match plan {
+                    None => one,
+                    Some(p) => p.union(one.build().map_err(df)?).map_err(df)?,
+                });
+            }
+            plan.ok_or_else(|| EngineError::Internal("timeseries query without resources".into()))
+        }
+    }
+}
+
+/// Every column of the resources' schemas, first-seen order, with its type.
+fn union_fields(rs: &[Resource]) -> Vec<(String, DataType)> {
+    let mut out: Vec<(String, DataType)> = Vec::new();
+    let families: Vec<Family> = rs.iter().map(|r| r.family).collect();
+    for f in families {
+        for field in timeseries_schema(f).fields() {
+            if !out.iter().any(|(n, _)| n == field.name()) {
+                out.push((field.name().clone(), field.data_type().clone()));
+            }
+        }
+    }
+    out
+}
+
+fn window_filter(req: &ValidRequest, q: &Query, catalog: &Catalog, rows: &RowExprs<'_>) -> Expr {
+    let u = &catalog.user;
+    let Some((start, end)) = time::window(&req.timeframe, u.ingestion_start, u.ingestion_end)
+    else {
+        return lit(false);
+    };
+    match &q.source {
+        QuerySource::Table(t @ (Table::Activity | Table::Meal)) => {
+            // A date is its midnight: midnight ≥ start ⇔ date ≥ ⌈start⌉ (same for end).
+            let ceil = |t: chrono::NaiveDateTime| {
+                let d = t.date();
+                if t.time() == chrono::NaiveTime::MIN {
+                    d
+                } else {
+                    d.succ_opt().unwrap_or(d)
+                }
+            };
+            let date = |d: chrono::NaiveDate| {
+                let days = time::micros(d.and_time(chrono::NaiveTime::MIN))
+                    .div_euclid(time::MICROS_PER_DAY);
+                lit(datafusion::common::ScalarValue::Date32(
+                    i32::try_from(days).ok(),
+                ))
+            };
+            let c = ident(t.index_column());
+            c.clone()
+                .gt_eq(date(ceil(start)))
+                .and(c.lt(date(ceil(end))))
+        }
+        _ => {
+            let idx = rows.index_ts();
+            idx.clone()
+                .gt_eq(floating_lit(time::micros(start)))
+                .and(idx.lt(floating_lit(time::micros(end))))
+        }
+    }
+}
+
+fn aggregate(f: Func, a: Expr) -> Expr {
+    let f64 = |e: Expr| cast(e, DataType::Float64);
+    match f {
+        Func::Mean => avg(f64(a)),
+        Func::Min => min(a),
+        Func::Max => max(a),
+        Func::Sum => sum(a),
+        Func::Count => count(a),
+        Func::Median => median(f64(a)),
+        Func::Stddev => stddev(f64(a)),
+        Func::Oldest | Func::Newest => {
+            let newest = f == Func::Newest;
+            let order = vec![
+                column(TIME).sort(!newest, !newest),
+                column(INGESTED).sort(false, false),
+            ];
+            let e = first_value(a.clone(), order);
+            e.clone().filter(a.is_not_null()).build().unwrap_or(e)
+        }
+    }
+}
+
+fn build(
+    req: &ValidRequest,
+    q: &Query,
+    catalog: &Catalog,
+    rows: &RowExprs<'_>,
+    scan: LogicalPlanBuilder,
+) -> DfResult<LogicalPlan> {
+    let mut pred = window_filter(req, q, catalog, rows);
+    if let Some(w) = &q.filter {
+        pred = pred.and(rows.where_expr(w));
+    }
+    let plan = scan.filter(pred)?;
+    if !q.aggregates() {
+        return row_level(q, rows, plan);
+    }
+    let prioritised = q.prioritised();
+    let mut proj: Vec<Expr> = Vec::new();
+    for (i, g) in q.group_by.iter().enumerate() {
+        let e = match g {
+            GroupBy::DateTrunc(p) => DateTrunc::call(*p, rows.index_ts()),
+            GroupBy::DatePart(p) => DatePartUdf::call(*p, rows.index_ts()),
+            GroupBy::Value(op) => rows.operand(op),
+        };
+        proj.push(e.alias(key(i)));
+    }
+    let mut aggs = Vec::new();
+    let mut ordered = false;
+    for (j, item) in q.select.iter().enumerate() {
+        if let SelectKind::Aggregate(f, op) = &item.kind {
+            proj.push(rows.operand(op).alias(arg(j)));
+            ordered |= matches!(f, Func::Oldest | Func::Newest);
+            aggs.push(aggregate(*f, column(&arg(j))).alias(res(j)));
+        }
+    }
+    if ordered {
+        proj.push(rows.index_ts().alias(TIME));
+        proj.push(ident(INGESTED_AT).alias(INGESTED));
+    }
+    let keys: Vec<Expr> = (0..q.group_by.len()).map(|i| column(&key(i))).collect();
+    let mut groups = keys.clone();
+    if prioritised {
+        proj.push(ident("source_provider").alias(PROVIDER));
+        proj.push(ident("source_type").alias(SOURCE_TYPE));
+        groups.extend([column(PROVIDER), column(SOURCE_TYPE)]);
+    }
+    if q.group_by.is_empty() {
+        aggs.push(count(lit(1i64)).alias(NON_EMPTY));
+    }
+    let mut plan = plan.project(proj)?.aggregate(groups, aggs)?;
+    if prioritised {
+        let team = catalog
+            .user
+            .team_priorities
+            .get(data_type_of(dataset_of(q)))
+            .cloned()
+            .unwrap_or_default();
+        plan = keep_best(
+            plan,
+            keys.clone(),
+            &provider_order(&req.priority_overrides, &team),
+        )?;
+    }
+    if q.group_by.is_empty() {
+        plan = plan.filter(column(NON_EMPTY).gt(lit(0i64)))?;
+    } else {
+        plan = plan.sort(
+            keys.iter()
+                .map(|k| k.clone().sort(true, false))
+                .collect::<Vec<_>>(),
+        )?;
+    }
+    let out: Vec<Expr> = q
+        .select
+        .iter()
+        .enumerate()
+        .map(|(j, item)| match &item.kind {
+            SelectKind::GroupKey(n) => column(&key(*n)).alias(item.name.as_str()),
+            _ => column(&res(j)).alias(item.name.as_str()),
+        })
+        .collect();
+    plan.project(out)?.build()
+}
+
+fn row_level(q: &Query, rows: &RowExprs<'_>, plan: LogicalPlanBuilder) -> DfResult<LogicalPlan> {
+    let mut proj: Vec<Expr> = q
+        .select
+        .iter()
+        .enumerate()
+        .map(|(j, item)| match &item.kind {
+            SelectKind::Value(op) => rows.operand(op).alias(arg(j)),
+            _ => lit(datafusion::common::ScalarValue::Null).alias(arg(j)),
+        })
+        .collect();
+    let mut order = vec![TIME, PROVIDER, SOURCE_TYPE];
+    proj.push(rows.index_ts().alias(TIME));
+    proj.push(ident("source_provider").alias(PROVIDER));
+    proj.push(ident("source_type").alias(SOURCE_TYPE));
+    let tiebreak = match &q.source {
+        QuerySource::Table(_) => Some("id"),
+        QuerySource::Timeseries(rs) if rs.len() > 1 => Some("resource"),
+        QuerySource::Timeseries(_) => None,
+    };
+    if let Some(t) = tiebreak {
+        proj.push(ident(t).alias("__tiebreak"));
+        order.push("__tiebreak");
+    }
+    let _ = QUERYABLE_SOURCES;
+    let out: Vec<Expr> = q
+        .select
+        .iter()
+        .enumerate()
+        .map(|(j, item)| column(&arg(j)).alias(item.name.as_str()))
+        .collect();
+    plan.project(proj)?
+        .sort(
+            order
+                .into_iter()
+                .map(|c| column(c).sort(true, false))
+                .collect::<Vec<_>>(),
+        )?
+        .project(out)?
+        .build()
+}

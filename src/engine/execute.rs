@@ -1,0 +1,143 @@
+//! [`execute`]: compiles and runs every query of a request over the batches handed in, under
+//! the time limit (the whole batch of queries is cancelled on expiry) and a per-request
+//! DataFusion memory pool. Also [`required_inputs`]: what the caller must load.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::error::DataFusionError;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::schema::Dataset;
+
+use super::catalog::{Catalog, UserContext};
+use super::request::{QuerySource, ValidRequest};
+use super::{EngineError, Limits, compile, time};
+
+/// One query's result table: its output schema (§4.1 names, §4.3 types) and rows.
+#[derive(Debug, Clone)]
+pub struct QueryResult {
+    /// Column names and types.
+    pub schema: SchemaRef,
+    /// The rows, in output order.
+    pub batches: Vec<RecordBatch>,
+}
+
+impl QueryResult {
+    /// Number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+/// Margin around the floating window when mapping it to UTC: offsets are within ±18 h.
+const OFFSET_MARGIN_HOURS: i64 = 18;
+
+/// Every dataset the queries read, with a UTC range that contains every row whose floating
+/// index falls in the window (the floating window widened by 18 h each side).
+pub fn required_inputs(
+    req: &ValidRequest,
+    ctx: &UserContext,
+) -> Vec<(Dataset, Range<DateTime<Utc>>)> {
+    let window = time::window(&req.timeframe, ctx.ingestion_start, ctx.ingestion_end);
+    let margin = Duration::hours(OFFSET_MARGIN_HOURS);
+    let range = match window {
+        Some((s, e)) => (s - margin).and_utc()..(e + margin).and_utc(),
+        None => {
+            let t = req
+                .timeframe
+                .anchor
+                .and_time(chrono::NaiveTime::MIN)
+                .and_utc();
+            t..t
+        }
+    };
+    let mut out: Vec<(Dataset, Range<DateTime<Utc>>)> = Vec::new();
+    for q in &req.queries {
+        let datasets: Vec<Dataset> = match &q.source {
+            QuerySource::Table(t) => vec![Dataset::Table(*t)],
+            QuerySource::Timeseries(rs) => rs.iter().map(|r| Dataset::Timeseries(*r)).collect(),
+        };
+        for d in datasets {
+            if !out.iter().any(|(e, _)| *e == d) {
+                out.push((d, range.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn session(limits: &Limits) -> Result<SessionContext, EngineError> {
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(limits.memory_limit_bytes, 1.0)
+        .build_arc()
+        .map_err(|e| EngineError::internal("runtime", e))?;
+    let config = SessionConfig::new()
+        .with_target_partitions(limits.target_partitions.max(1))
+        .with_information_schema(false);
+    Ok(SessionContext::new_with_config_rt(config, runtime))
+}
+
+fn classify(e: DataFusionError, limits: &Limits) -> EngineError {
+    if matches!(e.find_root(), DataFusionError::ResourcesExhausted(_)) {
+        EngineError::ResourcesExhausted {
+            limit_bytes: limits.memory_limit_bytes,
+            source: e,
+        }
+    } else {
+        EngineError::internal("execution", e)
+    }
+}
+
+/// Runs one compiled query.
+async fn run_one(
+    ctx: &SessionContext,
+    req: &ValidRequest,
+    i: usize,
+    catalog: &Catalog,
+    limits: &Limits,
+) -> Result<QueryResult, EngineError> {
+    let plan = compile(req, i, catalog)?;
+    let schema = Arc::new(plan.schema().as_arrow().clone());
+    let df = ctx
+        .execute_logical_plan(plan)
+        .await
+        .map_err(|e| classify(e, limits))?;
+    let batches = df.collect().await.map_err(|e| classify(e, limits))?;
+    let batches = batches
+        .into_iter()
+        .filter(|b| b.num_rows() > 0)
+        .map(|b| b.with_schema(schema.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| EngineError::internal("result schema", e))?;
+    Ok(QueryResult { schema, batches })
+}
+
+/// Runs every query of `req` over `inputs` with the limits' time and memory bounds.
+pub async fn execute(
+    req: &ValidRequest,
+    ctx: &UserContext,
+    inputs: HashMap<Dataset, Vec<RecordBatch>>,
+    limits: &Limits,
+) -> Result<Vec<QueryResult>, EngineError> {
+    let catalog = Catalog::new(ctx.clone(), inputs)?;
+    let session = session(limits)?;
+    let work = async {
+        let mut results = Vec::with_capacity(req.queries.len());
+        for i in 0..req.queries.len() {
+            results.push(run_one(&session, req, i, &catalog, limits).await?);
+        }
+        Ok(results)
+    };
+    match tokio::time::timeout(limits.timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(EngineError::Timeout {
+            seconds: limits.timeout.as_secs(),
+        }),
+    }
+}

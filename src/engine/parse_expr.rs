@@ -1,0 +1,467 @@
+//! JSON expression objects (§1.3) to typed expressions: shape detection by distinguishing key,
+//! closed enumerations with messages naming the allowed set, and exact locations.
+
+use serde_json::{Map, Value};
+
+use crate::schema::{QUERYABLE_SOURCES, Table, resource};
+use crate::validation::{Loc, Violation};
+
+use super::request::{DatePart, Func, Operand, Period, Unit, ValueMacro};
+
+/// Where an expression appears; decides which shapes are allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    Select,
+    GroupBy,
+    AggregateArg,
+    IndexArg,
+}
+
+/// The index named by `{"index": T}`: a table, or the timeseries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexOf {
+    Table(Table),
+    Timeseries,
+}
+
+/// An expression before the query-level rules of §2.5 are applied.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RawExpr {
+    Operand(Operand, Option<IndexOf>),
+    Aggregate(Func, Operand, Option<IndexOf>, Vec<Loc>),
+    GroupKey(Option<usize>),
+    DateTrunc(Period, IndexOf, Vec<Loc>),
+    DatePart(DatePart, IndexOf, Vec<Loc>),
+}
+
+const TABLE_KEYS: [&str; 6] = ["sleep", "activity", "workout", "body", "meal", "profile"];
+const OTHER_KEYS: [&str; 8] = [
+    "timeseries",
+    "index",
+    "source",
+    "value_macro",
+    "func",
+    "group_key",
+    "date_trunc",
+    "date_part",
+];
+
+/// `a, b, c` for messages.
+pub(crate) fn one_of<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    names.into_iter().collect::<Vec<_>>().join(", ")
+}
+
+/// Appends a segment to a location.
+pub(crate) fn at(loc: &[Loc], seg: impl Into<Loc>) -> Vec<Loc> {
+    let mut l = loc.to_vec();
+    l.push(seg.into());
+    l
+}
+
+fn shapes_for(place: Place) -> &'static str {
+    match place {
+        Place::Select => {
+            "an aggregate {\"func\", \"arg\"}, a group key, a table column, a timeseries field, \
+             an index, a source or a value macro"
+        }
+        Place::GroupBy => {
+            "a date_trunc, a date_part, a table column, a timeseries field, a source or a value macro"
+        }
+        Place::AggregateArg => {
+            "a table column, a timeseries field, an index, a source or a value macro"
+        }
+        Place::IndexArg => "an index {\"index\": T}",
+    }
+}
+
+fn allowed(place: Place, shape: &str) -> bool {
+    let table = TABLE_KEYS.contains(&shape);
+    match place {
+        Place::Select => shape != "date_trunc" && shape != "date_part",
+        Place::GroupBy => {
+            table
+                || matches!(
+                    shape,
+                    "timeseries" | "source" | "value_macro" | "date_trunc" | "date_part"
+                )
+        }
+        Place::AggregateArg => {
+            table || matches!(shape, "timeseries" | "index" | "source" | "value_macro")
+        }
+        Place::IndexArg => shape == "index",
+    }
+}
+
+fn str_in<'a>(
+    obj: &'a Map<String, Value>,
+    key: &str,
+    loc: &[Loc],
+    out: &mut Vec<Violation>,
+) -> Option<&'a str> {
+    match obj.get(key) {
+        Some(Value::String(s)) => Some(s),
+        Some(v) => {
+            out.push(
+                Violation::new(
+                    at(loc, key),
+                    "type_error",
+                    format!("{key} must be a string"),
+                )
+                .with_input(v.clone()),
+            );
+            None
+        }
+        None => {
+            out.push(Violation::new(
+                at(loc, key),
+                "missing",
+                format!("{key} is required"),
+            ));
+            None
+        }
+    }
+}
+
+fn closed<T: Copy>(
+    all: &[(&'static str, T)],
+    what: &str,
+    value: &str,
+    loc: Vec<Loc>,
+    out: &mut Vec<Violation>,
+) -> Option<T> {
+    let found = all.iter().find(|(n, _)| *n == value).map(|(_, t)| *t);
+    if found.is_none() {
+        out.push(
+            Violation::value(
+                loc,
+                format!(
+                    "unknown {what} \"{value}\"; expected one of: {}",
+                    one_of(all.iter().map(|(n, _)| *n))
+                ),
+            )
+            .with_input(Value::String(value.to_owned())),
+        );
+    }
+    found
+}
+
+/// Parses a `Period` object (`value` defaults to 1).
+pub(crate) fn parse_period(v: &Value, loc: &[Loc], out: &mut Vec<Violation>) -> Option<Period> {
+    let Some(obj) = v.as_object() else {
+        out.push(Violation::new(
+            loc.to_vec(),
+            "type_error",
+            "period must be an object {\"value\", \"unit\"}",
+        ));
+        return None;
+    };
+    let mut ok = true;
+    for k in obj
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "value" | "unit"))
+    {
+        out.push(Violation::new(
+            at(loc, k.as_str()),
+            "extra_forbidden",
+            format!("unknown key \"{k}\"; expected value, unit"),
+        ));
+        ok = false;
+    }
+    let value = match obj.get("value") {
+        None => Some(1),
+        Some(n) => match n.as_u64().filter(|n| (1..=u64::from(u32::MAX)).contains(n)) {
+            Some(n) => u32::try_from(n).ok(),
+            None => {
+                out.push(
+                    Violation::value(at(loc, "value"), "value must be an integer ≥ 1")
+                        .with_input(n.clone()),
+                );
+                None
+            }
+        },
+    };
+    let unit = str_in(obj, "unit", loc, out)
+        .and_then(|u| closed(&Unit::ALL, "unit", u, at(loc, "unit"), out));
+    match (value, unit, ok) {
+        (Some(value), Some(unit), true) => Some(Period { value, unit }),
+        _ => None,
+    }
+}
+
+/// Parses one expression object at `loc`, appending violations to `out`.
+pub(crate) fn parse_expr(
+    v: &Value,
+    loc: &[Loc],
+    place: Place,
+    out: &mut Vec<Violation>,
+) -> Option<RawExpr> {
+    let Some(obj) = v.as_object() else {
+        out.push(
+            Violation::new(
+                loc.to_vec(),
+                "type_error",
+                format!("expected an object: {}", shapes_for(place)),
+            )
+            .with_input(v.clone()),
+        );
+        return None;
+    };
+    let shapes: Vec<&str> = obj
+        .keys()
+        .map(String::as_str)
+        .filter(|k| TABLE_KEYS.contains(k) || OTHER_KEYS.contains(k))
+        .collect();
+    let shape = match shapes.as_slice() {
+        [one] => *one,
+        [] => {
+            out.push(
+                Violation::value(
+                    loc.to_vec(),
+                    format!(
+                        "matches no expression shape; expected {}",
+                        shapes_for(place)
+                    ),
+                )
+                .with_input(v.clone()),
+            );
+            return None;
+        }
+        many => {
+            out.push(
+                Violation::value(
+                    loc.to_vec(),
+                    format!(
+                        "carries keys of several expression shapes ({}); use one of them",
+                        one_of(many.iter().copied())
+                    ),
+                )
+                .with_input(v.clone()),
+            );
+            return None;
+        }
+    };
+    if !allowed(place, shape) {
+        out.push(
+            Violation::value(
+                loc.to_vec(),
+                format!(
+                    "\"{shape}\" is not allowed here; expected {}",
+                    shapes_for(place)
+                ),
+            )
+            .with_input(v.clone()),
+        );
+        return None;
+    }
+    let extra: &[&str] = match shape {
+        "timeseries" => &["field"],
+        "value_macro" => &["version"],
+        "func" | "date_trunc" | "date_part" => &["arg"],
+        _ => &[],
+    };
+    let before = out.len();
+    for k in obj
+        .keys()
+        .filter(|k| k.as_str() != shape && !extra.contains(&k.as_str()))
+    {
+        let expected = one_of(std::iter::once(shape).chain(extra.iter().copied()));
+        out.push(Violation::new(
+            at(loc, k.as_str()),
+            "extra_forbidden",
+            format!("unknown key \"{k}\" in a {shape} expression; expected {expected}"),
+        ));
+    }
+    let parsed = parse_shape(obj, shape, loc, out);
+    if out.len() > before { None } else { parsed }
+}
+
+fn parse_shape(
+    obj: &Map<String, Value>,
+    shape: &str,
+    loc: &[Loc],
+    out: &mut Vec<Violation>,
+) -> Option<RawExpr> {
+    if let Some(table) = Table::from_name(shape) {
+        let name = str_in(obj, shape, loc, out)?;
+        let Some(col) = table.column(name) else {
+            out.push(
+                Violation::value(
+                    at(loc, shape),
+                    format!(
+                        "unknown {shape} column \"{name}\"; expected one of: {}",
+                        one_of(table.columns().iter().map(|c| c.name))
+                    ),
+                )
+                .with_input(Value::String(name.to_owned())),
+            );
+            return None;
+        };
+        return Some(RawExpr::Operand(
+            Operand::Column(table, col.name, col.kind),
+            Some(IndexOf::Table(table)),
+        ));
+    }
+    match shape {
+        "timeseries" => {
+            let name = str_in(obj, "timeseries", loc, out);
+            let field = str_in(obj, "field", loc, out);
+            let r = name.and_then(|n| {
+                let r = resource(n);
+                if r.is_none() {
+                    out.push(
+                        Violation::value(
+                            at(loc, "timeseries"),
+                            format!(
+                                "unknown timeseries resource \"{n}\"; expected one of: {}",
+                                one_of(crate::schema::RESOURCES.iter().map(|r| r.name))
+                            ),
+                        )
+                        .with_input(Value::String(n.to_owned())),
+                    );
+                }
+                r
+            })?;
+            let field = field?;
+            let Some(f) = r.family.fields().iter().copied().find(|f| *f == field) else {
+                out.push(Violation::value(at(loc, "field"), format!("unknown field \"{field}\" of timeseries resource {}; expected one of: {}", r.name, one_of(r.family.fields().iter().copied()))).with_input(Value::String(field.to_owned())));
+                return None;
+            };
+            Some(RawExpr::Operand(
+                Operand::Field(r, f),
+                Some(IndexOf::Timeseries),
+            ))
+        }
+        "index" => {
+            let t = parse_index(obj, loc, out)?;
+            Some(RawExpr::Operand(Operand::Index, Some(t)))
+        }
+        "source" => {
+            let s = str_in(obj, "source", loc, out)?;
+            let all: Vec<(&'static str, &'static str)> =
+                QUERYABLE_SOURCES.iter().map(|s| (*s, *s)).collect();
+            let s = closed(&all, "source", s, at(loc, "source"), out)?;
+            Some(RawExpr::Operand(Operand::Source(s), None))
+        }
+        "value_macro" => {
+            let m = str_in(obj, "value_macro", loc, out).and_then(|m| {
+                closed(
+                    &ValueMacro::ALL,
+                    "value macro",
+                    m,
+                    at(loc, "value_macro"),
+                    out,
+                )
+            });
+            if let Some(v) = obj
+                .get("version")
+                .filter(|v| v.as_str() != Some("automatic"))
+            {
+                out.push(
+                    Violation::value(
+                        at(loc, "version"),
+                        "unknown value macro version; expected one of: automatic",
+                    )
+                    .with_input(v.clone()),
+                );
+                return None;
+            }
+            Some(RawExpr::Operand(
+                Operand::Macro(m?),
+                Some(IndexOf::Table(Table::Sleep)),
+            ))
+        }
+        "func" => {
+            let f = str_in(obj, "func", loc, out)
+                .and_then(|f| closed(&Func::ALL, "aggregate function", f, at(loc, "func"), out));
+            let arg_loc = at(loc, "arg");
+            let arg = match obj.get("arg") {
+                Some(a) => parse_expr(a, &arg_loc, Place::AggregateArg, out),
+                None => {
+                    out.push(Violation::new(
+                        arg_loc.clone(),
+                        "missing",
+                        "arg is required",
+                    ));
+                    None
+                }
+            };
+            match (f?, arg?) {
+                (f, RawExpr::Operand(op, idx)) => Some(RawExpr::Aggregate(f, op, idx, arg_loc)),
+                _ => None,
+            }
+        }
+        "group_key" => match obj.get("group_key") {
+            Some(Value::String(s)) if s == "*" => Some(RawExpr::GroupKey(None)),
+            Some(n) if n.as_u64().is_some() => Some(RawExpr::GroupKey(
+                n.as_u64().and_then(|n| usize::try_from(n).ok()),
+            )),
+            other => {
+                out.push(
+                    Violation::value(
+                        at(loc, "group_key"),
+                        "group_key must be a non-negative integer or \"*\"",
+                    )
+                    .with_input(other.cloned().unwrap_or(Value::Null)),
+                );
+                None
+            }
+        },
+        "date_trunc" => {
+            let p = parse_period(
+                obj.get("date_trunc").unwrap_or(&Value::Null),
+                &at(loc, "date_trunc"),
+                out,
+            );
+            let (idx, arg_loc) = parse_index_arg(obj, loc, out)?;
+            Some(RawExpr::DateTrunc(p?, idx, arg_loc))
+        }
+        "date_part" => {
+            let p = str_in(obj, "date_part", loc, out)
+                .and_then(|p| closed(&DatePart::ALL, "date part", p, at(loc, "date_part"), out));
+            let (idx, arg_loc) = parse_index_arg(obj, loc, out)?;
+            Some(RawExpr::DatePart(p?, idx, arg_loc))
+        }
+        _ => None,
+    }
+}
+
+fn parse_index(obj: &Map<String, Value>, loc: &[Loc], out: &mut Vec<Violation>) -> Option<IndexOf> {
+    let t = str_in(obj, "index", loc, out)?;
+    if t == "timeseries" {
+        return Some(IndexOf::Timeseries);
+    }
+    let found = Table::from_name(t).map(IndexOf::Table);
+    if found.is_none() {
+        out.push(
+            Violation::value(
+                at(loc, "index"),
+                format!(
+                    "unknown index \"{t}\"; expected one of: {}, timeseries",
+                    one_of(TABLE_KEYS)
+                ),
+            )
+            .with_input(Value::String(t.to_owned())),
+        );
+    }
+    found
+}
+
+fn parse_index_arg(
+    obj: &Map<String, Value>,
+    loc: &[Loc],
+    out: &mut Vec<Violation>,
+) -> Option<(IndexOf, Vec<Loc>)> {
+    let arg_loc = at(loc, "arg");
+    let Some(arg) = obj.get("arg") else {
+        out.push(Violation::new(
+            arg_loc,
+            "missing",
+            "arg is required: {\"index\": T}",
+        ));
+        return None;
+    };
+    match parse_expr(arg, &arg_loc, Place::IndexArg, out)? {
+        RawExpr::Operand(Operand::Index, Some(idx)) => Some((idx, arg_loc)),
+        _ => None,
+    }
+}
