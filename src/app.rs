@@ -43,6 +43,11 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
         health,
         config: Arc::new(HttpConfig {
             body_limit: args.body_limit,
+            query_limits: crate::engine::Limits {
+                timeout: std::time::Duration::from_secs(args.query_timeout_secs),
+                memory_limit_bytes: args.query_memory_mb.saturating_mul(1024 * 1024),
+                ..crate::engine::Limits::default()
+            },
         }),
     })
 }

@@ -85,6 +85,12 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "WEARHOUSE_BODY_LIMIT", default_value_t = 16 * 1024 * 1024)]
     pub body_limit: usize,
+    /// Time limit of one aggregate request, in seconds (then 504).
+    #[arg(long, env = "WEARHOUSE_QUERY_TIMEOUT_SECS", default_value_t = 30)]
+    pub query_timeout_secs: u64,
+    /// Memory limit of one aggregate request's execution, in MiB.
+    #[arg(long, env = "WEARHOUSE_QUERY_MEMORY_MB", default_value_t = 1024)]
+    pub query_memory_mb: usize,
     /// Where data lives.
     #[command(flatten)]
     pub store: StoreArgs,

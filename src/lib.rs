@@ -10,6 +10,7 @@
 //! - [`data`]: the data plane's operations (push, getter reads), over ingest and the store;
 //! - [`ingest`]: push API records to Arrow batches and back, and the demo data generator;
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
+//! - [`query`]: one aggregate request end to end (store → engine → encoder);
 //! - [`http`]: the axum API; [`config`] and [`app`]: command line and start-up.
 
 pub mod app;
@@ -19,6 +20,7 @@ pub mod engine;
 pub mod http;
 pub mod ingest;
 pub mod providers;
+pub mod query;
 pub mod schema;
 pub mod store;
 pub mod users;

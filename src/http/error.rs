@@ -94,6 +94,33 @@ impl From<crate::data::DataError> for ApiError {
     }
 }
 
+impl From<crate::query::QueryError> for ApiError {
+    fn from(err: crate::query::QueryError) -> Self {
+        use crate::engine::EngineError;
+        use crate::query::QueryError;
+        use crate::validation::Violation;
+        match err {
+            QueryError::Engine(EngineError::Invalid(invalid)) => ApiError::Invalid(invalid),
+            QueryError::Engine(EngineError::Timeout { seconds }) => ApiError::Timeout(format!(
+                "the queries did not finish within {seconds} s and were cancelled; narrow the timeframe or split the request"
+            )),
+            QueryError::Engine(e @ EngineError::ResultTooLarge { query, .. }) => ApiError::invalid(
+                Violation::value(crate::loc!["body", "queries", query], e.to_string()),
+            ),
+            QueryError::Engine(e @ EngineError::ResourcesExhausted { .. }) => {
+                ApiError::invalid(Violation::value(
+                    crate::loc!["body"],
+                    format!("{e}; narrow the timeframe or split the request"),
+                ))
+            }
+            QueryError::Metadata(e) => e.into(),
+            QueryError::Engine(EngineError::Internal(_))
+            | QueryError::Store(_)
+            | QueryError::Task(_) => ApiError::internal(err),
+        }
+    }
+}
+
 /// Marks a 500 response; carries the cause to the middleware that logs it.
 #[derive(Debug, Clone)]
 pub struct InternalCause(pub String);

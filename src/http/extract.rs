@@ -2,7 +2,6 @@
 //! instead of axum's plain-text rejections: JSON bodies, uuid path segments, query strings and
 //! the team API key.
 
-use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
@@ -34,53 +33,56 @@ impl FromRequest<AppState> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
-        let content_type = req
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        match content_type {
-            Some(ct) if is_json_content_type(&ct) => {}
-            Some(ct) => {
-                return Err(ApiError::invalid(
-                    Violation::new(
-                        loc!["header", "content-type"],
-                        "content_type",
-                        format!("expected Content-Type application/json, got {ct:?}"),
-                    )
-                    .with_input(Value::from(ct)),
-                ));
-            }
-            None => {
-                return Err(ApiError::invalid(Violation::new(
+        let limit = state.config.body_limit;
+        read_json(req, limit).await.map(JsonBody)
+    }
+}
+
+/// Reads a JSON body of at most `limit` bytes: 422 for a wrong or missing `Content-Type`, an
+/// empty body or malformed JSON; 413 over the limit.
+pub async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
+    let content_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    match content_type {
+        Some(ct) if is_json_content_type(&ct) => {}
+        Some(ct) => {
+            return Err(ApiError::invalid(
+                Violation::new(
                     loc!["header", "content-type"],
                     "content_type",
-                    "expected Content-Type application/json",
-                )));
-            }
+                    format!("expected Content-Type application/json, got {ct:?}"),
+                )
+                .with_input(Value::from(ct)),
+            ));
         }
-        let limit = state.config.body_limit;
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge(limit))?;
-        if bytes.len() > limit {
-            return Err(ApiError::PayloadTooLarge(limit));
-        }
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        None => {
             return Err(ApiError::invalid(Violation::new(
-                loc!["body"],
-                "missing",
-                "request body is required",
+                loc!["header", "content-type"],
+                "content_type",
+                "expected Content-Type application/json",
             )));
         }
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
-            ApiError::invalid(Violation::new(
-                loc!["body", e.column()],
-                "json_invalid",
-                format!("JSON decode error: {e}"),
-            ))
-        })
     }
+    let bytes = axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::invalid(Violation::new(
+            loc!["body"],
+            "missing",
+            "request body is required",
+        )));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::invalid(Violation::new(
+            loc!["body", e.column()],
+            "json_invalid",
+            format!("JSON decode error: {e}"),
+        ))
+    })
 }
 
 /// The uuid of the route's one path parameter (`user_id`, `order_id`, ...). A malformed uuid

@@ -9,6 +9,7 @@
 //! 4. each request is logged once (method, route template, status, duration, team id);
 //! 5. a 500 is logged with its cause and answered with `{"detail", "request_id"}`.
 
+mod aggregate;
 mod data;
 pub mod error;
 pub mod extract;
@@ -43,12 +44,15 @@ use error::{ApiError, InternalCause};
 pub struct HttpConfig {
     /// Largest accepted request body, in bytes (default 16 MiB).
     pub body_limit: usize,
+    /// Limits of aggregate queries (body size, counts, time, memory, JSON cells).
+    pub query_limits: crate::engine::Limits,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             body_limit: 16 * 1024 * 1024,
+            query_limits: crate::engine::Limits::default(),
         }
     }
 }
@@ -140,6 +144,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(users::routes())
         .merge(teams::routes())
         .merge(data::routes())
+        .merge(aggregate::routes())
         .merge(meta::routes())
         .split_for_parts()
 }

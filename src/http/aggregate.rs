@@ -1,0 +1,99 @@
+//! `POST /aggregate/v1/user/{user_id}/query`: the aggregate query endpoint. Negotiates the
+//! answer format from `Accept`, enforces the request-size limit of `aggregate-dsl.md` §5 and
+//! hands the work to [`crate::query`].
+
+use axum::body::Body;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::{AuthTeam, PathId, read_json};
+use super::users::team_user;
+use crate::query::{self, Format, PARQUET_TAR_MEDIA_TYPE, QueryOutput};
+
+/// The routes of this module.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(aggregate_query))
+}
+
+/// A query body, limited to the engine's `max_body_bytes` (1 MiB by default).
+struct QueryBody(Value);
+
+impl FromRequest<AppState> for QueryBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        read_json(req, state.config.query_limits.max_body_bytes)
+            .await
+            .map(QueryBody)
+    }
+}
+
+/// Picks the answer format from `Accept`: absent, `*/*`, `application/*` or
+/// `application/json` give JSON; the Parquet media type gives the tarball; the first
+/// supported entry of a list wins (q-values are not weighed); anything else is a 406.
+pub fn negotiate(headers: &HeaderMap) -> Result<Format, ApiError> {
+    let Some(accept) = headers.get(ACCEPT) else {
+        return Ok(Format::Json);
+    };
+    let accept = accept.to_str().unwrap_or("");
+    if accept.trim().is_empty() {
+        return Ok(Format::Json);
+    }
+    for entry in accept.split(',') {
+        let media = entry
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match media.as_str() {
+            "*/*" | "application/*" | "application/json" => return Ok(Format::Json),
+            m if m == PARQUET_TAR_MEDIA_TYPE => return Ok(Format::ParquetTar),
+            _ => {}
+        }
+    }
+    Err(ApiError::NotAcceptable(format!(
+        "cannot produce {accept:?}; supported: application/json, {PARQUET_TAR_MEDIA_TYPE}"
+    )))
+}
+
+/// Run aggregate queries over a user's data (`aggregate-dsl.md`).
+#[utoipa::path(post, path = "/aggregate/v1/user/{user_id}/query", tag = "aggregate",
+    params(("user_id" = uuid::Uuid, Path),
+           ("accept" = Option<String>, Header, description = "*/*, application/json or application/vnd.service.tar+gzip+parquet")),
+    request_body(content = Object, description = "{timeframe, queries, config}"),
+    responses((status = 200, description = "{\"results\": [{\"table\": {...}}]} or a gzipped tar of N.parquet", body = Object),
+              (status = 406, description = "Unsupported Accept"),
+              (status = 422, description = "Validation error"),
+              (status = 504, description = "The query hit its time limit")),
+    security(("api_key" = [])))]
+async fn aggregate_query(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    headers: HeaderMap,
+    QueryBody(body): QueryBody,
+) -> Result<Response, ApiError> {
+    let format = negotiate(&headers)?;
+    let user = team_user(&state, &team, id).await?;
+    let limits = &state.config.query_limits;
+    let output = query::run(&state.meta, &state.health, &user, &body, format, limits).await?;
+    Ok(match output {
+        QueryOutput::Json(value) => axum::Json(value).into_response(),
+        QueryOutput::ParquetTar(bytes) => {
+            let mut response = Response::new(Body::from(bytes));
+            response.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static(PARQUET_TAR_MEDIA_TYPE),
+            );
+            response
+        }
+    })
+}
