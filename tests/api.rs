@@ -221,7 +221,11 @@ async fn create_user_validation_rules() {
 
 #[tokio::test]
 async fn malformed_json_wrong_content_type_and_oversized_bodies_answer_json_errors() {
-    let app = TestApp::with_config(wearhouse::http::HttpConfig { body_limit: 1024 }).await;
+    let app = TestApp::with_config(wearhouse::http::HttpConfig {
+        body_limit: 1024,
+        ..Default::default()
+    })
+    .await;
     let req = |ct: Option<&str>, body: &str| {
         let mut r = Request::builder()
             .method("POST")
