@@ -49,8 +49,37 @@ pub enum QueryError {
     Task(#[from] tokio::task::JoinError),
 }
 
-/// Runs every query of `body` over `user`'s data.
+/// Runs every query of `body` over `user`'s data within the limits' time limit, which covers
+/// the whole request (loading, execution, encoding). Work still running at the limit is
+/// cancelled; an answer completed past it (work that never yielded) is refused all the same, so
+/// the limit holds whatever the shape of the work.
 pub async fn run(
+    meta: &MetadataStore,
+    store: &HealthStore,
+    user: &User,
+    body: &Value,
+    format: Format,
+    limits: &Limits,
+) -> Result<QueryOutput, QueryError> {
+    let started = std::time::Instant::now();
+    let timeout = || {
+        QueryError::Engine(EngineError::Timeout {
+            seconds: limits.timeout.as_secs(),
+        })
+    };
+    let output = tokio::time::timeout(
+        limits.timeout,
+        run_unbounded(meta, store, user, body, format, limits),
+    )
+    .await
+    .map_err(|_| timeout())??;
+    if started.elapsed() > limits.timeout {
+        return Err(timeout());
+    }
+    Ok(output)
+}
+
+async fn run_unbounded(
     meta: &MetadataStore,
     store: &HealthStore,
     user: &User,

@@ -13,6 +13,7 @@ mod aggregate;
 mod data;
 pub mod error;
 pub mod extract;
+mod link;
 mod meta;
 mod teams;
 mod users;
@@ -145,6 +146,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(teams::routes())
         .merge(data::routes())
         .merge(aggregate::routes())
+        .merge(link::routes())
         .merge(meta::routes())
         .split_for_parts()
 }

@@ -1,0 +1,127 @@
+//! Demo mode: connecting a demo-capable provider generates and stores synthetic history for the
+//! user through the same validation and write path as a client's push.
+//!
+//! The generator's seed comes from the user id, so every provider connected to one user
+//! describes the same life: a ring and a watch of one user overlap on the same nights.
+//! The day bodies of one provider are merged into one push per source before writing, so 90
+//! days land as a handful of segments, not hundreds.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde_json::{Map, Value};
+
+use super::{DataError, push};
+use crate::ingest::demo::{self, Persona};
+use crate::store::health::HealthStore;
+use crate::store::metadata::{MetadataStore, User};
+use crate::validation::{Invalid, Violation};
+
+/// Default history length of a demo connection, in days.
+pub const DEFAULT_DAYS: u32 = 90;
+
+/// The seed of a user's demo life: the first eight bytes of its id.
+pub fn seed_for(user: &User) -> u64 {
+    let bytes = user.id.as_bytes();
+    u64::from_le_bytes([
+        bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+    ])
+}
+
+/// Parses a persona name (`regular`, `traveller`, `athlete`).
+pub fn persona(name: &str) -> Option<Persona> {
+    match name {
+        "regular" => Some(Persona::Regular),
+        "traveller" => Some(Persona::Traveller),
+        "athlete" => Some(Persona::Athlete),
+        _ => None,
+    }
+}
+
+/// Merges day bodies that share provider and source into one body each, keeping order.
+pub fn merge_bodies(bodies: Vec<Value>) -> Vec<Value> {
+    let mut merged: Vec<Value> = Vec::new();
+    for body in bodies {
+        let Value::Object(parts) = body else { continue };
+        let same_source = |m: &Value| {
+            m.get("provider") == parts.get("provider") && m.get("source") == parts.get("source")
+        };
+        let index = match merged.iter().position(same_source) {
+            Some(i) => i,
+            None => {
+                let mut head = Map::new();
+                for key in ["provider", "source"] {
+                    if let Some(v) = parts.get(key) {
+                        head.insert(key.to_owned(), v.clone());
+                    }
+                }
+                merged.push(Value::Object(head));
+                merged.len() - 1
+            }
+        };
+        let Some(target) = merged[index].as_object_mut() else {
+            continue;
+        };
+        for (key, value) in parts {
+            match (key.as_str(), value) {
+                ("provider" | "source", _) => {}
+                ("profile", v) => {
+                    target.entry("profile").or_insert(v);
+                }
+                ("timeseries", Value::Object(series)) => {
+                    let slot = target
+                        .entry("timeseries")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if let Some(slot) = slot.as_object_mut() {
+                        for (resource, samples) in series {
+                            append(
+                                slot.entry(resource)
+                                    .or_insert_with(|| Value::Array(Vec::new())),
+                                samples,
+                            );
+                        }
+                    }
+                }
+                (_, v) => append(
+                    target
+                        .entry(key)
+                        .or_insert_with(|| Value::Array(Vec::new())),
+                    v,
+                ),
+            }
+        }
+    }
+    merged
+}
+
+fn append(slot: &mut Value, more: Value) {
+    if let (Some(list), Value::Array(items)) = (slot.as_array_mut(), more) {
+        list.extend(items);
+    }
+}
+
+/// Connects a demo provider: generates `days` days ending `end`, stores them, records the
+/// connection. Answers the counts stored.
+#[allow(clippy::too_many_arguments)]
+pub async fn connect(
+    meta: &MetadataStore,
+    store: &HealthStore,
+    user: &User,
+    provider: &str,
+    persona: Persona,
+    days: u32,
+    end: NaiveDate,
+    now: DateTime<Utc>,
+) -> Result<Vec<Value>, DataError> {
+    let bodies = demo::generate(provider, persona, seed_for(user), end, days).map_err(|e| {
+        Invalid(vec![Violation::value(
+            crate::loc!["body", "provider"],
+            e.to_string(),
+        )])
+    })?;
+    let mut counts = Vec::new();
+    for body in merge_bodies(bodies) {
+        counts.push(push(meta, store, user, &body, now).await?);
+    }
+    meta.upsert_connection(user.id, provider, "connected")
+        .await?;
+    Ok(counts)
+}

@@ -1,0 +1,101 @@
+//! `/v2/link`: connecting providers. For now the demo connection, which fills a user's history
+//! with synthetic data from a demo-capable provider (`data-model.md` §Providers).
+
+use axum::Json;
+use axum::extract::State;
+use chrono::Utc;
+use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::{AuthTeam, JsonBody, parse_uuid};
+use super::users::team_user;
+use crate::data::demo;
+use crate::ingest::demo::{MAX_DAYS, Persona, is_demo_provider};
+use crate::loc;
+use crate::validation::{Loc, ObjectReader};
+
+/// The routes of this module.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(connect_demo))
+}
+
+/// Connect a demo provider (oura, fitbit, freestyle_libre, apple_health_kit) to a user and
+/// backfill `days` days (default 90, at most 1100) of synthetic data ending today.
+/// `persona`: regular (default), traveller or athlete.
+#[utoipa::path(post, path = "/v2/link/connect/demo", tag = "link",
+    request_body(content = Object, description = "{\"user_id\": uuid, \"provider\": \"oura\", \"days\": 90, \"persona\": \"regular\"}"),
+    responses((status = 200, description = "{success, user_id, provider, days, stored}", body = Object)),
+    security(("api_key" = [])))]
+async fn connect_demo(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    let mut r = ObjectReader::new(&body, vec![Loc::from("body")]);
+    r.deny_unknown(&["user_id", "provider", "days", "persona"]);
+    let user_id = r.string("user_id", true).map(str::to_owned);
+    let provider = r.string("provider", true).map(str::to_owned);
+    if let Some(p) = &provider
+        && !is_demo_provider(p)
+    {
+        r.fail(
+            "provider",
+            "enum",
+            format!("{p:?} has no demo mode; expected one of: oura, fitbit, freestyle_libre, apple_health_kit"),
+        );
+    }
+    let days = match r.raw("days") {
+        None | Some(Value::Null) => Some(demo::DEFAULT_DAYS),
+        Some(v) => match v.as_u64().and_then(|d| u32::try_from(d).ok()) {
+            Some(d) if (1..=MAX_DAYS).contains(&d) => Some(d),
+            _ => {
+                r.fail(
+                    "days",
+                    "value_error",
+                    format!("days must be an integer from 1 to {MAX_DAYS}"),
+                );
+                None
+            }
+        },
+    };
+    let persona = match r.string("persona", false) {
+        None => Some(Persona::Regular),
+        Some(name) => {
+            let p = demo::persona(name);
+            if p.is_none() {
+                r.fail(
+                    "persona",
+                    "enum",
+                    "unknown persona; expected one of: regular, traveller, athlete",
+                );
+            }
+            p
+        }
+    };
+    r.finish()?;
+    let (Some(user_id), Some(provider), Some(days), Some(persona)) =
+        (user_id, provider, days, persona)
+    else {
+        return Err(ApiError::internal("demo connect: validated fields missing"));
+    };
+    let id = parse_uuid(&user_id, loc!["body", "user_id"])?;
+    let user = team_user(&state, &team, id).await?;
+    let now = Utc::now();
+    let stored = demo::connect(
+        &state.meta,
+        &state.health,
+        &user,
+        &provider,
+        persona,
+        days,
+        now.date_naive(),
+        now,
+    )
+    .await?;
+    Ok(Json(json!({
+        "success": true, "user_id": user.id, "provider": provider, "days": days, "stored": stored,
+    })))
+}
