@@ -67,6 +67,76 @@ pub async fn demo_key(meta: &MetadataStore, data_dir: &Path) -> anyhow::Result<S
     Ok(key.secret)
 }
 
+/// The demo users seeded on the demo team's first start: (client user id, zone, persona,
+/// providers). One wears a ring and a watch on the same nights, one a CGM, one travels.
+const DEMO_USERS: [(&str, &str, &str, &[&str]); 3] = [
+    (
+        "demo-ring-and-watch",
+        "Europe/London",
+        "regular",
+        &["oura", "apple_health_kit"],
+    ),
+    (
+        "demo-cgm",
+        "America/Denver",
+        "athlete",
+        &["freestyle_libre", "fitbit"],
+    ),
+    (
+        "demo-traveller",
+        "Europe/Berlin",
+        "traveller",
+        &["oura", "fitbit"],
+    ),
+];
+
+/// Seeds the demo users with `days` days of data when the demo team has none yet; answers every
+/// user of the team (client user id and id) for printing.
+pub async fn seed_demo_users(
+    state: &AppState,
+    key: &str,
+    days: u32,
+) -> anyhow::Result<Vec<(String, uuid::Uuid)>> {
+    use crate::data::demo;
+    let team = state
+        .meta
+        .team_for_key(key)
+        .await?
+        .context("the demo key has no team")?;
+    let (existing, _) = state.meta.list_users(team.id, 0, 100).await?;
+    if existing.is_empty() {
+        let now = chrono::Utc::now();
+        for (client_user_id, zone, persona, providers) in DEMO_USERS {
+            let new = crate::store::metadata::NewUser {
+                client_user_id: client_user_id.to_owned(),
+                fallback_time_zone: Some(zone.to_owned()),
+                ..Default::default()
+            };
+            let user = state.meta.create_user(team.id, new).await?;
+            let persona = demo::persona(persona).context("demo persona")?;
+            for provider in providers {
+                demo::connect(
+                    &state.meta,
+                    &state.health,
+                    &user,
+                    provider,
+                    persona,
+                    days,
+                    now.date_naive(),
+                    now,
+                )
+                .await
+                .with_context(|| format!("seeding {provider} for {client_user_id}"))?;
+            }
+        }
+    }
+    let (users, _) = state.meta.list_users(team.id, 0, 100).await?;
+    Ok(users
+        .into_iter()
+        .map(|u| (u.client_user_id, u.id))
+        .collect())
+}
+
 fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();

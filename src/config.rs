@@ -26,6 +26,72 @@ pub enum Command {
         #[command(subcommand)]
         command: TeamCommand,
     },
+    /// Push a file in the push API's shape (`POST /v2/user/{user_id}/data`) for one user.
+    Import {
+        /// Team id or name.
+        #[arg(long)]
+        team: String,
+        /// User id, or the team's client user id.
+        #[arg(long)]
+        user: String,
+        /// The JSON file.
+        file: PathBuf,
+        /// Where data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Demo data.
+    Demo {
+        /// The demo operation.
+        #[command(subcommand)]
+        command: DemoCommand,
+    },
+    /// Run an aggregate request file for one user and print the answer.
+    Query {
+        /// User id (or client user id with --team).
+        #[arg(long)]
+        user: String,
+        /// Team id or name (needed only to resolve a client user id).
+        #[arg(long)]
+        team: Option<String>,
+        /// The request JSON file.
+        request: PathBuf,
+        /// `json` (printed) or `parquet` (a gzipped tar of N.parquet, written to --out).
+        #[arg(long, default_value = "json")]
+        format: String,
+        /// Where to write the answer (default: standard output; required for parquet).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Where data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// Demo data operations.
+#[derive(Debug, Subcommand)]
+pub enum DemoCommand {
+    /// Write the demo generator's data as Parquet, one file per dataset (for benches and notebooks).
+    Generate {
+        /// Days of history, ending today.
+        #[arg(long, default_value_t = 90)]
+        days: u32,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Demo providers to generate (repeatable).
+        #[arg(long = "provider", default_values_t = ["oura".to_owned(), "apple_health_kit".to_owned()])]
+        providers: Vec<String>,
+        /// regular, traveller or athlete.
+        #[arg(long, default_value = "regular")]
+        persona: String,
+        /// Generator seed: the same seed gives the same data.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Last day (default: today, UTC).
+        #[arg(long)]
+        end: Option<chrono::NaiveDate>,
+    },
 }
 
 /// Team operations.
@@ -82,6 +148,9 @@ pub struct ServeArgs {
     /// Create (on first start) and print the demo team and its API key.
     #[arg(long, env = "WEARHOUSE_DEMO")]
     pub demo: bool,
+    /// Days of history the demo users get on the first demo start.
+    #[arg(long, env = "WEARHOUSE_DEMO_DAYS", default_value_t = 90)]
+    pub demo_days: u32,
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "WEARHOUSE_BODY_LIMIT", default_value_t = 16 * 1024 * 1024)]
     pub body_limit: usize,

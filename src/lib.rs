@@ -11,9 +11,10 @@
 //! - [`ingest`]: push API records to Arrow batches and back, and the demo data generator;
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
-//! - [`http`]: the axum API; [`config`] and [`app`]: command line and start-up.
+//! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up.
 
 pub mod app;
+pub mod cli;
 pub mod config;
 pub mod data;
 pub mod engine;

@@ -1,7 +1,7 @@
 //! The `wearhouse` binary: parse the command line, set up logging, run.
 
 use clap::Parser;
-use wearhouse::config::{Cli, Command, TeamCommand};
+use wearhouse::config::{Cli, Command, DemoCommand, TeamCommand};
 
 #[allow(clippy::print_stdout)]
 #[tokio::main]
@@ -19,6 +19,11 @@ async fn main() -> anyhow::Result<()> {
             if args.demo {
                 let key = wearhouse::app::demo_key(&state.meta, &args.store.data_dir).await?;
                 println!("demo team API key: {key}");
+                for (client_user_id, id) in
+                    wearhouse::app::seed_demo_users(&state, &key, args.demo_days).await?
+                {
+                    println!("demo user {client_user_id}: {id}");
+                }
             }
             let compactor = std::sync::Arc::new(state.health.clone())
                 .spawn_compactor(std::time::Duration::from_secs(30));
@@ -26,6 +31,63 @@ async fn main() -> anyhow::Result<()> {
             println!("listening on http://{}", listener.local_addr()?);
             wearhouse::http::serve(listener, state, wearhouse::app::shutdown_signal()).await?;
             compactor.abort();
+        }
+        Command::Import {
+            team,
+            user,
+            file,
+            store,
+        } => {
+            let counts = wearhouse::cli::import(&store, &team, &user, &file).await?;
+            println!("{}", serde_json::to_string_pretty(&counts)?);
+        }
+        Command::Demo {
+            command:
+                DemoCommand::Generate {
+                    days,
+                    out,
+                    providers,
+                    persona,
+                    seed,
+                    end,
+                },
+        } => {
+            let persona = wearhouse::data::demo::persona(&persona).ok_or_else(|| {
+                anyhow::anyhow!("unknown persona {persona:?}: regular, traveller or athlete")
+            })?;
+            let end = end.unwrap_or_else(|| chrono::Utc::now().date_naive());
+            for (path, rows) in
+                wearhouse::cli::demo_generate(&out, &providers, persona, seed, end, days)?
+            {
+                println!("{}\t{rows} rows", path.display());
+            }
+        }
+        Command::Query {
+            user,
+            team,
+            request,
+            format,
+            out,
+            store,
+        } => {
+            let format = match format.as_str() {
+                "json" => wearhouse::query::Format::Json,
+                "parquet" => wearhouse::query::Format::ParquetTar,
+                other => anyhow::bail!("unknown format {other:?}: json or parquet"),
+            };
+            let answer =
+                wearhouse::cli::run_query(&store, team.as_deref(), &user, &request, format).await?;
+            let bytes = match answer {
+                wearhouse::query::QueryOutput::Json(v) => serde_json::to_vec_pretty(&v)?,
+                wearhouse::query::QueryOutput::ParquetTar(b) => b,
+            };
+            match out {
+                Some(path) => std::fs::write(&path, bytes)?,
+                None if format == wearhouse::query::Format::ParquetTar => {
+                    anyhow::bail!("--format parquet writes binary: give --out FILE")
+                }
+                None => println!("{}", String::from_utf8_lossy(&bytes)),
+            }
         }
         Command::Team { command } => match command {
             TeamCommand::Create { name, store } => {

@@ -20,21 +20,43 @@ struct Server {
 impl Server {
     fn start(data_dir: &Path) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
-            .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir"])
+            .args([
+                "serve",
+                "--demo",
+                "--demo-days",
+                "3",
+                "--listen",
+                "127.0.0.1:0",
+                "--data-dir",
+            ])
             .arg(data_dir)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("spawn wearhouse");
         let stdout = child.stdout.take().expect("stdout");
+        // Keep the server's log so a failed start can say why.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let stderr = child.stderr.take().expect("stderr");
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push_str(&line);
+                sink.lock().unwrap().push('\n');
+            }
+        });
         let mut lines = BufReader::new(stdout).lines();
         let (mut base, mut key) = (None, None);
         while base.is_none() || key.is_none() {
-            let line = lines
-                .next()
-                .expect("server exited before it was ready")
-                .expect("read stdout");
+            let Some(Ok(line)) = lines.next() else {
+                let status = child.wait().expect("wait");
+                std::thread::sleep(Duration::from_millis(200));
+                panic!(
+                    "server exited ({status:?}) before it was ready:\n{}",
+                    log.lock().unwrap()
+                );
+            };
             if let Some(k) = line.strip_prefix("demo team API key: ") {
                 key = Some(k.trim().to_owned());
             }
@@ -128,7 +150,14 @@ async fn users_survive_a_restart_of_the_real_server() {
         .json()
         .await
         .unwrap();
-    assert_eq!(listed["total"], 1);
+    assert_eq!(listed["total"], 4, "three demo users and ours: {listed}");
+    assert!(
+        listed["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["user_id"] == id.as_str())
+    );
     server.stop();
 }
 
