@@ -15,6 +15,8 @@ struct Server {
     child: Child,
     base: String,
     key: String,
+    /// (client user id, user id) of the demo users it printed.
+    demo_users: Vec<(String, String)>,
 }
 
 impl Server {
@@ -48,6 +50,7 @@ impl Server {
         });
         let mut lines = BufReader::new(stdout).lines();
         let (mut base, mut key) = (None, None);
+        let mut demo_users = Vec::new();
         while base.is_none() || key.is_none() {
             let Some(Ok(line)) = lines.next() else {
                 let status = child.wait().expect("wait");
@@ -60,6 +63,11 @@ impl Server {
             if let Some(k) = line.strip_prefix("demo team API key: ") {
                 key = Some(k.trim().to_owned());
             }
+            if let Some(rest) = line.strip_prefix("demo user ")
+                && let Some((name, id)) = rest.split_once(": ")
+            {
+                demo_users.push((name.to_owned(), id.trim().to_owned()));
+            }
             if let Some(addr) = line.strip_prefix("listening on ") {
                 base = Some(addr.trim().to_owned());
             }
@@ -70,6 +78,7 @@ impl Server {
             child,
             base: base.unwrap(),
             key: key.unwrap(),
+            demo_users,
         }
     }
 
@@ -281,5 +290,96 @@ async fn acknowledged_pushes_survive_sigkill() {
             "push at +{first}s stored partially"
         );
     }
+    server.stop();
+}
+
+#[tokio::test]
+async fn parquet_answers_read_by_pyarrow_and_pandas_match_the_json_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let server = Server::start(dir.path());
+    let (_, user) = server
+        .demo_users
+        .iter()
+        .find(|(name, _)| name == "demo-ring-and-watch")
+        .expect("demo users printed")
+        .clone();
+    let anchor = chrono::Utc::now().date_naive().to_string();
+    let request = json!({
+        "timeframe": {"anchor": anchor, "past": {"value": 3, "unit": "day"}},
+        "queries": [
+            {"select": [{"group_key": "*"}, {"func": "mean", "arg": {"timeseries": "heartrate", "field": "value"}},
+                        {"func": "count", "arg": {"timeseries": "heartrate", "field": "value"}},
+                        {"func": "newest", "arg": {"timeseries": "heartrate", "field": "value"}}],
+             "group_by": [{"date_trunc": {"value": 6, "unit": "hour"}, "arg": {"index": "timeseries"}}]},
+            {"select": [{"group_key": "*"}, {"func": "sum", "arg": {"activity": "steps"}},
+                        {"func": "max", "arg": {"activity": "date"}}],
+             "group_by": [{"date_part": "weekday", "arg": {"index": "activity"}}]},
+            {"select": [{"index": "sleep"}, {"sleep": "session_start"}, {"sleep": "efficiency"},
+                        {"value_macro": "chronotype"}, {"value_macro": "sleep_score"}, {"source": "source_provider"}]},
+            {"select": [{"index": "profile"}, {"profile": "birth_date"}, {"profile": "height_centimeter"}]}
+        ]
+    });
+    let url = server.url(&format!("/aggregate/v1/user/{user}/query"));
+    let answer = |accept: &'static str| {
+        let (http, url, key, request) = (
+            http.clone(),
+            url.clone(),
+            server.key.clone(),
+            request.clone(),
+        );
+        async move {
+            let r = http
+                .post(url)
+                .header("x-service-api-key", key)
+                .header("accept", accept)
+                .json(&request)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200, "{accept}");
+            r.bytes().await.unwrap()
+        }
+    };
+    let json_bytes = answer("application/json").await;
+    let tar_bytes = answer("application/vnd.service.tar+gzip+parquet").await;
+    let parsed: Value = serde_json::from_slice(&json_bytes).unwrap();
+    for (i, result) in parsed["results"].as_array().unwrap().iter().enumerate() {
+        let rows = result["table"]
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len();
+        assert!(
+            rows > 0,
+            "query {i} answered no rows: the comparison would prove nothing"
+        );
+    }
+    std::fs::write(dir.path().join("answer.json"), &json_bytes).unwrap();
+    std::fs::write(dir.path().join("answer.tar.gz"), &tar_bytes).unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/check_parquet_tarball.py"
+    );
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(dir.path().join("answer.tar.gz"))
+        .arg(dir.path().join("answer.json"))
+        .output()
+        .expect("python3 runs (pyarrow and pandas are installed by .ci/run)");
+    assert!(
+        out.status.success(),
+        "pyarrow/pandas check failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4);
     server.stop();
 }
