@@ -72,6 +72,21 @@ async fn demo_ring_and_watch_answer_json_and_parquet() {
         .collect();
     assert_eq!(slugs.len(), 2, "{slugs:?}");
     assert!(slugs.contains(&"oura") && slugs.contains(&"apple_health_kit"));
+    let oura = providers.json["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["slug"] == "oura")
+        .unwrap();
+    assert_eq!(oura["status"], "connected");
+    assert_eq!(
+        oura["resource_availability"]["sleep"]["status"],
+        "available"
+    );
+    assert_eq!(
+        oura["resource_availability"]["heartrate"]["status"],
+        "available"
+    );
 
     let body = daily_heart_rate(6);
     let a = query(&app, &id, &body, None).await;

@@ -475,7 +475,8 @@ async fn user_providers_is_empty_until_linked_then_lists_connections() {
     assert_eq!(p["slug"], "oura");
     assert_eq!(p["name"], "Oura");
     assert_eq!(p["status"], "connected");
-    assert_eq!(p["resource_availability"]["sleep"]["status"], "available");
+    // Connected, but no data stored yet.
+    assert_eq!(p["resource_availability"]["sleep"]["status"], "unavailable");
     let user = app.get(&format!("/v2/user/{id}")).await.json;
     assert_eq!(user["connected_sources"][0]["source"]["slug"], "oura");
 }

@@ -12,6 +12,7 @@
 //! - `ingestion_start`/`ingestion_end` do not reject pushed records; they bound the window the
 //!   aggregate engine reads.
 
+pub mod connections;
 pub mod demo;
 
 use std::ops::Range;

@@ -35,9 +35,8 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
-use crate::providers;
 use crate::store::health::HealthStore;
-use crate::store::metadata::{MetadataStore, User};
+use crate::store::metadata::MetadataStore;
 use error::{ApiError, InternalCause};
 
 /// Limits and switches of the HTTP layer.
@@ -75,46 +74,6 @@ impl AppState {
     pub async fn delete_user_data(&self, team: Uuid, user: Uuid) -> Result<(), ApiError> {
         crate::data::delete_user_data(&self.health, team, user).await?;
         Ok(())
-    }
-
-    /// The entries of `GET /v2/user/providers/{user_id}`.
-    pub async fn user_provider_entries(&self, user: &User) -> Result<Vec<Value>, ApiError> {
-        let connections = self.meta.connections(user.id).await?;
-        Ok(connections
-            .iter()
-            .map(|c| {
-                let catalogued = providers::provider(&c.provider);
-                let availability: serde_json::Map<String, Value> = catalogued
-                    .map(|p| p.supported_resources)
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|r| {
-                        let scopes = json!({
-                            "user_granted": {"required": [], "optional": []},
-                            "user_denied": {"required": [], "optional": []},
-                        });
-                        let status = if c.status == "connected" {
-                            "available"
-                        } else {
-                            "unavailable"
-                        };
-                        (
-                            (*r).to_owned(),
-                            json!({ "status": status, "scope_requirements": scopes }),
-                        )
-                    })
-                    .collect();
-                json!({
-                    "name": catalogued.map_or(c.provider.as_str(), |p| p.name),
-                    "slug": c.provider,
-                    "logo": catalogued.map(|p| p.logo.clone()),
-                    "status": c.status,
-                    "created_on": crate::users::render_time(c.created_at),
-                    "resource_availability": availability,
-                    "error_details": null,
-                })
-            })
-            .collect())
     }
 }
 

@@ -215,6 +215,7 @@ async fn user_providers(
     PathId(id): PathId,
 ) -> Result<impl IntoResponse, ApiError> {
     let user = team_user(&state, &team, id).await?;
-    let providers = state.user_provider_entries(&user).await?;
+    let providers =
+        crate::data::connections::provider_entries(&state.meta, &state.health, &user).await?;
     Ok(Json(json!({ "providers": providers })))
 }
