@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use chrono::{NaiveDate, NaiveDateTime};
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Date32Array, Float64Array, Int8Builder, Int32Array, Int64Array, ListBuilder, StringArray,
-    TimestampMicrosecondArray,
+    ArrayRef, BooleanArray, Date32Array, Float64Array, Int8Builder, Int32Array, Int64Array,
+    ListBuilder, StringArray, TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -34,7 +34,10 @@ pub type Row = BTreeMap<String, Val>;
 pub type Data = HashMap<Dataset, Vec<Row>>;
 
 pub fn ts(s: &str) -> i64 {
-    NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S").unwrap().and_utc().timestamp_micros()
+    NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S")
+        .unwrap()
+        .and_utc()
+        .timestamp_micros()
 }
 
 pub fn day(s: &str) -> i32 {
@@ -58,14 +61,62 @@ pub fn to_batch(d: Dataset, rows: &[Row]) -> RecordBatch {
         .map(|f| {
             let get = |r: &Row| r.get(f.name().as_str()).cloned();
             let a: ArrayRef = match f.data_type() {
-                DataType::Utf8 => Arc::new(rows.iter().map(|r| match get(r) { Some(Val::S(s)) => Some(s), _ => None }).collect::<StringArray>()),
-                DataType::Int64 => Arc::new(rows.iter().map(|r| match get(r) { Some(Val::I(i)) => Some(i), _ => None }).collect::<Int64Array>()),
-                DataType::Int32 => Arc::new(rows.iter().map(|r| match get(r) { Some(Val::I(i)) => Some(i as i32), _ => None }).collect::<Int32Array>()),
-                DataType::Float64 => Arc::new(rows.iter().map(|r| match get(r) { Some(Val::F(x)) => Some(x), _ => None }).collect::<Float64Array>()),
-                DataType::Boolean => Arc::new(rows.iter().map(|r| match get(r) { Some(Val::B(b)) => Some(b), _ => None }).collect::<BooleanArray>()),
-                DataType::Date32 => Arc::new(rows.iter().map(|r| match get(r) { Some(Val::D(d)) => Some(d), _ => None }).collect::<Date32Array>()),
+                DataType::Utf8 => Arc::new(
+                    rows.iter()
+                        .map(|r| match get(r) {
+                            Some(Val::S(s)) => Some(s),
+                            _ => None,
+                        })
+                        .collect::<StringArray>(),
+                ),
+                DataType::Int64 => Arc::new(
+                    rows.iter()
+                        .map(|r| match get(r) {
+                            Some(Val::I(i)) => Some(i),
+                            _ => None,
+                        })
+                        .collect::<Int64Array>(),
+                ),
+                DataType::Int32 => Arc::new(
+                    rows.iter()
+                        .map(|r| match get(r) {
+                            Some(Val::I(i)) => Some(i as i32),
+                            _ => None,
+                        })
+                        .collect::<Int32Array>(),
+                ),
+                DataType::Float64 => Arc::new(
+                    rows.iter()
+                        .map(|r| match get(r) {
+                            Some(Val::F(x)) => Some(x),
+                            _ => None,
+                        })
+                        .collect::<Float64Array>(),
+                ),
+                DataType::Boolean => Arc::new(
+                    rows.iter()
+                        .map(|r| match get(r) {
+                            Some(Val::B(b)) => Some(b),
+                            _ => None,
+                        })
+                        .collect::<BooleanArray>(),
+                ),
+                DataType::Date32 => Arc::new(
+                    rows.iter()
+                        .map(|r| match get(r) {
+                            Some(Val::D(d)) => Some(d),
+                            _ => None,
+                        })
+                        .collect::<Date32Array>(),
+                ),
                 DataType::Timestamp(TimeUnit::Microsecond, _) => Arc::new(
-                    rows.iter().map(|r| match get(r) { Some(Val::T(t)) => Some(t), _ => None }).collect::<TimestampMicrosecondArray>().with_timezone("UTC"),
+                    rows.iter()
+                        .map(|r| match get(r) {
+                            Some(Val::T(t)) => Some(t),
+                            _ => None,
+                        })
+                        .collect::<TimestampMicrosecondArray>()
+                        .with_timezone("UTC"),
                 ),
                 DataType::List(_) => {
                     let mut b = ListBuilder::new(Int8Builder::new());
@@ -88,7 +139,13 @@ pub fn to_batch(d: Dataset, rows: &[Row]) -> RecordBatch {
     let fixed: Vec<ArrayRef> = cols
         .into_iter()
         .zip(schema.fields())
-        .map(|(c, f)| if let DataType::List(item) = f.data_type() { cast_list(c, item.clone()) } else { c })
+        .map(|(c, f)| {
+            if let DataType::List(item) = f.data_type() {
+                cast_list(c, item.clone())
+            } else {
+                c
+            }
+        })
         .collect();
     RecordBatch::try_new(schema, fixed).unwrap()
 }
@@ -98,7 +155,9 @@ fn cast_list(c: ArrayRef, item: Arc<datafusion::arrow::datatypes::Field>) -> Arr
 }
 
 pub fn batches(data: &Data) -> HashMap<Dataset, Vec<RecordBatch>> {
-    data.iter().map(|(d, rows)| (*d, vec![to_batch(*d, rows)])).collect()
+    data.iter()
+        .map(|(d, rows)| (*d, vec![to_batch(*d, rows)]))
+        .collect()
 }
 
 fn source(r: &mut Row, provider: &str, source_type: &str, ingested: i64) {
@@ -108,7 +167,14 @@ fn source(r: &mut Row, provider: &str, source_type: &str, ingested: i64) {
 }
 
 /// A heart-rate-like discrete sample.
-pub fn sample(t: i64, offset: Option<i64>, value: f64, provider: &str, source_type: &str, ingested: i64) -> Row {
+pub fn sample(
+    t: i64,
+    offset: Option<i64>,
+    value: f64,
+    provider: &str,
+    source_type: &str,
+    ingested: i64,
+) -> Row {
     let mut r = Row::new();
     r.insert("timestamp".into(), Val::T(t));
     if let Some(o) = offset {
@@ -124,11 +190,24 @@ fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
 }
 
-const PROVIDERS: [(&str, &str); 4] = [("oura", "ring"), ("apple_health_kit", "watch"), ("fitbit", "watch"), ("withings", "scale")];
+const PROVIDERS: [(&str, &str); 4] = [
+    ("oura", "ring"),
+    ("apple_health_kit", "watch"),
+    ("fitbit", "watch"),
+    ("withings", "scale"),
+];
 
 /// A sleep session.
 #[allow(clippy::too_many_arguments)]
-fn sleep_row(g: &mut ChaCha8Rng, id: usize, end: i64, offset: Option<i64>, provider: &str, st: &str, ingested: i64) -> Row {
+fn sleep_row(
+    g: &mut ChaCha8Rng,
+    id: usize,
+    end: i64,
+    offset: Option<i64>,
+    provider: &str,
+    st: &str,
+    ingested: i64,
+) -> Row {
     let mut r = Row::new();
     let dur = g.gen_range(4 * 3600..10 * 3600) as i64;
     let start = end - dur * 1_000_000;
@@ -142,8 +221,22 @@ fn sleep_row(g: &mut ChaCha8Rng, id: usize, end: i64, offset: Option<i64>, provi
     if let Some(o) = offset {
         r.insert("timezone_offset".into(), Val::I(o));
     }
-    r.insert("type".into(), s(if dur >= 3 * 3600 { "long_sleep" } else { "short_sleep" }));
-    r.insert("state".into(), s(if g.gen_bool(0.8) { "confirmed" } else { "tentative" }));
+    r.insert(
+        "type".into(),
+        s(if dur >= 3 * 3600 {
+            "long_sleep"
+        } else {
+            "short_sleep"
+        }),
+    );
+    r.insert(
+        "state".into(),
+        s(if g.gen_bool(0.8) {
+            "confirmed"
+        } else {
+            "tentative"
+        }),
+    );
     r.insert("duration_second".into(), Val::I(dur));
     r.insert("stage_asleep_second".into(), Val::I(deep + rem + light));
     r.insert("stage_awake_second".into(), Val::I(awake));
@@ -154,14 +247,22 @@ fn sleep_row(g: &mut ChaCha8Rng, id: usize, end: i64, offset: Option<i64>, provi
         r.insert("latency_second".into(), Val::I(g.gen_range(0..3600)));
     }
     r.insert("heart_rate_mean".into(), Val::I(g.gen_range(45..70)));
-    r.insert("efficiency".into(), Val::F(((deep + rem + light) as f64 / dur as f64 * 1000.0).round() / 10.0));
+    r.insert(
+        "efficiency".into(),
+        Val::F(((deep + rem + light) as f64 / dur as f64 * 1000.0).round() / 10.0),
+    );
     if g.gen_bool(0.8) {
-        r.insert("hrv_mean_rmssd".into(), Val::F(g.gen_range(200..900) as f64 / 10.0));
+        r.insert(
+            "hrv_mean_rmssd".into(),
+            Val::F(g.gen_range(200..900) as f64 / 10.0),
+        );
     }
     r.insert("score".into(), Val::I(g.gen_range(40..100)));
     if g.gen_bool(0.7) {
         let n = (dur / 300) as usize;
-        let codes: Vec<i8> = (0..n).map(|_| [1, 2, 2, 3, 4, -1][g.gen_range(0..6)]).collect();
+        let codes: Vec<i8> = (0..n)
+            .map(|_| [1, 2, 2, 3, 4, -1][g.gen_range(0..6)])
+            .collect();
         r.insert("hypnogram".into(), Val::L(codes));
         r.insert("hypnogram_interval_second".into(), Val::I(300));
     }
@@ -180,9 +281,25 @@ pub fn scenario(name: &str) -> Data {
             let mut rows = Vec::new();
             for d in 0..31i64 {
                 let end = base + d * 24 * H + 6 * H + g.gen_range(0..120) * M;
-                rows.push(sleep_row(&mut g, d as usize, end, Some(3600), "oura", "ring", base + 40 * 24 * H + d));
+                rows.push(sleep_row(
+                    &mut g,
+                    d as usize,
+                    end,
+                    Some(3600),
+                    "oura",
+                    "ring",
+                    base + 40 * 24 * H + d,
+                ));
                 if d >= 10 {
-                    rows.push(sleep_row(&mut g, d as usize, end + 7 * M, Some(3600), "apple_health_kit", "watch", base + 40 * 24 * H + 100 + d));
+                    rows.push(sleep_row(
+                        &mut g,
+                        d as usize,
+                        end + 7 * M,
+                        Some(3600),
+                        "apple_health_kit",
+                        "watch",
+                        base + 40 * 24 * H + 100 + d,
+                    ));
                 }
             }
             data.insert(Dataset::Table(Table::Sleep), rows);
@@ -193,16 +310,37 @@ pub fn scenario(name: &str) -> Data {
             let mut rows = Vec::new();
             for h in 0..7 * 24i64 {
                 let t = base + h * H;
-                rows.push(sample(t, Some(0), 50.0 + (h % 24) as f64, "oura", "ring", base + h));
+                rows.push(sample(
+                    t,
+                    Some(0),
+                    50.0 + (h % 24) as f64,
+                    "oura",
+                    "ring",
+                    base + h,
+                ));
                 if h >= 4 * 24 {
-                    rows.push(sample(t + 5 * M, Some(0), 70.0 + (h % 24) as f64, "apple_health_kit", "ring", base + h + 1));
+                    rows.push(sample(
+                        t + 5 * M,
+                        Some(0),
+                        70.0 + (h % 24) as f64,
+                        "apple_health_kit",
+                        "ring",
+                        base + h + 1,
+                    ));
                 }
             }
             data.insert(Dataset::Timeseries(hr), rows);
             let steps = resource("steps").unwrap();
             let srows = (0..7 * 24i64)
                 .map(|h| {
-                    let mut r = sample(base + h * H, Some(0), (h * 37 % 500) as f64, "oura", "ring", base + h);
+                    let mut r = sample(
+                        base + h * H,
+                        Some(0),
+                        (h * 37 % 500) as f64,
+                        "oura",
+                        "ring",
+                        base + h,
+                    );
                     r.insert("duration".into(), Val::F(3600.0));
                     r.insert("end".into(), Val::T(base + (h + 1) * H));
                     r
@@ -216,7 +354,14 @@ pub fn scenario(name: &str) -> Data {
             let mut rows = Vec::new();
             for start in [ts("2025-03-29T00:00:00"), ts("2025-10-25T00:00:00")] {
                 for h in 0..72i64 {
-                    rows.push(sample(start + h * H, None, 60.0 + h as f64, "oura", "ring", start + h));
+                    rows.push(sample(
+                        start + h * H,
+                        None,
+                        60.0 + h as f64,
+                        "oura",
+                        "ring",
+                        start + h,
+                    ));
                 }
             }
             data.insert(Dataset::Timeseries(hr), rows);
@@ -227,8 +372,19 @@ pub fn scenario(name: &str) -> Data {
             let rows = (0..20 * 12i64)
                 .map(|i| {
                     let t = base + i * 2 * H;
-                    let off = if t < ts("2025-03-10T12:00:00") { 3600 } else { -5 * 3600 };
-                    sample(t, Some(off), 55.0 + (i % 12) as f64, "garmin", "watch", base + i)
+                    let off = if t < ts("2025-03-10T12:00:00") {
+                        3600
+                    } else {
+                        -5 * 3600
+                    };
+                    sample(
+                        t,
+                        Some(off),
+                        55.0 + (i % 12) as f64,
+                        "garmin",
+                        "watch",
+                        base + i,
+                    )
                 })
                 .collect();
             data.insert(Dataset::Timeseries(hr), rows);
@@ -245,7 +401,10 @@ pub fn scenario(name: &str) -> Data {
                     r.insert("id".into(), s(&format!("{p}-{d}")));
                     r.insert("date".into(), Val::D(date));
                     r.insert("steps".into(), Val::I(g.gen_range(1000..20000)));
-                    r.insert("calories_total".into(), Val::F(g.gen_range(15000..35000) as f64 / 10.0));
+                    r.insert(
+                        "calories_total".into(),
+                        Val::F(g.gen_range(15000..35000) as f64 / 10.0),
+                    );
                     r.insert("wheelchair_use".into(), Val::B(g.gen_bool(0.1)));
                     source(&mut r, p, st, base + i64::from(d));
                     act.push(r);
@@ -257,13 +416,21 @@ pub fn scenario(name: &str) -> Data {
                     r.insert("name".into(), s(["breakfast", "lunch", "dinner"][k]));
                     r.insert("calories".into(), Val::F(g.gen_range(200..900) as f64));
                     r.insert("protein_gram".into(), Val::F(g.gen_range(5..60) as f64));
-                    source(&mut r, "cronometer", "app", base + i64::from(d) * 10 + k as i64);
+                    source(
+                        &mut r,
+                        "cronometer",
+                        "app",
+                        base + i64::from(d) * 10 + k as i64,
+                    );
                     meal.push(r);
                 }
                 if d % 3 == 0 {
                     let mut r = Row::new();
                     r.insert("id".into(), s(&format!("body-{d}")));
-                    r.insert("measured_at".into(), Val::T(base + i64::from(d - 8) * 24 * H + 7 * H));
+                    r.insert(
+                        "measured_at".into(),
+                        Val::T(base + i64::from(d - 8) * 24 * H + 7 * H),
+                    );
                     r.insert("timezone_offset".into(), Val::I(3600));
                     r.insert("weight_kilogram".into(), Val::F(70.0 + f64::from(d) / 10.0));
                     source(&mut r, "withings", "scale", base + i64::from(d));

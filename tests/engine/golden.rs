@@ -22,7 +22,16 @@ pub fn user_context(v: Option<&Value>) -> UserContext {
     if let Some(p) = v.get("team_priorities").and_then(Value::as_object) {
         ctx.team_priorities = p
             .iter()
-            .map(|(k, v)| (k.clone(), v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()).collect()))
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|s| s.as_str().unwrap().to_owned())
+                        .collect(),
+                )
+            })
             .collect();
     }
     ctx
@@ -37,7 +46,10 @@ pub async fn run_case(case: &Value) -> Value {
     };
     let ctx = user_context(case.get("user"));
     let data = scenario(case["dataset"].as_str().unwrap());
-    match execute(&req, &ctx, batches(&data), &limits).await.and_then(|r| encode_json(&r, &limits)) {
+    match execute(&req, &ctx, batches(&data), &limits)
+        .await
+        .and_then(|r| encode_json(&r, &limits))
+    {
         Ok(body) => json!({"status": 200, "body": body}),
         Err(EngineError::Invalid(i)) => json!({"status": 422, "detail": i.0}),
         Err(e) => panic!("unexpected engine error: {e}"),
@@ -49,7 +61,10 @@ pub fn case_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json") && !p.to_string_lossy().ends_with(".out.json"))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && !p.to_string_lossy().ends_with(".out.json")
+        })
         .collect();
     files.sort();
     files
@@ -69,7 +84,10 @@ pub async fn check_all() {
             Ok(want) if want == rendered => {}
             _ if update => std::fs::write(&out, rendered).unwrap(),
             Ok(_) => failures.push(format!("{} differs from its snapshot", f.display())),
-            Err(_) => failures.push(format!("{} has no snapshot (run with UPDATE_GOLDEN=1)", f.display())),
+            Err(_) => failures.push(format!(
+                "{} has no snapshot (run with UPDATE_GOLDEN=1)",
+                f.display()
+            )),
         }
     }
     assert!(seen.len() >= 40, "only {} golden cases", seen.len());
