@@ -212,7 +212,7 @@ fn output_name(
     batch: &RecordBatch,
     dataset: Dataset,
 ) -> Result<String, StoreError> {
-    let range = super::rows::TimeColumn::of(batch, dataset.time_column())?.range();
+    let range = super::rows::TimeColumn::of(batch, dataset.time_column())?.sorted_range();
     Ok(SegmentName {
         seq: newest.seq,
         generation: newest.generation + 1,

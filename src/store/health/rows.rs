@@ -72,7 +72,15 @@ impl<'a> TimeColumn<'a> {
         }
     }
 
-    /// Smallest and largest non-null time (first and last for a sorted column).
+    /// Smallest and largest non-null time of a column sorted with nulls first.
+    pub(crate) fn sorted_range(&self) -> Option<(i64, i64)> {
+        let first = self.get(self.null_count())?;
+        let last = self.get(self.len().checked_sub(1)?)?;
+        Some((first, last))
+    }
+
+    /// Smallest and largest non-null time.
+    #[cfg(test)]
     pub(crate) fn range(&self) -> Option<(i64, i64)> {
         let mut range: Option<(i64, i64)> = None;
         for t in (0..self.len()).filter_map(|i| self.get(i)) {
@@ -299,6 +307,9 @@ mod tests {
         ]);
         let sorted = sort_by_time(batch, "measured_at").unwrap();
         assert_eq!(weights(&sorted), vec![0.0, 1.0, 3.0]);
+        let col = TimeColumn::of(&sorted, "measured_at").unwrap();
+        assert_eq!(col.sorted_range(), col.range());
+        assert_eq!(col.sorted_range(), Some((10, 30)));
         let cut = slice_window(std::slice::from_ref(&sorted), "measured_at", 10, 30).unwrap();
         assert_eq!(weights(&cut[0]), vec![1.0]);
         assert!(
