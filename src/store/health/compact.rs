@@ -223,3 +223,45 @@ fn output_name(
     }
     .file_name())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(seq: u64, rows: u64) -> Listed {
+        let name = SegmentName {
+            seq,
+            generation: 0,
+            part: 0,
+            nonce: 0,
+            range: Some((0, 1)),
+            rows,
+        };
+        Listed {
+            location: object_store::path::Path::from(name.file_name()),
+            name,
+        }
+    }
+
+    #[test]
+    fn the_longest_run_of_consecutive_small_segments_is_chosen() {
+        let segs = [
+            listed(1, 5),
+            listed(2, 500),
+            listed(3, 5),
+            listed(4, 5),
+            listed(5, 5),
+            listed(6, 500),
+            listed(7, 5),
+            listed(8, 5),
+        ];
+        let run: Vec<u64> = choose_run(&segs, 100).iter().map(|s| s.name.seq).collect();
+        assert_eq!(run, vec![3, 4, 5]);
+        assert!(choose_run(&segs[1..2], 100).is_empty());
+        let tail: Vec<u64> = choose_run(&segs[5..], 100)
+            .iter()
+            .map(|s| s.name.seq)
+            .collect();
+        assert_eq!(tail, vec![7, 8]);
+    }
+}
