@@ -20,8 +20,8 @@
 //!    Readers hold that lock shared from listing until their bytes are fetched, so a listed
 //!    segment is never removed under them; they see either all inputs or none, and in the
 //!    second case all outputs - no missed row;
-//! 4. invalidate the cache entry (the logical content is unchanged, but a cached entry may hold
-//!    buffers of removed files' decoded data; dropping it keeps memory honest).
+//! 4. invalidate the cache entry. The logical content is unchanged, so this costs one cold
+//!    read; it keeps the rule simple (the cache never outlives the files it was decoded from).
 //!
 //! A crash after 2 leaves inputs and outputs: correct (step 2's state), and merged again later.
 //! A crash during 1 or 2 leaves `_tmp-*` files, removed by the next compaction once older than
