@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use chrono::DateTime;
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group};
 use datafusion::arrow::array::{
     ArrayRef, Float64Array, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
     new_null_array,
@@ -81,12 +81,35 @@ fn rows(batches: &[RecordBatch]) -> usize {
     batches.iter().map(|b| b.num_rows()).sum()
 }
 
+/// One push of all `batches` into a fresh store, `in_flight` writes at a time; returns the rows
+/// stored.
+fn push_all(rt: &tokio::runtime::Runtime, batches: &[RecordBatch], in_flight: usize) -> usize {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = HealthStore::open(dir.path().to_str().expect("utf-8"), StoreOptions::default())
+        .expect("open");
+    let (team, user) = (Uuid::new_v4(), Uuid::new_v4());
+    rt.block_on(async {
+        futures::stream::iter(batches.iter().cloned())
+            .map(|batch| store.write(team, user, heartrate(), batch))
+            .buffer_unordered(in_flight)
+            .map_ok(|receipt| receipt.rows)
+            .try_fold(0, |acc, n| async move { Ok(acc + n) })
+            .await
+            .expect("writes succeed")
+    })
+}
+
+/// 1,000,000 samples in 100 batches of 10,000.
+fn push_batches() -> Vec<RecordBatch> {
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    (0..100)
+        .map(|i| samples(T0 + i * 10_000 * SECOND, 10_000, &mut rng))
+        .collect()
+}
+
 fn push(c: &mut Criterion) {
     let rt = runtime();
-    let mut rng = ChaCha8Rng::seed_from_u64(42);
-    let batches: Vec<RecordBatch> = (0..100)
-        .map(|i| samples(T0 + i * 10_000 * SECOND, 10_000, &mut rng))
-        .collect();
+    let batches = push_batches();
     let mut group = c.benchmark_group("store push");
     group
         .sample_size(10)
@@ -96,23 +119,7 @@ fn push(c: &mut Criterion) {
             "push 1,000,000 heart-rate samples in batches of 10,000, {in_flight} in flight"
         );
         group.bench_function(name, |b| {
-            b.iter(|| {
-                let dir = tempfile::tempdir().expect("temp dir");
-                let store =
-                    HealthStore::open(dir.path().to_str().expect("utf-8"), StoreOptions::default())
-                        .expect("open");
-                let (team, user) = (Uuid::new_v4(), Uuid::new_v4());
-                let written: usize = rt.block_on(async {
-                    futures::stream::iter(batches.iter().cloned())
-                        .map(|batch| store.write(team, user, heartrate(), batch))
-                        .buffer_unordered(in_flight)
-                        .map_ok(|receipt| receipt.rows)
-                        .try_fold(0, |acc, n| async move { Ok(acc + n) })
-                        .await
-                        .expect("writes succeed")
-                });
-                assert_eq!(written, 1_000_000);
-            });
+            b.iter(|| assert_eq!(push_all(&rt, &batches, in_flight), 1_000_000));
         });
     }
     group.finish();
@@ -213,4 +220,60 @@ fn read(c: &mut Criterion) {
 }
 
 criterion_group!(benches, push, read);
-criterion_main!(benches);
+#[cfg(not(test))]
+criterion::criterion_main!(benches);
+
+/// Until `Cargo.toml` declares `harness = false` for this bench, cargo builds it with the
+/// libtest harness: then this test times every scenario a few times
+/// (`cargo test --release --bench store -- --nocapture`).
+#[cfg(test)]
+#[test]
+fn scenarios_timed_once() {
+    use std::time::Instant;
+    let best = |mut f: Box<dyn FnMut()>, n: usize| {
+        (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .min()
+            .expect("n > 0")
+    };
+    let rt = &runtime();
+    let batches = &push_batches();
+    for in_flight in [1usize, 8] {
+        let t = best(
+            Box::new(move || assert_eq!(push_all(rt, batches, in_flight), 1_000_000)),
+            3,
+        );
+        eprintln!(
+            "push 1,000,000 heart-rate samples in batches of 10,000, {in_flight} in flight: {t:?} ({:.0} samples/s)",
+            1e6 / t.as_secs_f64()
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (team, user) = ninety_days(rt, dir.path());
+    let path = dir.path().to_str().expect("utf-8");
+    let cold = HealthStore::open(
+        path,
+        StoreOptions {
+            cache_bytes: 0,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
+    let warm = HealthStore::open(path, StoreOptions::default()).expect("open");
+    let read = |store: &HealthStore| {
+        let got = rt
+            .block_on(store.read(team, user, heartrate(), None))
+            .expect("read");
+        assert_eq!(rows(&got), 90 * DAY_ROWS);
+    };
+    let t = best(Box::new(|| read(&cold)), 5);
+    eprintln!("read 90 days of 1 Hz heart rate (7,776,000 rows), cold: {t:?}");
+    read(&warm);
+    let t = best(Box::new(|| read(&warm)), 20);
+    eprintln!("read 90 days of 1 Hz heart rate (7,776,000 rows), warm: {t:?}");
+    eprintln!("{:?}", cold.metrics());
+}
