@@ -22,6 +22,9 @@ use super::summary::zone;
 use crate::schema::{Family, INGESTED_AT, Resource, SOURCE_COLUMNS, timeseries_schema};
 use crate::validation::{Loc, Violation};
 
+/// The longest sample interval accepted, in seconds (a leap year).
+const MAX_DURATION: f64 = 366.0 * 86_400.0;
+
 const STRING_FIELDS: [&str; 8] = [
     "type",
     "delivery_mode",
@@ -64,7 +67,7 @@ pub(crate) fn parse(
         (Some(t), Some(s)) if t != s => {
             return Err(
                 Violation::value(at(loc, "start"), "start must equal timestamp")
-                    .with_input(obj["start"].clone()),
+                    .with_input(input(obj, "start")),
             );
         }
         (t, s) => json::required(t.or(s), loc, "timestamp")?,
@@ -130,19 +133,19 @@ fn interval(
         None
     };
     if let Some(d) = duration {
-        json::in_range(d, (0.0, f64::INFINITY), obj, "duration", loc)?;
+        json::in_range(d, (0.0, MAX_DURATION), obj, "duration", loc)?;
     }
     let end = match (end, duration) {
         (Some(e), _) if e < start => {
             return Err(
                 Violation::value(at(loc, "end"), "end must not be before timestamp")
-                    .with_input(obj["end"].clone()),
+                    .with_input(input(obj, "end")),
             );
         }
         (Some(e), Some(d)) if ((e - start) as f64 / 1e6 - d).abs() > 1.0 => {
             return Err(
                 Violation::value(at(loc, "duration"), "duration must equal end - start")
-                    .with_input(obj["duration"].clone()),
+                    .with_input(input(obj, "duration")),
             );
         }
         (Some(e), _) => Some(e),
@@ -155,6 +158,10 @@ fn interval(
         row.set("duration", derived.map_or(Cell::Null, Cell::Float));
     }
     Ok(())
+}
+
+fn input(obj: &Obj, key: &str) -> Value {
+    obj.get(key).cloned().unwrap_or_default()
 }
 
 fn tags(obj: &Obj, loc: &[Loc]) -> Result<Cell, Violation> {

@@ -192,6 +192,7 @@ fn heart_rates(spec: &Spec, d: &Day, rng: &mut ChaCha8Rng, step: Duration) -> Ve
         let offset = offset_of(tz, t);
         let hr = plan::heart_rate(
             spec.persona,
+            spec.seed,
             &[&this, &next],
             d,
             (t, offset),
@@ -212,7 +213,14 @@ fn oura(spec: &Spec, rng: &mut ChaCha8Rng) -> Map<String, Value> {
     let mut t = n.start;
     while t < n.end {
         let offset = offset_of(tz, t);
-        let value = plan::heart_rate(spec.persona, &[&n], &d, (t, offset), normal(rng, 0.0, 1.0));
+        let value = plan::heart_rate(
+            spec.persona,
+            spec.seed,
+            &[&n],
+            &d,
+            (t, offset),
+            normal(rng, 0.0, 1.0),
+        );
         hr.push(json!({"timestamp": stamp(tz, t), "timezone_offset": offset, "unit": "bpm", "value": value.round()}));
         let deep = if n.stage_at(t) == Some(DEEP) {
             8.0
@@ -332,12 +340,11 @@ fn steps(spec: &Spec, n: &Night, d: &Day, rng: &mut ChaCha8Rng) -> Vec<Value> {
             .workout
             .as_ref()
             .is_some_and(|w| w.start <= t && t < w.end && matches!(w.sport, "running" | "walking"));
+        let moving = plan::movement(spec.seed, t + Duration::minutes(7));
         let weight = if on_foot {
             12.0
-        } else if rng.gen_bool(0.3) {
-            0.0
         } else {
-            rng.gen_range(0.2..2.0)
+            4.0 * moving + rng.gen_range(0.0..0.4)
         };
         slots.push((t, weight));
         t += Duration::minutes(15);
