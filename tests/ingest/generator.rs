@@ -30,17 +30,17 @@ fn same_seed_same_bytes_and_different_seed_differs() {
 
 #[test]
 fn every_generated_body_passes_parse_push() {
-    for persona in [Persona::Regular, Persona::Traveller] {
+    for persona in [Persona::Regular, Persona::Traveller, Persona::Athlete] {
         for provider in ["oura", "fitbit", "freestyle_libre", "apple_health_kit"] {
-            let bodies = demo::generate(provider, persona, 3, end(), 30).unwrap();
-            assert!(bodies.len() >= 25, "{provider}: {} bodies", bodies.len());
+            let bodies = demo::generate(provider, persona, 3, end(), 21).unwrap();
+            assert!(bodies.len() >= 17, "{provider}: {} bodies", bodies.len());
             let mut rows = 0;
             for body in &bodies {
                 let parsed = parse_push(body, &PushUser::default(), now())
                     .unwrap_or_else(|e| panic!("{provider} {persona:?}: {:?}", e.0));
                 rows += parsed.total_rows();
             }
-            assert!(rows > 30 * 20, "{provider}: only {rows} rows");
+            assert!(rows > 21 * 20, "{provider}: only {rows} rows");
         }
     }
 }
@@ -96,4 +96,54 @@ fn the_travellers_offsets_change() {
     assert!(traveller.len() >= 3, "trip and DST: {traveller:?}");
     let regular = offsets(Persona::Regular);
     assert!(regular.len() <= 2, "{regular:?}");
+}
+
+#[test]
+fn ninety_days_of_watch_heart_rate_stay_at_one_a_minute() {
+    let bodies = demo::generate("apple_health_kit", Persona::Regular, 1, end(), 90).unwrap();
+    let samples: usize = bodies
+        .iter()
+        .map(|b| b["timeseries"]["heartrate"].as_array().map_or(0, Vec::len))
+        .sum();
+    // 1440 a day (1380 or 1500 on a DST day), minus the days the watch was not worn
+    assert!(samples <= 90 * 1440 + 60, "{samples}");
+    assert!(samples >= 75 * 1440, "{samples}");
+    let workouts = bodies
+        .iter()
+        .filter(|b| b.get("workouts").is_some())
+        .count();
+    assert!(
+        (10..60).contains(&workouts),
+        "{workouts} workouts in 90 days"
+    );
+}
+
+#[test]
+fn glucose_peaks_follow_meal_times() {
+    let bodies = demo::generate("freestyle_libre", Persona::Regular, 9, end(), 21).unwrap();
+    for body in &bodies {
+        let samples = body["timeseries"]["glucose"].as_array().unwrap();
+        let peak = samples
+            .iter()
+            .max_by(|a, b| {
+                a["value"]
+                    .as_f64()
+                    .partial_cmp(&b["value"].as_f64())
+                    .unwrap()
+            })
+            .unwrap();
+        let local = DateTime::parse_from_rfc3339(peak["timestamp"].as_str().unwrap()).unwrap();
+        let hour = local.format("%H").to_string().parse::<u32>().unwrap();
+        assert!(
+            matches!(hour, 7..=10 | 12..=15 | 18..=22),
+            "peak {} at {local}",
+            peak["value"]
+        );
+        let values: Vec<f64> = samples.iter().filter_map(|s| s["value"].as_f64()).collect();
+        let fasting = values[..48].iter().sum::<f64>() / 48.0;
+        assert!(
+            peak["value"].as_f64().unwrap() > fasting + 1.5,
+            "a meal raises glucose"
+        );
+    }
 }
