@@ -36,29 +36,34 @@ const STRING_FIELDS: [&str; 8] = [
     "source_workout_id",
 ];
 
-/// Whether a push may carry `key` on a sample of `family`.
-fn accepted(family: Family, key: &str) -> bool {
-    if key == "start" {
-        return family.is_interval();
+/// The keys a push may carry on a sample of `family`: its stored fields (less the source and
+/// ingestion columns, which come from the body), plus `start` on interval families.
+pub(crate) fn accepted_keys(family: Family) -> Vec<String> {
+    let mut keys: Vec<String> = timeseries_schema(family)
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .filter(|k| k != INGESTED_AT && !SOURCE_COLUMNS.contains(&k.as_str()))
+        .collect();
+    if family.is_interval() {
+        keys.push("start".to_owned());
     }
-    if key == "source_sport" || key == "timestamp" || key == "timezone_offset" {
-        return true;
-    }
-    key != INGESTED_AT
-        && !SOURCE_COLUMNS.contains(&key)
-        && timeseries_schema(family).field_with_name(key).is_ok()
+    keys
 }
 
-/// Parses one sample.
+/// Parses one sample; `keys` is [`accepted_keys`] of the resource's family, computed once per
+/// resource rather than once per sample.
 pub(crate) fn parse(
     resource: Resource,
+    keys: &[String],
     value: &Value,
     loc: &[Loc],
     ctx: &Ctx,
 ) -> Result<Row, Violation> {
     let family = resource.family;
+    let accepted = |k: &str| keys.iter().any(|a| a == k);
     let obj = json::object(value, loc)?;
-    json::forbid_extra(obj, loc, |k| accepted(family, k))?;
+    json::forbid_extra(obj, loc, accepted)?;
     let mut row = Row::default();
 
     let timestamp = json::instant(obj, "timestamp", loc)?;
@@ -83,7 +88,7 @@ pub(crate) fn parse(
     row.set("unit", Cell::Str(resource.unit.to_owned()));
 
     for key in STRING_FIELDS {
-        if accepted(family, key) {
+        if accepted(key) {
             row.set(key, Cell::opt_str(json::string(obj, key, loc)?));
         }
     }

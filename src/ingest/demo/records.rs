@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use super::bodies::Spec;
 use super::plan::{AWAKE, DEEP, Day, EPOCH, LIGHT, Night, REM, normal, rng_for, round, zone_on};
+use crate::ingest::zone::format_offset;
 
+/// Seconds east of UTC of a zone at an instant.
 pub(crate) fn offset_of(tz: Tz, t: DateTime<Utc>) -> i32 {
     tz.offset_from_utc_datetime(&t.naive_utc())
         .fix()
@@ -23,12 +25,7 @@ pub(crate) fn stamp(tz: Tz, t: DateTime<Utc>) -> String {
         .to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-pub(crate) fn offset_label(secs: i32) -> String {
-    let sign = if secs < 0 { '-' } else { '+' };
-    let abs = secs.unsigned_abs();
-    format!("{sign}{:02}:{:02}", abs / 3600, (abs % 3600) / 60)
-}
-
+/// The user's profile: fixed by the seed, the same for every provider.
 pub(crate) fn profile(seed: u64) -> Value {
     let mut rng = rng_for(seed, NaiveDate::default(), "profile");
     let female = rng.gen_bool(0.5);
@@ -84,11 +81,12 @@ pub(crate) fn sleep(n: &Night, tz: Tz, rng: &mut ChaCha8Rng, shift_sd: f64, misr
         "hrv_sdnn": round(n.hrv * 1.3, 1),
         "respiratory_rate": round(n.respiratory_rate, 1),
         "score": score.round() as i64,
-        "timezone_offset": offset_label(offset_of(tz, end)),
+        "timezone_offset": format_offset(offset_of(tz, end)),
         "sleep_stream": {"hypnogram": hypnogram, "interval": EPOCH},
     })
 }
 
+/// The day's activity summary as a device with step factor `factor` counts it.
 pub(crate) fn activity(
     spec: &Spec,
     d: &Day,
