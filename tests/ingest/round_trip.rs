@@ -175,3 +175,27 @@ fn grouped_samples_page_by_cursor() {
     let err = render_grouped(res, &batches, Some("not-a-cursor"), 4).unwrap_err();
     assert_eq!(err.0[0].loc, vec![Loc::from("query"), Loc::from("cursor")]);
 }
+
+/// The getters' exact JSON shape, for reviewers and for the HTTP layer's OpenAPI types.
+#[test]
+fn rendered_shapes_are_snapshotted() {
+    let parsed = parse_push(&full_body(), &user(), now()).unwrap();
+    let sleep = render_summaries(
+        Table::Sleep,
+        &batches_of(&parsed, Dataset::Table(Table::Sleep)),
+        Uuid::nil(),
+    );
+    insta::assert_json_snapshot!("rendered_sleep", sleep);
+    let steps = resource("steps").unwrap();
+    let samples = render_samples(steps, &batches_of(&parsed, Dataset::Timeseries(steps)));
+    insta::assert_json_snapshot!("rendered_steps", samples);
+    let grouped = render_grouped(
+        steps,
+        &batches_of(&parsed, Dataset::Timeseries(steps)),
+        None,
+        10,
+    )
+    .unwrap();
+    insta::assert_json_snapshot!("rendered_grouped_steps", grouped);
+    insta::assert_json_snapshot!("push_counts", parsed.counts());
+}
