@@ -1,12 +1,320 @@
 //! Engine integration tests: golden query files, a differential test against a simple
 //! row-by-row reference evaluator, and robustness over generated bodies and WHERE strings.
+// Test code (helpers included): panicking on a broken fixture is the point.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 #[path = "engine/data.rs"]
 mod data;
 #[path = "engine/golden.rs"]
 mod golden;
+#[path = "engine/random.rs"]
+mod random;
+#[path = "engine/reference.rs"]
+mod reference;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+use wearhouse::engine::{
+    EngineError, Limits, encode_json, encode_parquet_tar, execute, parse_request,
+};
 
 #[tokio::test]
 async fn golden_query_files_match_their_snapshots() {
     golden::check_all().await;
+}
+
+/// Equal JSON, numbers within 1e-9 relative.
+fn same(a: &Value, b: &Value, path: &str) -> Result<(), String> {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if let (Some(i), Some(j)) = (x.as_i64(), y.as_i64()) {
+                return if i == j {
+                    Ok(())
+                } else {
+                    Err(format!("{path}: {i} != {j}"))
+                };
+            }
+            let (f, g) = (
+                x.as_f64().unwrap_or(f64::NAN),
+                y.as_f64().unwrap_or(f64::NAN),
+            );
+            let tol = 1e-9 * f.abs().max(g.abs()).max(1e-300);
+            if (f - g).abs() <= tol {
+                Ok(())
+            } else {
+                Err(format!("{path}: {f} != {g}"))
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .try_for_each(|(i, (p, q))| same(p, q, &format!("{path}[{i}]"))),
+        (Value::Object(x), Value::Object(y)) if x.keys().eq(y.keys()) => x
+            .iter()
+            .zip(y.values())
+            .try_for_each(|((k, p), q)| same(p, q, &format!("{path}.{k}"))),
+        _ if a == b => Ok(()),
+        _ => Err(format!("{path}: {a} != {b}")),
+    }
+}
+
+#[tokio::test]
+async fn engine_agrees_with_the_reference_on_random_queries() {
+    let limits = Limits::default();
+    let mut failures = Vec::new();
+    let mut non_empty = 0;
+    let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
+    for seed in 0..520u64 {
+        if only.is_some_and(|o| o != seed) {
+            continue;
+        }
+        let mut g = ChaCha8Rng::seed_from_u64(seed);
+        let data = data_for(seed);
+        let body = random::random_request(&mut g);
+        let user = golden::user_context(Some(&random::random_user(&mut g)));
+        let req = match parse_request(&body, &limits) {
+            Ok(r) => r,
+            Err(e) => panic!("seed {seed}: generated request rejected: {:?}\n{body}", e.0),
+        };
+        let got = execute(&req, &user, data::batches(&data), &limits)
+            .await
+            .and_then(|r| encode_json(&r, &limits));
+        let got = match got {
+            Ok(v) => v,
+            Err(e) => panic!("seed {seed}: engine failed: {e}\n{body}"),
+        };
+        let want = reference::evaluate(&req, &user, &data);
+        if want["results"][0]["table"]
+            .as_object()
+            .and_then(|t| t.values().next())
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty())
+        {
+            non_empty += 1;
+        }
+        if only.is_some() {
+            println!("got  {got}\nwant {want}");
+        }
+        if let Err(diff) = same(&got, &want, "") {
+            failures.push(format!(
+                "seed {seed}: {diff}\nrequest: {body}\nuser: {user:?}"
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 520 differ:\n{}",
+        failures.len(),
+        failures[..failures.len().min(5)].join("\n\n")
+    );
+    if only.is_some() {
+        println!(
+            "{}",
+            serde_json::to_string(&reference::evaluate(
+                &parse_request(
+                    &random::random_request(&mut ChaCha8Rng::seed_from_u64(only.unwrap_or(0))),
+                    &limits
+                )
+                .unwrap(),
+                &Default::default(),
+                &data_for(0)
+            ))
+            .unwrap()
+        );
+        return;
+    }
+    assert!(
+        non_empty > 250,
+        "only {non_empty} random queries had rows: the generator is too narrow"
+    );
+}
+
+fn data_for(seed: u64) -> data::Data {
+    // Ten datasets shared by the 520 queries keep the test fast.
+    let mut g = ChaCha8Rng::seed_from_u64(10_000 + seed % 10);
+    random::random_data(&mut g)
+}
+
+#[tokio::test]
+async fn arbitrary_bodies_never_panic_or_fail_internally() {
+    let limits = Limits::default();
+    let data = data_for(0);
+    let user = Default::default();
+    let mut accepted = 0;
+    for seed in 0..3000u64 {
+        let mut g = ChaCha8Rng::seed_from_u64(seed);
+        let mut body = if seed % 3 == 0 {
+            random::arbitrary_json(&mut g, 5)
+        } else {
+            random::random_request(&mut g)
+        };
+        if seed % 3 == 1 {
+            body["queries"][0]["where"] = json!(random::arbitrary_where(&mut g));
+        }
+        if seed % 3 == 2 {
+            let path = ["timeframe", "queries", "config"][seed as usize % 3];
+            body[path] = random::arbitrary_json(&mut g, 3);
+        }
+        let Ok(req) = parse_request(&body, &limits) else {
+            continue;
+        };
+        accepted += 1;
+        match execute(&req, &user, data::batches(&data), &limits).await {
+            Ok(r) => {
+                encode_json(&r, &limits).unwrap();
+            }
+            Err(EngineError::Internal(e)) => panic!("seed {seed}: internal error {e} for {body}"),
+            Err(_) => {}
+        }
+    }
+    assert!(accepted > 100, "only {accepted} bodies were valid");
+}
+
+#[tokio::test]
+async fn parquet_tar_holds_one_member_per_query_with_the_json_columns() {
+    use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use std::io::Read;
+    let limits = Limits::default();
+    let body = json!({
+        "timeframe": {"anchor": "2025-03-07", "past": {"value": 7, "unit": "day"}},
+        "queries": [
+            {"select": [{"group_key": "*"}, {"func": "count", "arg": {"timeseries": "heartrate", "field": "value"}}, {"func": "mean", "arg": {"timeseries": "heartrate", "field": "value"}}],
+             "group_by": [{"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "timeseries"}}, {"date_part": "weekday", "arg": {"index": "timeseries"}}]},
+            {"select": [{"index": "timeseries"}, {"timeseries": "heartrate", "field": "value"}]}
+        ]
+    });
+    let req = parse_request(&body, &limits).unwrap();
+    let data = data::scenario("hr_two_providers");
+    let results = execute(&req, &Default::default(), data::batches(&data), &limits)
+        .await
+        .unwrap();
+    let bytes = encode_parquet_tar(&results).unwrap();
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(bytes.as_slice()));
+    let mut names = Vec::new();
+    for entry in tar.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        names.push(entry.path().unwrap().to_string_lossy().into_owned());
+        let mut buf = Vec::new();
+        entry.read_to_end(&mut buf).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(buf)).unwrap();
+        let schema = reader.schema().clone();
+        let rows: usize = reader.build().unwrap().map(|b| b.unwrap().num_rows()).sum();
+        let i = names.len() - 1;
+        assert_eq!(
+            schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect::<Vec<_>>(),
+            results[i]
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(rows, results[i].num_rows());
+        if i == 0 {
+            use datafusion::arrow::datatypes::{DataType, TimeUnit};
+            assert_eq!(
+                schema.field(0).data_type(),
+                &DataType::Timestamp(TimeUnit::Microsecond, None)
+            );
+            assert_eq!(schema.field(1).data_type(), &DataType::Int64);
+            assert_eq!(schema.field(2).data_type(), &DataType::Int64);
+            assert_eq!(rows, 7);
+        }
+    }
+    assert_eq!(names, ["0.parquet", "1.parquet"]);
+}
+
+#[tokio::test]
+async fn json_cell_limit_advises_parquet() {
+    let limits = Limits {
+        max_json_cells: 10,
+        ..Limits::default()
+    };
+    let body = json!({"timeframe": {"anchor": "2025-03-07", "past": {"value": 7, "unit": "day"}},
+        "queries": [{"select": [{"index": "timeseries"}, {"timeseries": "heartrate", "field": "value"}]}]});
+    let req = parse_request(&body, &limits).unwrap();
+    let results = execute(
+        &req,
+        &Default::default(),
+        data::batches(&data::scenario("hr_two_providers")),
+        &limits,
+    )
+    .await
+    .unwrap();
+    let err = encode_json(&results, &limits).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EngineError::ResultTooLarge {
+                query: 0,
+                limit: 10,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("application/vnd.service.tar+gzip+parquet")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_time_limit_times_out() {
+    use datafusion::arrow::array::{
+        Float64Array, Int32Array, StringArray, TimestampMicrosecondArray,
+    };
+    use datafusion::arrow::record_batch::RecordBatch;
+    use std::sync::Arc;
+    let hr = wearhouse::schema::resource("heartrate").unwrap();
+    let d = wearhouse::schema::Dataset::Timeseries(hr);
+    let schema = d.schema();
+    let n = 2_000_000usize;
+    let base = data::ts("2025-03-01T00:00:00");
+    let cols: Vec<datafusion::arrow::array::ArrayRef> = schema
+        .fields()
+        .iter()
+        .map(|f| -> datafusion::arrow::array::ArrayRef {
+            match f.name().as_str() {
+                "timestamp" | "ingested_at" => Arc::new(
+                    TimestampMicrosecondArray::from_iter_values(
+                        (0..n as i64).map(|i| base + i * 1_000_000),
+                    )
+                    .with_timezone("UTC"),
+                ),
+                "timezone_offset" => Arc::new(Int32Array::from(vec![0; n])),
+                "value" => Arc::new(Float64Array::from_iter_values(
+                    (0..n).map(|i| (i % 97) as f64),
+                )),
+                "source_provider" => Arc::new(StringArray::from(vec!["oura"; n])),
+                "source_type" => Arc::new(StringArray::from(vec!["ring"; n])),
+                _ => Arc::new(StringArray::new_null(n)),
+            }
+        })
+        .collect();
+    let batch = RecordBatch::try_new(schema, cols).unwrap();
+    let limits = Limits {
+        timeout: std::time::Duration::from_millis(1),
+        ..Limits::default()
+    };
+    let body = json!({"timeframe": {"anchor": "2025-03-31", "past": {"value": 1, "unit": "month"}},
+        "queries": [{"select": [{"group_key": 0}, {"func": "median", "arg": {"timeseries": "heartrate", "field": "value"}}],
+                     "group_by": [{"date_trunc": {"value": 1, "unit": "minute"}, "arg": {"index": "timeseries"}}]}]});
+    let req = parse_request(&body, &limits).unwrap();
+    let started = std::time::Instant::now();
+    let inputs = [(d, vec![batch])].into_iter().collect();
+    let r = execute(&req, &Default::default(), inputs, &limits).await;
+    let err = r.unwrap_err();
+    assert!(matches!(err, EngineError::Timeout { .. }), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "the timeout answered late: {:?}",
+        started.elapsed()
+    );
 }

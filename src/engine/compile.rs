@@ -18,12 +18,11 @@ use datafusion::common::Result as DfResult;
 use datafusion::functions_aggregate::expr_fn::{
     avg, count, first_value, max, median, min, stddev, sum,
 };
+use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::logical_expr::{ExprFunctionExt, LogicalPlan, LogicalPlanBuilder, cast, ident};
 use datafusion::prelude::{Expr, lit};
 
-use crate::schema::{
-    Dataset, Family, INGESTED_AT, QUERYABLE_SOURCES, Resource, Table, timeseries_schema,
-};
+use crate::schema::{Dataset, Family, INGESTED_AT, Resource, Table, timeseries_schema};
 
 use super::catalog::{Catalog, data_type_of};
 use super::expr::{RowExprs, column, floating_lit};
@@ -185,8 +184,13 @@ fn aggregate(f: Func, a: Expr) -> Expr {
                 column(TIME).sort(!newest, !newest),
                 column(INGESTED).sort(false, false),
             ];
-            let e = first_value(a.clone(), order);
-            e.clone().filter(a.is_not_null()).build().unwrap_or(e)
+            // One builder: `build` resets every option not set on it (order, filter).
+            let e = first_value_udaf()
+                .call(vec![a.clone()])
+                .order_by(order.clone())
+                .filter(a.clone().is_not_null())
+                .build();
+            e.unwrap_or_else(|_| first_value(a, order))
         }
     }
 }
@@ -297,7 +301,13 @@ fn row_level(q: &Query, rows: &RowExprs<'_>, plan: LogicalPlanBuilder) -> DfResu
         proj.push(ident(t).alias("__tiebreak"));
         order.push("__tiebreak");
     }
-    let _ = QUERYABLE_SOURCES;
+    // Two instants can share a floating time (different offsets): the stored instant decides.
+    let raw = match &q.source {
+        QuerySource::Table(t) => t.index_column(),
+        QuerySource::Timeseries(_) => "timestamp",
+    };
+    proj.push(ident(raw).alias("__instant"));
+    order.push("__instant");
     let out: Vec<Expr> = q
         .select
         .iter()

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Duration, Utc};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -118,7 +118,28 @@ async fn run_one(
     Ok(QueryResult { schema, batches })
 }
 
+/// The engine's CPU runtime, separate from the one serving requests (DataFusion's advice for
+/// mixing CPU-bound plans with I/O): one worker per core.
+fn cpu_runtime() -> Result<&'static tokio::runtime::Runtime, EngineError> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    let rt = RUNTIME.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(2, usize::from);
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("wearhouse-engine")
+            .enable_time()
+            .build()
+            .map_err(|e| e.to_string())
+    });
+    rt.as_ref()
+        .map_err(|e| EngineError::Internal(format!("engine runtime: {e}")))
+}
+
 /// Runs every query of `req` over `inputs` with the limits' time and memory bounds.
+///
+/// The work runs on the engine's own runtime: the caller's runtime stays responsive (its
+/// timer answers the timeout on time even while every engine thread is busy), and aborting
+/// the task drops, and so cancels, every DataFusion stream at its next yield point.
 pub async fn execute(
     req: &ValidRequest,
     ctx: &UserContext,
@@ -127,17 +148,22 @@ pub async fn execute(
 ) -> Result<Vec<QueryResult>, EngineError> {
     let catalog = Catalog::new(ctx.clone(), inputs)?;
     let session = session(limits)?;
-    let work = async {
+    let (req, lim) = (req.clone(), limits.clone());
+    let mut work = cpu_runtime()?.spawn(async move {
         let mut results = Vec::with_capacity(req.queries.len());
         for i in 0..req.queries.len() {
-            results.push(run_one(&session, req, i, &catalog, limits).await?);
+            results.push(run_one(&session, &req, i, &catalog, &lim).await?);
         }
         Ok(results)
-    };
-    match tokio::time::timeout(limits.timeout, work).await {
-        Ok(r) => r,
-        Err(_) => Err(EngineError::Timeout {
-            seconds: limits.timeout.as_secs(),
-        }),
+    });
+    match tokio::time::timeout(limits.timeout, &mut work).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(join)) => Err(EngineError::internal("query task", join)),
+        Err(_) => {
+            work.abort();
+            Err(EngineError::Timeout {
+                seconds: limits.timeout.as_secs(),
+            })
+        }
     }
 }

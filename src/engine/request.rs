@@ -96,7 +96,8 @@ impl Query {
                 .iter()
                 .any(|g| matches!(g, GroupBy::Value(Operand::Source(s)) if *s == name))
         };
-        !self.group_by.is_empty() && !(groups_by("source_provider") && groups_by("source_type"))
+        let both = groups_by("source_provider") && groups_by("source_type");
+        !self.group_by.is_empty() && !both
     }
 
     /// Whether the query aggregates (has a `group_by` or aggregate select items).

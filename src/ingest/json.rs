@@ -50,7 +50,7 @@ pub(crate) fn forbid_extra(
             "extra_forbidden",
             "Extra inputs are not permitted",
         )
-        .with_input(obj[key].clone())),
+        .with_input(obj.get(key).cloned().unwrap_or_default())),
         None => Ok(()),
     }
 }

@@ -170,9 +170,10 @@ pub fn parse_push(
             };
             let dataset = Dataset::Timeseries(res);
             let mut builder = BatchBuilder::new(dataset.schema());
+            let keys = sample::accepted_keys(res.family);
             for (i, s) in json::array(samples, &rloc)?.iter().enumerate() {
                 builder
-                    .push(sample::parse(res, s, &at(&rloc, i), &ctx)?)
+                    .push(sample::parse(res, &keys, s, &at(&rloc, i), &ctx)?)
                     .map_err(internal)?;
             }
             if builder.len() > 0 {

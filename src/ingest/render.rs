@@ -152,6 +152,16 @@ pub fn render_profile(batches: &[RecordBatch], user_id: Uuid) -> Option<Value> {
         .map(|(b, r)| render_row(Table::Profile, b, r, user_id))
 }
 
+const SAMPLE_ORDER: [&str; 7] = [
+    "timestamp",
+    "start",
+    "end",
+    "timezone_offset",
+    "type",
+    "unit",
+    "value",
+];
+
 /// One sample as JSON, without its source.
 pub(crate) fn sample(resource: Resource, batch: &RecordBatch, row: usize) -> Value {
     let tz = offset(batch, row);
@@ -196,7 +206,15 @@ pub(crate) fn sample(resource: Resource, batch: &RecordBatch, row: usize) -> Val
             }
         }
     }
-    Value::Object(obj)
+    // the spec's order: {timestamp, start?, end?, timezone_offset, type, unit, value, ...}
+    let mut ordered = Map::new();
+    for key in SAMPLE_ORDER {
+        if let Some(v) = obj.shift_remove(key) {
+            ordered.insert(key.to_owned(), v);
+        }
+    }
+    ordered.extend(obj);
+    Value::Object(ordered)
 }
 
 /// Renders samples of one resource, ordered by timestamp.

@@ -22,6 +22,9 @@ use super::summary::zone;
 use crate::schema::{Family, INGESTED_AT, Resource, SOURCE_COLUMNS, timeseries_schema};
 use crate::validation::{Loc, Violation};
 
+/// The longest sample interval accepted, in seconds (a leap year).
+const MAX_DURATION: f64 = 366.0 * 86_400.0;
+
 const STRING_FIELDS: [&str; 8] = [
     "type",
     "delivery_mode",
@@ -33,29 +36,34 @@ const STRING_FIELDS: [&str; 8] = [
     "source_workout_id",
 ];
 
-/// Whether a push may carry `key` on a sample of `family`.
-fn accepted(family: Family, key: &str) -> bool {
-    if key == "start" {
-        return family.is_interval();
+/// The keys a push may carry on a sample of `family`: its stored fields (less the source and
+/// ingestion columns, which come from the body), plus `start` on interval families.
+pub(crate) fn accepted_keys(family: Family) -> Vec<String> {
+    let mut keys: Vec<String> = timeseries_schema(family)
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .filter(|k| k != INGESTED_AT && !SOURCE_COLUMNS.contains(&k.as_str()))
+        .collect();
+    if family.is_interval() {
+        keys.push("start".to_owned());
     }
-    if key == "source_sport" || key == "timestamp" || key == "timezone_offset" {
-        return true;
-    }
-    key != INGESTED_AT
-        && !SOURCE_COLUMNS.contains(&key)
-        && timeseries_schema(family).field_with_name(key).is_ok()
+    keys
 }
 
-/// Parses one sample.
+/// Parses one sample; `keys` is [`accepted_keys`] of the resource's family, computed once per
+/// resource rather than once per sample.
 pub(crate) fn parse(
     resource: Resource,
+    keys: &[String],
     value: &Value,
     loc: &[Loc],
     ctx: &Ctx,
 ) -> Result<Row, Violation> {
     let family = resource.family;
+    let accepted = |k: &str| keys.iter().any(|a| a == k);
     let obj = json::object(value, loc)?;
-    json::forbid_extra(obj, loc, |k| accepted(family, k))?;
+    json::forbid_extra(obj, loc, accepted)?;
     let mut row = Row::default();
 
     let timestamp = json::instant(obj, "timestamp", loc)?;
@@ -64,7 +72,7 @@ pub(crate) fn parse(
         (Some(t), Some(s)) if t != s => {
             return Err(
                 Violation::value(at(loc, "start"), "start must equal timestamp")
-                    .with_input(obj["start"].clone()),
+                    .with_input(input(obj, "start")),
             );
         }
         (t, s) => json::required(t.or(s), loc, "timestamp")?,
@@ -80,7 +88,7 @@ pub(crate) fn parse(
     row.set("unit", Cell::Str(resource.unit.to_owned()));
 
     for key in STRING_FIELDS {
-        if accepted(family, key) {
+        if accepted(key) {
             row.set(key, Cell::opt_str(json::string(obj, key, loc)?));
         }
     }
@@ -130,19 +138,19 @@ fn interval(
         None
     };
     if let Some(d) = duration {
-        json::in_range(d, (0.0, f64::INFINITY), obj, "duration", loc)?;
+        json::in_range(d, (0.0, MAX_DURATION), obj, "duration", loc)?;
     }
     let end = match (end, duration) {
         (Some(e), _) if e < start => {
             return Err(
                 Violation::value(at(loc, "end"), "end must not be before timestamp")
-                    .with_input(obj["end"].clone()),
+                    .with_input(input(obj, "end")),
             );
         }
         (Some(e), Some(d)) if ((e - start) as f64 / 1e6 - d).abs() > 1.0 => {
             return Err(
                 Violation::value(at(loc, "duration"), "duration must equal end - start")
-                    .with_input(obj["duration"].clone()),
+                    .with_input(input(obj, "duration")),
             );
         }
         (Some(e), _) => Some(e),
@@ -155,6 +163,10 @@ fn interval(
         row.set("duration", derived.map_or(Cell::Null, Cell::Float));
     }
     Ok(())
+}
+
+fn input(obj: &Obj, key: &str) -> Value {
+    obj.get(key).cloned().unwrap_or_default()
 }
 
 fn tags(obj: &Obj, loc: &[Loc]) -> Result<Cell, Violation> {

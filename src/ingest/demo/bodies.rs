@@ -8,19 +8,16 @@
 //! - fitbit (watch): daily activity, sleep with stages, heart rate every 5 minutes;
 //! - freestyle_libre (CGM): glucose every 5 minutes, with a peak after every meal.
 
-use chrono::{
-    DateTime, Duration, FixedOffset, NaiveDate, Offset, SecondsFormat, TimeZone, Timelike, Utc,
-};
-use chrono_tz::Tz;
+use chrono::{DateTime, Duration, NaiveDate, Timelike, Utc};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
 
 use super::Persona;
 use super::plan::{
-    self, AWAKE, DEEP, Day, EPOCH, LIGHT, Night, REM, day, day_bounds, night, normal, rng_for,
-    round, zone_on,
+    self, DEEP, Day, Night, REM, day, day_bounds, night, normal, rng_for, round, zone_on,
 };
+use super::records::{activity, offset_of, profile, sleep, stamp};
 
 /// What one body is generated from.
 pub(crate) struct Spec<'a> {
@@ -29,25 +26,6 @@ pub(crate) struct Spec<'a> {
     pub(crate) seed: u64,
     pub(crate) date: NaiveDate,
     pub(crate) with_profile: bool,
-}
-
-fn offset_of(tz: Tz, t: DateTime<Utc>) -> i32 {
-    tz.offset_from_utc_datetime(&t.naive_utc())
-        .fix()
-        .local_minus_utc()
-}
-
-/// An instant as the device reports it: in local time with its offset.
-fn stamp(tz: Tz, t: DateTime<Utc>) -> String {
-    let fixed = FixedOffset::east_opt(offset_of(tz, t)).unwrap_or(Utc.fix());
-    t.with_timezone(&fixed)
-        .to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
-fn offset_label(secs: i32) -> String {
-    let sign = if secs < 0 { '-' } else { '+' };
-    let abs = secs.unsigned_abs();
-    format!("{sign}{:02}:{:02}", abs / 3600, (abs % 3600) / 60)
 }
 
 /// The body of one provider for one day, or `None` on a day the device was not worn.
@@ -84,95 +62,6 @@ pub(crate) fn body(spec: &Spec) -> Option<Value> {
     Some(Value::Object(body))
 }
 
-fn profile(seed: u64) -> Value {
-    let mut rng = rng_for(seed, NaiveDate::default(), "profile");
-    let female = rng.gen_bool(0.5);
-    let height = if female {
-        rng.gen_range(155..178)
-    } else {
-        rng.gen_range(167..192)
-    };
-    let birth = NaiveDate::from_ymd_opt(
-        rng.gen_range(1960..2002),
-        rng.gen_range(1..13),
-        rng.gen_range(1..29),
-    );
-    let sex = if female { "female" } else { "male" };
-    json!({"height_centimeter": height, "birth_date": birth.map(|d| d.to_string()),
-           "wheelchair_use": false, "gender": sex, "sex": sex})
-}
-
-/// The device's view of a night: shifted by a few minutes and, for watches, with some epochs
-/// read as light sleep.
-fn sleep(n: &Night, tz: Tz, rng: &mut ChaCha8Rng, shift_sd: f64, misread: f64) -> Value {
-    let shift = Duration::minutes(normal(rng, 0.0, shift_sd).round() as i64);
-    let (start, end) = (n.start + shift, n.end + shift);
-    let hypnogram: Vec<i8> = n
-        .hypnogram
-        .iter()
-        .map(|s| {
-            if *s != AWAKE && rng.gen_bool(misread) {
-                LIGHT
-            } else {
-                *s
-            }
-        })
-        .collect();
-    let secs = |stage: i8| hypnogram.iter().filter(|s| **s == stage).count() as i64 * EPOCH;
-    let (light, deep, rem, awake) = (secs(LIGHT), secs(DEEP), secs(REM), secs(AWAKE));
-    let duration = (end - start).num_seconds();
-    let total = light + deep + rem;
-    let latency = hypnogram.iter().take_while(|s| **s == AWAKE).count() as i64 * EPOCH;
-    let efficiency = round(100.0 * total as f64 / duration.max(1) as f64, 1);
-    let rhr = n.resting_hr.round() as i64;
-    let score = (40.0 + total as f64 / 3600.0 * 6.0 + (efficiency - 80.0) * 0.5).clamp(1.0, 100.0);
-    json!({
-        "bedtime_start": stamp(tz, start),
-        "bedtime_stop": stamp(tz, end),
-        "state": "confirmed",
-        "type": if duration >= 3 * 3600 { "long_sleep" } else { "short_sleep" },
-        "duration": duration, "total": total, "awake": awake, "light": light, "rem": rem, "deep": deep,
-        "latency": latency,
-        "hr_lowest": rhr - 2, "hr_average": rhr + 4, "hr_highest": rhr + 22, "hr_resting": rhr,
-        "efficiency": efficiency,
-        "average_hrv": round(normal(rng, n.hrv, 1.0), 1),
-        "hrv_sdnn": round(n.hrv * 1.3, 1),
-        "respiratory_rate": round(n.respiratory_rate, 1),
-        "score": score.round() as i64,
-        "timezone_offset": offset_label(offset_of(tz, end)),
-        "sleep_stream": {"hypnogram": hypnogram, "interval": EPOCH},
-    })
-}
-
-fn activity(spec: &Spec, d: &Day, rng: &mut ChaCha8Rng, factor: f64, floors: bool) -> Value {
-    let tz = zone_on(spec.persona, spec.seed, spec.date);
-    let steps = (d.steps * factor * normal(rng, 1.0, 0.03)).round().max(0.0);
-    let workout_min = d
-        .workout
-        .as_ref()
-        .map_or(0, |w| (w.end - w.start).num_minutes());
-    let active = (steps / 110.0) as i64 * 60 + workout_min * 60;
-    let high = workout_min * 40;
-    let medium = (steps / 400.0) as i64 * 60;
-    let low = (steps / 150.0) as i64 * 60;
-    let calories_active = round(steps * 0.04 + workout_min as f64 * 9.0, 1);
-    let mut a = json!({
-        "date": spec.date.to_string(),
-        "calories_total": round(1650.0 + calories_active + normal(rng, 0.0, 30.0), 1),
-        "calories_active": calories_active,
-        "steps": steps as i64,
-        "distance_meter": round(steps * 0.76, 1),
-        "duration_active_second": active,
-        "intensity_sedentary_second": (16 * 3600 - high - medium - low).max(0),
-        "intensity_low_second": low, "intensity_medium_second": medium, "intensity_high_second": high,
-        "time_zone": tz.name(),
-    });
-    if floors && let Some(obj) = a.as_object_mut() {
-        obj.insert("floors_climbed".into(), Value::from(rng.gen_range(2..18)));
-    }
-    a
-}
-
 fn nights(spec: &Spec) -> (Night, Night) {
     let next = spec.date.succ_opt().unwrap_or(spec.date);
     (
@@ -192,6 +81,7 @@ fn heart_rates(spec: &Spec, d: &Day, rng: &mut ChaCha8Rng, step: Duration) -> Ve
         let offset = offset_of(tz, t);
         let hr = plan::heart_rate(
             spec.persona,
+            spec.seed,
             &[&this, &next],
             d,
             (t, offset),
@@ -212,7 +102,14 @@ fn oura(spec: &Spec, rng: &mut ChaCha8Rng) -> Map<String, Value> {
     let mut t = n.start;
     while t < n.end {
         let offset = offset_of(tz, t);
-        let value = plan::heart_rate(spec.persona, &[&n], &d, (t, offset), normal(rng, 0.0, 1.0));
+        let value = plan::heart_rate(
+            spec.persona,
+            spec.seed,
+            &[&n],
+            &d,
+            (t, offset),
+            normal(rng, 0.0, 1.0),
+        );
         hr.push(json!({"timestamp": stamp(tz, t), "timezone_offset": offset, "unit": "bpm", "value": value.round()}));
         let deep = if n.stage_at(t) == Some(DEEP) {
             8.0
@@ -332,12 +229,11 @@ fn steps(spec: &Spec, n: &Night, d: &Day, rng: &mut ChaCha8Rng) -> Vec<Value> {
             .workout
             .as_ref()
             .is_some_and(|w| w.start <= t && t < w.end && matches!(w.sport, "running" | "walking"));
+        let moving = plan::movement(spec.seed, t + Duration::minutes(7));
         let weight = if on_foot {
             12.0
-        } else if rng.gen_bool(0.3) {
-            0.0
         } else {
-            rng.gen_range(0.2..2.0)
+            4.0 * moving + rng.gen_range(0.0..0.4)
         };
         slots.push((t, weight));
         t += Duration::minutes(15);

@@ -17,6 +17,7 @@
 
 mod bodies;
 mod plan;
+mod records;
 
 use chrono::{Duration, NaiveDate};
 use serde_json::Value;

@@ -139,6 +139,7 @@ pub(crate) fn night(persona: Persona, seed: u64, date: NaiveDate) -> Night {
     let end = local(tz, date, wake).max(start + Duration::hours(4));
     let epochs = ((end - start).num_seconds() / EPOCH) as usize;
     let latency = rng.gen_range(2..6);
+    let (deep_scale, rem_scale) = (rng.gen_range(0.7..1.3), rng.gen_range(0.7..1.3));
     let mut hypnogram = Vec::with_capacity(epochs);
     for i in 0..epochs {
         let stage = if i < latency {
@@ -147,8 +148,8 @@ pub(crate) fn night(persona: Persona, seed: u64, date: NaiveDate) -> Night {
             let minute = (i - latency) as f64 * 5.0;
             let cycle = (minute / 90.0) as usize;
             let within = minute % 90.0;
-            let deep_len = if cycle < 2 { 30.0 } else { 10.0 };
-            let rem_len = 10.0 + 6.0 * cycle as f64;
+            let deep_len = deep_scale * if cycle < 2 { 30.0 } else { 10.0 };
+            let rem_len = rem_scale * (10.0 + 6.0 * cycle as f64);
             if rng.gen_bool(0.04) {
                 AWAKE
             } else if within < 20.0 {
@@ -255,10 +256,24 @@ pub(crate) fn day(persona: Persona, seed: u64, date: NaiveDate) -> Day {
     }
 }
 
+/// How much the user moves in the 15 minutes around an instant, 0 (still) to 1 (brisk walk):
+/// a function of (seed, quarter hour) only, so the watch's steps and every device's heart rate
+/// agree on when the user walked.
+pub(crate) fn movement(seed: u64, t: DateTime<Utc>) -> f64 {
+    // splitmix64 of (seed, quarter hour): cheap, stateless and well mixed
+    let mut z = seed ^ (t.timestamp().div_euclid(900) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+    if u < 0.65 { 0.0 } else { (u - 0.65) / 0.35 }
+}
+
 /// A plausible heart rate at an instant: sleep stages at night, a workout's effort, and a
 /// diurnal waking rhythm in between.
 pub(crate) fn heart_rate(
     persona: Persona,
+    seed: u64,
     nights: &[&Night],
     day: &Day,
     (t, offset): (DateTime<Utc>, i32),
@@ -280,7 +295,7 @@ pub(crate) fn heart_rate(
     }
     let hour = (t.timestamp() + i64::from(offset)).rem_euclid(86_400) as f64 / 3600.0;
     let diurnal = 8.0 * (std::f64::consts::PI * (hour - 9.0) / 12.0).sin().max(0.0);
-    (rhr + 12.0 + diurnal + noise * 2.0).max(40.0)
+    (rhr + 12.0 + diurnal + 35.0 * movement(seed, t) + noise * 2.0).max(40.0)
 }
 
 /// Glucose in mmol/L at an instant: a fasting baseline plus a peak after every meal.

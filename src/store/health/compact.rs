@@ -20,8 +20,8 @@
 //!    Readers hold that lock shared from listing until their bytes are fetched, so a listed
 //!    segment is never removed under them; they see either all inputs or none, and in the
 //!    second case all outputs - no missed row;
-//! 4. invalidate the cache entry (the logical content is unchanged, but a cached entry may hold
-//!    buffers of removed files' decoded data; dropping it keeps memory honest).
+//! 4. invalidate the cache entry. The logical content is unchanged, so this costs one cold
+//!    read; it keeps the rule simple (the cache never outlives the files it was decoded from).
 //!
 //! A crash after 2 leaves inputs and outputs: correct (step 2's state), and merged again later.
 //! A crash during 1 or 2 leaves `_tmp-*` files, removed by the next compaction once older than
@@ -212,7 +212,7 @@ fn output_name(
     batch: &RecordBatch,
     dataset: Dataset,
 ) -> Result<String, StoreError> {
-    let range = super::rows::TimeColumn::of(batch, dataset.time_column())?.range();
+    let range = super::rows::TimeColumn::of(batch, dataset.time_column())?.sorted_range();
     Ok(SegmentName {
         seq: newest.seq,
         generation: newest.generation + 1,
@@ -222,4 +222,46 @@ fn output_name(
         rows: batch.num_rows() as u64,
     }
     .file_name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(seq: u64, rows: u64) -> Listed {
+        let name = SegmentName {
+            seq,
+            generation: 0,
+            part: 0,
+            nonce: 0,
+            range: Some((0, 1)),
+            rows,
+        };
+        Listed {
+            location: object_store::path::Path::from(name.file_name()),
+            name,
+        }
+    }
+
+    #[test]
+    fn the_longest_run_of_consecutive_small_segments_is_chosen() {
+        let segs = [
+            listed(1, 5),
+            listed(2, 500),
+            listed(3, 5),
+            listed(4, 5),
+            listed(5, 5),
+            listed(6, 500),
+            listed(7, 5),
+            listed(8, 5),
+        ];
+        let run: Vec<u64> = choose_run(&segs, 100).iter().map(|s| s.name.seq).collect();
+        assert_eq!(run, vec![3, 4, 5]);
+        assert!(choose_run(&segs[1..2], 100).is_empty());
+        let tail: Vec<u64> = choose_run(&segs[5..], 100)
+            .iter()
+            .map(|s| s.name.seq)
+            .collect();
+        assert_eq!(tail, vec![7, 8]);
+    }
 }

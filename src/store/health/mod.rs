@@ -174,6 +174,15 @@ impl HealthStore {
     /// Removes every segment of a user, atomically for readers (see the module docs), and
     /// forgets the user's cache entries.
     pub async fn delete_user(&self, team: Uuid, user: Uuid) -> Result<(), StoreError> {
+        // Hold every dataset's compaction lock: a compaction that fetched the user's segments
+        // must not write its outputs into a folder recreated after the delete.
+        let locks: Vec<Arc<DatasetLocks>> = layout::all_datasets()
+            .map(|d| self.locks((team, user, d)))
+            .collect();
+        let mut held = Vec::with_capacity(locks.len());
+        for l in &locks {
+            held.push(l.compact.lock().await);
+        }
         let root = self.inner.root.clone();
         let user_dir = root.join(layout::user_dir(team, user));
         let dir = user_dir.clone();
@@ -191,6 +200,11 @@ impl HealthStore {
         guard(&self.inner.known_dirs).retain(|d| !d.starts_with(&user_dir));
         guard(&self.inner.dirty).retain(|(t, u, _)| (*t, *u) != (team, user));
         self.inner.cache.invalidate_user(team, user);
+        drop(held);
+        drop(locks);
+        // Forget lock entries nobody holds; whoever needs one later creates a fresh one.
+        guard(&self.inner.locks)
+            .retain(|(t, u, _), l| (*t, *u) != (team, user) || Arc::strong_count(l) > 1);
         Ok(())
     }
 

@@ -72,7 +72,15 @@ impl<'a> TimeColumn<'a> {
         }
     }
 
-    /// Smallest and largest non-null time (first and last for a sorted column).
+    /// Smallest and largest non-null time of a column sorted with nulls first.
+    pub(crate) fn sorted_range(&self) -> Option<(i64, i64)> {
+        let first = self.get(self.null_count())?;
+        let last = self.get(self.len().checked_sub(1)?)?;
+        Some((first, last))
+    }
+
+    /// Smallest and largest non-null time.
+    #[cfg(test)]
     pub(crate) fn range(&self) -> Option<(i64, i64)> {
         let mut range: Option<(i64, i64)> = None;
         for t in (0..self.len()).filter_map(|i| self.get(i)) {
@@ -231,4 +239,83 @@ pub(crate) fn conform(
         }
     }
     RecordBatch::try_new(schema.clone(), batch.columns().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Float64Array, StringArray};
+
+    use super::*;
+    use crate::schema::Table;
+
+    /// A body batch: (measured_at, id, weight, ingested_at).
+    fn body(rows: &[(Option<i64>, &str, f64, i64)]) -> RecordBatch {
+        let dataset = Dataset::Table(Table::Body);
+        let schema = dataset.schema();
+        let columns: Vec<ArrayRef> = schema
+            .fields()
+            .iter()
+            .map(|f| -> ArrayRef {
+                match f.name().as_str() {
+                    "id" => Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+                    "measured_at" => Arc::new(
+                        TimestampMicrosecondArray::from_iter(rows.iter().map(|r| r.0))
+                            .with_timezone("UTC"),
+                    ),
+                    "weight_kilogram" => {
+                        Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2)))
+                    }
+                    "source_provider" | "source_type" => {
+                        Arc::new(StringArray::from_iter_values(rows.iter().map(|_| "p")))
+                    }
+                    "ingested_at" => Arc::new(
+                        TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.3))
+                            .with_timezone("UTC"),
+                    ),
+                    _ => datafusion::arrow::array::new_null_array(f.data_type(), rows.len()),
+                }
+            })
+            .collect();
+        RecordBatch::try_new(schema, columns).unwrap()
+    }
+
+    fn weights(b: &RecordBatch) -> Vec<f64> {
+        b.column_by_name("weight_kilogram")
+            .unwrap()
+            .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+            .values()
+            .to_vec()
+    }
+
+    #[test]
+    fn newest_ingested_wins_and_ties_go_to_the_later_row() {
+        let dataset = Dataset::Table(Table::Body);
+        let older = body(&[(Some(10), "a", 1.0, 5), (Some(20), "b", 2.0, 5)]);
+        let newer = body(&[(Some(30), "a", 3.0, 4), (Some(5), "b", 4.0, 5)]);
+        let (out, dropped) = newest_per_key(&[older, newer], dataset).unwrap();
+        assert_eq!(dropped, 2);
+        // a: ingested 5 beats 4 (even though written first); b: tie, the later row wins.
+        assert_eq!(weights(&out), vec![4.0, 1.0]);
+    }
+
+    #[test]
+    fn sorting_puts_null_times_first_and_windows_exclude_them() {
+        let batch = body(&[
+            (Some(30), "c", 3.0, 0),
+            (None, "n", 0.0, 0),
+            (Some(10), "a", 1.0, 0),
+        ]);
+        let sorted = sort_by_time(batch, "measured_at").unwrap();
+        assert_eq!(weights(&sorted), vec![0.0, 1.0, 3.0]);
+        let col = TimeColumn::of(&sorted, "measured_at").unwrap();
+        assert_eq!(col.sorted_range(), col.range());
+        assert_eq!(col.sorted_range(), Some((10, 30)));
+        let cut = slice_window(std::slice::from_ref(&sorted), "measured_at", 10, 30).unwrap();
+        assert_eq!(weights(&cut[0]), vec![1.0]);
+        assert!(
+            slice_window(&[sorted], "measured_at", 31, 40)
+                .unwrap()
+                .is_empty()
+        );
+    }
 }

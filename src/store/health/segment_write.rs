@@ -127,3 +127,104 @@ pub(crate) fn ensure_dir(root: &Path, dir: &Path) -> Result<(), StoreError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use datafusion::arrow::array::{
+        ArrayRef, Float64Array, Int32Array, StringArray, TimestampMicrosecondArray, new_null_array,
+    };
+    use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+
+    use super::*;
+    use crate::schema::resource;
+
+    fn heartrate_batch(rows: i64) -> (Dataset, RecordBatch) {
+        let dataset = Dataset::Timeseries(resource("heartrate").unwrap());
+        let schema = dataset.schema();
+        let ts = |f: &dyn Fn(i64) -> i64| -> ArrayRef {
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values((0..rows).map(f)).with_timezone("UTC"),
+            )
+        };
+        let text =
+            |v: &str| -> ArrayRef { Arc::new(StringArray::from_iter_values((0..rows).map(|_| v))) };
+        let columns: Vec<ArrayRef> = schema
+            .fields()
+            .iter()
+            .map(|f| match f.name().as_str() {
+                "timestamp" => ts(&|i| 1_000_000 * i),
+                "ingested_at" => ts(&|_| 42),
+                "timezone_offset" => Arc::new(Int32Array::from_iter_values((0..rows).map(|_| 0))),
+                "unit" => text("bpm"),
+                "source_provider" => text("oura"),
+                "source_type" => text("ring"),
+                "value" => Arc::new(Float64Array::from_iter_values(
+                    (0..rows).map(|i| (60 + i % 50) as f64),
+                )),
+                _ => new_null_array(f.data_type(), rows as usize),
+            })
+            .collect();
+        (dataset, RecordBatch::try_new(schema, columns).unwrap())
+    }
+
+    #[test]
+    fn timestamps_are_delta_encoded_without_dictionary_and_carry_statistics() {
+        let dir = tempfile::tempdir().unwrap();
+        let (dataset, batch) = heartrate_batch(3000);
+        let size = write_segment(
+            dir.path(),
+            "seg.parquet",
+            &batch,
+            writer_properties(dataset, 1000),
+        )
+        .unwrap();
+        let bytes = Bytes::from(std::fs::read(dir.path().join("seg.parquet")).unwrap());
+        assert_eq!(size, bytes.len() as u64);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+        let reader = SerializedFileReader::new(bytes).unwrap();
+        let meta = reader.metadata();
+        assert_eq!(meta.num_row_groups(), 3);
+        let group = meta.row_group(0);
+        let leaf = |name: &str| {
+            (0..group.num_columns())
+                .find(|&i| group.column(i).column_path().string() == name)
+                .unwrap()
+        };
+        for name in ["timestamp", "ingested_at"] {
+            let col = group.column(leaf(name));
+            let encodings: Vec<_> = col.encodings().collect();
+            assert!(
+                encodings.contains(&Encoding::DELTA_BINARY_PACKED),
+                "{name}: {encodings:?}"
+            );
+            assert!(
+                col.dictionary_page_offset().is_none(),
+                "{name} has a dictionary"
+            );
+            assert!(
+                col.statistics()
+                    .is_some_and(|s| s.min_bytes_opt().is_some())
+            );
+        }
+        assert!(
+            group
+                .column(leaf("value"))
+                .dictionary_page_offset()
+                .is_some()
+        );
+        // Page statistics (column index) on the time column.
+        assert!(
+            group
+                .column(leaf("timestamp"))
+                .column_index_offset()
+                .is_some()
+        );
+    }
+}

@@ -44,7 +44,7 @@ impl HealthStore {
         let task_dir = dir.clone();
         let (name, rows, bytes) = tokio::task::spawn_blocking(move || {
             let batch = prepare(batch, dataset)?;
-            let range = TimeColumn::of(&batch, dataset.time_column())?.range();
+            let range = TimeColumn::of(&batch, dataset.time_column())?.sorted_range();
             if !known {
                 ensure_dir(&root, &task_dir)?;
             }

@@ -1,0 +1,279 @@
+//! Health-store benches (criterion, seeded, self-checking). Needs in `Cargo.toml`:
+//! `[[bench]] name = "store", harness = false`.
+//!
+//! Scenarios:
+//! - `push 1,000,000 heart-rate samples in batches of 10,000`, sequential (every write waits
+//!   for its fsyncs) and with 8 writes in flight (as concurrent pushes are; the file system
+//!   batches their journal commits);
+//! - `read 90 days of 1 Hz heart rate (7,776,000 rows)`: cold (cache disabled: list, fetch,
+//!   decode Parquet) and warm (cached), on a current-thread runtime;
+//! - `read one day of 90 days of 1 Hz heart rate, cold`: segment pruning at work.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+
+use chrono::DateTime;
+use criterion::{Criterion, Throughput, criterion_group};
+use datafusion::arrow::array::{
+    ArrayRef, Float64Array, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    new_null_array,
+};
+use futures::{StreamExt, TryStreamExt};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use uuid::Uuid;
+use wearhouse::schema::{Dataset, resource};
+use wearhouse::store::health::{HealthStore, StoreOptions};
+
+const T0: i64 = 1_767_225_600_000_000; // 2026-01-01T00:00:00Z
+const SECOND: i64 = 1_000_000;
+const DAY_ROWS: usize = 86_400;
+
+fn heartrate() -> Dataset {
+    Dataset::Timeseries(resource("heartrate").expect("heartrate is a resource"))
+}
+
+/// `rows` 1 Hz samples from `start`, values a seeded random walk in 45..=185 bpm.
+fn samples(start: i64, rows: usize, rng: &mut ChaCha8Rng) -> RecordBatch {
+    let schema = heartrate().schema();
+    let mut bpm = 70.0f64;
+    let values: Float64Array = (0..rows)
+        .map(|_| {
+            bpm = (bpm + rng.gen_range(-2.0..=2.0f64)).clamp(45.0, 185.0);
+            Some(bpm.round())
+        })
+        .collect();
+    let ts = |f: &dyn Fn(i64) -> i64| -> ArrayRef {
+        Arc::new(
+            TimestampMicrosecondArray::from_iter_values((0..rows as i64).map(f))
+                .with_timezone("UTC"),
+        )
+    };
+    let text =
+        |v: &str| -> ArrayRef { Arc::new(StringArray::from_iter_values((0..rows).map(|_| v))) };
+    let columns: Vec<ArrayRef> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.name().as_str() {
+            "timestamp" => ts(&|i| start + i * SECOND),
+            "ingested_at" => ts(&|_| T0 + 100 * 86_400 * SECOND),
+            "timezone_offset" => Arc::new(Int32Array::from_iter_values((0..rows).map(|_| 3600))),
+            "unit" => text("bpm"),
+            "value" => Arc::new(values.clone()),
+            "source_provider" => text("apple_health_kit"),
+            "source_type" => text("watch"),
+            "source_app_id" => text("com.apple.health"),
+            _ => new_null_array(f.data_type(), rows),
+        })
+        .collect();
+    RecordBatch::try_new(schema, columns).expect("batch matches the heartrate schema")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn rows(batches: &[RecordBatch]) -> usize {
+    batches.iter().map(|b| b.num_rows()).sum()
+}
+
+/// One push of all `batches` into a fresh store, `in_flight` writes at a time; returns the rows
+/// stored.
+fn push_all(rt: &tokio::runtime::Runtime, batches: &[RecordBatch], in_flight: usize) -> usize {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = HealthStore::open(dir.path().to_str().expect("utf-8"), StoreOptions::default())
+        .expect("open");
+    let (team, user) = (Uuid::new_v4(), Uuid::new_v4());
+    rt.block_on(async {
+        futures::stream::iter(batches.iter().cloned())
+            .map(|batch| store.write(team, user, heartrate(), batch))
+            .buffer_unordered(in_flight)
+            .map_ok(|receipt| receipt.rows)
+            .try_fold(0, |acc, n| async move { Ok(acc + n) })
+            .await
+            .expect("writes succeed")
+    })
+}
+
+/// 1,000,000 samples in 100 batches of 10,000.
+fn push_batches() -> Vec<RecordBatch> {
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    (0..100)
+        .map(|i| samples(T0 + i * 10_000 * SECOND, 10_000, &mut rng))
+        .collect()
+}
+
+fn push(c: &mut Criterion) {
+    let rt = runtime();
+    let batches = push_batches();
+    let mut group = c.benchmark_group("store push");
+    group
+        .sample_size(10)
+        .throughput(Throughput::Elements(1_000_000));
+    for in_flight in [1usize, 8] {
+        let name = format!(
+            "push 1,000,000 heart-rate samples in batches of 10,000, {in_flight} in flight"
+        );
+        group.bench_function(name, |b| {
+            b.iter(|| assert_eq!(push_all(&rt, &batches, in_flight), 1_000_000));
+        });
+    }
+    group.finish();
+}
+
+/// A store holding 90 days of 1 Hz heart rate, one segment per day (a daily sync).
+fn ninety_days(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> (Uuid, Uuid) {
+    let store =
+        HealthStore::open(dir.to_str().expect("utf-8"), StoreOptions::default()).expect("open");
+    let (team, user) = (Uuid::new_v4(), Uuid::new_v4());
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    rt.block_on(async {
+        for day in 0..90 {
+            let batch = samples(T0 + day * 86_400 * SECOND, DAY_ROWS, &mut rng);
+            store
+                .write(team, user, heartrate(), batch)
+                .await
+                .expect("write");
+        }
+    });
+    (team, user)
+}
+
+fn read(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (team, user) = ninety_days(&rt, dir.path());
+    let path = dir.path().to_str().expect("utf-8");
+    let cold = HealthStore::open(
+        path,
+        StoreOptions {
+            cache_bytes: 0,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
+    let warm = HealthStore::open(
+        path,
+        StoreOptions {
+            cache_bytes: 1 << 30,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
+    let all_rows = 90 * DAY_ROWS;
+
+    let mut group = c.benchmark_group("store read");
+    group
+        .sample_size(10)
+        .throughput(Throughput::Elements(all_rows as u64));
+    group.bench_function(
+        "read 90 days of 1 Hz heart rate (7,776,000 rows), cold",
+        |b| {
+            b.iter(|| {
+                let got = rt
+                    .block_on(cold.read(team, user, heartrate(), None))
+                    .expect("read");
+                assert_eq!(rows(&got), all_rows);
+            });
+        },
+    );
+    assert_eq!(
+        rows(
+            &rt.block_on(warm.read(team, user, heartrate(), None))
+                .expect("read")
+        ),
+        all_rows
+    );
+    let hits = warm.metrics().cache_hits;
+    group.sample_size(100);
+    group.bench_function(
+        "read 90 days of 1 Hz heart rate (7,776,000 rows), warm",
+        |b| {
+            b.iter(|| {
+                let got = rt
+                    .block_on(warm.read(team, user, heartrate(), None))
+                    .expect("read");
+                assert_eq!(rows(&got), all_rows);
+            });
+        },
+    );
+    assert!(
+        warm.metrics().cache_hits > hits,
+        "warm reads are cache hits"
+    );
+
+    group.throughput(Throughput::Elements(DAY_ROWS as u64));
+    let day = |d: i64| DateTime::from_timestamp_micros(T0 + d * 86_400 * SECOND).expect("instant");
+    group.bench_function("read one day of 90 days of 1 Hz heart rate, cold", |b| {
+        b.iter(|| {
+            let got = rt
+                .block_on(cold.read(team, user, heartrate(), Some(day(45)..day(46))))
+                .expect("read");
+            assert_eq!(rows(&got), DAY_ROWS);
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, push, read);
+#[cfg(not(test))]
+criterion::criterion_main!(benches);
+
+/// Until `Cargo.toml` declares `harness = false` for this bench, cargo builds it with the
+/// libtest harness: then this test times every scenario a few times
+/// (`cargo test --release --bench store -- --nocapture`).
+#[cfg(test)]
+#[test]
+fn scenarios_timed_once() {
+    use std::time::Instant;
+    let best = |mut f: Box<dyn FnMut()>, n: usize| {
+        (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .min()
+            .expect("n > 0")
+    };
+    let rt = &runtime();
+    let batches = &push_batches();
+    for in_flight in [1usize, 8] {
+        let t = best(
+            Box::new(move || assert_eq!(push_all(rt, batches, in_flight), 1_000_000)),
+            3,
+        );
+        eprintln!(
+            "push 1,000,000 heart-rate samples in batches of 10,000, {in_flight} in flight: {t:?} ({:.0} samples/s)",
+            1e6 / t.as_secs_f64()
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (team, user) = ninety_days(rt, dir.path());
+    let path = dir.path().to_str().expect("utf-8");
+    let cold = HealthStore::open(
+        path,
+        StoreOptions {
+            cache_bytes: 0,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
+    let warm = HealthStore::open(path, StoreOptions::default()).expect("open");
+    let read = |store: &HealthStore| {
+        let got = rt
+            .block_on(store.read(team, user, heartrate(), None))
+            .expect("read");
+        assert_eq!(rows(&got), 90 * DAY_ROWS);
+    };
+    let t = best(Box::new(|| read(&cold)), 5);
+    eprintln!("read 90 days of 1 Hz heart rate (7,776,000 rows), cold: {t:?}");
+    read(&warm);
+    let t = best(Box::new(|| read(&warm)), 20);
+    eprintln!("read 90 days of 1 Hz heart rate (7,776,000 rows), warm: {t:?}");
+    eprintln!("{:?}", cold.metrics());
+}
