@@ -15,9 +15,21 @@
 //!
 //! Field names follow `data-model.md`: the bracketed JSON names where they differ from the
 //! columns (sleep: `bedtime_start`, `total`, `hr_lowest`, ...), the column names elsewhere.
-//! Decisions where the spec is silent are documented on the module that takes them
-//! (`push`, `summary`, `sample`, `render`, `grouped`, `dates`). This module neither stores nor
-//! serves: the store and the HTTP layer call it.
+//! Decisions where the spec is silent (each is detailed on the private module that takes it:
+//! `push`, `summary`, `sample`, `render`, `grouped`, `dates`):
+//! - summary `id` is optional on push and then derived from (provider, source type, table,
+//!   index time) with [`derive_id`]; activity ids always come from (provider, source type,
+//!   date), profile ids are the provider slug;
+//! - a record's zone is `±HH:MM`, `Z`, an IANA name or seconds east of UTC; the stored
+//!   `timezone_offset` is its offset at the row's index instant, else the fallback zone's;
+//! - the hypnogram is pushed and rendered as `"sleep_stream": {"hypnogram": [..], "interval": 300}`;
+//! - read-only getter members (`user_id`, `calendar_date`, `source`, `created_at`,
+//!   `updated_at`) are accepted and ignored on push, so a getter's output can be re-pushed;
+//! - instants render in the row's own offset (else `Z`); samples in
+//!   `{timestamp, start?, end?, timezone_offset, type, unit, value, ...}` order;
+//! - bare query dates are UTC days and the returned range is half-open with an inclusive end.
+//!
+//! This module neither stores nor serves: the store and the HTTP layer call it.
 
 // A `Violation` (136 bytes) is the error of every parsing step; it is built once per rejected
 // request, so boxing it would cost every caller a `Box` for no measurable gain.

@@ -313,3 +313,58 @@ pub(crate) fn glucose(day: &Day, previous: Option<&Day>, t: DateTime<Utc>, noise
         .sum();
     (5.0 + rise + noise * 0.15).clamp(3.0, 15.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn date(y: i32, m: u32, d: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(y, m, d).unwrap()
+    }
+
+    #[test]
+    fn local_days_stretch_and_shrink_with_dst() {
+        let hours = |d| {
+            let (a, b) = day_bounds(Persona::Regular, 1, d);
+            (b - a).num_hours()
+        };
+        assert_eq!(hours(date(2025, 3, 30)), 23);
+        assert_eq!(hours(date(2025, 10, 26)), 25);
+        assert_eq!(hours(date(2025, 6, 1)), 24);
+    }
+
+    #[test]
+    fn the_traveller_spends_8_of_42_days_in_new_york() {
+        for seed in [0, 7, 41] {
+            let away = date(2025, 1, 1)
+                .iter_days()
+                .take(42)
+                .filter(|d| zone_on(Persona::Traveller, seed, *d) == chrono_tz::America::New_York)
+                .count();
+            assert_eq!(away, 8, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn nights_are_plausible_and_end_awake() {
+        for d in date(2025, 1, 1).iter_days().take(60) {
+            let n = night(Persona::Regular, 3, d);
+            let hours = (n.end - n.start).num_minutes() as f64 / 60.0;
+            assert!((4.0..11.0).contains(&hours), "{d}: {hours} h");
+            assert_eq!(n.hypnogram.last(), Some(&AWAKE));
+            assert!(n.hypnogram.contains(&DEEP) && n.hypnogram.contains(&REM));
+            assert!((35.0..80.0).contains(&n.resting_hr));
+        }
+    }
+
+    #[test]
+    fn movement_is_a_fraction_shared_within_a_quarter_hour() {
+        let t: DateTime<Utc> = "2025-01-01T10:00:00Z".parse().unwrap();
+        assert_eq!(movement(1, t), movement(1, t + Duration::minutes(14)));
+        let all: Vec<f64> = (0..200)
+            .map(|i| movement(1, t + Duration::minutes(15 * i)))
+            .collect();
+        assert!(all.iter().all(|m| (0.0..=1.0).contains(m)));
+        assert!(all.contains(&0.0) && all.iter().any(|m| *m > 0.5));
+    }
+}
