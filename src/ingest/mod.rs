@@ -21,7 +21,8 @@
 //!   index time) with [`derive_id`]; activity ids always come from (provider, source type,
 //!   date), profile ids are the provider slug;
 //! - a record's zone is `±HH:MM`, `Z`, an IANA name or seconds east of UTC; the stored
-//!   `timezone_offset` is its offset at the row's index instant, else the fallback zone's;
+//!   `timezone_offset` is its offset at the row's index instant, else null (the fallback zone
+//!   is applied at query time, never stored);
 //! - the hypnogram is pushed and rendered as `"sleep_stream": {"hypnogram": [..], "interval": 300}`;
 //! - read-only getter members (`user_id`, `calendar_date`, `source`, `created_at`,
 //!   `updated_at`) are accepted and ignored on push, so a getter's output can be re-pushed;

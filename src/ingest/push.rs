@@ -91,10 +91,11 @@ impl Ctx<'_> {
         );
     }
 
-    /// The derived `timezone_offset` cell: the record's zone, else the fallback zone, at `at`.
+    /// The derived `timezone_offset` cell: the record's own zone at `at`, else null. The user's
+    /// fallback zone is deliberately not baked in: the engine applies it at query time
+    /// (`aggregate-dsl.md` §3.2), so changing a user's fallback zone needs no rewrite.
     pub(crate) fn offset_cell(&self, zone: Option<Zone>, at: DateTime<Utc>) -> Cell {
-        zone.or(self.fallback.map(Zone::Named))
-            .map_or(Cell::Null, |z| Cell::Int(i64::from(z.offset_at(at))))
+        zone.map_or(Cell::Null, |z| Cell::Int(i64::from(z.offset_at(at))))
     }
 }
 

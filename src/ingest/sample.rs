@@ -8,7 +8,7 @@
 //!   must agree within a second.
 //! - `unit`, when given, must be the resource's unit; it is always stored as the resource's unit.
 //! - `timezone_offset` is seconds east of UTC, or a zone string (`+HH:MM`, IANA) resolved at the
-//!   sample's instant; absent, the user's fallback zone at that instant, else null.
+//!   sample's instant; absent, null (the engine applies the user's fallback zone at query time).
 //! - Note `tags` is an array of strings, stored as its JSON text; `content` is required.
 //! - `source_workout_id` and `source_sport` are per-sample fields.
 

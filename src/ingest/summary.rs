@@ -10,8 +10,8 @@
 //!   `type` to `long_sleep` (≥ 3 h) or `short_sleep`.
 //! - The zone of a sleep (`timezone_offset`), workout or body record (`time_zone`) is `±HH:MM`,
 //!   `Z`, an IANA name or seconds east of UTC. The derived `timezone_offset` column is its offset
-//!   at the row's index instant (sleep: `bedtime_stop`), else the user's fallback zone at that
-//!   instant, else null. Sleep stores the zone as `+HH:MM` (as it renders); workouts and body
+//!   at the row's index instant (sleep: `bedtime_stop`), else null: the engine applies the
+//!   user's fallback zone at query time, so a change of fallback zone needs no rewrite. Sleep stores the zone as `+HH:MM` (as it renders); workouts and body
 //!   store it as given. An activity's `time_zone_offset` defaults to its zone's (else the
 //!   fallback zone's) offset at local noon of its date.
 //! - The hypnogram is pushed as `"sleep_stream": {"hypnogram": [1, 2, 3, 4, ...], "interval":

@@ -95,8 +95,10 @@ fn derived_columns_are_filled() {
         s["source"]["type"], "ring",
         "the catalogue's default source type"
     );
-    // no zone on the record: the fallback zone (Berlin, summer) gives the offset
-    assert_eq!(s["bedtime_stop"], "2025-07-02T07:00:00+02:00");
+    // No zone on the record: no offset is stored (the engine applies the fallback zone at
+    // query time), so the instant renders in UTC.
+    assert_eq!(s["bedtime_stop"], "2025-07-02T05:00:00Z");
+    assert_eq!(s["timezone_offset"], Value::Null);
     assert!(Uuid::parse_str(s["id"].as_str().unwrap()).is_ok());
     let again = parse_push(&body, &user(), now()).unwrap();
     let sleep2 = render_summaries(
@@ -119,8 +121,8 @@ fn derived_columns_are_filled() {
     assert_ne!(act[0]["id"], act[1]["id"]);
     let res = resource("steps").unwrap();
     let steps = render_samples(res, &batches_of(&parsed, Dataset::Timeseries(res)));
-    assert_eq!(steps[0]["end"], "2025-07-02T00:01:00+02:00");
-    assert_eq!(steps[0]["timezone_offset"], 7200);
+    assert_eq!(steps[0]["end"], "2025-07-01T22:01:00Z");
+    assert_eq!(steps[0]["timezone_offset"], Value::Null);
 
     let no_fallback = parse_push(&body, &PushUser::default(), now()).unwrap();
     let sleep = render_summaries(
