@@ -103,20 +103,16 @@ async fn list_providers(
     query: QueryParams,
 ) -> Result<Json<Vec<Provider>>, ApiError> {
     let filter = query.get("source_type");
-    if let Some(wanted) = filter {
-        let known = crate::providers::SOURCE_TYPE_PRIORITY
-            .iter()
-            .chain(["insulin_pump", "exercise_machine", "earphone"].iter());
-        let mut known = known.peekable();
-        if !known.any(|t| *t == wanted) {
-            return Err(ApiError::invalid(Violation::value(
-                crate::loc!["query", "source_type"],
-                format!(
-                    "unknown source_type {wanted:?}; expected one of: {}, insulin_pump, exercise_machine, earphone",
-                    crate::providers::SOURCE_TYPE_PRIORITY.join(", ")
-                ),
-            )));
-        }
+    if let Some(wanted) = filter
+        && !crate::providers::SOURCE_TYPES.contains(&wanted)
+    {
+        return Err(ApiError::invalid(Violation::value(
+            crate::loc!["query", "source_type"],
+            format!(
+                "unknown source_type {wanted:?}; expected one of: {}",
+                crate::providers::SOURCE_TYPES.join(", ")
+            ),
+        )));
     }
     Ok(Json(
         CATALOGUE

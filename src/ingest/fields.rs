@@ -55,25 +55,8 @@ pub(crate) const READ_ONLY: &[&str] = &[
     "updated_at",
 ];
 
-/// Source types accepted on push (`data-model.md` §Sources; closed on input).
-pub const SOURCE_TYPES: &[&str] = &[
-    "lab",
-    "automatic",
-    "watch",
-    "ring",
-    "chest_strap",
-    "scale",
-    "cuff",
-    "fingerprick",
-    "manual_scan",
-    "phone",
-    "app",
-    "multiple_sources",
-    "unknown",
-    "insulin_pump",
-    "exercise_machine",
-    "earphone",
-];
+/// Source types accepted on push: the catalogue's closed list.
+pub use crate::providers::SOURCE_TYPES;
 
 /// The allowed values of enumerated string columns.
 pub(crate) fn allowed_values(table: Table, column: &str) -> Option<&'static [&'static str]> {

@@ -82,8 +82,9 @@ pub const DEFAULT_PRIORITY: &[&str] = &[
     "manual",
 ];
 
-/// Source types, best first (`aggregate-dsl.md` §3.5); other types rank after these.
-pub const SOURCE_TYPE_PRIORITY: &[&str] = &[
+/// Every source type accepted on input (`data-model.md` §Sources; closed on input), the ranked
+/// ones first (best first, `aggregate-dsl.md` §3.5), then those that rank last.
+pub const SOURCE_TYPES: &[&str] = &[
     "lab",
     "automatic",
     "watch",
@@ -97,7 +98,13 @@ pub const SOURCE_TYPE_PRIORITY: &[&str] = &[
     "app",
     "multiple_sources",
     "unknown",
+    "insulin_pump",
+    "exercise_machine",
+    "earphone",
 ];
+
+/// Source types in priority order, best first; other types rank after these.
+pub const SOURCE_TYPE_PRIORITY: &[&str] = SOURCE_TYPES.split_at(13).0;
 
 /// The complete provider order for a team: its configured order first, then the default order,
 /// then every other catalogue slug alphabetically. Slugs appear once.

@@ -34,88 +34,27 @@ impl Family {
 
     /// The fields a query may name on a resource of this family, common ones first.
     pub fn fields(self) -> &'static [&'static str] {
+        /// The common fields every family starts with, then the family's own.
+        macro_rules! common_and {
+            ($($field:literal),*) => {
+                &["source_provider", "source_type", "source_app_id", "source_workout_id",
+                  "source_sport", "timezone_offset", "type", $($field),*]
+            };
+        }
         match self {
-            Family::Discrete => &[
-                "source_provider",
-                "source_type",
-                "source_app_id",
-                "source_workout_id",
-                "source_sport",
-                "timezone_offset",
-                "type",
-                "value",
-            ],
-            Family::Interval => &[
-                "source_provider",
-                "source_type",
-                "source_app_id",
-                "source_workout_id",
-                "source_sport",
-                "timezone_offset",
-                "type",
-                "duration",
-                "value",
-            ],
-            Family::Insulin => &[
-                "source_provider",
-                "source_type",
-                "source_app_id",
-                "source_workout_id",
-                "source_sport",
-                "timezone_offset",
-                "type",
+            Family::Discrete => common_and!("value"),
+            Family::Interval => common_and!("duration", "value"),
+            Family::Insulin => common_and!(
                 "duration",
                 "value",
                 "delivery_mode",
                 "delivery_form",
-                "bolus_purpose",
-            ],
-            Family::BloodPressure => &[
-                "source_provider",
-                "source_type",
-                "source_app_id",
-                "source_workout_id",
-                "source_sport",
-                "timezone_offset",
-                "type",
-                "systolic",
-                "diastolic",
-            ],
-            Family::Temperature => &[
-                "source_provider",
-                "source_type",
-                "source_app_id",
-                "source_workout_id",
-                "source_sport",
-                "timezone_offset",
-                "type",
-                "duration",
-                "value",
-                "sensor_location",
-            ],
-            Family::WorkoutDuration => &[
-                "source_provider",
-                "source_type",
-                "source_app_id",
-                "source_workout_id",
-                "source_sport",
-                "timezone_offset",
-                "type",
-                "duration",
-                "value",
-                "intensity",
-            ],
-            Family::Note => &[
-                "source_provider",
-                "source_type",
-                "source_app_id",
-                "source_workout_id",
-                "source_sport",
-                "timezone_offset",
-                "type",
-                "content",
-                "tags",
-            ],
+                "bolus_purpose"
+            ),
+            Family::BloodPressure => common_and!("systolic", "diastolic"),
+            Family::Temperature => common_and!("duration", "value", "sensor_location"),
+            Family::WorkoutDuration => common_and!("duration", "value", "intensity"),
+            Family::Note => common_and!("content", "tags"),
         }
     }
 

@@ -165,16 +165,28 @@ impl MetadataStore {
         match inserted {
             Ok(_) => Ok(user),
             // Lost a race with a concurrent create of the same client user id.
-            Err(e) if is_unique_violation(&e) => {
-                match self.user_by_client_id(team, &user.client_user_id).await? {
-                    Some(existing) => Err(MetadataError::ClientUserIdTaken {
-                        existing: Box::new(existing),
-                    }),
-                    None => Err(e.into()),
-                }
-            }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(self
+                .explain_write_error(team, &user.client_user_id, e)
+                .await),
         }
+    }
+
+    /// Turns a failed user write into [`MetadataError::ClientUserIdTaken`] when it broke the
+    /// unique `client_user_id` (a race with a concurrent write), else passes it on.
+    async fn explain_write_error(
+        &self,
+        team: Uuid,
+        client_user_id: &str,
+        err: sqlx::Error,
+    ) -> MetadataError {
+        if is_unique_violation(&err)
+            && let Ok(Some(existing)) = self.user_by_client_id(team, client_user_id).await
+        {
+            return MetadataError::ClientUserIdTaken {
+                existing: Box::new(existing),
+            };
+        }
+        err.into()
     }
 
     /// One page of the team's users, oldest first, and the team's total.
@@ -292,15 +304,9 @@ impl MetadataStore {
         .await;
         match updated {
             Ok(_) => Ok(Some(user)),
-            Err(e) if is_unique_violation(&e) => {
-                match self.user_by_client_id(team, &user.client_user_id).await? {
-                    Some(existing) => Err(MetadataError::ClientUserIdTaken {
-                        existing: Box::new(existing),
-                    }),
-                    None => Err(e.into()),
-                }
-            }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(self
+                .explain_write_error(team, &user.client_user_id, e)
+                .await),
         }
     }
 
