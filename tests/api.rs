@@ -620,6 +620,13 @@ async fn openapi_documents_every_served_route_and_nothing_else() {
         ("GET", "/v2/providers"),
         ("GET", "/v2/team/source/priorities"),
         ("PATCH", "/v2/team/source/priorities"),
+        ("POST", "/v2/user/{user_id}/data"),
+        ("GET", "/v2/summary/{kind}/{user_id}"),
+        ("GET", "/v2/summary/profile/{user_id}"),
+        ("GET", "/v2/timeseries/{user_id}/{resource}"),
+        ("GET", "/v2/timeseries/{user_id}/{resource}/grouped"),
+        ("POST", "/v2/link/connect/demo"),
+        ("POST", "/aggregate/v1/user/{user_id}/query"),
         ("GET", "/health"),
     ];
     for (method, path) in expected {
