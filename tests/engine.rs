@@ -318,3 +318,33 @@ async fn a_tiny_time_limit_times_out() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn a_tiny_memory_pool_is_resources_exhausted_not_internal() {
+    let limits = Limits {
+        memory_limit_bytes: 4 * 1024,
+        ..Limits::default()
+    };
+    let body = json!({"timeframe": {"anchor": "2025-03-07", "past": {"value": 7, "unit": "day"}},
+        "queries": [{"select": [{"group_key": 0}, {"func": "median", "arg": {"timeseries": "heartrate", "field": "value"}}],
+                     "group_by": [{"date_trunc": {"value": 1, "unit": "minute"}, "arg": {"index": "timeseries"}}]}]});
+    let req = parse_request(&body, &limits).unwrap();
+    let err = execute(
+        &req,
+        &Default::default(),
+        data::batches(&data::scenario("hr_two_providers")),
+        &limits,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EngineError::ResourcesExhausted {
+                limit_bytes: 4096,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

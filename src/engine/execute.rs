@@ -11,6 +11,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::DataFusionError;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::schema::Dataset;
@@ -80,7 +81,15 @@ fn session(limits: &Limits) -> Result<SessionContext, EngineError> {
     let config = SessionConfig::new()
         .with_target_partitions(limits.target_partitions.max(1))
         .with_information_schema(false);
-    Ok(SessionContext::new_with_config_rt(config, runtime))
+    // Building a state registers every built-in function; do that once and give each request
+    // a copy with its own config and memory pool.
+    static BASE: OnceLock<SessionState> = OnceLock::new();
+    let base = BASE.get_or_init(|| SessionStateBuilder::new().with_default_features().build());
+    let state = SessionStateBuilder::new_from_existing(base.clone())
+        .with_config(config)
+        .with_runtime_env(runtime)
+        .build();
+    Ok(SessionContext::new_with_state(state))
 }
 
 fn classify(e: DataFusionError, limits: &Limits) -> EngineError {

@@ -71,9 +71,11 @@ pub fn awakenings(hypnogram: Option<&[i8]>) -> Option<i64> {
 pub fn trailing_awake_seconds(hypnogram: Option<&[i8]>, interval: Option<i64>) -> i64 {
     let h = hypnogram.unwrap_or(&[]);
     let run = h.iter().rev().take_while(|c| **c == 4).count() as i64;
-    run * interval
-        .filter(|i| *i > 0)
-        .unwrap_or(DEFAULT_INTERVAL_SECONDS)
+    run.saturating_mul(
+        interval
+            .filter(|i| *i > 0)
+            .unwrap_or(DEFAULT_INTERVAL_SECONDS),
+    )
 }
 
 /// Inputs of the sleep score.
@@ -204,7 +206,7 @@ impl ScalarUDFImpl for SleepMacro {
                 (0..n)
                     .map(|i| {
                         let (s, e) = (opt_ts(&a[0], i)?, opt_ts(&a[1], i)?);
-                        let mid = s + (e - s).div_euclid(2);
+                        let mid = s / 2 + e / 2 + (s % 2 + e % 2) / 2;
                         Some(chronotype(
                             mid.rem_euclid(super::time::MICROS_PER_DAY) / 1_000_000,
                         ))
@@ -213,7 +215,11 @@ impl ScalarUDFImpl for SleepMacro {
             ),
             (ValueMacro::AsleepAt, 2) => Arc::new(
                 (0..n)
-                    .map(|i| Some(opt_ts(&a[0], i)? + opt_i64(&a[1], i).unwrap_or(0) * 1_000_000))
+                    .map(|i| {
+                        Some(opt_ts(&a[0], i)?.saturating_add(
+                            opt_i64(&a[1], i).unwrap_or(0).saturating_mul(1_000_000),
+                        ))
+                    })
                     .collect::<TimestampMicrosecondArray>(),
             ),
             (ValueMacro::AwakeAt, 3) => Arc::new(
@@ -221,7 +227,7 @@ impl ScalarUDFImpl for SleepMacro {
                     .map(|i| {
                         let h = list(1).and_then(|l| hypnogram(l, i));
                         let awake = trailing_awake_seconds(h.as_deref(), opt_i64(&a[2], i));
-                        Some(opt_ts(&a[0], i)? - awake * 1_000_000)
+                        Some(opt_ts(&a[0], i)?.saturating_sub(awake.saturating_mul(1_000_000)))
                     })
                     .collect::<TimestampMicrosecondArray>(),
             ),
@@ -283,7 +289,7 @@ mod tests {
         let perfect = ScoreInputs {
             duration: Some(30_000),
             asleep: Some(28_800),
-            efficiency: Some(96.0),
+            efficiency: Some(100.0),
             latency: Some(600),
             deep: Some(6_000),
             rem: Some(7_200),

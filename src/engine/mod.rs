@@ -27,10 +27,14 @@ pub mod time;
 mod udf;
 mod where_clause;
 
+#[cfg(test)]
+mod tests;
+
 pub use catalog::{Catalog, UserContext, data_type_of};
 pub use compile::compile;
 pub use encode::json::encode_json;
 pub use encode::parquet_tar::encode_parquet_tar;
+pub use encode::{encode_json_blocking, encode_parquet_tar_blocking};
 pub use error::EngineError;
 pub use execute::{QueryResult, execute, required_inputs};
 pub use limits::Limits;

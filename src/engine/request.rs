@@ -309,6 +309,19 @@ pub enum ValueType {
 }
 
 impl ValueType {
+    /// The name used in messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ValueType::Str => "string",
+            ValueType::Int => "integer",
+            ValueType::Float => "float",
+            ValueType::Bool => "boolean",
+            ValueType::Date => "date",
+            ValueType::Floating => "datetime",
+            ValueType::Utc => "UTC datetime",
+        }
+    }
+
     /// Whether it is Int or Float.
     pub fn is_numeric(self) -> bool {
         matches!(self, ValueType::Int | ValueType::Float)

@@ -139,9 +139,10 @@ pub(crate) fn check_aggregate(
         out.push(Violation::value(
             at(loc, "func"),
             format!(
-                "{} cannot aggregate {} ({t:?}); allowed for this type: {}",
+                "{} cannot aggregate {} ({}); allowed for this type: {}",
                 f.name(),
                 operand_name(op),
+                t.describe(),
                 allowed.join(", ")
             ),
         ));

@@ -64,7 +64,7 @@ pub fn to_floating(utc_micros: i64, offset_seconds: Option<i32>, zone: Option<Tz
         (None, Some(tz)) => zone_offset(tz, utc_micros),
         (None, None) => 0,
     };
-    utc_micros + offset * 1_000_000
+    utc_micros.saturating_add(offset * 1_000_000)
 }
 
 /// Seconds east of UTC of `tz` at the instant `utc_micros` (DST-aware).

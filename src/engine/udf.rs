@@ -77,7 +77,9 @@ impl ScalarUDFImpl for FloatingTime {
         let off = arrays[1].as_primitive_opt::<Int32Type>();
         let out: TimestampMicrosecondArray = match off {
             Some(off) if off.null_count() == 0 => {
-                datafusion::arrow::compute::binary(ts, off, |t, o| t + i64::from(o) * 1_000_000)?
+                datafusion::arrow::compute::binary(ts, off, |t, o| {
+                    t.saturating_add(i64::from(o) * 1_000_000)
+                })?
             }
             _ if self.zone.is_none() && off.is_none_or(|o| o.null_count() == o.len()) => {
                 ts.unary(|t| t)

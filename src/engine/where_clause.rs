@@ -96,9 +96,16 @@ pub(crate) fn parse_where(text: &str, resolver: &dyn Resolve) -> Result<WhereExp
     let mut parser = Parser::new(&dialect)
         .try_with_sql(text)
         .map_err(|e| format!("cannot parse where: {e}"))?;
-    let sql = parser
-        .parse_expr()
-        .map_err(|e| format!("cannot parse where: {e}"))?;
+    let sql = parser.parse_expr().map_err(|e| {
+        let msg = e.to_string();
+        if msg.contains("Line:") {
+            format!("cannot parse where: {msg}")
+        } else {
+            // sqlparser gives no position at the end of input: name it.
+            let end = text.chars().count() + 1;
+            format!("cannot parse where: {msg} at character {end} (end of input)")
+        }
+    })?;
     let next = parser.peek_token();
     if next.token != Token::EOF {
         return Err(format!(

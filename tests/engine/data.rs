@@ -437,6 +437,24 @@ pub fn scenario(name: &str) -> Data {
                     body.push(r);
                 }
             }
+            let profile = [
+                ("oura", "2025-03-02T23:30:00", 180),
+                ("withings", "2025-03-05T06:15:30", 181),
+            ]
+            .iter()
+            .map(|(p, at, height)| {
+                let mut r = Row::new();
+                r.insert("id".into(), s(&format!("profile-{p}")));
+                r.insert("height_centimeter".into(), Val::I(*height));
+                r.insert("birth_date".into(), Val::D(day("1990-07-14")));
+                r.insert("sex".into(), s("female"));
+                r.insert("created_at".into(), Val::T(ts("2024-01-01T00:00:00")));
+                r.insert("updated_at".into(), Val::T(ts(at)));
+                source(&mut r, p, "app", ts(at));
+                r
+            })
+            .collect();
+            data.insert(Dataset::Table(Table::Profile), profile);
             data.insert(Dataset::Table(Table::Activity), act);
             data.insert(Dataset::Table(Table::Meal), meal);
             data.insert(Dataset::Table(Table::Body), body);

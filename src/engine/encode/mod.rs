@@ -1,5 +1,30 @@
 //! Result encoders: column-major JSON (§4.2) and a gzipped tar of Parquet files (§4.3). Both
-//! are CPU-bound; callers on an async runtime run them in `spawn_blocking`.
+//! are CPU-bound: async callers use the `*_blocking` wrappers, which run them on tokio's
+//! blocking pool instead of an async worker.
 
 pub mod json;
 pub mod parquet_tar;
+
+use super::{EngineError, Limits, QueryResult};
+
+/// [`json::encode_json`] on the blocking pool, serialised to bytes there as well.
+pub async fn encode_json_blocking(
+    results: Vec<QueryResult>,
+    limits: Limits,
+) -> Result<Vec<u8>, EngineError> {
+    tokio::task::spawn_blocking(move || {
+        let doc = json::encode_json(&results, &limits)?;
+        serde_json::to_vec(&doc).map_err(|e| EngineError::internal("json", e))
+    })
+    .await
+    .map_err(|e| EngineError::internal("json task", e))?
+}
+
+/// [`parquet_tar::encode_parquet_tar`] on the blocking pool.
+pub async fn encode_parquet_tar_blocking(
+    results: Vec<QueryResult>,
+) -> Result<Vec<u8>, EngineError> {
+    tokio::task::spawn_blocking(move || parquet_tar::encode_parquet_tar(&results))
+        .await
+        .map_err(|e| EngineError::internal("parquet task", e))?
+}

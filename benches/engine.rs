@@ -1,0 +1,186 @@
+//! Aggregate engine benchmarks (criterion, seeded data, self-checking output sizes).
+//!
+//! Scenarios:
+//! - `daily buckets, 90 days of 1/min heart rate` (129 600 rows): mean/min/max/newest/count;
+//! - `hourly buckets, 90 days of 1 Hz heart rate` (7 776 000 rows): the same aggregates;
+//! - both again with two fully overlapping providers (Oura ring, Apple watch) and priority on;
+//! - `compile only, 10 select expressions`.
+//!
+//! Register with `[[bench]] name = "engine", harness = false` and run `cargo bench --bench engine`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use datafusion::arrow::array::{
+    ArrayRef, Float64Array, Int32Array, StringArray, TimestampMicrosecondArray,
+};
+use datafusion::arrow::record_batch::RecordBatch;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use wearhouse::engine::{Catalog, Limits, UserContext, compile, execute, parse_request};
+use wearhouse::schema::{Dataset, resource};
+
+const DAYS: i64 = 90;
+/// 2025-01-01T00:00:00Z in microseconds.
+const START: i64 = 1_735_689_600_000_000;
+const BATCH_ROWS: i64 = 65_536;
+
+/// Heart rate every `step_seconds` for 90 days from one provider, in 64 Ki-row batches.
+fn heart_rate(step_seconds: i64, provider: &str, source_type: &str, seed: u64) -> Vec<RecordBatch> {
+    let schema = Dataset::Timeseries(resource("heartrate").unwrap()).schema();
+    let total = DAYS * 86_400 / step_seconds;
+    let mut g = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < total {
+        let n = BATCH_ROWS.min(total - i);
+        let ts: Vec<i64> = (i..i + n)
+            .map(|k| START + k * step_seconds * 1_000_000)
+            .collect();
+        let cols: Vec<ArrayRef> = schema
+            .fields()
+            .iter()
+            .map(|f| -> ArrayRef {
+                let n = n as usize;
+                match f.name().as_str() {
+                    "timestamp" => {
+                        Arc::new(TimestampMicrosecondArray::from(ts.clone()).with_timezone("UTC"))
+                    }
+                    "ingested_at" => Arc::new(
+                        TimestampMicrosecondArray::from(vec![START; n]).with_timezone("UTC"),
+                    ),
+                    "timezone_offset" => Arc::new(Int32Array::from(vec![3600; n])),
+                    "value" => Arc::new(Float64Array::from_iter_values(
+                        (0..n).map(|_| g.gen_range(45.0..160.0)),
+                    )),
+                    "unit" => Arc::new(StringArray::from(vec!["bpm"; n])),
+                    "source_provider" => Arc::new(StringArray::from(vec![provider; n])),
+                    "source_type" => Arc::new(StringArray::from(vec![source_type; n])),
+                    _ => Arc::new(StringArray::new_null(n)),
+                }
+            })
+            .collect();
+        out.push(RecordBatch::try_new(schema.clone(), cols).unwrap());
+        i += n;
+    }
+    out
+}
+
+fn request(unit: &str) -> serde_json::Value {
+    let hr = json!({"timeseries": "heartrate", "field": "value"});
+    json!({
+        "timeframe": {"anchor": "2025-03-31", "past": {"value": DAYS - 1, "unit": "day"}},
+        "queries": [{
+            "select": [
+                {"group_key": 0},
+                {"func": "mean", "arg": hr}, {"func": "min", "arg": hr}, {"func": "max", "arg": hr},
+                {"func": "newest", "arg": hr}, {"func": "count", "arg": hr}
+            ],
+            "group_by": [{"date_trunc": {"value": 1, "unit": unit}, "arg": {"index": "timeseries"}}]
+        }]
+    })
+}
+
+fn bench_case(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    unit: &str,
+    batches: Vec<RecordBatch>,
+    rows: usize,
+) {
+    let limits = Limits::default();
+    let req = parse_request(&request(unit), &limits).unwrap();
+    let ctx = UserContext::default();
+    let dataset = Dataset::Timeseries(resource("heartrate").unwrap());
+    let run = || {
+        let inputs: HashMap<_, _> = [(dataset, batches.clone())].into_iter().collect();
+        rt.block_on(execute(&req, &ctx, inputs, &limits)).unwrap()
+    };
+    let out = run();
+    assert_eq!(out[0].num_rows(), rows, "{name}: wrong number of buckets");
+    c.bench_function(name, |b| b.iter(|| black_box(run())));
+}
+
+fn engine(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let per_minute = heart_rate(60, "oura", "ring", 1);
+    bench_case(
+        c,
+        &rt,
+        "daily buckets, 90 days of 1/min heart rate",
+        "day",
+        per_minute.clone(),
+        90,
+    );
+    let mut two = per_minute;
+    two.extend(heart_rate(60, "apple_health_kit", "watch", 2));
+    bench_case(
+        c,
+        &rt,
+        "daily buckets, 90 days of 1/min heart rate, two providers, priority on",
+        "day",
+        two,
+        90,
+    );
+
+    let per_second = heart_rate(1, "oura", "ring", 3);
+    bench_case(
+        c,
+        &rt,
+        "hourly buckets, 90 days of 1 Hz heart rate",
+        "hour",
+        per_second.clone(),
+        90 * 24,
+    );
+    let mut two = per_second;
+    two.extend(heart_rate(1, "apple_health_kit", "watch", 4));
+    bench_case(
+        c,
+        &rt,
+        "hourly buckets, 90 days of 1 Hz heart rate, two providers, priority on",
+        "hour",
+        two,
+        90 * 24,
+    );
+
+    let limits = Limits::default();
+    let sleep = |col: &str| json!({"sleep": col});
+    let body = json!({
+        "timeframe": {"anchor": "2025-03-31", "past": {"value": 3, "unit": "month"}},
+        "queries": [{
+            "select": [
+                {"group_key": "*"},
+                {"func": "mean", "arg": sleep("efficiency")}, {"func": "median", "arg": sleep("duration_second")},
+                {"func": "stddev", "arg": sleep("latency_second")}, {"func": "newest", "arg": {"value_macro": "chronotype"}},
+                {"func": "oldest", "arg": sleep("hrv_mean_rmssd")}, {"func": "max", "arg": {"value_macro": "sleep_score"}},
+                {"func": "min", "arg": sleep("heart_rate_minimum")}, {"func": "sum", "arg": sleep("stage_deep_second")}
+            ],
+            "group_by": [{"date_trunc": {"value": 1, "unit": "week"}, "arg": {"index": "sleep"}}],
+            "where": "type = 'long_sleep' AND efficiency > 50"
+        }]
+    });
+    let req = parse_request(&body, &limits).unwrap();
+    let catalog = Catalog::new(UserContext::default(), HashMap::new()).unwrap();
+    assert_eq!(
+        compile(&req, 0, &catalog).unwrap().schema().fields().len(),
+        9
+    );
+    c.bench_function("compile only, 10 select expressions", |b| {
+        b.iter(|| black_box(compile(&req, 0, &catalog).unwrap()))
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = engine
+}
+criterion_main!(benches);
