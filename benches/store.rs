@@ -263,7 +263,14 @@ fn scenarios_timed_once() {
         },
     )
     .expect("open");
-    let warm = HealthStore::open(path, StoreOptions::default()).expect("open");
+    let warm = HealthStore::open(
+        path,
+        StoreOptions {
+            cache_bytes: 1 << 30,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
     let read = |store: &HealthStore| {
         let got = rt
             .block_on(store.read(team, user, heartrate(), None))
@@ -276,4 +283,6 @@ fn scenarios_timed_once() {
     let t = best(Box::new(|| read(&warm)), 20);
     eprintln!("read 90 days of 1 Hz heart rate (7,776,000 rows), warm: {t:?}");
     eprintln!("{:?}", cold.metrics());
+    eprintln!("warm cache holds {} bytes", warm.cache_bytes());
+    assert!(warm.metrics().cache_hits > 0);
 }

@@ -32,6 +32,7 @@
 
 mod cache;
 mod compact;
+mod constant;
 mod error;
 mod layout;
 mod metrics;

@@ -1,12 +1,15 @@
 //! Decoding a segment's bytes into record batches, skipping row groups whose time statistics
-//! miss the requested window.
+//! miss the requested window and building constant columns instead of decoding them.
 
 use bytes::Bytes;
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
+use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use datafusion::parquet::errors::ParquetError;
 use datafusion::parquet::file::metadata::RowGroupMetaData;
 use datafusion::parquet::file::statistics::Statistics;
 
+use super::constant::{ConstantPool, column_constant};
 use super::error::StoreError;
 use crate::schema::Dataset;
 
@@ -28,6 +31,7 @@ pub(crate) fn decode(
     dataset: Dataset,
     window: Option<(i64, i64)>,
     batch_size: usize,
+    pool: &mut ConstantPool,
 ) -> Result<Decoded, StoreError> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
     let time = dataset.time_column();
@@ -52,18 +56,56 @@ pub(crate) fn decode(
         return Ok(out);
     }
     let schema = dataset.schema();
+    // Columns proven constant by their statistics are built, not decoded (see `constant`).
+    // The time column is always decoded, so the projection is never empty.
+    let parquet = builder.parquet_schema();
+    let chosen: Vec<&RowGroupMetaData> = selected.iter().map(|&i| &groups[i]).collect();
+    let rows_selected: usize = chosen.iter().map(|g| g.num_rows() as usize).sum();
+    let batch_size = batch_size.max(1024);
+    let constants: Vec<Option<ArrayRef>> = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            if field.name() == time {
+                return None;
+            }
+            let leaf = parquet
+                .columns()
+                .iter()
+                .position(|c| c.path().string() == *field.name())?;
+            let value = column_constant(&chosen, leaf)?;
+            pool.get(field, &value, batch_size.min(rows_selected))
+        })
+        .collect();
+    let decoded_roots: Vec<usize> = (0..schema.fields().len())
+        .filter(|&i| constants[i].is_none())
+        .collect();
+    let mask = ProjectionMask::roots(parquet, decoded_roots);
     let reader = builder
         .with_row_groups(selected)
-        .with_batch_size(batch_size.max(1024))
+        .with_projection(mask)
+        .with_batch_size(batch_size)
         .build()?;
     for batch in reader {
         let batch = batch?;
-        out.rows += batch.num_rows();
-        // Same columns and types; re-labelled so every batch carries the canonical schema.
-        out.batches.push(RecordBatch::try_new(
-            schema.clone(),
-            batch.columns().to_vec(),
-        )?);
+        let n = batch.num_rows();
+        out.rows += n;
+        let mut decoded = batch.columns().iter();
+        let columns: Vec<ArrayRef> = constants
+            .iter()
+            .map(|c| match c {
+                Some(array) if array.len() >= n => Ok(array.slice(0, n)),
+                Some(_) => Err(StoreError::Parquet(ParquetError::General(
+                    "batch longer than the reader's batch size".to_owned(),
+                ))),
+                None => decoded.next().cloned().ok_or_else(|| {
+                    StoreError::Parquet(ParquetError::General("projected column missing".into()))
+                }),
+            })
+            .collect::<Result<_, _>>()?;
+        // Same columns and types; labelled with the canonical schema.
+        out.batches
+            .push(RecordBatch::try_new(schema.clone(), columns)?);
     }
     Ok(out)
 }
