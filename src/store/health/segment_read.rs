@@ -131,3 +131,74 @@ fn may_overlap(group: &RowGroupMetaData, leaf: usize, start: i64, end: i64) -> b
             .is_none_or(|s| s.null_count_opt().is_none()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{
+        ArrayRef, AsArray, Float64Array, StringArray, TimestampMicrosecondArray, new_null_array,
+    };
+
+    use super::*;
+    use crate::schema::resource;
+    use crate::store::health::segment_write::{write_segment, writer_properties};
+
+    /// 300 samples; `unit` is "a" for the first 100 rows and "b" after; `source_app_id` null
+    /// for the first 100 and "app" after.
+    fn segment() -> (Dataset, Bytes, RecordBatch) {
+        let dataset = Dataset::Timeseries(resource("heartrate").unwrap());
+        let schema = dataset.schema();
+        let n = 300;
+        let columns: Vec<ArrayRef> = schema
+            .fields()
+            .iter()
+            .map(|f| -> ArrayRef {
+                match f.name().as_str() {
+                    "timestamp" | "ingested_at" => Arc::new(
+                        TimestampMicrosecondArray::from_iter_values(0..n).with_timezone("UTC"),
+                    ),
+                    "unit" => Arc::new(StringArray::from_iter_values(
+                        (0..n).map(|i| if i < 100 { "a" } else { "b" }),
+                    )),
+                    "source_app_id" => Arc::new(StringArray::from_iter(
+                        (0..n).map(|i| (i >= 100).then_some("app")),
+                    )),
+                    "source_provider" | "source_type" => {
+                        Arc::new(StringArray::from_iter_values((0..n).map(|_| "p")))
+                    }
+                    "value" => Arc::new(Float64Array::from_iter_values((0..n).map(|i| i as f64))),
+                    _ => new_null_array(f.data_type(), n as usize),
+                }
+            })
+            .collect();
+        let batch = RecordBatch::try_new(schema, columns).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        write_segment(
+            dir.path(),
+            "s.parquet",
+            &batch,
+            writer_properties(dataset, 100),
+        )
+        .unwrap();
+        let bytes = Bytes::from(std::fs::read(dir.path().join("s.parquet")).unwrap());
+        (dataset, bytes, batch)
+    }
+
+    #[test]
+    fn constant_shortcuts_match_full_decoding_with_and_without_pruning() {
+        let (dataset, bytes, batch) = segment();
+        let mut pool = ConstantPool::default();
+        let all = decode(bytes.clone(), dataset, None, 1024, &mut pool).unwrap();
+        assert_eq!(all.batches, vec![batch.clone()]);
+        // Only the last two row groups: `unit` and `source_app_id` are constant there.
+        let tail = decode(bytes, dataset, Some((150, 1000)), 1024, &mut pool).unwrap();
+        assert_eq!((tail.row_groups_read, tail.row_groups_pruned), (2, 1));
+        assert_eq!(tail.batches, vec![batch.slice(100, 200)]);
+        let unit = tail.batches[0]
+            .column_by_name("unit")
+            .unwrap()
+            .as_string::<i32>();
+        assert!(unit.iter().all(|u| u == Some("b")));
+    }
+}
