@@ -443,3 +443,22 @@ async fn date_indexed_tables_are_windowed_by_midnight_utc_and_nothing_is_pruned_
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn a_folder_removed_behind_the_stores_back_is_recreated_on_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let hr = heartrate();
+    store
+        .write(team, user, hr, batch(hr, &[row(T0, "", 1.0)]))
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(store.root().join(team.to_string())).unwrap();
+    store
+        .write(team, user, hr, batch(hr, &[row(T0, "", 2.0)]))
+        .await
+        .unwrap();
+    let got = one(hr, &store.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![2.0]);
+}
