@@ -1,5 +1,4 @@
-//! Health-store benches (criterion, seeded, self-checking). Needs in `Cargo.toml`:
-//! `[[bench]] name = "store", harness = false`.
+//! Health-store benches (criterion, seeded, self-checking): `cargo bench --bench store`.
 //!
 //! Scenarios:
 //! - `push 1,000,000 heart-rate samples in batches of 10,000`, sequential (every write waits

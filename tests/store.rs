@@ -8,44 +8,12 @@ mod store_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use store_support::{DAY, T0, batch, floats, one, row, times};
+use store_support::{
+    DAY, T0, at, batch, floats, heartrate, ids, one, open, row, segment_files, times,
+};
 use uuid::Uuid;
 use wearhouse::schema::{Dataset, Table, resource};
 use wearhouse::store::health::{HealthStore, StoreError, StoreOptions};
-
-fn heartrate() -> Dataset {
-    Dataset::Timeseries(resource("heartrate").unwrap())
-}
-
-fn at(us: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_micros(us).unwrap()
-}
-
-fn open(dir: &tempfile::TempDir, options: StoreOptions) -> HealthStore {
-    HealthStore::open(dir.path().to_str().unwrap(), options).unwrap()
-}
-
-fn ids() -> (Uuid, Uuid) {
-    (Uuid::new_v4(), Uuid::new_v4())
-}
-
-/// Segment files (not temp files) in a dataset folder.
-fn segment_files(store: &HealthStore, team: Uuid, user: Uuid, dataset: Dataset) -> Vec<String> {
-    let dir = store
-        .root()
-        .join(format!("{team}/{user}/{}", dataset.path()));
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.ends_with(".parquet"))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
 
 #[tokio::test]
 async fn every_table_and_family_round_trips_sorted_by_time() {
@@ -431,4 +399,66 @@ async fn locations_and_schemas_are_checked() {
             .unwrap()
             .is_empty()
     );
+}
+
+#[tokio::test]
+async fn date_indexed_tables_are_windowed_by_midnight_utc_and_nothing_is_pruned_unsafely() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let activity = Dataset::Table(Table::Activity);
+    let days = [
+        row(T0, "d0", 1.0),
+        row(T0 + DAY, "d1", 2.0),
+        row(T0 + 2 * DAY, "d2", 3.0),
+    ];
+    store
+        .write(team, user, activity, batch(activity, &days))
+        .await
+        .unwrap();
+    // Day 1 re-ingested with a new value in a later segment.
+    let mut again = row(T0 + DAY, "d1", 20.0);
+    again.ingested = T0 + 1;
+    store
+        .write(team, user, activity, batch(activity, &[again]))
+        .await
+        .unwrap();
+
+    let window = at(T0 + DAY - 1)..at(T0 + DAY + 1);
+    let got = one(
+        activity,
+        &store
+            .read(team, user, activity, Some(window))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(times(activity, &got), vec![T0 + DAY]);
+    assert_eq!(floats(&got, "calories_total"), vec![20.0]);
+    let window = at(T0 + DAY + 1)..at(T0 + 2 * DAY);
+    assert!(
+        store
+            .read(team, user, activity, Some(window))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_folder_removed_behind_the_stores_back_is_recreated_on_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let hr = heartrate();
+    store
+        .write(team, user, hr, batch(hr, &[row(T0, "", 1.0)]))
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(store.root().join(team.to_string())).unwrap();
+    store
+        .write(team, user, hr, batch(hr, &[row(T0, "", 2.0)]))
+        .await
+        .unwrap();
+    let got = one(hr, &store.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![2.0]);
 }

@@ -5,13 +5,16 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use datafusion::arrow::array::{
     ArrayRef, BooleanArray, Date32Array, Float64Array, Int32Array, Int64Array, RecordBatch,
     StringArray, TimestampMicrosecondArray, new_null_array,
 };
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::DataType;
-use wearhouse::schema::{Dataset, INGESTED_AT};
+use uuid::Uuid;
+use wearhouse::schema::{Dataset, INGESTED_AT, resource};
+use wearhouse::store::health::{HealthStore, StoreOptions};
 
 /// Microseconds per day.
 pub const DAY: i64 = 86_400_000_000;
@@ -121,4 +124,37 @@ pub fn times(dataset: Dataset, batch: &RecordBatch) -> Vec<i64> {
         .downcast_ref::<Date32Array>()
         .expect("date column");
     days.values().iter().map(|d| i64::from(*d) * DAY).collect()
+}
+
+pub fn heartrate() -> Dataset {
+    Dataset::Timeseries(resource("heartrate").unwrap())
+}
+
+pub fn at(us: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(us).unwrap()
+}
+
+pub fn open(dir: &tempfile::TempDir, options: StoreOptions) -> HealthStore {
+    HealthStore::open(dir.path().to_str().unwrap(), options).unwrap()
+}
+
+pub fn ids() -> (Uuid, Uuid) {
+    (Uuid::new_v4(), Uuid::new_v4())
+}
+
+/// Segment files (not temp files) in a dataset folder.
+pub fn segment_files(store: &HealthStore, team: Uuid, user: Uuid, dataset: Dataset) -> Vec<String> {
+    let dir = store
+        .root()
+        .join(format!("{team}/{user}/{}", dataset.path()));
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".parquet"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
 }

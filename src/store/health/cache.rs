@@ -9,10 +9,11 @@
 //! and may only insert its result if the version is unchanged, so a read that raced a write can
 //! never cache (and then serve forever) a result that misses the write.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::ArrayData;
+use datafusion::arrow::array::{Array, RecordBatch};
 use uuid::Uuid;
 
 use super::layout::all_datasets;
@@ -92,7 +93,7 @@ impl Cache {
         coverage: Option<(i64, i64)>,
         batches: Vec<RecordBatch>,
     ) -> usize {
-        let bytes: usize = batches.iter().map(|b| b.get_array_memory_size()).sum();
+        let bytes = memory_size(&batches);
         if bytes > self.capacity {
             return 0;
         }
@@ -160,6 +161,31 @@ impl Cache {
     }
 }
 
+/// Bytes of memory the batches keep alive, counting each underlying allocation once: slices of
+/// one decoded array (windows, constant columns shared by every batch of a segment) share
+/// buffers, which `RecordBatch::get_array_memory_size` would count again for every slice.
+pub(crate) fn memory_size(batches: &[RecordBatch]) -> usize {
+    fn visit(data: &ArrayData, seen: &mut HashSet<usize>, total: &mut usize) {
+        let nulls = data.nulls().map(|n| n.buffer());
+        for buffer in data.buffers().iter().chain(nulls) {
+            if seen.insert(buffer.data_ptr().as_ptr() as usize) {
+                *total += buffer.capacity().max(buffer.len());
+            }
+        }
+        for child in data.child_data() {
+            visit(child, seen, total);
+        }
+    }
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    for batch in batches {
+        for column in batch.columns() {
+            visit(&column.to_data(), &mut seen, &mut total);
+        }
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -186,7 +212,7 @@ mod tests {
 
     #[test]
     fn evicts_least_recently_used_to_stay_under_the_bound() {
-        let one = batch(1000).get_array_memory_size();
+        let one = memory_size(&[batch(1000)]);
         let cache = Cache::new(one * 2 + one / 2);
         cache.insert(key(1), 0, None, vec![batch(1000)]);
         cache.insert(key(2), 0, None, vec![batch(1000)]);
@@ -196,6 +222,18 @@ mod tests {
         assert!(cache.get(&key(1), None).is_some());
         assert!(cache.get(&key(3), None).is_some());
         assert!(cache.bytes() <= one * 2 + one / 2);
+    }
+
+    #[test]
+    fn shared_buffers_are_counted_once() {
+        let b = batch(1000);
+        let whole = memory_size(std::slice::from_ref(&b));
+        assert!(whole >= 8000);
+        assert_eq!(
+            memory_size(&[b.slice(0, 10), b.slice(10, 990), b.clone()]),
+            whole
+        );
+        assert_eq!(memory_size(&[b, batch(1000)]), 2 * whole);
     }
 
     #[test]

@@ -3,14 +3,21 @@
 //! reached through `object_store`.
 //!
 //! - **Writes** ([`HealthStore::write`]) sort a batch by the dataset's time column, resolve
-//!   duplicate keys inside it, encode it (see [`segment_write`]) and return only after the segment
+//!   duplicate keys inside it, encode it (see `segment_write.rs`) and return only after the segment
 //!   is durable. Every segment is therefore sorted and key-unique on its own.
 //! - **Reads** ([`HealthStore::read`]) list segments, prune them by the time range in their
 //!   names and row groups by Parquet statistics, decode off the async threads, resolve
 //!   replacements (newest `ingested_at` per `Dataset::key_columns`, ties to the later segment)
-//!   and cache the result (see [`cache`]).
+//!   and cache the result (see `cache.rs`).
 //! - **Compaction** ([`HealthStore::compact`], [`HealthStore::spawn_compactor`]) merges runs of
-//!   small segments, dropping replaced versions (see [`compact`]).
+//!   small segments, dropping replaced versions (see `compact.rs`).
+//! - **Cold-read cost** is dominated by materialising string columns; columns whose Parquet
+//!   statistics prove them constant or all-null (sources, unit, often `ingested_at`) are built
+//!   once per read and sliced instead (see `constant.rs`). Measured on the shared 2-core VM
+//!   (release, under load): 90 days of 1 Hz heart rate (7.8 M rows, 90 daily segments) cold
+//!   ~100-150 ms, cached ~30 us, one day of it cold ~5 ms; pushing 1 M samples in batches of
+//!   10,000 runs at 0.8-3.8 M samples/s one write at a time (bounded by two fsyncs per
+//!   acknowledged write) and 2-5 M samples/s with 8 writes in flight.
 //!
 //! Decisions where the spec is silent:
 //! - Only timeseries reads prune by window. A summary record is keyed by (provider, id), not by
@@ -27,11 +34,18 @@
 //!   nothing), fsyncs, then removes it; leftovers of a crash are removed by `open`. Writes that
 //!   race a delete of the same user may survive it: the caller deletes the user from the
 //!   metadata first so no new write is accepted.
-//! - The reader/compactor protocol relies on one process owning a data directory (per-dataset
-//!   locks live in memory); several nodes on one directory would need a manifest.
+//! - The reader/compactor protocol relies on one process owning a data directory, through one
+//!   `HealthStore` (per-dataset locks and the cache live in memory); several nodes on one
+//!   directory would need a manifest. Readers still re-list if a listed segment vanished.
+//! - The cache accounts each Arrow buffer once (slices share buffers), so a cached 90-day
+//!   heart-rate series costs ~200 MB against `cache_bytes`; an entry larger than the whole
+//!   cache is not cached.
+//! - Lock entries and cache versions are kept per dataset touched (small, never evicted, except
+//!   on `delete_user`): bounded by the number of datasets the process has seen.
 
 mod cache;
 mod compact;
+mod constant;
 mod error;
 mod layout;
 mod metrics;
@@ -86,7 +100,7 @@ struct Inner {
     dirty: Mutex<HashSet<Key>>,
 }
 
-/// Per-dataset coordination between readers and compaction (see [`compact`]).
+/// Per-dataset coordination between readers and compaction (see `compact.rs`).
 #[derive(Default)]
 struct DatasetLocks {
     /// Readers hold it shared while listing and fetching; compaction holds it exclusively

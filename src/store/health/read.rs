@@ -15,6 +15,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use uuid::Uuid;
 
+use super::constant::ConstantPool;
 use super::layout::SegmentName;
 use super::metrics::Metrics;
 use super::rows::{newest_per_key, slice_window};
@@ -156,9 +157,10 @@ pub(super) fn assemble(
         ..Assembled::default()
     };
     let mut decoded = Vec::with_capacity(fetched.len());
+    let mut pool = ConstantPool::default();
     for (name, bytes) in fetched {
         out.bytes += bytes.len();
-        let d = decode(bytes, dataset, window, batch_size)?;
+        let d = decode(bytes, dataset, window, batch_size, &mut pool)?;
         out.rows += d.rows;
         out.row_groups_read += d.row_groups_read;
         out.row_groups_pruned += d.row_groups_pruned;

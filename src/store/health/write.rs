@@ -57,7 +57,14 @@ impl HealthStore {
                 rows: batch.num_rows() as u64,
             }
             .file_name();
-            let bytes = write_segment(&task_dir, &name, &batch, props)?;
+            let bytes = match write_segment(&task_dir, &name, &batch, props.clone()) {
+                // The folder went away under a stale "known" entry: recreate it once.
+                Err(e) if known && e.is_not_found() => {
+                    ensure_dir(&root, &task_dir)?;
+                    write_segment(&task_dir, &name, &batch, props)?
+                }
+                other => other?,
+            };
             Ok::<_, StoreError>((name, batch.num_rows(), bytes))
         })
         .await??;
