@@ -13,9 +13,11 @@
 mod catalog;
 mod compile;
 mod encode;
+mod envelope;
 mod error;
 mod execute;
 mod expr;
+mod json_check;
 mod limits;
 pub mod macros;
 mod parse;
