@@ -15,6 +15,8 @@ mod golden;
 mod random;
 #[path = "engine/reference.rs"]
 mod reference;
+#[path = "engine/reference_where.rs"]
+mod reference_where;
 #[path = "engine/scenarios.rs"]
 mod scenarios;
 
