@@ -53,7 +53,7 @@ fn heart_rate(step_seconds: i64, provider: &str, source_type: &str, seed: u64) -
                     "ingested_at" => Arc::new(
                         TimestampMicrosecondArray::from(vec![START; n]).with_timezone("UTC"),
                     ),
-                    "timezone_offset" => Arc::new(Int32Array::from(vec![3600; n])),
+                    "timezone_offset" => Arc::new(Int32Array::from(vec![0; n])),
                     "value" => Arc::new(Float64Array::from_iter_values(
                         (0..n).map(|_| g.gen_range(45.0..160.0)),
                     )),
@@ -103,7 +103,69 @@ fn bench_case(
     };
     let out = run();
     assert_eq!(out[0].num_rows(), rows, "{name}: wrong number of buckets");
+    if std::env::var("ENGINE_BENCH_EXPLAIN").is_ok() {
+        explain(rt, &req, dataset, &batches);
+    }
     c.bench_function(name, |b| b.iter(|| black_box(run())));
+}
+
+/// Prints planning times and the physical plan with its metrics (diagnostics only).
+fn explain(
+    rt: &tokio::runtime::Runtime,
+    req: &wearhouse::engine::ValidRequest,
+    dataset: Dataset,
+    batches: &[RecordBatch],
+) {
+    use datafusion::physical_plan::{collect, displayable};
+    use datafusion::prelude::SessionContext;
+    let catalog = Catalog::new(
+        UserContext::default(),
+        [(dataset, batches.to_vec())].into_iter().collect(),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let plan = compile(req, 0, &catalog).unwrap();
+        let a = t.elapsed();
+        let ctx = SessionContext::new_with_config(
+            datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+        );
+        let b = t.elapsed();
+        let state = ctx.state();
+        let optimized = state.optimize(&plan).unwrap();
+        let c = t.elapsed();
+        let physical = rt.block_on(state.create_physical_plan(&optimized)).unwrap();
+        let d = t.elapsed();
+        rt.block_on(collect(physical.clone(), ctx.task_ctx()))
+            .unwrap();
+        eprintln!(
+            "warm: compile {a:?}, session {b:?}, optimise {c:?}, physical {d:?}, run {:?}",
+            t.elapsed()
+        );
+    }
+    let t = std::time::Instant::now();
+    let plan = compile(req, 0, &catalog).unwrap();
+    let compiled = t.elapsed();
+    let ctx = SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+    );
+    let state = ctx.state();
+    let optimized = state.optimize(&plan).unwrap();
+    let optimised_at = t.elapsed();
+    let physical = rt.block_on(state.create_physical_plan(&optimized)).unwrap();
+    let planned = t.elapsed();
+    rt.block_on(collect(physical.clone(), ctx.task_ctx()))
+        .unwrap();
+    let ran = t.elapsed();
+    eprintln!("compile {compiled:?}, optimise {optimised_at:?}, physical {planned:?}, run {ran:?}");
+    eprintln!("{}", displayable(physical.as_ref()).indent(true));
+    eprintln!(
+        "{}",
+        datafusion::physical_plan::display::DisplayableExecutionPlan::with_metrics(
+            physical.as_ref()
+        )
+        .indent(true)
+    );
 }
 
 fn engine(c: &mut Criterion) {

@@ -15,11 +15,8 @@
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result as DfResult;
-use datafusion::functions_aggregate::expr_fn::{
-    avg, count, first_value, max, median, min, stddev, sum,
-};
-use datafusion::functions_aggregate::first_last::first_value_udaf;
-use datafusion::logical_expr::{ExprFunctionExt, LogicalPlan, LogicalPlanBuilder, cast, ident};
+use datafusion::functions_aggregate::expr_fn::{avg, count, max, median, min, stddev, sum};
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, cast, ident};
 use datafusion::prelude::{Expr, lit};
 
 use crate::schema::{Dataset, Family, INGESTED_AT, Resource, Table, timeseries_schema};
@@ -28,6 +25,7 @@ use super::catalog::{Catalog, data_type_of};
 use super::expr::{RowExprs, column, floating_lit};
 use super::priority::{PROVIDER, SOURCE_TYPE, keep_best, provider_order};
 use super::request::{Func, GroupBy, Query, QuerySource, SelectKind, ValidRequest};
+use super::udaf::Pick;
 use super::udf::{DatePartUdf, DateTrunc};
 use super::{EngineError, time};
 
@@ -179,18 +177,7 @@ fn aggregate(f: Func, a: Expr) -> Expr {
         Func::Median => median(f64(a)),
         Func::Stddev => stddev(f64(a)),
         Func::Oldest | Func::Newest => {
-            let newest = f == Func::Newest;
-            let order = vec![
-                column(TIME).sort(!newest, !newest),
-                column(INGESTED).sort(false, false),
-            ];
-            // One builder: `build` resets every option not set on it (order, filter).
-            let e = first_value_udaf()
-                .call(vec![a.clone()])
-                .order_by(order.clone())
-                .filter(a.clone().is_not_null())
-                .build();
-            e.unwrap_or_else(|_| first_value(a, order))
+            Pick::call(f == Func::Newest, a, column(TIME), column(INGESTED))
         }
     }
 }
@@ -254,7 +241,7 @@ fn build(
         plan = keep_best(
             plan,
             keys.clone(),
-            &provider_order(&req.priority_overrides, &team),
+            provider_order(&req.priority_overrides, &team),
         )?;
     }
     if q.group_by.is_empty() {

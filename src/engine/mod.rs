@@ -42,6 +42,7 @@ mod priority;
 mod request;
 mod rules;
 pub mod time;
+mod udaf;
 mod udf;
 mod where_clause;
 
