@@ -7,6 +7,8 @@
 //! - `compile only, 10 select expressions`.
 //!
 //! Register with `[[bench]] name = "engine", harness = false` and run `cargo bench --bench engine`.
+//! Diagnostics: `ENGINE_BENCH_EXPLAIN=1` prints planning times and the physical plan with its
+//! metrics for each scenario; `ENGINE_BENCH_FUNCS=mean,newest` changes the aggregates.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -72,14 +74,14 @@ fn heart_rate(step_seconds: i64, provider: &str, source_type: &str, seed: u64) -
 
 fn request(unit: &str) -> serde_json::Value {
     let hr = json!({"timeseries": "heartrate", "field": "value"});
+    let funcs =
+        std::env::var("ENGINE_BENCH_FUNCS").unwrap_or_else(|_| "mean,min,max,newest,count".into());
+    let mut select = vec![json!({"group_key": 0})];
+    select.extend(funcs.split(',').map(|f| json!({"func": f, "arg": hr})));
     json!({
         "timeframe": {"anchor": "2025-03-31", "past": {"value": DAYS - 1, "unit": "day"}},
         "queries": [{
-            "select": [
-                {"group_key": 0},
-                {"func": "mean", "arg": hr}, {"func": "min", "arg": hr}, {"func": "max", "arg": hr},
-                {"func": "newest", "arg": hr}, {"func": "count", "arg": hr}
-            ],
+            "select": select,
             "group_by": [{"date_trunc": {"value": 1, "unit": unit}, "arg": {"index": "timeseries"}}]
         }]
     })
