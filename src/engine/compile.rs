@@ -23,7 +23,7 @@ use crate::schema::{Dataset, Family, INGESTED_AT, Resource, Table, timeseries_sc
 
 use super::catalog::{Catalog, data_type_of};
 use super::expr::{RowExprs, column, floating_lit};
-use super::priority::{PROVIDER, SOURCE_TYPE, keep_best, provider_order};
+use super::priority::{PROVIDER, SOURCE, SOURCE_TYPE, Sources, keep_best, provider_order};
 use super::request::{Func, GroupBy, Query, QuerySource, SelectKind, ValidRequest};
 use super::udaf::Pick;
 use super::udf::{DatePartUdf, DateTrunc};
@@ -222,27 +222,24 @@ fn build(
     }
     let keys: Vec<Expr> = (0..q.group_by.len()).map(|i| column(&key(i))).collect();
     let mut groups = keys.clone();
+    let team = catalog
+        .user
+        .team_priorities
+        .get(data_type_of(dataset_of(q)))
+        .cloned()
+        .unwrap_or_default();
+    let sources = Sources::new(provider_order(&req.priority_overrides, &team));
     if prioritised {
-        proj.push(ident("source_provider").alias(PROVIDER));
-        proj.push(ident("source_type").alias(SOURCE_TYPE));
-        groups.extend([column(PROVIDER), column(SOURCE_TYPE)]);
+        let code = sources.code(ident("source_provider"), ident("source_type"));
+        proj.push(code.alias(SOURCE));
+        groups.push(column(SOURCE));
     }
     if q.group_by.is_empty() {
         aggs.push(count(lit(1i64)).alias(NON_EMPTY));
     }
     let mut plan = plan.project(proj)?.aggregate(groups, aggs)?;
     if prioritised {
-        let team = catalog
-            .user
-            .team_priorities
-            .get(data_type_of(dataset_of(q)))
-            .cloned()
-            .unwrap_or_default();
-        plan = keep_best(
-            plan,
-            keys.clone(),
-            provider_order(&req.priority_overrides, &team),
-        )?;
+        plan = keep_best(plan, keys.clone(), &sources)?;
     }
     if q.group_by.is_empty() {
         plan = plan.filter(column(NON_EMPTY).gt(lit(0i64)))?;
