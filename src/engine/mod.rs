@@ -20,8 +20,8 @@
 //!   resource) and stored instant; groups by keys ascending with nulls last.
 //! - Priority ties among unranked source types go by source-type name before provider rank.
 //! - `mean`, `median` and `stddev` are DataFusion's `avg`, `median` and `stddev` over the input
-//!   cast to Float64 (they are exactly the §3.6 semantics then); `oldest`/`newest` are
-//!   `first_value` ordered by (index time, ingestion time desc) and filtered to non-null input.
+//!   cast to Float64 (they are exactly the §3.6 semantics then); `oldest`/`newest` are our own
+//!   UDAF (`udaf.rs`) over (value, index time, ingestion time), ignoring null values.
 //! - Memory exhaustion is [`EngineError::ResourcesExhausted`]; the HTTP layer should answer 503.
 //! - Queries run on the engine's own multi-threaded runtime, so the caller's timer answers the
 //!   timeout on time; encoders have `*_blocking` wrappers for async callers.
