@@ -7,6 +7,8 @@
 //! - `compile only, 10 select expressions`.
 //!
 //! Register with `[[bench]] name = "engine", harness = false` and run `cargo bench --bench engine`.
+//! Diagnostics: `ENGINE_BENCH_EXPLAIN=1` prints planning times and the physical plan with its
+//! metrics for each scenario; `ENGINE_BENCH_FUNCS=mean,newest` changes the aggregates.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -53,7 +55,7 @@ fn heart_rate(step_seconds: i64, provider: &str, source_type: &str, seed: u64) -
                     "ingested_at" => Arc::new(
                         TimestampMicrosecondArray::from(vec![START; n]).with_timezone("UTC"),
                     ),
-                    "timezone_offset" => Arc::new(Int32Array::from(vec![3600; n])),
+                    "timezone_offset" => Arc::new(Int32Array::from(vec![0; n])),
                     "value" => Arc::new(Float64Array::from_iter_values(
                         (0..n).map(|_| g.gen_range(45.0..160.0)),
                     )),
@@ -72,14 +74,14 @@ fn heart_rate(step_seconds: i64, provider: &str, source_type: &str, seed: u64) -
 
 fn request(unit: &str) -> serde_json::Value {
     let hr = json!({"timeseries": "heartrate", "field": "value"});
+    let funcs =
+        std::env::var("ENGINE_BENCH_FUNCS").unwrap_or_else(|_| "mean,min,max,newest,count".into());
+    let mut select = vec![json!({"group_key": 0})];
+    select.extend(funcs.split(',').map(|f| json!({"func": f, "arg": hr})));
     json!({
         "timeframe": {"anchor": "2025-03-31", "past": {"value": DAYS - 1, "unit": "day"}},
         "queries": [{
-            "select": [
-                {"group_key": 0},
-                {"func": "mean", "arg": hr}, {"func": "min", "arg": hr}, {"func": "max", "arg": hr},
-                {"func": "newest", "arg": hr}, {"func": "count", "arg": hr}
-            ],
+            "select": select,
             "group_by": [{"date_trunc": {"value": 1, "unit": unit}, "arg": {"index": "timeseries"}}]
         }]
     })
@@ -103,7 +105,69 @@ fn bench_case(
     };
     let out = run();
     assert_eq!(out[0].num_rows(), rows, "{name}: wrong number of buckets");
+    if std::env::var("ENGINE_BENCH_EXPLAIN").is_ok() {
+        explain(rt, &req, dataset, &batches);
+    }
     c.bench_function(name, |b| b.iter(|| black_box(run())));
+}
+
+/// Prints planning times and the physical plan with its metrics (diagnostics only).
+fn explain(
+    rt: &tokio::runtime::Runtime,
+    req: &wearhouse::engine::ValidRequest,
+    dataset: Dataset,
+    batches: &[RecordBatch],
+) {
+    use datafusion::physical_plan::{collect, displayable};
+    use datafusion::prelude::SessionContext;
+    let catalog = Catalog::new(
+        UserContext::default(),
+        [(dataset, batches.to_vec())].into_iter().collect(),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let plan = compile(req, 0, &catalog).unwrap();
+        let a = t.elapsed();
+        let ctx = SessionContext::new_with_config(
+            datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+        );
+        let b = t.elapsed();
+        let state = ctx.state();
+        let optimized = state.optimize(&plan).unwrap();
+        let c = t.elapsed();
+        let physical = rt.block_on(state.create_physical_plan(&optimized)).unwrap();
+        let d = t.elapsed();
+        rt.block_on(collect(physical.clone(), ctx.task_ctx()))
+            .unwrap();
+        eprintln!(
+            "warm: compile {a:?}, session {b:?}, optimise {c:?}, physical {d:?}, run {:?}",
+            t.elapsed()
+        );
+    }
+    let t = std::time::Instant::now();
+    let plan = compile(req, 0, &catalog).unwrap();
+    let compiled = t.elapsed();
+    let ctx = SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+    );
+    let state = ctx.state();
+    let optimized = state.optimize(&plan).unwrap();
+    let optimised_at = t.elapsed();
+    let physical = rt.block_on(state.create_physical_plan(&optimized)).unwrap();
+    let planned = t.elapsed();
+    rt.block_on(collect(physical.clone(), ctx.task_ctx()))
+        .unwrap();
+    let ran = t.elapsed();
+    eprintln!("compile {compiled:?}, optimise {optimised_at:?}, physical {planned:?}, run {ran:?}");
+    eprintln!("{}", displayable(physical.as_ref()).indent(true));
+    eprintln!(
+        "{}",
+        datafusion::physical_plan::display::DisplayableExecutionPlan::with_metrics(
+            physical.as_ref()
+        )
+        .indent(true)
+    );
 }
 
 fn engine(c: &mut Criterion) {

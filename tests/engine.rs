@@ -3,6 +3,10 @@
 // Test code (helpers included): panicking on a broken fixture is the point.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+#[path = "engine/arbitrary.rs"]
+mod arbitrary;
+#[path = "engine/calendar.rs"]
+mod calendar;
 #[path = "engine/data.rs"]
 mod data;
 #[path = "engine/golden.rs"]
@@ -11,6 +15,10 @@ mod golden;
 mod random;
 #[path = "engine/reference.rs"]
 mod reference;
+#[path = "engine/reference_where.rs"]
+mod reference_where;
+#[path = "engine/scenarios.rs"]
+mod scenarios;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -146,16 +154,16 @@ async fn arbitrary_bodies_never_panic_or_fail_internally() {
     for seed in 0..3000u64 {
         let mut g = ChaCha8Rng::seed_from_u64(seed);
         let mut body = if seed % 3 == 0 {
-            random::arbitrary_json(&mut g, 5)
+            arbitrary::arbitrary_json(&mut g, 5)
         } else {
             random::random_request(&mut g)
         };
         if seed % 3 == 1 {
-            body["queries"][0]["where"] = json!(random::arbitrary_where(&mut g));
+            body["queries"][0]["where"] = json!(arbitrary::arbitrary_where(&mut g));
         }
         if seed % 3 == 2 {
             let path = ["timeframe", "queries", "config"][seed as usize % 3];
-            body[path] = random::arbitrary_json(&mut g, 3);
+            body[path] = arbitrary::arbitrary_json(&mut g, 3);
         }
         let Ok(req) = parse_request(&body, &limits) else {
             continue;
@@ -186,7 +194,7 @@ async fn parquet_tar_holds_one_member_per_query_with_the_json_columns() {
         ]
     });
     let req = parse_request(&body, &limits).unwrap();
-    let data = data::scenario("hr_two_providers");
+    let data = scenarios::scenario("hr_two_providers");
     let results = execute(&req, &Default::default(), data::batches(&data), &limits)
         .await
         .unwrap();
@@ -242,7 +250,7 @@ async fn json_cell_limit_advises_parquet() {
     let results = execute(
         &req,
         &Default::default(),
-        data::batches(&data::scenario("hr_two_providers")),
+        data::batches(&scenarios::scenario("hr_two_providers")),
         &limits,
     )
     .await
@@ -332,7 +340,7 @@ async fn a_tiny_memory_pool_is_resources_exhausted_not_internal() {
     let err = execute(
         &req,
         &Default::default(),
-        data::batches(&data::scenario("hr_two_providers")),
+        data::batches(&scenarios::scenario("hr_two_providers")),
         &limits,
     )
     .await

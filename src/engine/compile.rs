@@ -15,19 +15,17 @@
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result as DfResult;
-use datafusion::functions_aggregate::expr_fn::{
-    avg, count, first_value, max, median, min, stddev, sum,
-};
-use datafusion::functions_aggregate::first_last::first_value_udaf;
-use datafusion::logical_expr::{ExprFunctionExt, LogicalPlan, LogicalPlanBuilder, cast, ident};
+use datafusion::functions_aggregate::expr_fn::{avg, count, max, median, min, stddev, sum};
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, cast, ident};
 use datafusion::prelude::{Expr, lit};
 
 use crate::schema::{Dataset, Family, INGESTED_AT, Resource, Table, timeseries_schema};
 
 use super::catalog::{Catalog, data_type_of};
 use super::expr::{RowExprs, column, floating_lit};
-use super::priority::{PROVIDER, SOURCE_TYPE, keep_best, provider_order};
+use super::priority::{PROVIDER, SOURCE, SOURCE_TYPE, Sources, keep_best, provider_order};
 use super::request::{Func, GroupBy, Query, QuerySource, SelectKind, ValidRequest};
+use super::udaf::Pick;
 use super::udf::{DatePartUdf, DateTrunc};
 use super::{EngineError, time};
 
@@ -179,18 +177,7 @@ fn aggregate(f: Func, a: Expr) -> Expr {
         Func::Median => median(f64(a)),
         Func::Stddev => stddev(f64(a)),
         Func::Oldest | Func::Newest => {
-            let newest = f == Func::Newest;
-            let order = vec![
-                column(TIME).sort(!newest, !newest),
-                column(INGESTED).sort(false, false),
-            ];
-            // One builder: `build` resets every option not set on it (order, filter).
-            let e = first_value_udaf()
-                .call(vec![a.clone()])
-                .order_by(order.clone())
-                .filter(a.clone().is_not_null())
-                .build();
-            e.unwrap_or_else(|_| first_value(a, order))
+            Pick::call(f == Func::Newest, a, column(TIME), column(INGESTED))
         }
     }
 }
@@ -235,27 +222,24 @@ fn build(
     }
     let keys: Vec<Expr> = (0..q.group_by.len()).map(|i| column(&key(i))).collect();
     let mut groups = keys.clone();
+    let team = catalog
+        .user
+        .team_priorities
+        .get(data_type_of(dataset_of(q)))
+        .cloned()
+        .unwrap_or_default();
+    let sources = Sources::new(provider_order(&req.priority_overrides, &team));
     if prioritised {
-        proj.push(ident("source_provider").alias(PROVIDER));
-        proj.push(ident("source_type").alias(SOURCE_TYPE));
-        groups.extend([column(PROVIDER), column(SOURCE_TYPE)]);
+        let code = sources.code(ident("source_provider"), ident("source_type"));
+        proj.push(code.alias(SOURCE));
+        groups.push(column(SOURCE));
     }
     if q.group_by.is_empty() {
         aggs.push(count(lit(1i64)).alias(NON_EMPTY));
     }
     let mut plan = plan.project(proj)?.aggregate(groups, aggs)?;
     if prioritised {
-        let team = catalog
-            .user
-            .team_priorities
-            .get(data_type_of(dataset_of(q)))
-            .cloned()
-            .unwrap_or_default();
-        plan = keep_best(
-            plan,
-            keys.clone(),
-            &provider_order(&req.priority_overrides, &team),
-        )?;
+        plan = keep_best(plan, keys.clone(), &sources)?;
     }
     if q.group_by.is_empty() {
         plan = plan.filter(column(NON_EMPTY).gt(lit(0i64)))?;

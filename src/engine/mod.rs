@@ -6,16 +6,34 @@
 //! Flow: [`parse_request`] → [`required_inputs`] (the caller loads those datasets) →
 //! [`execute`] (which calls [`compile`] per query) → [`encode_json`] or [`encode_parquet_tar`].
 //!
-//! Module map: `request` (typed request), `parse`/`parse_expr`/`rules`/`where_clause`
-//! (validation, §1–§2), `time`/`udf`/`macros` (floating time, buckets, parts, sleep macros),
-//! `catalog`/`expr`/`compile`/`priority` (plans, §3), `execute`, `encode` (§4).
+//! Module map: `request` (typed request), `parse`/`envelope`/`parse_expr`/`json_check`/`rules`/
+//! `where_clause` (validation, §1–§2), `time`/`udf`/`macros` (floating time, buckets, parts,
+//! sleep macros), `catalog`/`expr`/`compile`/`priority` (plans, §3), `execute`, `encode` (§4).
+//!
+//! Decisions where the spec is silent (details in each module's docs):
+//! - The window's `anchor − past` starts at the anchor's local midnight; `ingestion_end` is an
+//!   inclusive day. Date-indexed tables (activity, meal) compare their day's midnight.
+//! - Profile times stay UTC: its index is output with `Z` and buckets/parts use UTC wall time.
+//! - Without `group_by` a query either aggregates every select item over the window (one row,
+//!   none when the window is empty) or lists rows; mixing is a 422.
+//! - Row-level results are ordered by index time, provider, source type, record id (or
+//!   resource) and stored instant; groups by keys ascending with nulls last.
+//! - Priority ties among unranked source types go by source-type name before provider rank.
+//! - `mean`, `median` and `stddev` are DataFusion's `avg`, `median` and `stddev` over the input
+//!   cast to Float64 (they are exactly the §3.6 semantics then); `oldest`/`newest` are our own
+//!   UDAF (`udaf.rs`) over (value, index time, ingestion time), ignoring null values.
+//! - Memory exhaustion is [`EngineError::ResourcesExhausted`]; the HTTP layer should answer 503.
+//! - Queries run on the engine's own multi-threaded runtime, so the caller's timer answers the
+//!   timeout on time; encoders have `*_blocking` wrappers for async callers.
 
 mod catalog;
 mod compile;
 mod encode;
+mod envelope;
 mod error;
 mod execute;
 mod expr;
+mod json_check;
 mod limits;
 pub mod macros;
 mod parse;
@@ -24,6 +42,7 @@ mod priority;
 mod request;
 mod rules;
 pub mod time;
+mod udaf;
 mod udf;
 mod where_clause;
 

@@ -6,52 +6,20 @@
 //! `group_by: null` means `[]`; provider slugs in overrides are not checked against the
 //! catalogue (an unknown slug simply never matches).
 
-use chrono::NaiveDate;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::loc;
 use crate::validation::{Invalid, Loc, Violation};
 
 use super::Limits;
-use super::parse_expr::{IndexOf, Place, RawExpr, at, parse_expr, parse_period};
+use super::envelope::{parse_config, parse_timeframe};
+use super::json_check::{at, keys_in, object};
+use super::parse_expr::{IndexOf, Place, RawExpr, parse_expr};
 use super::request::{
-    GroupBy, Period, Query, QuerySource, SelectItem, SelectKind, Timeframe, Unit, ValidRequest,
+    GroupBy, Period, Query, QuerySource, SelectItem, SelectKind, Unit, ValidRequest,
 };
 use super::rules::{WhereScope, check_aggregate, check_select, item_name, resolve_source};
 use super::where_clause::parse_where;
-
-fn keys_in(obj: &Map<String, Value>, allowed: &[&str], loc: &[Loc], out: &mut Vec<Violation>) {
-    for k in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
-        out.push(Violation::new(
-            at(loc, k.as_str()),
-            "extra_forbidden",
-            format!(
-                "unknown key \"{k}\"; expected one of: {}",
-                allowed.join(", ")
-            ),
-        ));
-    }
-}
-
-fn object<'a>(
-    v: &'a Value,
-    loc: &[Loc],
-    what: &str,
-    out: &mut Vec<Violation>,
-) -> Option<&'a Map<String, Value>> {
-    let o = v.as_object();
-    if o.is_none() {
-        out.push(
-            Violation::new(
-                loc.to_vec(),
-                "type_error",
-                format!("{what} must be an object"),
-            )
-            .with_input(v.clone()),
-        );
-    }
-    o
-}
 
 /// Parses and validates a request body against §1–§2 and the limits of §5.
 pub fn parse_request(body: &Value, limits: &Limits) -> Result<ValidRequest, Invalid> {
@@ -140,115 +108,6 @@ fn parse_body(body: &Value, limits: &Limits, out: &mut Vec<Violation>) -> Option
         queries: queries.into_iter().collect::<Option<_>>()?,
         priority_overrides,
     })
-}
-
-fn parse_timeframe(v: &Value, loc: &[Loc], out: &mut Vec<Violation>) -> Option<Timeframe> {
-    let obj = object(v, loc, "timeframe", out)?;
-    if obj.contains_key("placeholder") {
-        keys_in(obj, &["placeholder"], loc, out);
-        out.push(Violation::value(
-            at(loc, "placeholder"),
-            "placeholder timeframe cannot be executed",
-        ));
-        return None;
-    }
-    keys_in(obj, &["type", "anchor", "past"], loc, out);
-    if let Some(t) = obj.get("type").filter(|t| t.as_str() != Some("relative")) {
-        out.push(
-            Violation::value(
-                at(loc, "type"),
-                "unknown timeframe type; expected one of: relative",
-            )
-            .with_input(t.clone()),
-        );
-    }
-    let anchor = match obj.get("anchor") {
-        Some(Value::String(s)) => {
-            let d = NaiveDate::parse_from_str(s, "%Y-%m-%d")
-                .ok()
-                .filter(|_| s.len() == 10);
-            if d.is_none() {
-                out.push(
-                    Violation::value(at(loc, "anchor"), "anchor must be a date YYYY-MM-DD")
-                        .with_input(Value::String(s.clone())),
-                );
-            }
-            d
-        }
-        other => {
-            out.push(Violation::new(
-                at(loc, "anchor"),
-                if other.is_none() {
-                    "missing"
-                } else {
-                    "type_error"
-                },
-                "anchor must be a date YYYY-MM-DD",
-            ));
-            None
-        }
-    };
-    let past = match obj.get("past") {
-        Some(p) => parse_period(p, &at(loc, "past"), out),
-        None => {
-            out.push(Violation::new(
-                at(loc, "past"),
-                "missing",
-                "past is required: {\"value\", \"unit\"}",
-            ));
-            None
-        }
-    };
-    let (anchor, past) = (anchor?, past?);
-    if super::time::window_start(anchor, past).is_none() {
-        out.push(Violation::value(
-            at(loc, "past"),
-            "past reaches before the supported calendar range",
-        ));
-        return None;
-    }
-    Some(Timeframe { anchor, past })
-}
-
-fn parse_config(v: &Value, out: &mut Vec<Violation>) -> Option<Vec<String>> {
-    let loc = loc!["body", "config"];
-    if v.is_null() {
-        return None;
-    }
-    let obj = object(v, &loc, "config", out)?;
-    keys_in(obj, &["provider_priority_overrides"], &loc, out);
-    let ploc = at(&loc, "provider_priority_overrides");
-    match obj.get("provider_priority_overrides") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(items)) => {
-            let mut slugs = Vec::new();
-            for (i, s) in items.iter().enumerate() {
-                match s.as_str() {
-                    Some(s) => slugs.push(s.to_owned()),
-                    None => out.push(
-                        Violation::new(
-                            at(&ploc, i),
-                            "type_error",
-                            "a provider slug must be a string",
-                        )
-                        .with_input(s.clone()),
-                    ),
-                }
-            }
-            Some(slugs)
-        }
-        Some(other) => {
-            out.push(
-                Violation::new(
-                    ploc,
-                    "type_error",
-                    "provider_priority_overrides must be an array of provider slugs or null",
-                )
-                .with_input(other.clone()),
-            );
-            None
-        }
-    }
 }
 
 fn period_ok(p: Period) -> Result<(), &'static str> {

@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 use crate::schema::{QUERYABLE_SOURCES, Table, resource};
 use crate::validation::{Loc, Violation};
 
-use super::request::{DatePart, Func, Operand, Period, Unit, ValueMacro};
+use super::json_check::{at, closed, one_of, parse_period, str_in};
+use super::request::{DatePart, Func, Operand, Period, ValueMacro};
 
 /// Where an expression appears; decides which shapes are allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,18 +47,6 @@ const OTHER_KEYS: [&str; 8] = [
     "date_part",
 ];
 
-/// `a, b, c` for messages.
-pub(crate) fn one_of<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
-    names.into_iter().collect::<Vec<_>>().join(", ")
-}
-
-/// Appends a segment to a location.
-pub(crate) fn at(loc: &[Loc], seg: impl Into<Loc>) -> Vec<Loc> {
-    let mut l = loc.to_vec();
-    l.push(seg.into());
-    l
-}
-
 fn shapes_for(place: Place) -> &'static str {
     match place {
         Place::Select => {
@@ -89,102 +78,6 @@ fn allowed(place: Place, shape: &str) -> bool {
             table || matches!(shape, "timeseries" | "index" | "source" | "value_macro")
         }
         Place::IndexArg => shape == "index",
-    }
-}
-
-fn str_in<'a>(
-    obj: &'a Map<String, Value>,
-    key: &str,
-    loc: &[Loc],
-    out: &mut Vec<Violation>,
-) -> Option<&'a str> {
-    match obj.get(key) {
-        Some(Value::String(s)) => Some(s),
-        Some(v) => {
-            out.push(
-                Violation::new(
-                    at(loc, key),
-                    "type_error",
-                    format!("{key} must be a string"),
-                )
-                .with_input(v.clone()),
-            );
-            None
-        }
-        None => {
-            out.push(Violation::new(
-                at(loc, key),
-                "missing",
-                format!("{key} is required"),
-            ));
-            None
-        }
-    }
-}
-
-fn closed<T: Copy>(
-    all: &[(&'static str, T)],
-    what: &str,
-    value: &str,
-    loc: Vec<Loc>,
-    out: &mut Vec<Violation>,
-) -> Option<T> {
-    let found = all.iter().find(|(n, _)| *n == value).map(|(_, t)| *t);
-    if found.is_none() {
-        out.push(
-            Violation::value(
-                loc,
-                format!(
-                    "unknown {what} \"{value}\"; expected one of: {}",
-                    one_of(all.iter().map(|(n, _)| *n))
-                ),
-            )
-            .with_input(Value::String(value.to_owned())),
-        );
-    }
-    found
-}
-
-/// Parses a `Period` object (`value` defaults to 1).
-pub(crate) fn parse_period(v: &Value, loc: &[Loc], out: &mut Vec<Violation>) -> Option<Period> {
-    let Some(obj) = v.as_object() else {
-        out.push(Violation::new(
-            loc.to_vec(),
-            "type_error",
-            "period must be an object {\"value\", \"unit\"}",
-        ));
-        return None;
-    };
-    let mut ok = true;
-    for k in obj
-        .keys()
-        .filter(|k| !matches!(k.as_str(), "value" | "unit"))
-    {
-        out.push(Violation::new(
-            at(loc, k.as_str()),
-            "extra_forbidden",
-            format!("unknown key \"{k}\"; expected value, unit"),
-        ));
-        ok = false;
-    }
-    let value = match obj.get("value") {
-        None => Some(1),
-        Some(n) => match n.as_u64().filter(|n| (1..=u64::from(u32::MAX)).contains(n)) {
-            Some(n) => u32::try_from(n).ok(),
-            None => {
-                out.push(
-                    Violation::value(at(loc, "value"), "value must be an integer ≥ 1")
-                        .with_input(n.clone()),
-                );
-                None
-            }
-        },
-    };
-    let unit = str_in(obj, "unit", loc, out)
-        .and_then(|u| closed(&Unit::ALL, "unit", u, at(loc, "unit"), out));
-    match (value, unit, ok) {
-        (Some(value), Some(unit), true) => Some(Period { value, unit }),
-        _ => None,
     }
 }
 

@@ -1,24 +1,41 @@
 //! Provider prioritisation (§3.5) as a plan shape: the first aggregate groups by (group keys,
-//! provider, source type); this module ranks those sub-groups and keeps the best per group with
+//! source), where a source is one (provider, source type) pair; this module ranks those
+//! sub-groups and keeps the best per group with
 //! `row_number() OVER (PARTITION BY keys ORDER BY rank)`.
 //!
 //! Rank order: source type (`SOURCE_TYPE_PRIORITY`, others after and by name), then provider:
 //! request overrides, then the team's order for the data type, then the default order and the
 //! rest of the catalogue (`effective_priority`); an unlisted provider ranks last, by slug.
+//!
+//! Performance: grouping by two strings makes DataFusion convert every row to its row format;
+//! instead each pair is interned to an integer code once per run of equal pairs (rows of one
+//! source come together), the aggregate groups by that integer, and the ranking decodes codes
+//! back to names and ranks. The interner is shared by the encoding and decoding UDFs of one
+//! query only.
 
-use datafusion::common::Result as DfResult;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use datafusion::arrow::array::{Array, AsArray, Int64Array, StringArray};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::common::{Result as DfResult, exec_err};
 use datafusion::functions_window::expr_fn::row_number;
-use datafusion::logical_expr::{ExprFunctionExt, LogicalPlanBuilder, SortExpr, case};
+use datafusion::logical_expr::{
+    ColumnarValue, ExprFunctionExt, LogicalPlanBuilder, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, SortExpr, Volatility,
+};
 use datafusion::prelude::{Expr, lit};
 
 use crate::providers::{SOURCE_TYPE_PRIORITY, effective_priority};
 
 use super::expr::column;
 
-/// Internal column names of the provider and source type of a sub-group.
+/// Internal column names of the provider and source type (row-level ordering).
 pub const PROVIDER: &str = "__provider";
 /// See [`PROVIDER`].
 pub const SOURCE_TYPE: &str = "__source_type";
+/// Internal column of the interned (provider, source type) code.
+pub const SOURCE: &str = "__source";
 const ROW: &str = "__best";
 
 /// The provider order for one query: overrides, then the team's order, then the defaults.
@@ -32,27 +49,203 @@ pub fn provider_order(overrides: &[String], team: &[String]) -> Vec<String> {
     order
 }
 
-fn rank(col: &str, order: &[&str]) -> DfResult<Expr> {
-    let mut c = case(column(col));
-    for (i, s) in order.iter().enumerate() {
-        c = c.when(lit(*s), lit(i as i64));
+/// The (provider, source type) pairs seen by one query, in first-seen order.
+#[derive(Debug, Default)]
+struct Interner {
+    pairs: Vec<(String, String)>,
+}
+
+impl Interner {
+    fn code(&mut self, provider: &str, source_type: &str) -> i64 {
+        let found = self
+            .pairs
+            .iter()
+            .position(|(p, t)| p == provider && t == source_type);
+        let i = found.unwrap_or_else(|| {
+            self.pairs
+                .push((provider.to_owned(), source_type.to_owned()));
+            self.pairs.len() - 1
+        });
+        i as i64
     }
-    c.otherwise(lit(order.len() as i64))
+}
+
+/// The sources of one query: the interner and the provider order.
+#[derive(Debug, Clone)]
+pub struct Sources {
+    interner: Arc<Mutex<Interner>>,
+    providers: Arc<Vec<String>>,
+}
+
+impl Sources {
+    /// Sources ranked by this provider order.
+    pub fn new(providers: Vec<String>) -> Self {
+        Sources {
+            interner: Arc::default(),
+            providers: Arc::new(providers),
+        }
+    }
+
+    /// `code(provider, source_type)`: the interned pair as Int64.
+    pub fn code(&self, provider: Expr, source_type: Expr) -> Expr {
+        ScalarUDF::from(SourceUdf::new(self.clone(), Part::Code)).call(vec![provider, source_type])
+    }
+
+    fn decode(&self, part: Part) -> Expr {
+        ScalarUDF::from(SourceUdf::new(self.clone(), part)).call(vec![column(SOURCE)])
+    }
+}
+
+/// What a source UDF computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Part {
+    Code,
+    TypeRank,
+    TypeName,
+    ProviderRank,
+    ProviderName,
+}
+
+#[derive(Debug)]
+struct SourceUdf {
+    sources: Sources,
+    part: Part,
+    name: String,
+    signature: Signature,
+}
+
+impl SourceUdf {
+    fn new(sources: Sources, part: Part) -> Self {
+        let n = if part == Part::Code { 2 } else { 1 };
+        let name = format!("source_{part:?}").to_lowercase();
+        SourceUdf {
+            sources,
+            part,
+            name,
+            signature: Signature::any(n, Volatility::Immutable),
+        }
+    }
+}
+
+impl PartialEq for SourceUdf {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.sources.interner, &other.sources.interner) && self.part == other.part
+    }
+}
+impl Eq for SourceUdf {}
+impl Hash for SourceUdf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.sources.interner) as usize).hash(state);
+        self.part.hash(state);
+    }
+}
+
+fn rank_of(list: impl Iterator<Item = impl AsRef<str>>, s: &str, len: usize) -> i64 {
+    list.into_iter()
+        .position(|x| x.as_ref() == s)
+        .unwrap_or(len) as i64
+}
+
+impl ScalarUDFImpl for SourceUdf {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _: &[DataType]) -> DfResult<DataType> {
+        Ok(match self.part {
+            Part::TypeName | Part::ProviderName => DataType::Utf8,
+            _ => DataType::Int64,
+        })
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let a = ColumnarValue::values_to_arrays(&args.args)?;
+        let Ok(mut interner) = self.sources.interner.lock() else {
+            return exec_err!("source interner poisoned");
+        };
+        if self.part == Part::Code {
+            let (Some(p), Some(t)) = (a[0].as_string_opt::<i32>(), a[1].as_string_opt::<i32>())
+            else {
+                return exec_err!("source code expects two strings");
+            };
+            let mut last: Option<(&str, &str, i64)> = None;
+            let out: Int64Array = (0..p.len())
+                .map(|i| {
+                    let (pv, tv) = (
+                        if p.is_valid(i) { p.value(i) } else { "" },
+                        if t.is_valid(i) { t.value(i) } else { "" },
+                    );
+                    match last {
+                        Some((lp, lt, c)) if lp == pv && lt == tv => Some(c),
+                        _ => {
+                            let c = interner.code(pv, tv);
+                            last = Some((pv, tv, c));
+                            Some(c)
+                        }
+                    }
+                })
+                .collect();
+            return Ok(ColumnarValue::Array(Arc::new(out)));
+        }
+        let Some(codes) = a[0].as_primitive_opt::<Int64Type>() else {
+            return exec_err!("source decode expects Int64 codes");
+        };
+        let pair = |c: i64| interner.pairs.get(c as usize).cloned().unwrap_or_default();
+        let providers = &self.sources.providers;
+        let out: Arc<dyn Array> = match self.part {
+            Part::TypeName => Arc::new(
+                codes
+                    .iter()
+                    .map(|c| c.map(|c| pair(c).1))
+                    .collect::<StringArray>(),
+            ),
+            Part::ProviderName => Arc::new(
+                codes
+                    .iter()
+                    .map(|c| c.map(|c| pair(c).0))
+                    .collect::<StringArray>(),
+            ),
+            Part::TypeRank => Arc::new(
+                codes
+                    .iter()
+                    .map(|c| {
+                        c.map(|c| {
+                            rank_of(
+                                SOURCE_TYPE_PRIORITY.iter(),
+                                &pair(c).1,
+                                SOURCE_TYPE_PRIORITY.len(),
+                            )
+                        })
+                    })
+                    .collect::<Int64Array>(),
+            ),
+            _ => Arc::new(
+                codes
+                    .iter()
+                    .map(|c| c.map(|c| rank_of(providers.iter(), &pair(c).0, providers.len())))
+                    .collect::<Int64Array>(),
+            ),
+        };
+        Ok(ColumnarValue::Array(out))
+    }
 }
 
 /// Keeps, per group of `keys`, the sub-group of the best (source type, provider).
 pub fn keep_best(
     plan: LogicalPlanBuilder,
     keys: Vec<Expr>,
-    providers: &[String],
+    sources: &Sources,
 ) -> DfResult<LogicalPlanBuilder> {
-    let providers: Vec<&str> = providers.iter().map(String::as_str).collect();
-    let order: Vec<SortExpr> = vec![
-        rank(SOURCE_TYPE, SOURCE_TYPE_PRIORITY)?.sort(true, true),
-        column(SOURCE_TYPE).sort(true, true),
-        rank(PROVIDER, &providers)?.sort(true, true),
-        column(PROVIDER).sort(true, true),
-    ];
+    let order: Vec<SortExpr> = [
+        Part::TypeRank,
+        Part::TypeName,
+        Part::ProviderRank,
+        Part::ProviderName,
+    ]
+    .into_iter()
+    .map(|p| sources.decode(p).sort(true, true))
+    .collect();
     let best = row_number()
         .partition_by(keys)
         .order_by(order)

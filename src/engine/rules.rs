@@ -8,7 +8,8 @@
 use crate::schema::{Kind, QUERYABLE_SOURCES, Resource, Table};
 use crate::validation::{Loc, Violation};
 
-use super::parse_expr::{IndexOf, RawExpr, at};
+use super::json_check::at;
+use super::parse_expr::{IndexOf, RawExpr};
 use super::request::{
     Func, GroupBy, Operand, QuerySource, SelectItem, SelectKind, ValueMacro, ValueType,
 };

@@ -98,7 +98,7 @@ fn prioritised_plans_keep_the_best_sub_group_with_a_window() {
         .display_indent()
         .to_string();
     assert!(plan.contains("row_number"), "{plan}");
-    assert!(plan.contains("__provider"), "{plan}");
+    assert!(plan.contains("__source"), "{plan}");
     let rows = body(json!({"select": [{"index": "sleep"}, {"sleep": "efficiency"}]}));
     let req = parse_request(&rows, &Limits::default()).unwrap();
     let plan = compile(&req, 0, &catalog)

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use wearhouse::engine::{EngineError, Limits, UserContext, encode_json, execute, parse_request};
 
-use super::data::{batches, scenario};
+use super::data::batches;
+use super::scenarios::scenario;
 
 pub fn user_context(v: Option<&Value>) -> UserContext {
     let mut ctx = UserContext::default();

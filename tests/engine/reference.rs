@@ -7,17 +7,18 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, Offset, TimeZone, Timelike};
+use chrono::{Duration, NaiveDate, NaiveDateTime, Offset, TimeZone, Timelike};
 use serde_json::{Map, Value, json};
 use wearhouse::engine::macros::{ScoreInputs, awakenings, sleep_score, trailing_awake_seconds};
 use wearhouse::engine::{
-    CmpOp, DatePart, Func, GroupBy, Literal, Operand, Query, QuerySource, SelectKind, Unit,
-    UserContext, ValidRequest, ValueMacro, WhereExpr,
+    Func, GroupBy, Operand, Query, QuerySource, SelectKind, UserContext, ValidRequest, ValueMacro,
 };
 use wearhouse::providers::{SOURCE_TYPE_PRIORITY, effective_priority};
-use wearhouse::schema::{Dataset, Kind, Table};
+use wearhouse::schema::{Dataset, Table};
 
+use super::calendar::{part, trunc, window};
 use super::data::{Data, Row, Val};
+use super::reference_where::truth;
 
 /// A reference value.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +33,7 @@ pub enum RV {
     Utc(NaiveDateTime),
 }
 
-fn cmp_rv(a: &RV, b: &RV) -> Option<Ordering> {
+pub fn cmp_rv(a: &RV, b: &RV) -> Option<Ordering> {
     use RV::*;
     match (a, b) {
         (I(x), I(y)) => Some(x.cmp(y)),
@@ -69,20 +70,20 @@ fn utc(us: i64) -> NaiveDateTime {
         .naive_utc()
 }
 
-struct Ctx<'a> {
+pub struct Ctx<'a> {
     user: &'a UserContext,
     source: &'a QuerySource,
 }
 
 impl Ctx<'_> {
-    fn table(&self) -> Option<Table> {
+    pub fn table(&self) -> Option<Table> {
         match self.source {
             QuerySource::Table(t) => Some(*t),
             _ => None,
         }
     }
 
-    fn floating(&self, row: &Row, us: i64) -> NaiveDateTime {
+    pub fn floating(&self, row: &Row, us: i64) -> NaiveDateTime {
         let t = utc(us);
         let offset = match (row.get("timezone_offset"), self.user.fallback_time_zone) {
             (Some(Val::I(o)), _) => *o,
@@ -92,7 +93,7 @@ impl Ctx<'_> {
         t + Duration::seconds(offset)
     }
 
-    fn instant(&self, row: &Row, name: &str) -> RV {
+    pub fn instant(&self, row: &Row, name: &str) -> RV {
         match row.get(name) {
             Some(Val::T(us)) if self.table() == Some(Table::Profile) => RV::Utc(utc(*us)),
             Some(Val::T(us)) => RV::Floating(self.floating(row, *us)),
@@ -101,7 +102,7 @@ impl Ctx<'_> {
     }
 
     /// The index as a floating datetime (dates at midnight).
-    fn index_time(&self, row: &Row) -> NaiveDateTime {
+    pub fn index_time(&self, row: &Row) -> NaiveDateTime {
         match self.index(row) {
             RV::Floating(t) | RV::Utc(t) => t,
             RV::Date(d) => d.and_hms_opt(0, 0, 0).unwrap(),
@@ -109,14 +110,14 @@ impl Ctx<'_> {
         }
     }
 
-    fn index(&self, row: &Row) -> RV {
+    pub fn index(&self, row: &Row) -> RV {
         match self.table() {
             None => self.instant(row, "timestamp"),
             Some(t) => self.column(row, t.index_column()),
         }
     }
 
-    fn column(&self, row: &Row, name: &str) -> RV {
+    pub fn column(&self, row: &Row, name: &str) -> RV {
         match row.get(name) {
             None => RV::Null,
             Some(Val::T(_)) => self.instant(row, name),
@@ -131,7 +132,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn operand(&self, row: &Row, op: &Operand) -> RV {
+    pub fn operand(&self, row: &Row, op: &Operand) -> RV {
         match op {
             Operand::Column(_, name, _) => self.column(row, name),
             Operand::Field(r, f) => match row.get("resource") {
@@ -144,7 +145,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn sleep_macro(&self, row: &Row, m: ValueMacro) -> RV {
+    pub fn sleep_macro(&self, row: &Row, m: ValueMacro) -> RV {
         let int = |k: &str| match row.get(k) {
             Some(Val::I(i)) => Some(*i),
             _ => None,
@@ -199,173 +200,6 @@ impl Ctx<'_> {
             .map_or(RV::Null, RV::I),
         }
     }
-
-    fn where_value(&self, row: &Row, w: &WhereExpr) -> RV {
-        let b = |v: Option<bool>| v.map_or(RV::Null, RV::B);
-        match w {
-            WhereExpr::Column(Operand::Field(_, f)) => self.column(row, f),
-            WhereExpr::Column(Operand::Column(Table::Profile, name, Kind::Instant)) => {
-                match self.instant(row, name) {
-                    RV::Utc(t) => RV::Floating(t),
-                    other => other,
-                }
-            }
-            WhereExpr::Column(op) => self.operand(row, op),
-            WhereExpr::Literal(l) => match l {
-                Literal::Null => RV::Null,
-                Literal::Bool(x) => RV::B(*x),
-                Literal::Int(i) => RV::I(*i),
-                Literal::Float(f) => RV::F(*f),
-                Literal::Str(s) => RV::S(s.clone()),
-                Literal::Date(d) => RV::Date(*d),
-                Literal::DateTime(t) => RV::Floating(*t),
-            },
-            WhereExpr::Compare(op, x, y) => {
-                let (x, y) = (self.where_value(row, x), self.where_value(row, y));
-                b(cmp_rv(&x, &y).map(|o| match op {
-                    CmpOp::Eq => o == Ordering::Equal,
-                    CmpOp::NotEq => o != Ordering::Equal,
-                    CmpOp::Lt => o == Ordering::Less,
-                    CmpOp::LtEq => o != Ordering::Greater,
-                    CmpOp::Gt => o == Ordering::Greater,
-                    CmpOp::GtEq => o != Ordering::Less,
-                }))
-            }
-            WhereExpr::And(x, y) => b(and(
-                truth(&self.where_value(row, x)),
-                truth(&self.where_value(row, y)),
-            )),
-            WhereExpr::Or(x, y) => b(not(and(
-                not(truth(&self.where_value(row, x))),
-                not(truth(&self.where_value(row, y))),
-            ))),
-            WhereExpr::Not(x) => b(not(truth(&self.where_value(row, x)))),
-            WhereExpr::IsNull(x, negated) => {
-                RV::B((self.where_value(row, x) == RV::Null) != *negated)
-            }
-            WhereExpr::InList(x, list, negated) => {
-                let v = self.where_value(row, x);
-                let mut result = Some(false);
-                for item in list {
-                    match cmp_rv(&v, &self.where_value(row, item)) {
-                        Some(Ordering::Equal) => {
-                            result = Some(true);
-                            break;
-                        }
-                        Some(_) => {}
-                        None => result = None,
-                    }
-                }
-                b(if *negated { not(result) } else { result })
-            }
-            WhereExpr::Between(x, lo, hi, negated) => {
-                let v = self.where_value(row, x);
-                let ge = cmp_rv(&v, &self.where_value(row, lo)).map(|o| o != Ordering::Less);
-                let le = cmp_rv(&v, &self.where_value(row, hi)).map(|o| o != Ordering::Greater);
-                let r = and(ge, le);
-                b(if *negated { not(r) } else { r })
-            }
-        }
-    }
-}
-
-fn truth(v: &RV) -> Option<bool> {
-    match v {
-        RV::B(b) => Some(*b),
-        _ => None,
-    }
-}
-fn not(v: Option<bool>) -> Option<bool> {
-    v.map(|b| !b)
-}
-fn and(a: Option<bool>, b: Option<bool>) -> Option<bool> {
-    match (a, b) {
-        (Some(false), _) | (_, Some(false)) => Some(false),
-        (Some(true), Some(true)) => Some(true),
-        _ => None,
-    }
-}
-
-fn trunc(t: NaiveDateTime, value: u32, unit: Unit) -> NaiveDateTime {
-    let n = i64::from(value);
-    let d = t.date();
-    let midnight = d.and_hms_opt(0, 0, 0).unwrap();
-    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap();
-    match unit {
-        Unit::Minute => {
-            midnight + Duration::minutes(i64::from(t.num_seconds_from_midnight() / 60) / n * n)
-        }
-        Unit::Hour => midnight + Duration::hours(i64::from(t.hour()) / n * n),
-        Unit::Day => (epoch + Duration::days((d - epoch).num_days().div_euclid(n) * n))
-            .and_hms_opt(0, 0, 0)
-            .unwrap(),
-        Unit::Week => {
-            let monday = NaiveDate::from_ymd_opt(1970, 1, 5).unwrap();
-            let weeks = (d - monday).num_days().div_euclid(7);
-            (monday + Duration::days(weeks.div_euclid(n) * n * 7))
-                .and_hms_opt(0, 0, 0)
-                .unwrap()
-        }
-        Unit::Month => NaiveDate::from_ymd_opt(d.year(), (d.month0() / value * value) + 1, 1)
-            .unwrap()
-            .and_hms_opt(0, 0, 0)
-            .unwrap(),
-        Unit::Year => {
-            NaiveDate::from_ymd_opt(d.year().div_euclid(value as i32) * value as i32, 1, 1)
-                .unwrap()
-                .and_hms_opt(0, 0, 0)
-                .unwrap()
-        }
-    }
-}
-
-fn part(t: NaiveDateTime, p: DatePart) -> i64 {
-    let f = |fmt: &str| t.format(fmt).to_string().parse::<i64>().unwrap();
-    match p {
-        DatePart::Minute => i64::from(t.minute()),
-        DatePart::Hour => i64::from(t.hour()),
-        DatePart::Day => i64::from(t.day()),
-        DatePart::Week => f("%V"),
-        DatePart::Month => i64::from(t.month()),
-        DatePart::Year => i64::from(t.year()),
-        DatePart::Weekday => f("%u"),
-        DatePart::WeekOfYear => f("%W"),
-        DatePart::DayOfYear => f("%j"),
-    }
-}
-
-fn window(req: &ValidRequest, user: &UserContext) -> (NaiveDateTime, NaiveDateTime) {
-    let a = req.timeframe.anchor.and_hms_opt(0, 0, 0).unwrap();
-    let p = req.timeframe.past;
-    let v = i64::from(p.value);
-    let mut start = match p.unit {
-        Unit::Minute => a - Duration::minutes(v),
-        Unit::Hour => a - Duration::hours(v),
-        Unit::Day => a - Duration::days(v),
-        Unit::Week => a - Duration::days(7 * v),
-        Unit::Month => req
-            .timeframe
-            .anchor
-            .checked_sub_months(chrono::Months::new(p.value))
-            .unwrap()
-            .and_hms_opt(0, 0, 0)
-            .unwrap(),
-        Unit::Year => req
-            .timeframe
-            .anchor
-            .checked_sub_months(chrono::Months::new(12 * p.value))
-            .unwrap()
-            .and_hms_opt(0, 0, 0)
-            .unwrap(),
-    };
-    let mut end = a + Duration::days(1);
-    if let Some(s) = user.ingestion_start {
-        start = start.max(s.and_hms_opt(0, 0, 0).unwrap());
-    }
-    if let Some(e) = user.ingestion_end {
-        end = end.min(e.and_hms_opt(0, 0, 0).unwrap() + Duration::days(1));
-    }
-    (start, end)
 }
 
 fn rows_of(q: &Query, data: &Data) -> Vec<Row> {
