@@ -96,25 +96,36 @@ pub fn is_valid_zip(s: &str) -> bool {
     }
 }
 
-/// Reads a checked string member into `out` (null when absent and optional).
-fn checked(
-    r: &mut ObjectReader<'_>,
-    out: &mut Map<String, Value>,
-    key: &str,
-    required: bool,
-    check: fn(&str) -> bool,
-    rule: &str,
-) {
-    match r.string(key, required) {
-        Some(v) if check(v) => {
-            out.insert(key.into(), Value::from(v));
-        }
-        Some(_) => r.fail(key, "value_error", format!("{key} must be {rule}")),
-        None => {
-            out.insert(key.into(), Value::Null);
+/// One string member's rule: its key, whether it is required, the check and how to describe a
+/// value that fails it.
+struct Rule(&'static str, bool, fn(&str) -> bool, &'static str);
+
+/// Reads every member a rule names into `out` (null when absent and optional), recording a
+/// violation for each value that fails its check.
+fn apply(r: &mut ObjectReader<'_>, out: &mut Map<String, Value>, rules: &[Rule]) {
+    for Rule(key, required, check, rule) in rules {
+        match r.string(key, *required) {
+            Some(v) if check(v) => {
+                out.insert((*key).into(), Value::from(v));
+            }
+            Some(_) => r.fail(key, "value_error", format!("{key} must be {rule}")),
+            None => {
+                out.insert((*key).into(), Value::Null);
+            }
         }
     }
 }
+
+fn non_empty(s: &str) -> bool {
+    !s.trim().is_empty() && s.chars().count() <= 200
+}
+
+fn short_text(s: &str) -> bool {
+    (1..=50).contains(&s.trim().chars().count())
+}
+
+const EMAIL_RULE: &str = "a valid e-mail address";
+const PHONE_RULE: &str = "a phone number of 7-15 digits";
 
 fn enumerated(r: &mut ObjectReader<'_>, out: &mut Map<String, Value>, key: &str, allowed: &[&str]) {
     match r.string(key, false) {
@@ -145,46 +156,31 @@ fn address(
     let mut r = ObjectReader::new(value, loc);
     r.deny_unknown(&["first_line", "second_line", "zip_code", "state", "city"]);
     let mut out = Map::new();
-    let non_empty = |s: &str| !s.trim().is_empty() && s.chars().count() <= 200;
-    checked(
+    apply(
         &mut r,
         &mut out,
-        "first_line",
-        true,
-        non_empty,
-        "1-200 characters",
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "second_line",
-        false,
-        |s| s.chars().count() <= 200,
-        "at most 200 characters",
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "zip_code",
-        true,
-        is_valid_zip,
-        "five digits, optionally followed by - and four digits",
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "state",
-        true,
-        |s| US_STATES.contains(&s),
-        "a two-letter US state code such as \"CA\"",
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "city",
-        true,
-        non_empty,
-        "1-200 characters",
+        &[
+            Rule("first_line", true, non_empty, "1-200 characters"),
+            Rule(
+                "second_line",
+                false,
+                |s| s.chars().count() <= 200,
+                "at most 200 characters",
+            ),
+            Rule(
+                "zip_code",
+                true,
+                is_valid_zip,
+                "five digits, optionally followed by - and four digits",
+            ),
+            Rule(
+                "state",
+                true,
+                |s| US_STATES.contains(&s),
+                "a two-letter US state code such as \"CA\"",
+            ),
+            Rule("city", true, non_empty, "1-200 characters"),
+        ],
     );
     violations.append(&mut r.violations);
     Value::Object(out)
@@ -204,45 +200,16 @@ fn medical_proxy(
         "email",
     ]);
     let mut out = Map::new();
-    checked(
+    apply(
         &mut r,
         &mut out,
-        "first_name",
-        true,
-        is_valid_name,
-        NAME_RULE,
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "last_name",
-        true,
-        is_valid_name,
-        NAME_RULE,
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "relationship",
-        false,
-        |s| (1..=50).contains(&s.chars().count()),
-        "1-50 characters",
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "phone_number",
-        false,
-        is_valid_phone,
-        "a phone number of 7-15 digits",
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "email",
-        false,
-        is_valid_email,
-        "a valid e-mail address",
+        &[
+            Rule("first_name", true, is_valid_name, NAME_RULE),
+            Rule("last_name", true, is_valid_name, NAME_RULE),
+            Rule("relationship", false, short_text, "1-50 characters"),
+            Rule("phone_number", false, is_valid_phone, PHONE_RULE),
+            Rule("email", false, is_valid_email, EMAIL_RULE),
+        ],
     );
     violations.append(&mut r.violations);
     Value::Object(out)
@@ -266,45 +233,16 @@ pub fn parse_user_info(body: &Value, today: NaiveDate) -> Result<Value, Invalid>
         "gender_identity",
     ]);
     let mut out = Map::new();
-    checked(
+    apply(
         &mut r,
         &mut out,
-        "first_name",
-        true,
-        is_valid_name,
-        NAME_RULE,
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "last_name",
-        true,
-        is_valid_name,
-        NAME_RULE,
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "email",
-        true,
-        is_valid_email,
-        "a valid e-mail address",
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "phone_number",
-        true,
-        is_valid_phone,
-        "a phone number of 7-15 digits",
-    );
-    checked(
-        &mut r,
-        &mut out,
-        "gender",
-        true,
-        |s| (1..=50).contains(&s.trim().chars().count()),
-        "1-50 characters",
+        &[
+            Rule("first_name", true, is_valid_name, NAME_RULE),
+            Rule("last_name", true, is_valid_name, NAME_RULE),
+            Rule("email", true, is_valid_email, EMAIL_RULE),
+            Rule("phone_number", true, is_valid_phone, PHONE_RULE),
+            Rule("gender", true, short_text, "1-50 characters"),
+        ],
     );
     match r.date("dob", true) {
         Some(d) if d < today && d >= NaiveDate::from_ymd_opt(1900, 1, 1).unwrap_or(d) => {
