@@ -114,6 +114,25 @@ fn user_from_row(row: &AnyRow) -> Result<User, MetadataError> {
     })
 }
 
+/// Binds the user's settable columns, in `USER_COLUMNS` order: fallback zone and its time,
+/// fallback birth date and its time, ingestion start and end.
+fn bind_settings<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    user: &User,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(user.fallback_time_zone.as_ref().map(|s| s.value.clone()))
+        .bind(user.fallback_time_zone.as_ref().map(|s| ts(s.updated_at)))
+        .bind(
+            user.fallback_birth_date
+                .as_ref()
+                .map(|s| s.value.to_string()),
+        )
+        .bind(user.fallback_birth_date.as_ref().map(|s| ts(s.updated_at)))
+        .bind(date_text(user.ingestion_start))
+        .bind(date_text(user.ingestion_end))
+}
+
 fn date_text(d: Option<NaiveDate>) -> Option<String> {
     d.map(|d| d.to_string())
 }
@@ -143,25 +162,15 @@ impl MetadataStore {
             ingestion_start: new.ingestion_start,
             ingestion_end: new.ingestion_end,
         };
-        let inserted = sqlx::query(&format!(
+        let sql = format!(
             "INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-        ))
-        .bind(user.id.to_string())
-        .bind(team.to_string())
-        .bind(&user.client_user_id)
-        .bind(ts(now))
-        .bind(user.fallback_time_zone.as_ref().map(|s| s.value.clone()))
-        .bind(user.fallback_time_zone.as_ref().map(|s| ts(s.updated_at)))
-        .bind(
-            user.fallback_birth_date
-                .as_ref()
-                .map(|s| s.value.to_string()),
-        )
-        .bind(user.fallback_birth_date.as_ref().map(|s| ts(s.updated_at)))
-        .bind(date_text(user.ingestion_start))
-        .bind(date_text(user.ingestion_end))
-        .execute(self.pool())
-        .await;
+        );
+        let query = sqlx::query(&sql)
+            .bind(user.id.to_string())
+            .bind(team.to_string())
+            .bind(&user.client_user_id)
+            .bind(ts(now));
+        let inserted = bind_settings(query, &user).execute(self.pool()).await;
         match inserted {
             Ok(_) => Ok(user),
             // Lost a race with a concurrent create of the same client user id.
@@ -281,27 +290,18 @@ impl MetadataStore {
         if let Some(end) = patch.ingestion_end {
             user.ingestion_end = end;
         }
-        let updated = sqlx::query(
+        let query = sqlx::query(
             "UPDATE users SET client_user_id = $1, fallback_time_zone = $2, \
              fallback_time_zone_updated_at = $3, fallback_birth_date = $4, \
              fallback_birth_date_updated_at = $5, ingestion_start = $6, ingestion_end = $7 \
              WHERE team_id = $8 AND id = $9",
         )
-        .bind(&user.client_user_id)
-        .bind(user.fallback_time_zone.as_ref().map(|s| s.value.clone()))
-        .bind(user.fallback_time_zone.as_ref().map(|s| ts(s.updated_at)))
-        .bind(
-            user.fallback_birth_date
-                .as_ref()
-                .map(|s| s.value.to_string()),
-        )
-        .bind(user.fallback_birth_date.as_ref().map(|s| ts(s.updated_at)))
-        .bind(date_text(user.ingestion_start))
-        .bind(date_text(user.ingestion_end))
-        .bind(team.to_string())
-        .bind(id.to_string())
-        .execute(self.pool())
-        .await;
+        .bind(&user.client_user_id);
+        let updated = bind_settings(query, &user)
+            .bind(team.to_string())
+            .bind(id.to_string())
+            .execute(self.pool())
+            .await;
         match updated {
             Ok(_) => Ok(Some(user)),
             Err(e) => Err(self
