@@ -78,7 +78,7 @@ async fn main() -> anyhow::Result<()> {
             let answer =
                 wearhouse::cli::run_query(&store, team.as_deref(), &user, &request, format).await?;
             let bytes = match answer {
-                wearhouse::query::QueryOutput::Json(v) => serde_json::to_vec_pretty(&v)?,
+                wearhouse::query::QueryOutput::Json(b) => b,
                 wearhouse::query::QueryOutput::ParquetTar(b) => b,
             };
             match out {

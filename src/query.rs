@@ -26,8 +26,8 @@ pub const PARQUET_TAR_MEDIA_TYPE: &str = "application/vnd.service.tar+gzip+parqu
 /// An encoded answer.
 #[derive(Debug)]
 pub enum QueryOutput {
-    /// `{"results": [...]}`.
-    Json(Value),
+    /// `{"results": [...]}`, serialised.
+    Json(Vec<u8>),
     /// The gzipped tarball's bytes.
     ParquetTar(Vec<u8>),
 }
@@ -44,9 +44,6 @@ pub enum QueryError {
     /// Reading the team's priorities.
     #[error("metadata store: {0}")]
     Metadata(#[from] MetadataError),
-    /// The encoding task died.
-    #[error("encoding task failed: {0}")]
-    Task(#[from] tokio::task::JoinError),
 }
 
 /// Runs every query of `body` over `user`'s data within the limits' time limit, which covers
@@ -103,12 +100,14 @@ async fn run_unbounded(
         inputs.insert(dataset, batches);
     }
     let results = engine::execute(&request, &ctx, inputs, limits).await?;
-    // Encoding large answers is CPU work: keep it off the async threads.
-    let limits = limits.clone();
-    let output = tokio::task::spawn_blocking(move || match format {
-        Format::Json => engine::encode_json(&results, &limits).map(QueryOutput::Json),
-        Format::ParquetTar => engine::encode_parquet_tar(&results).map(QueryOutput::ParquetTar),
-    })
-    .await??;
+    // Encoding large answers is CPU work: the engine does it on the blocking pool.
+    let output = match format {
+        Format::Json => {
+            QueryOutput::Json(engine::encode_json_blocking(results, limits.clone()).await?)
+        }
+        Format::ParquetTar => {
+            QueryOutput::ParquetTar(engine::encode_parquet_tar_blocking(results).await?)
+        }
+    };
     Ok(output)
 }

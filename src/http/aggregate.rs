@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -85,15 +85,13 @@ async fn aggregate_query(
     let user = team_user(&state, &team, id).await?;
     let limits = &state.config.query_limits;
     let output = query::run(&state.meta, &state.health, &user, &body, format, limits).await?;
-    Ok(match output {
-        QueryOutput::Json(value) => axum::Json(value).into_response(),
-        QueryOutput::ParquetTar(bytes) => {
-            let mut response = Response::new(Body::from(bytes));
-            response.headers_mut().insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static(PARQUET_TAR_MEDIA_TYPE),
-            );
-            response
-        }
-    })
+    let (bytes, media_type) = match output {
+        QueryOutput::Json(bytes) => (bytes, "application/json"),
+        QueryOutput::ParquetTar(bytes) => (bytes, PARQUET_TAR_MEDIA_TYPE),
+    };
+    let mut response = Response::new(Body::from(bytes));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(media_type));
+    Ok(response)
 }

@@ -114,9 +114,9 @@ impl From<crate::query::QueryError> for ApiError {
                 ))
             }
             QueryError::Metadata(e) => e.into(),
-            QueryError::Engine(EngineError::Internal(_))
-            | QueryError::Store(_)
-            | QueryError::Task(_) => ApiError::internal(err),
+            QueryError::Engine(EngineError::Internal(_)) | QueryError::Store(_) => {
+                ApiError::internal(err)
+            }
         }
     }
 }
