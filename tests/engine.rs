@@ -20,12 +20,17 @@ mod reference_where;
 #[path = "engine/scenarios.rs"]
 mod scenarios;
 
+use std::collections::{BTreeMap, HashMap};
+
+use datafusion::arrow::array::{AsArray, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::take;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use wearhouse::engine::{
-    EngineError, Limits, encode_json, encode_parquet_tar, execute, parse_request,
+    Catalog, EngineError, Limits, compile, encode_json, encode_parquet_tar, execute, parse_request,
 };
+use wearhouse::schema::Dataset;
 
 #[tokio::test]
 async fn golden_query_files_match_their_snapshots() {
@@ -136,6 +141,122 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
     assert!(
         non_empty > 250,
         "only {non_empty} random queries had rows: the generator is too narrow"
+    );
+}
+
+/// The same rows as one batch per (provider, source type) of each input batch: the store's
+/// usual layout (a push is one source), which the bucket operator reads without per-row work.
+fn split_by_source(
+    inputs: &HashMap<Dataset, Vec<RecordBatch>>,
+) -> HashMap<Dataset, Vec<RecordBatch>> {
+    let mut out = HashMap::new();
+    for (d, batches) in inputs {
+        let mut parts = Vec::new();
+        for b in batches {
+            let text = |name: &str| b.column_by_name(name).unwrap().as_string::<i32>().clone();
+            let (p, t) = (text("source_provider"), text("source_type"));
+            let mut rows: BTreeMap<(String, String), Vec<u32>> = BTreeMap::new();
+            for i in 0..b.num_rows() {
+                let key = (p.value(i).to_owned(), t.value(i).to_owned());
+                rows.entry(key).or_default().push(i as u32);
+            }
+            for idx in rows.into_values() {
+                let idx = UInt32Array::from(idx);
+                let cols = b
+                    .columns()
+                    .iter()
+                    .map(|c| take(c.as_ref(), &idx, None).unwrap())
+                    .collect();
+                parts.push(RecordBatch::try_new(b.schema(), cols).unwrap());
+            }
+        }
+        out.insert(*d, parts);
+    }
+    out
+}
+
+/// The time-bucket operator (`engine/bucket.rs`) against the general plan and the reference,
+/// on queries of its shape: identical tables, schemas included, whether a batch holds one
+/// source or many.
+#[tokio::test]
+async fn bucket_operator_agrees_with_the_general_plan_and_the_reference() {
+    let limits = Limits::default();
+    let general = Limits {
+        bucket_operator: false,
+        ..Limits::default()
+    };
+    let mut failures = Vec::new();
+    let mut non_empty = 0;
+    for seed in 0..300u64 {
+        let mut g = ChaCha8Rng::seed_from_u64(50_000 + seed);
+        let data = data_for(seed);
+        let body = random::random_bucket_request(&mut g);
+        let user = golden::user_context(Some(&random::random_user(&mut g)));
+        let req = parse_request(&body, &limits)
+            .unwrap_or_else(|e| panic!("seed {seed}: request rejected: {:?}\n{body}", e.0));
+        let inputs = data::batches(&data);
+        let plan = compile(
+            &req,
+            0,
+            &Catalog::new(user.clone(), inputs.clone()).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            plan.display_indent()
+                .to_string()
+                .contains("BucketAggregate"),
+            "seed {seed}: not planned as a bucket aggregate:\n{}\n{body}",
+            plan.display_indent()
+        );
+        let run = |inputs: HashMap<Dataset, Vec<RecordBatch>>, limits: Limits| {
+            let (req, user) = (req.clone(), user.clone());
+            async move {
+                let r = execute(&req, &user, inputs, &limits).await.unwrap();
+                let schema = r[0].schema.clone();
+                (encode_json(&r, &limits).unwrap(), schema)
+            }
+        };
+        let (want, want_schema) = run(inputs.clone(), general.clone()).await;
+        let reference = reference::evaluate(&req, &user, &data);
+        if let Err(diff) = same(&want, &reference, "") {
+            failures.push(format!(
+                "seed {seed}: general plan vs reference: {diff}\n{body}"
+            ));
+        }
+        if want["results"][0]["table"]
+            .as_object()
+            .and_then(|t| t.values().next())
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty())
+        {
+            non_empty += 1;
+        }
+        for (layout, inputs) in [
+            ("mixed", inputs.clone()),
+            ("split", split_by_source(&inputs)),
+        ] {
+            let (got, schema) = run(inputs, limits.clone()).await;
+            if schema != want_schema {
+                failures.push(format!(
+                    "seed {seed} ({layout}): schema {schema:?} != {want_schema:?}"
+                ));
+            }
+            if let Err(diff) = same(&got, &want, "") {
+                failures.push(format!(
+                    "seed {seed} ({layout}): {diff}\nrequest: {body}\nuser: {user:?}"
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures[..failures.len().min(5)].join("\n\n")
+    );
+    assert!(
+        non_empty > 150,
+        "only {non_empty} of 300 bucket queries had rows"
     );
 }
 

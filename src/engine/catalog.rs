@@ -49,6 +49,9 @@ pub struct Catalog {
     sources: HashMap<Dataset, Arc<dyn TableSource>>,
     /// The user's settings.
     pub user: UserContext,
+    /// Whether the compiler may plan the time-bucket operator (`bucket.rs`) for queries of its
+    /// shape; on by default, off only to compare it with the general plan.
+    pub bucket_operator: bool,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -102,7 +105,11 @@ impl Catalog {
             .into_iter()
             .map(|(d, b)| Ok((d, mem_source(d, b)?)))
             .collect::<Result<_, EngineError>>()?;
-        Ok(Catalog { sources, user })
+        Ok(Catalog {
+            sources,
+            user,
+            bucket_operator: true,
+        })
     }
 
     /// The source of a dataset; an empty one when the caller handed in no batches for it.

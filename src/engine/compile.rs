@@ -19,12 +19,15 @@ use datafusion::functions_aggregate::expr_fn::{avg, count, max, median, min, std
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, cast, ident};
 use datafusion::prelude::{Expr, lit};
 
-use crate::schema::{Dataset, Family, INGESTED_AT, Resource, Table, timeseries_schema};
+use crate::schema::{
+    Dataset, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, Table, timeseries_schema,
+};
 
+use super::bucket::{self, BucketNode, BucketSpec};
 use super::catalog::{Catalog, data_type_of};
 use super::expr::{RowExprs, column, floating_lit};
 use super::priority::{PROVIDER, SOURCE, SOURCE_TYPE, Sources, keep_best, provider_order};
-use super::request::{Func, GroupBy, Query, QuerySource, SelectKind, ValidRequest};
+use super::request::{Func, GroupBy, Operand, Query, QuerySource, SelectKind, ValidRequest};
 use super::udaf::Pick;
 use super::udf::{DatePartUdf, DateTrunc};
 use super::{EngineError, time};
@@ -189,6 +192,15 @@ fn build(
     rows: &RowExprs<'_>,
     scan: LogicalPlanBuilder,
 ) -> DfResult<LogicalPlan> {
+    if let Some(spec) = bucket_spec(req, q, catalog) {
+        let input = match &q.filter {
+            Some(w) => scan.filter(rows.where_expr(w))?,
+            None => scan,
+        };
+        return LogicalPlanBuilder::from(BucketNode::plan(input.build()?, spec.0, spec.1)?)
+            .project(output(q))?
+            .build();
+    }
     let mut pred = window_filter(req, q, catalog, rows);
     if let Some(w) = &q.filter {
         pred = pred.and(rows.where_expr(w));
@@ -222,13 +234,10 @@ fn build(
     }
     let keys: Vec<Expr> = (0..q.group_by.len()).map(|i| column(&key(i))).collect();
     let mut groups = keys.clone();
-    let team = catalog
-        .user
-        .team_priorities
-        .get(data_type_of(dataset_of(q)))
-        .cloned()
-        .unwrap_or_default();
-    let sources = Sources::new(provider_order(&req.priority_overrides, &team));
+    let sources = Sources::new(provider_order(
+        &req.priority_overrides,
+        &team_order(q, catalog),
+    ));
     if prioritised {
         let code = sources.code(ident("source_provider"), ident("source_type"));
         proj.push(code.alias(SOURCE));
@@ -250,16 +259,78 @@ fn build(
                 .collect::<Vec<_>>(),
         )?;
     }
-    let out: Vec<Expr> = q
-        .select
+    plan.project(output(q))?.build()
+}
+
+/// The final projection of an aggregate query: group keys and results to their §4.1 names.
+fn output(q: &Query) -> Vec<Expr> {
+    q.select
         .iter()
         .enumerate()
         .map(|(j, item)| match &item.kind {
             SelectKind::GroupKey(n) => column(&key(*n)).alias(item.name.as_str()),
             _ => column(&res(j)).alias(item.name.as_str()),
         })
-        .collect();
-    plan.project(out)?.build()
+        .collect()
+}
+
+/// The query as a [`BucketNode`] (its spec and output names), when it has the operator's
+/// shape: one resource, one `date_trunc` group key, prioritised, aggregates the operator
+/// computes over Float64 fields (`count` over any field). Else the general plan.
+fn bucket_spec(
+    req: &ValidRequest,
+    q: &Query,
+    catalog: &Catalog,
+) -> Option<(BucketSpec, Vec<String>)> {
+    if !catalog.bucket_operator || !q.prioritised() {
+        return None;
+    }
+    let QuerySource::Timeseries(rs) = &q.source else {
+        return None;
+    };
+    let ([r], [GroupBy::DateTrunc(period)]) = (rs.as_slice(), q.group_by.as_slice()) else {
+        return None;
+    };
+    let schema = timeseries_schema(r.family);
+    let (mut aggs, mut names) = (Vec::new(), Vec::new());
+    for (j, item) in q.select.iter().enumerate() {
+        match &item.kind {
+            SelectKind::GroupKey(0) => {}
+            SelectKind::Aggregate(f, Operand::Field(_, name))
+                if bucket::supports(*f) && *name != TIMEZONE_OFFSET =>
+            {
+                let float = schema.field_with_name(name).ok()?.data_type() == &DataType::Float64;
+                if *f != Func::Count && !float {
+                    return None;
+                }
+                aggs.push((*f, (*name).to_owned()));
+                names.push(res(j));
+            }
+            _ => return None,
+        }
+    }
+    let u = &catalog.user;
+    let window = time::window(&req.timeframe, u.ingestion_start, u.ingestion_end)
+        .map(|(s, e)| (time::micros(s), time::micros(e)));
+    let spec = BucketSpec {
+        period: *period,
+        zone: u.fallback_time_zone,
+        window,
+        aggs,
+        providers: provider_order(&req.priority_overrides, &team_order(q, catalog)),
+        filtered: q.filter.is_some(),
+    };
+    Some((spec, names))
+}
+
+/// The team's provider order for the query's data type.
+fn team_order(q: &Query, catalog: &Catalog) -> Vec<String> {
+    catalog
+        .user
+        .team_priorities
+        .get(data_type_of(dataset_of(q)))
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn row_level(q: &Query, rows: &RowExprs<'_>, plan: LogicalPlanBuilder) -> DfResult<LogicalPlan> {

@@ -9,15 +9,21 @@ use std::sync::{Arc, OnceLock};
 use chrono::{DateTime, Duration, Utc};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::Session;
 use datafusion::error::DataFusionError;
+use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::optimizer::common_subexpr_eliminate::CommonSubexprEliminate;
 use datafusion::optimizer::optimize_projections::OptimizeProjections;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::schema::Dataset;
 
+use super::bucket::BucketPlanner;
 use super::catalog::{Catalog, UserContext};
 use super::request::{QuerySource, ValidRequest};
 use super::{EngineError, Limits, compile, time};
@@ -97,6 +103,7 @@ fn session(limits: &Limits) -> Result<SessionContext, EngineError> {
                 Arc::new(CommonSubexprEliminate::new()),
                 Arc::new(OptimizeProjections::new()),
             ])
+            .with_query_planner(Arc::new(Planner))
             .build()
     });
     let state = SessionStateBuilder::new_from_existing(base.clone())
@@ -104,6 +111,23 @@ fn session(limits: &Limits) -> Result<SessionContext, EngineError> {
         .with_runtime_env(runtime)
         .build();
     Ok(SessionContext::new_with_state(state))
+}
+
+/// The default physical planner plus the time-bucket operator.
+#[derive(Debug)]
+struct Planner;
+
+#[async_trait::async_trait]
+impl QueryPlanner for Planner {
+    async fn create_physical_plan(
+        &self,
+        plan: &LogicalPlan,
+        session: &dyn Session,
+    ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(BucketPlanner)])
+            .create_physical_plan(plan, session)
+            .await
+    }
 }
 
 fn classify(e: DataFusionError, limits: &Limits) -> EngineError {
@@ -169,7 +193,8 @@ pub async fn execute(
     inputs: HashMap<Dataset, Vec<RecordBatch>>,
     limits: &Limits,
 ) -> Result<Vec<QueryResult>, EngineError> {
-    let catalog = Catalog::new(ctx.clone(), inputs)?;
+    let mut catalog = Catalog::new(ctx.clone(), inputs)?;
+    catalog.bucket_operator = limits.bucket_operator;
     let session = session(limits)?;
     let (req, lim) = (req.clone(), limits.clone());
     let mut work = cpu_runtime()?.spawn(async move {

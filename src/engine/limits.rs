@@ -22,6 +22,9 @@ pub struct Limits {
     pub memory_limit_bytes: usize,
     /// DataFusion partitions per query (parallelism); 1 keeps small per-user queries cheap.
     pub target_partitions: usize,
+    /// Whether queries of the time-bucket shape run on the engine's own operator
+    /// (`bucket.rs`, the default) or on the general plan; off only to compare the two.
+    pub bucket_operator: bool,
 }
 
 impl Default for Limits {
@@ -35,6 +38,7 @@ impl Default for Limits {
             max_json_cells: 1_000_000,
             memory_limit_bytes: 1 << 30,
             target_partitions: 1,
+            bucket_operator: true,
         }
     }
 }

@@ -26,6 +26,7 @@
 //! - Queries run on the engine's own multi-threaded runtime, so the caller's timer answers the
 //!   timeout on time; encoders have `*_blocking` wrappers for async callers.
 
+mod bucket;
 mod catalog;
 mod compile;
 mod encode;

@@ -146,6 +146,25 @@ fn rank_of(list: impl Iterator<Item = impl AsRef<str>>, s: &str, len: usize) -> 
         .unwrap_or(len) as i64
 }
 
+/// The sort key of one source (§3.5): source type rank and name, provider rank and name;
+/// smaller is better. The plan's ranking columns sort by the same four values.
+pub fn rank_key(
+    providers: &[String],
+    provider: &str,
+    source_type: &str,
+) -> (i64, String, i64, String) {
+    (
+        rank_of(
+            SOURCE_TYPE_PRIORITY.iter(),
+            source_type,
+            SOURCE_TYPE_PRIORITY.len(),
+        ),
+        source_type.to_owned(),
+        rank_of(providers.iter(), provider, providers.len()),
+        provider.to_owned(),
+    )
+}
+
 impl ScalarUDFImpl for SourceUdf {
     fn name(&self) -> &str {
         &self.name

@@ -132,6 +132,36 @@ pub fn trunc(t: i64, p: Period) -> i64 {
     }
 }
 
+/// The end (exclusive) of the `date_trunc` bucket that starts at `start`, a value [`trunc`]
+/// returned: every `t` in `start..bucket_end(start, p)` truncates to `start`, and the end is
+/// the next bucket's start. Minute and hour buckets restart at midnight and month buckets on
+/// 1 January (§3.3), so a bucket can be shorter than its period.
+pub fn bucket_end(start: i64, p: Period) -> i64 {
+    let n = i64::from(p.value.max(1));
+    let day = start.div_euclid(MICROS_PER_DAY);
+    let next_midnight = (day + 1) * MICROS_PER_DAY;
+    match p.unit {
+        Unit::Minute => (start + n * MICROS_PER_MINUTE).min(next_midnight),
+        Unit::Hour => (start + n * MICROS_PER_HOUR).min(next_midnight),
+        Unit::Day => start + n * MICROS_PER_DAY,
+        Unit::Week => start + 7 * n * MICROS_PER_DAY,
+        Unit::Month => {
+            let (y, m, _) = civil_from_days(day);
+            let next = i64::from(m) - 1 + n;
+            let days = if next >= 12 {
+                days_from_civil(y + 1, 1, 1)
+            } else {
+                days_from_civil(y, (next + 1) as u32, 1)
+            };
+            days * MICROS_PER_DAY
+        }
+        Unit::Year => {
+            let (y, _, _) = civil_from_days(day);
+            days_from_civil(y + n, 1, 1) * MICROS_PER_DAY
+        }
+    }
+}
+
 /// A calendar part of floating time `t` (§3.4).
 pub fn part(t: i64, p: DatePart) -> i64 {
     let day = t.div_euclid(MICROS_PER_DAY);
@@ -170,6 +200,34 @@ mod tests {
 
     fn at(s: &str) -> i64 {
         micros(NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S").unwrap())
+    }
+
+    #[test]
+    fn bucket_end_is_the_next_buckets_start() {
+        use rand::{Rng, SeedableRng};
+        let mut g = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let units = [
+            (Unit::Minute, 90),
+            (Unit::Hour, 30),
+            (Unit::Day, 40),
+            (Unit::Week, 10),
+            (Unit::Month, 14),
+            (Unit::Year, 5),
+        ];
+        for _ in 0..20_000 {
+            let (unit, max) = units[g.gen_range(0..units.len())];
+            let p = Period {
+                value: g.gen_range(1..=max),
+                unit,
+            };
+            // 1960..2060, to cross the epoch, leap years and century rules.
+            let t = g.gen_range(-320_000_000_000_000i64..2_840_000_000_000_000);
+            let start = trunc(t, p);
+            let end = bucket_end(start, p);
+            assert!(start <= t && t < end, "{p:?}: {t} not in {start}..{end}");
+            assert_eq!(trunc(end - 1, p), start, "{p:?}: bucket of {t} ends early");
+            assert_eq!(trunc(end, p), end, "{p:?}: bucket of {t} ends late");
+        }
     }
 
     #[test]

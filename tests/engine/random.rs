@@ -422,3 +422,74 @@ fn random_where<R: Rng>(g: &mut R, source: &str) -> String {
         _ => format!("NOT {a}"),
     }
 }
+
+/// A random request of the time-bucket operator's shape (one resource, one `date_trunc`
+/// group key, the functions it computes over float fields, `count` over any field), to
+/// compare that operator with the general plan and the reference.
+pub fn random_bucket_request<R: Rng>(g: &mut R) -> Value {
+    let resource = ["heartrate", "steps"][g.gen_range(0..2)];
+    let floats: &[&str] = if resource == "steps" {
+        &["value", "duration"]
+    } else {
+        &["value"]
+    };
+    let (unit, max) = [
+        ("minute", 59),
+        ("hour", 23),
+        ("day", 30),
+        ("week", 12),
+        ("month", 6),
+        ("year", 3),
+    ][g.gen_range(0..6)];
+    let mut v = if g.gen_bool(0.5) {
+        1
+    } else {
+        g.gen_range(1..=max)
+    };
+    if unit == "month" && v == 5 {
+        v = 6;
+    }
+    let mut select = vec![if g.gen_bool(0.5) {
+        json!({"group_key": "*"})
+    } else {
+        json!({"group_key": 0})
+    }];
+    let mut seen = HashSet::new();
+    for _ in 0..g.gen_range(1..6) {
+        let f = pick(
+            g,
+            &["mean", "min", "max", "sum", "count", "oldest", "newest"],
+        );
+        let field = if f == "count" && g.gen_bool(0.3) {
+            "source_type"
+        } else {
+            pick(g, floats)
+        };
+        if seen.insert((f, field)) {
+            select.push(json!({"func": f, "arg": {"timeseries": resource, "field": field}}));
+        }
+    }
+    let mut query = json!({
+        "select": select,
+        "group_by": [{"date_trunc": {"value": v, "unit": unit}, "arg": {"index": "timeseries"}}],
+    });
+    if g.gen_bool(0.3) {
+        query["where"] = json!(random_where(g, "timeseries"));
+    }
+    let (unit, v) = [
+        ("day", g.gen_range(1..45)),
+        ("week", g.gen_range(1..7)),
+        ("month", g.gen_range(1..3)),
+        ("hour", g.gen_range(1..80)),
+    ][g.gen_range(0..4)];
+    let mut body = json!({
+        "timeframe": {"anchor": format!("2025-{:02}-{:02}", g.gen_range(3..5), g.gen_range(1..29)), "past": {"value": v, "unit": unit}},
+        "queries": [query],
+    });
+    if g.gen_bool(0.4) {
+        let mut p = PROVIDERS.to_vec();
+        p.shuffle(g);
+        body["config"] = json!({"provider_priority_overrides": p[..g.gen_range(0..4)]});
+    }
+    body
+}
