@@ -394,47 +394,100 @@ impl Acc {
     }
 }
 
-/// Per-batch views the run loop reads.
-struct View<'a> {
-    timestamp: &'a TimestampMicrosecondArray,
-    offset: &'a datafusion::arrow::array::Int32Array,
-    ingested: &'a TimestampMicrosecondArray,
+/// Marks a row without an index time in the floating-time scratch: below every window.
+const NO_TIME: i64 = i64::MIN;
+
+/// Fills `out` with each row's floating index time (§3.2), [`NO_TIME`] for a null timestamp.
+/// Without nulls it is one vectorised pass.
+fn floating_times(
+    timestamp: &TimestampMicrosecondArray,
+    offset: &datafusion::arrow::array::Int32Array,
     zone: Option<Tz>,
+    out: &mut Vec<i64>,
+) {
+    out.clear();
+    if timestamp.null_count() == 0 && offset.null_count() == 0 {
+        out.extend(
+            timestamp
+                .values()
+                .iter()
+                .zip(offset.values().iter())
+                .map(|(&t, &o)| t.saturating_add(i64::from(o) * 1_000_000)),
+        );
+        return;
+    }
+    out.extend((0..timestamp.len()).map(|i| {
+        if timestamp.is_null(i) {
+            return NO_TIME;
+        }
+        let o = offset.is_valid(i).then(|| offset.value(i));
+        time::to_floating(timestamp.value(i), o, zone)
+    }));
 }
 
-impl View<'_> {
-    /// Floating index time of row `i` (§3.2), `None` for a null timestamp.
-    #[inline]
-    fn floating(&self, i: usize) -> Option<i64> {
-        if self.timestamp.is_null(i) {
-            return None;
-        }
-        let t = self.timestamp.value(i);
-        Some(if self.offset.is_valid(i) {
-            t.saturating_add(i64::from(self.offset.value(i)) * 1_000_000)
-        } else {
-            time::to_floating(t, None, self.zone)
-        })
-    }
+/// The smallest and largest real floating time of a batch (`None` when it has none).
+fn time_range(times: &[i64]) -> Option<(i64, i64)> {
+    let (lo, hi) = times.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &t| {
+        let real = t != NO_TIME;
+        (
+            if real { lo.min(t) } else { lo },
+            if real { hi.max(t) } else { hi },
+        )
+    });
+    (lo <= hi).then_some((lo, hi))
+}
 
-    /// The floating range of the batch, when it is cheap to bound.
-    fn bounds(&self) -> Option<(i64, i64)> {
-        use datafusion::arrow::compute::{max, min};
-        let (t0, t1) = (min(self.timestamp)?, max(self.timestamp)?);
-        let (mut o0, mut o1) = (
-            min(self.offset).map_or(0, i64::from),
-            max(self.offset).map_or(0, i64::from),
-        );
-        if self.offset.null_count() > 0 {
-            if self.zone.is_some() {
-                return None;
+/// The ingestion time of row `i`, ties in `oldest`/`newest` going to the larger; null lowest.
+#[inline]
+fn ingested_at(a: &TimestampMicrosecondArray, i: usize) -> i64 {
+    if a.is_valid(i) { a.value(i) } else { i64::MIN }
+}
+
+/// Folds the non-null rows `(row, value)` of one run into one aggregate's state, in row order
+/// (so sums match the general plan's bit for bit).
+#[inline]
+fn update(
+    acc: &mut Acc,
+    f: Func,
+    rows: impl Iterator<Item = (usize, f64)>,
+    times: &[i64],
+    ingested: &TimestampMicrosecondArray,
+) {
+    match acc {
+        Acc::Sum(sum, count) => {
+            for (_, v) in rows {
+                *sum += v;
+                *count += 1;
             }
-            (o0, o1) = (o0.min(0), o1.max(0));
         }
-        Some((
-            t0.saturating_add(o0 * 1_000_000),
-            t1.saturating_add(o1 * 1_000_000),
-        ))
+        Acc::Min(m) => {
+            *m = rows.map(|(_, v)| v).fold(*m, |m, v| match m {
+                Some(m) if v.total_cmp(&m).is_ge() => Some(m),
+                _ => Some(v),
+            });
+        }
+        Acc::Max(m) => {
+            *m = rows.map(|(_, v)| v).fold(*m, |m, v| match m {
+                Some(m) if v.total_cmp(&m).is_le() => Some(m),
+                _ => Some(v),
+            });
+        }
+        Acc::Pick(best, value) => {
+            let newest = f == Func::Newest;
+            for (i, v) in rows {
+                let key = (times[i], ingested_at(ingested, i));
+                let better = match *best {
+                    None => true,
+                    Some((bt, bi)) if key.0 == bt => key.1 > bi,
+                    Some((bt, _)) => (key.0 > bt) == newest,
+                };
+                if better {
+                    *best = Some(key);
+                    *value = v;
+                }
+            }
+        }
+        Acc::Count(_) => {}
     }
 }
 
@@ -451,6 +504,11 @@ struct State {
     buckets: Vec<i64>,
     owners: Vec<u32>,
     accs: Vec<Acc>,
+    /// Scratch: the floating times of the batch being scanned.
+    times: Vec<i64>,
+    /// Memory held besides groups and scratch: per-row source codes, and the input batches
+    /// when they are a filter's output (unfiltered ones are the caller's, already resident).
+    kept_bytes: usize,
 }
 
 /// `Some(s)` when every value of `a` is `s` (nulls read as ""): equal lengths and a buffer
@@ -467,7 +525,10 @@ fn constant(a: &StringArray) -> Option<&str> {
     }
     let offsets = a.value_offsets();
     let k = offsets[1] - offsets[0];
-    if offsets.windows(2).any(|w| w[1] - w[0] != k) {
+    let uniform = offsets
+        .windows(2)
+        .fold(true, |same, w| same & (w[1] - w[0] == k));
+    if !uniform {
         return None;
     }
     let (lo, hi) = (offsets[0] as usize, offsets[offsets.len() - 1] as usize);
@@ -506,6 +567,8 @@ impl State {
             buckets: Vec::new(),
             owners: Vec::new(),
             accs: Vec::new(),
+            times: Vec::new(),
+            kept_bytes: 0,
         }
     }
 
@@ -528,7 +591,7 @@ impl State {
             return Ok(());
         }
         if self.spec.filtered {
-            self.reservation.try_grow(batch.get_array_memory_size())?;
+            self.kept_bytes += batch.get_array_memory_size();
         }
         let p = string_column(&batch, self.columns.provider)?;
         let t = string_column(&batch, self.columns.source_type)?;
@@ -546,12 +609,12 @@ impl State {
                     last = Some((pv, tv, c));
                     codes.push(c);
                 }
-                self.reservation.try_grow(codes.len() * 4)?;
+                self.kept_bytes += codes.len() * 4;
                 Sources::Rows(codes)
             }
         };
         self.batches.push((batch, sources));
-        Ok(())
+        self.reserve(0)
     }
 
     /// Sources best first (§3.5).
@@ -570,23 +633,22 @@ impl State {
             return Ok((self.owners[g] == s).then_some(g));
         }
         let g = self.buckets.len();
-        if g.is_power_of_two() {
-            let per_group = 48 + self.spec.aggs.len() * std::mem::size_of::<Acc>();
-            self.reservation.try_resize(2 * g.max(1) * per_group)?;
-        }
         self.groups.insert(bucket, g);
         self.buckets.push(bucket);
         self.owners.push(s);
         self.accs
             .extend(self.spec.aggs.iter().map(|(f, _)| Acc::new(*f)));
+        if g.is_power_of_two() {
+            self.reserve(self.times.capacity() * 8)?;
+        }
         Ok(Some(g))
     }
 
-    /// Whether every bucket the rows of `view` can fall in is owned by a source other than
-    /// `s` (then the batch cannot change the answer).
-    fn owned_elsewhere(&self, view: &View<'_>, s: u32) -> bool {
-        let (Some((lo, hi)), Some((w0, w1))) = (view.bounds(), self.spec.window) else {
-            return false;
+    /// Whether every bucket that floating times `lo..=hi` can fall in (within the window) is
+    /// owned by a source other than `s`: then rows in that range cannot change the answer.
+    fn owned_elsewhere(&self, (lo, hi): (i64, i64), s: u32) -> bool {
+        let Some((w0, w1)) = self.spec.window else {
+            return true;
         };
         let (lo, hi) = (lo.max(w0), hi.min(w1 - 1));
         if lo > hi {
@@ -608,10 +670,10 @@ impl State {
 
     fn finish(mut self) -> Result<RecordBatch> {
         let batches = std::mem::take(&mut self.batches);
-        if let Some((w0, w1)) = self.spec.window {
+        if let Some(window) = self.spec.window {
             for s in self.ranked() {
                 for (batch, sources) in batches.iter().filter(|(_, src)| src.has(s)) {
-                    self.scan(batch, sources, s, (w0, w1))?;
+                    self.scan(batch, sources, s, window)?;
                 }
             }
         }
@@ -639,49 +701,61 @@ impl State {
         ) else {
             return exec_err!("unexpected timeseries storage types");
         };
-        let view = View {
-            timestamp,
-            offset,
-            ingested,
-            zone: self.spec.zone,
-        };
-        let codes = match sources {
-            Sources::One(_) => {
-                if !self.groups.is_empty() && self.owned_elsewhere(&view, s) {
-                    return Ok(());
-                }
-                None
-            }
-            Sources::Rows(codes) => Some(codes.as_slice()),
-        };
         let args: Vec<ArrayRef> = c.args.iter().map(|&i| batch.column(i).clone()).collect();
+        let mut times = std::mem::take(&mut self.times);
+        floating_times(timestamp, offset, self.spec.zone, &mut times);
+        self.reserve(times.capacity() * 8)?;
+        let result = match sources {
+            // A batch of one source whose buckets better sources own is skipped whole.
+            Sources::One(_)
+                if self.groups.is_empty()
+                    || time_range(&times).is_none_or(|r| !self.owned_elsewhere(r, s)) =>
+            {
+                self.runs(&times, None, s, (w0, w1), ingested, &args)
+            }
+            Sources::One(_) => Ok(()),
+            Sources::Rows(codes) => self.runs(&times, Some(codes), s, (w0, w1), ingested, &args),
+        };
+        self.times = times;
+        result
+    }
+
+    /// Finds the runs of rows of source `s` (one bucket each, inside the window) and
+    /// accumulates those of buckets `s` owns.
+    fn runs(
+        &mut self,
+        times: &[i64],
+        codes: Option<&[u32]>,
+        s: u32,
+        (w0, w1): (i64, i64),
+        ingested: &TimestampMicrosecondArray,
+        args: &[ArrayRef],
+    ) -> Result<()> {
         let period = self.spec.period;
         // The current run: rows [start, i) of one bucket, whose floating times lie in
         // [lo, hi), accumulating into `group` (None: a better source owns the bucket).
         let mut run: Option<(usize, i64, i64, Option<usize>)> = None;
-        for i in 0..batch.num_rows() {
-            let t = match codes {
-                Some(codes) if codes[i] != s => None,
-                _ => view.floating(i),
-            };
-            if let (Some(t), Some((_, lo, hi, _))) = (t, run)
+        for (i, &t) in times.iter().enumerate() {
+            let mine = codes.is_none_or(|c| c[i] == s);
+            if let Some((_, lo, hi, _)) = run
+                && mine
                 && t >= lo
                 && t < hi
             {
                 continue;
             }
             if let Some((start, _, _, Some(g))) = run.take() {
-                self.accumulate(g, &view, &args, start..i)?;
+                self.accumulate(g, times, ingested, args, start..i)?;
             }
-            let Some(t) = t.filter(|t| *t >= w0 && *t < w1) else {
+            if !mine || t < w0 || t >= w1 {
                 continue;
-            };
+            }
             let b = time::trunc(t, period);
             let (lo, hi) = (b.max(w0), time::bucket_end(b, period).min(w1));
             run = Some((i, lo, hi, self.group(b, s)?));
         }
         if let Some((start, _, _, Some(g))) = run {
-            self.accumulate(g, &view, &args, start..batch.num_rows())?;
+            self.accumulate(g, times, ingested, args, start..times.len())?;
         }
         Ok(())
     }
@@ -690,71 +764,49 @@ impl State {
     fn accumulate(
         &mut self,
         g: usize,
-        view: &View<'_>,
+        times: &[i64],
+        ingested: &TimestampMicrosecondArray,
         args: &[ArrayRef],
         range: std::ops::Range<usize>,
     ) -> Result<()> {
         let n = self.spec.aggs.len();
         for (k, ((f, _), arg)) in self.spec.aggs.iter().zip(args).enumerate() {
             let acc = &mut self.accs[g * n + k];
-            let nulls: Option<&NullBuffer> = arg.nulls();
-            let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
+            let nulls: Option<&NullBuffer> = arg.nulls().filter(|b| b.null_count() > 0);
             if let Acc::Count(c) = acc {
-                *c += range.clone().filter(|&i| valid(i)).count() as u64;
+                *c += match nulls {
+                    None => range.len(),
+                    Some(b) => range.clone().filter(|&i| b.is_valid(i)).count(),
+                } as u64;
                 continue;
             }
             let Some(values) = arg.as_primitive_opt::<Float64Type>() else {
                 return exec_err!("{f:?} over a non-float column");
             };
             let values = values.values();
-            let rows = range.clone().filter(|&i| valid(i));
-            match acc {
-                Acc::Sum(sum, count) => {
-                    for i in rows {
-                        *sum += values[i];
-                        *count += 1;
-                    }
-                }
-                Acc::Min(m) => {
-                    for i in rows {
-                        let v = values[i];
-                        if m.is_none_or(|m| v.total_cmp(&m).is_lt()) {
-                            *m = Some(v);
-                        }
-                    }
-                }
-                Acc::Max(m) => {
-                    for i in rows {
-                        let v = values[i];
-                        if m.is_none_or(|m| v.total_cmp(&m).is_gt()) {
-                            *m = Some(v);
-                        }
-                    }
-                }
-                Acc::Pick(best, value) => {
-                    let newest = *f == Func::Newest;
-                    for i in rows {
-                        let Some(t) = view.floating(i) else { continue };
-                        let ing = if view.ingested.is_valid(i) {
-                            view.ingested.value(i)
-                        } else {
-                            i64::MIN
-                        };
-                        let better = match *best {
-                            None => true,
-                            Some((bt, bi)) if t == bt => ing > bi,
-                            Some((bt, _)) => (t > bt) == newest,
-                        };
-                        if better {
-                            *best = Some((t, ing));
-                            *value = values[i];
-                        }
-                    }
-                }
-                Acc::Count(_) => {}
+            match nulls {
+                None => update(acc, *f, range.clone().map(|i| (i, values[i])), times, ingested),
+                Some(b) => update(
+                    acc,
+                    *f,
+                    range
+                        .clone()
+                        .filter(|&i| b.is_valid(i))
+                        .map(|i| (i, values[i])),
+                    times,
+                    ingested,
+                ),
             }
         }
         Ok(())
+    }
+
+    /// Sizes the pool reservation to the groups plus `scratch` bytes.
+    fn reserve(&mut self, scratch: usize) -> Result<()> {
+        let per_group = 48 + self.spec.aggs.len() * std::mem::size_of::<Acc>();
+        let groups = self.buckets.capacity().max(1) * per_group;
+        self.reservation
+            .try_resize(groups + scratch + self.kept_bytes)
     }
 
     /// One batch, sorted by bucket.
