@@ -455,39 +455,74 @@ fn update(
 ) {
     match acc {
         Acc::Sum(sum, count) => {
+            let (mut s, mut c) = (*sum, *count);
             for (_, v) in rows {
-                *sum += v;
-                *count += 1;
+                s += v;
+                c += 1;
             }
+            (*sum, *count) = (s, c);
         }
         Acc::Min(m) => {
-            *m = rows.map(|(_, v)| v).fold(*m, |m, v| match m {
-                Some(m) if v.total_cmp(&m).is_ge() => Some(m),
-                _ => Some(v),
-            });
+            let low = rows.map(|(_, v)| total_order(v)).min();
+            *m = min_total(*m, low);
         }
         Acc::Max(m) => {
-            *m = rows.map(|(_, v)| v).fold(*m, |m, v| match m {
-                Some(m) if v.total_cmp(&m).is_le() => Some(m),
-                _ => Some(v),
-            });
+            let high = rows.map(|(_, v)| total_order(v)).max();
+            *m = max_total(*m, high);
         }
         Acc::Pick(best, value) => {
             let newest = f == Func::Newest;
+            let (mut b, mut val) = (*best, *value);
+            let dense = ingested.null_count() == 0;
+            let ing = ingested.values();
             for (i, v) in rows {
-                let key = (times[i], ingested_at(ingested, i));
-                let better = match *best {
+                let key = (
+                    times[i],
+                    if dense {
+                        ing[i]
+                    } else {
+                        ingested_at(ingested, i)
+                    },
+                );
+                let better = match b {
                     None => true,
                     Some((bt, bi)) if key.0 == bt => key.1 > bi,
                     Some((bt, _)) => (key.0 > bt) == newest,
                 };
                 if better {
-                    *best = Some(key);
-                    *value = v;
+                    b = Some(key);
+                    val = v;
                 }
             }
+            (*best, *value) = (b, val);
         }
         Acc::Count(_) => {}
+    }
+}
+
+/// `f64::total_cmp`'s order as an integer: min/max over it are branch-free, and the mapping is
+/// its own inverse.
+#[inline]
+fn total_order(v: f64) -> i64 {
+    let bits = v.to_bits() as i64;
+    bits ^ (((bits >> 63) as u64) >> 1) as i64
+}
+
+fn from_total_order(k: i64) -> f64 {
+    f64::from_bits((k ^ (((k >> 63) as u64) >> 1) as i64) as u64)
+}
+
+fn min_total(current: Option<f64>, run: Option<i64>) -> Option<f64> {
+    match (current, run) {
+        (Some(c), Some(r)) => Some(from_total_order(total_order(c).min(r))),
+        (c, r) => c.or(r.map(from_total_order)),
+    }
+}
+
+fn max_total(current: Option<f64>, run: Option<i64>) -> Option<f64> {
+    match (current, run) {
+        (Some(c), Some(r)) => Some(from_total_order(total_order(c).max(r))),
+        (c, r) => c.or(r.map(from_total_order)),
     }
 }
 
@@ -732,30 +767,34 @@ impl State {
         args: &[ArrayRef],
     ) -> Result<()> {
         let period = self.spec.period;
-        // The current run: rows [start, i) of one bucket, whose floating times lie in
-        // [lo, hi), accumulating into `group` (None: a better source owns the bucket).
-        let mut run: Option<(usize, i64, i64, Option<usize>)> = None;
-        for (i, &t) in times.iter().enumerate() {
-            let mine = codes.is_none_or(|c| c[i] == s);
-            if let Some((_, lo, hi, _)) = run
-                && mine
-                && t >= lo
-                && t < hi
-            {
+        let n = times.len();
+        let mine = |i: usize| codes.is_none_or(|c| c[i] == s);
+        let mut i = 0;
+        while i < n {
+            let t = times[i];
+            if !mine(i) || t < w0 || t >= w1 {
+                i += 1;
                 continue;
             }
-            if let Some((start, _, _, Some(g))) = run.take() {
-                self.accumulate(g, times, ingested, args, start..i)?;
-            }
-            if !mine || t < w0 || t >= w1 {
-                continue;
-            }
+            // A run: the following rows of this source whose times stay in the bucket
+            // (clipped to the window).
             let b = time::trunc(t, period);
             let (lo, hi) = (b.max(w0), time::bucket_end(b, period).min(w1));
-            run = Some((i, lo, hi, self.group(b, s)?));
-        }
-        if let Some((start, _, _, Some(g))) = run {
-            self.accumulate(g, times, ingested, args, start..times.len())?;
+            let width = (hi - lo) as u64;
+            let inside = |t: i64| (t.wrapping_sub(lo) as u64) < width;
+            let end = match codes {
+                None => times[i + 1..]
+                    .iter()
+                    .position(|&t| !inside(t))
+                    .map_or(n, |p| i + 1 + p),
+                Some(c) => (i + 1..n)
+                    .find(|&j| c[j] != s || !inside(times[j]))
+                    .unwrap_or(n),
+            };
+            if let Some(g) = self.group(b, s)? {
+                self.accumulate(g, times, ingested, args, i..end)?;
+            }
+            i = end;
         }
         Ok(())
     }
@@ -785,7 +824,16 @@ impl State {
             };
             let values = values.values();
             match nulls {
-                None => update(acc, *f, range.clone().map(|i| (i, values[i])), times, ingested),
+                None => update(
+                    acc,
+                    *f,
+                    values[range.clone()]
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &v)| (range.start + j, v)),
+                    times,
+                    ingested,
+                ),
                 Some(b) => update(
                     acc,
                     *f,
@@ -839,5 +887,52 @@ impl State {
             columns.push(column);
         }
         Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn total_order_matches_total_cmp_and_round_trips() {
+        let values = [
+            f64::NEG_INFINITY,
+            -1.5,
+            -f64::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            1e-300,
+            2.0,
+            f64::INFINITY,
+        ];
+        for a in values {
+            assert_eq!(from_total_order(total_order(a)).to_bits(), a.to_bits());
+            for b in values {
+                assert_eq!(
+                    total_order(a).cmp(&total_order(b)),
+                    a.total_cmp(&b),
+                    "{a} {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn constant_columns_are_recognised_exactly() {
+        let cases: [(&[Option<&str>], Option<&str>); 6] = [
+            (&[Some("oura"), Some("oura"), Some("oura")], Some("oura")),
+            (&[Some("oura"), Some("ours")], None),
+            (&[Some("ab"), Some("ba")], None),
+            (&[Some("a"), Some("aa"), Some("a")], None),
+            (&[None, None], Some("")),
+            (&[Some("watch"), None], None),
+        ];
+        for (values, want) in cases {
+            let a = StringArray::from(values.to_vec());
+            assert_eq!(constant(&a), want, "{values:?}");
+        }
+        let sliced = StringArray::from(vec!["x", "ring", "ring"]).slice(1, 2);
+        assert_eq!(constant(&sliced), Some("ring"));
     }
 }
