@@ -260,6 +260,101 @@ async fn bucket_operator_agrees_with_the_general_plan_and_the_reference() {
     );
 }
 
+/// Dense, overlapping sources in small single-source batches (offsets fixed per batch, some
+/// batches without offsets): the bucket operator's whole-batch skipping and run splitting at
+/// bucket, window and source edges, against the general plan.
+#[tokio::test]
+async fn bucket_operator_skips_owned_batches_exactly() {
+    use rand::Rng;
+    use rand::seq::SliceRandom;
+    let hr = wearhouse::schema::resource("heartrate").unwrap();
+    let dataset = Dataset::Timeseries(hr);
+    let general = Limits {
+        bucket_operator: false,
+        ..Limits::default()
+    };
+    for seed in 0..40u64 {
+        let mut g = ChaCha8Rng::seed_from_u64(90_000 + seed);
+        let base = data::ts("2025-03-01T00:00:00");
+        let sources = [
+            ("oura", "ring"),
+            ("apple_health_kit", "watch"),
+            ("fitbit", "watch"),
+        ];
+        let mut batches = Vec::new();
+        let mut ingest = 0;
+        for (k, (provider, source_type)) in sources.iter().enumerate() {
+            // Each source covers its own stretch of days, with holes of whole hours.
+            let from = base + g.gen_range(0..4) * 24 * data::H + k as i64 * 7 * data::M;
+            let step = [data::M, 7 * data::M, 30 * data::M][g.gen_range(0..3)];
+            let count = (g.gen_range(3..9) * 24 * data::H / step) as usize;
+            let mut rows: Vec<data::Row> = Vec::new();
+            for i in 0..count {
+                let t = from + i as i64 * step;
+                if (t / data::H) % 11 == seed as i64 % 11 {
+                    continue;
+                }
+                ingest += 1;
+                let v = g.gen_range(40..180) as f64;
+                rows.push(data::sample(t, None, v, provider, source_type, ingest));
+            }
+            while !rows.is_empty() {
+                let n = g.gen_range(20..400).min(rows.len());
+                let offset =
+                    [None, Some(0), Some(3600), Some(-18_000), Some(50_400)][g.gen_range(0..5)];
+                let mut chunk: Vec<data::Row> = rows.drain(..n).collect();
+                if let Some(o) = offset {
+                    for r in &mut chunk {
+                        r.insert("timezone_offset".into(), data::Val::I(o));
+                    }
+                }
+                batches.push(data::to_batch(dataset, &chunk));
+            }
+        }
+        batches.shuffle(&mut g);
+        let (unit, value) = [
+            ("minute", 30),
+            ("hour", 1),
+            ("hour", 5),
+            ("day", 1),
+            ("week", 1),
+        ][g.gen_range(0..5)];
+        let hrv = json!({"timeseries": "heartrate", "field": "value"});
+        let preferred = ["oura", "fitbit", "apple_health_kit"][g.gen_range(0..3)];
+        let past = g.gen_range(4..12);
+        let body = json!({
+            "timeframe": {"anchor": "2025-03-10", "past": {"value": past, "unit": "day"}},
+            "queries": [{
+                "select": [{"group_key": 0}, {"func": "count", "arg": hrv}, {"func": "mean", "arg": hrv},
+                           {"func": "newest", "arg": hrv}, {"func": "oldest", "arg": hrv}],
+                "group_by": [{"date_trunc": {"value": value, "unit": unit}, "arg": {"index": "timeseries"}}]
+            }],
+            "config": {"provider_priority_overrides": [preferred]}
+        });
+        let zone = [None, Some("Europe/Berlin"), Some("America/New_York")][g.gen_range(0..3)];
+        let user = golden::user_context(Some(&json!({"fallback_time_zone": zone})));
+        let req = parse_request(&body, &Limits::default()).unwrap();
+        let run = |limits: Limits| {
+            let inputs: HashMap<_, _> = [(dataset, batches.clone())].into_iter().collect();
+            let (req, user) = (req.clone(), user.clone());
+            async move {
+                let r = execute(&req, &user, inputs, &limits).await.unwrap();
+                encode_json(&r, &limits).unwrap()
+            }
+        };
+        let (got, want) = (run(Limits::default()).await, run(general.clone()).await);
+        let rows = want["results"][0]["table"]
+            .as_object()
+            .and_then(|t| t.values().next())
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        assert!(rows > 0, "seed {seed}: no buckets\n{body}");
+        if let Err(diff) = same(&got, &want, "") {
+            panic!("seed {seed}: {diff}\n{body}\nuser {user:?}");
+        }
+    }
+}
+
 fn data_for(seed: u64) -> data::Data {
     // Ten datasets shared by the 520 queries keep the test fast.
     let mut g = ChaCha8Rng::seed_from_u64(10_000 + seed % 10);

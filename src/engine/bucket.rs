@@ -394,6 +394,9 @@ impl Acc {
     }
 }
 
+/// Zone offsets lie within ±18 h (seconds).
+const MAX_ZONE_OFFSET: i64 = 18 * 3600;
+
 /// Marks a row without an index time in the floating-time scratch: below every window.
 const NO_TIME: i64 = i64::MIN;
 
@@ -425,16 +428,37 @@ fn floating_times(
     }));
 }
 
-/// The smallest and largest real floating time of a batch (`None` when it has none).
-fn time_range(times: &[i64]) -> Option<(i64, i64)> {
-    let (lo, hi) = times.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &t| {
-        let real = t != NO_TIME;
-        (
-            if real { lo.min(t) } else { lo },
-            if real { hi.max(t) } else { hi },
-        )
-    });
-    (lo <= hi).then_some((lo, hi))
+/// Bounds of the floating times of a batch: (smallest instant + smallest offset, largest
+/// instant + largest offset), two branch-free passes and no writes. Rows without an offset
+/// use the zone's, within ±18 h (or 0 without a zone); slots under nulls only widen the bounds.
+fn bounds(
+    timestamp: &TimestampMicrosecondArray,
+    offset: &datafusion::arrow::array::Int32Array,
+    zone: Option<Tz>,
+) -> Option<(i64, i64)> {
+    if timestamp.is_empty() || timestamp.null_count() > 0 {
+        return None;
+    }
+    let span = |lo: i64, hi: i64, v: i64| (lo.min(v), hi.max(v));
+    let (t0, t1) = timestamp
+        .values()
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(lo, hi), &t| span(lo, hi, t));
+    let (o0, o1) = offset
+        .values()
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(lo, hi), &o| {
+            span(lo, hi, i64::from(o))
+        });
+    let (o0, o1) = match (offset.null_count(), zone) {
+        (0, _) => (o0, o1),
+        (_, None) => (o0.min(0), o1.max(0)),
+        (_, Some(_)) => (o0.min(-MAX_ZONE_OFFSET), o1.max(MAX_ZONE_OFFSET)),
+    };
+    Some((
+        t0.saturating_add(o0 * 1_000_000),
+        t1.saturating_add(o1 * 1_000_000),
+    ))
 }
 
 /// The ingestion time of row `i`, ties in `oldest`/`newest` going to the larger; null lowest.
@@ -736,21 +760,23 @@ impl State {
         ) else {
             return exec_err!("unexpected timeseries storage types");
         };
+        // A batch of one source whose buckets better sources own is skipped whole, bounded
+        // by its instants and offsets before any floating time is computed.
+        if matches!(sources, Sources::One(_))
+            && !self.groups.is_empty()
+            && bounds(timestamp, offset, self.spec.zone).is_some_and(|r| self.owned_elsewhere(r, s))
+        {
+            return Ok(());
+        }
         let args: Vec<ArrayRef> = c.args.iter().map(|&i| batch.column(i).clone()).collect();
         let mut times = std::mem::take(&mut self.times);
         floating_times(timestamp, offset, self.spec.zone, &mut times);
         self.reserve(times.capacity() * 8)?;
-        let result = match sources {
-            // A batch of one source whose buckets better sources own is skipped whole.
-            Sources::One(_)
-                if self.groups.is_empty()
-                    || time_range(&times).is_none_or(|r| !self.owned_elsewhere(r, s)) =>
-            {
-                self.runs(&times, None, s, (w0, w1), ingested, &args)
-            }
-            Sources::One(_) => Ok(()),
-            Sources::Rows(codes) => self.runs(&times, Some(codes), s, (w0, w1), ingested, &args),
+        let codes = match sources {
+            Sources::One(_) => None,
+            Sources::Rows(codes) => Some(codes.as_slice()),
         };
+        let result = self.runs(&times, codes, s, (w0, w1), ingested, &args);
         self.times = times;
         result
     }
