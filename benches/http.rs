@@ -107,7 +107,11 @@ fn http(c: &mut Criterion) {
     let counts = answer["results"][0]["table"]["count.heartrate.value"]
         .as_array()
         .unwrap_or_else(|| panic!("no count column: {answer}"));
-    assert_eq!(counts.len(), 90, "one row per day of the window (the anchor day is excluded)");
+    assert_eq!(
+        counts.len(),
+        90,
+        "one row per day of the window (the anchor day is excluded)"
+    );
     assert!(counts.iter().all(|c| c.as_i64().unwrap() > 0));
     c.bench_function(
         "whole HTTP request, daily buckets, 90 days, ring + watch, priority on",

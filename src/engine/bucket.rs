@@ -32,10 +32,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono_tz::Tz;
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray,
-    TimestampMicrosecondArray,
+    Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray, UInt32Array,
 };
 use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{
     DataType, Field, Float64Type, Int32Type, Schema, SchemaRef, TimeUnit, TimestampMicrosecondType,
 };
@@ -353,20 +354,50 @@ impl ExecutionPlan for BucketExec {
     }
 }
 
-/// Which source each row of a batch has.
-enum Sources {
-    /// Every row has this source.
-    One(u32),
-    /// Per row.
-    Rows(Vec<u32>),
+/// The columns the operator reads of rows of one source.
+struct Part {
+    source: u32,
+    timestamp: TimestampMicrosecondArray,
+    offset: Int32Array,
+    ingested: TimestampMicrosecondArray,
+    args: Vec<ArrayRef>,
 }
 
-impl Sources {
-    fn has(&self, s: u32) -> bool {
-        match self {
-            Sources::One(x) => *x == s,
-            Sources::Rows(v) => v.contains(&s),
-        }
+impl Part {
+    /// The rows `rows` of this part (all of them when `None`) as a part of `source`.
+    fn take(&self, source: u32, rows: Option<&UInt32Array>) -> Result<Part> {
+        let Some(rows) = rows else {
+            return Ok(Part {
+                source,
+                timestamp: self.timestamp.clone(),
+                offset: self.offset.clone(),
+                ingested: self.ingested.clone(),
+                args: self.args.clone(),
+            });
+        };
+        let pick = |a: &dyn Array| take(a, rows, None);
+        Ok(Part {
+            source,
+            timestamp: pick(&self.timestamp)?.as_primitive().clone(),
+            offset: pick(&self.offset)?.as_primitive().clone(),
+            ingested: pick(&self.ingested)?.as_primitive().clone(),
+            args: self
+                .args
+                .iter()
+                .map(|a| pick(a.as_ref()))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    fn memory_size(&self) -> usize {
+        self.timestamp.get_array_memory_size()
+            + self.offset.get_array_memory_size()
+            + self.ingested.get_array_memory_size()
+            + self
+                .args
+                .iter()
+                .map(|a| a.get_array_memory_size())
+                .sum::<usize>()
     }
 }
 
@@ -404,7 +435,7 @@ const NO_TIME: i64 = i64::MIN;
 /// Without nulls it is one vectorised pass.
 fn floating_times(
     timestamp: &TimestampMicrosecondArray,
-    offset: &datafusion::arrow::array::Int32Array,
+    offset: &Int32Array,
     zone: Option<Tz>,
     out: &mut Vec<i64>,
 ) {
@@ -433,7 +464,7 @@ fn floating_times(
 /// use the zone's, within ±18 h (or 0 without a zone); slots under nulls only widen the bounds.
 fn bounds(
     timestamp: &TimestampMicrosecondArray,
-    offset: &datafusion::arrow::array::Int32Array,
+    offset: &Int32Array,
     zone: Option<Tz>,
 ) -> Option<(i64, i64)> {
     if timestamp.is_empty() || timestamp.null_count() > 0 {
@@ -558,15 +589,15 @@ struct State {
     reservation: MemoryReservation,
     /// (provider, source type) pairs in first-seen order; codes index it.
     pairs: Vec<(String, String)>,
-    batches: Vec<(RecordBatch, Sources)>,
+    parts: Vec<Part>,
     groups: HashMap<i64, usize>,
     buckets: Vec<i64>,
     owners: Vec<u32>,
     accs: Vec<Acc>,
     /// Scratch: the floating times of the batch being scanned.
     times: Vec<i64>,
-    /// Memory held besides groups and scratch: per-row source codes, and the input batches
-    /// when they are a filter's output (unfiltered ones are the caller's, already resident).
+    /// Memory held besides groups and scratch: parts split out of mixed batches, and the input
+    /// batches when they are a filter's output (unfiltered ones are the caller's, resident).
     kept_bytes: usize,
 }
 
@@ -596,6 +627,12 @@ fn constant(a: &StringArray) -> Option<&str> {
     (data[k..] == data[..data.len() - k]).then(|| a.value(0))
 }
 
+/// String equality without a `memcmp` call: source names are a few bytes long.
+#[inline]
+fn short_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
+}
+
 /// Row `i` of a source column, null as "".
 fn text(a: &StringArray, i: usize) -> &str {
     if a.is_valid(i) { a.value(i) } else { "" }
@@ -621,7 +658,7 @@ impl State {
             schema,
             reservation,
             pairs: Vec::new(),
-            batches: Vec::new(),
+            parts: Vec::new(),
             groups: HashMap::new(),
             buckets: Vec::new(),
             owners: Vec::new(),
@@ -644,7 +681,8 @@ impl State {
         i as u32
     }
 
-    /// Keeps a batch and interns its sources.
+    /// Keeps a batch's columns as parts of one source each: the whole batch when its source
+    /// columns are constant (the usual case), else its rows split by source.
     fn add(&mut self, batch: RecordBatch) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
@@ -652,27 +690,54 @@ impl State {
         if self.spec.filtered {
             self.kept_bytes += batch.get_array_memory_size();
         }
-        let p = string_column(&batch, self.columns.provider)?;
-        let t = string_column(&batch, self.columns.source_type)?;
-        let sources = match (constant(p), constant(t)) {
-            (Some(p), Some(t)) => Sources::One(self.intern(p, t)),
-            _ => {
-                let mut codes = Vec::with_capacity(batch.num_rows());
-                let mut last: Option<(&str, &str, u32)> = None;
-                for i in 0..batch.num_rows() {
-                    let (pv, tv) = (text(p, i), text(t, i));
-                    let c = match last {
-                        Some((lp, lt, c)) if lp == pv && lt == tv => c,
-                        _ => self.intern(pv, tv),
-                    };
-                    last = Some((pv, tv, c));
-                    codes.push(c);
-                }
-                self.kept_bytes += codes.len() * 4;
-                Sources::Rows(codes)
-            }
+        let c = &self.columns;
+        let (Some(timestamp), Some(offset), Some(ingested)) = (
+            batch
+                .column(c.timestamp)
+                .as_primitive_opt::<TimestampMicrosecondType>(),
+            batch.column(c.offset).as_primitive_opt::<Int32Type>(),
+            batch
+                .column(c.ingested)
+                .as_primitive_opt::<TimestampMicrosecondType>(),
+        ) else {
+            return exec_err!("unexpected timeseries storage types");
         };
-        self.batches.push((batch, sources));
+        let whole = Part {
+            source: 0,
+            timestamp: timestamp.clone(),
+            offset: offset.clone(),
+            ingested: ingested.clone(),
+            args: c.args.iter().map(|&i| batch.column(i).clone()).collect(),
+        };
+        let p = string_column(&batch, c.provider)?;
+        let t = string_column(&batch, c.source_type)?;
+        if let (Some(p), Some(t)) = (constant(p), constant(t)) {
+            let source = self.intern(p, t);
+            self.parts.push(whole.take(source, None)?);
+            return self.reserve(0);
+        }
+        let mut rows: Vec<Vec<u32>> = Vec::new();
+        let mut last: Option<(&str, &str, u32)> = None;
+        for i in 0..batch.num_rows() {
+            let (pv, tv) = (text(p, i), text(t, i));
+            let code = match last {
+                Some((lp, lt, code)) if short_eq(lp, pv) && short_eq(lt, tv) => code,
+                _ => self.intern(pv, tv),
+            };
+            last = Some((pv, tv, code));
+            if rows.len() <= code as usize {
+                rows.resize_with(code as usize + 1, Vec::new);
+            }
+            rows[code as usize].push(i as u32);
+        }
+        for (code, idx) in rows.into_iter().enumerate() {
+            if idx.is_empty() {
+                continue;
+            }
+            let part = whole.take(code as u32, Some(&UInt32Array::from(idx)))?;
+            self.kept_bytes += part.memory_size();
+            self.parts.push(part);
+        }
         self.reserve(0)
     }
 
@@ -728,97 +793,59 @@ impl State {
     }
 
     fn finish(mut self) -> Result<RecordBatch> {
-        let batches = std::mem::take(&mut self.batches);
+        let parts = std::mem::take(&mut self.parts);
         if let Some(window) = self.spec.window {
             for s in self.ranked() {
-                for (batch, sources) in batches.iter().filter(|(_, src)| src.has(s)) {
-                    self.scan(batch, sources, s, window)?;
+                for part in parts.iter().filter(|p| p.source == s) {
+                    self.scan(part, window)?;
                 }
             }
         }
-        drop(batches);
+        drop(parts);
         self.emit()
     }
 
-    /// Accumulates the rows of source `s` in one batch, run by run.
-    fn scan(
-        &mut self,
-        batch: &RecordBatch,
-        sources: &Sources,
-        s: u32,
-        (w0, w1): (i64, i64),
-    ) -> Result<()> {
-        let c = &self.columns;
-        let (Some(timestamp), Some(offset), Some(ingested)) = (
-            batch
-                .column(c.timestamp)
-                .as_primitive_opt::<TimestampMicrosecondType>(),
-            batch.column(c.offset).as_primitive_opt::<Int32Type>(),
-            batch
-                .column(c.ingested)
-                .as_primitive_opt::<TimestampMicrosecondType>(),
-        ) else {
-            return exec_err!("unexpected timeseries storage types");
-        };
-        // A batch of one source whose buckets better sources own is skipped whole, bounded
-        // by its instants and offsets before any floating time is computed.
-        if matches!(sources, Sources::One(_))
-            && !self.groups.is_empty()
-            && bounds(timestamp, offset, self.spec.zone).is_some_and(|r| self.owned_elsewhere(r, s))
+    /// Accumulates the rows of one part, run by run.
+    fn scan(&mut self, part: &Part, (w0, w1): (i64, i64)) -> Result<()> {
+        let s = part.source;
+        // A part whose buckets better sources own is skipped whole, bounded by its instants
+        // and offsets before any floating time is computed.
+        if !self.groups.is_empty()
+            && bounds(&part.timestamp, &part.offset, self.spec.zone)
+                .is_some_and(|r| self.owned_elsewhere(r, s))
         {
             return Ok(());
         }
-        let args: Vec<ArrayRef> = c.args.iter().map(|&i| batch.column(i).clone()).collect();
         let mut times = std::mem::take(&mut self.times);
-        floating_times(timestamp, offset, self.spec.zone, &mut times);
+        floating_times(&part.timestamp, &part.offset, self.spec.zone, &mut times);
         self.reserve(times.capacity() * 8)?;
-        let codes = match sources {
-            Sources::One(_) => None,
-            Sources::Rows(codes) => Some(codes.as_slice()),
-        };
-        let result = self.runs(&times, codes, s, (w0, w1), ingested, &args);
+        let result = self.runs(&times, part, (w0, w1));
         self.times = times;
         result
     }
 
-    /// Finds the runs of rows of source `s` (one bucket each, inside the window) and
-    /// accumulates those of buckets `s` owns.
-    fn runs(
-        &mut self,
-        times: &[i64],
-        codes: Option<&[u32]>,
-        s: u32,
-        (w0, w1): (i64, i64),
-        ingested: &TimestampMicrosecondArray,
-        args: &[ArrayRef],
-    ) -> Result<()> {
+    /// Finds the runs of rows of one bucket inside the window and accumulates those of
+    /// buckets the part's source owns.
+    fn runs(&mut self, times: &[i64], part: &Part, (w0, w1): (i64, i64)) -> Result<()> {
         let period = self.spec.period;
         let n = times.len();
-        let mine = |i: usize| codes.is_none_or(|c| c[i] == s);
         let mut i = 0;
         while i < n {
             let t = times[i];
-            if !mine(i) || t < w0 || t >= w1 {
+            if t < w0 || t >= w1 {
                 i += 1;
                 continue;
             }
-            // A run: the following rows of this source whose times stay in the bucket
-            // (clipped to the window).
+            // A run: the following rows whose times stay in the bucket (clipped to the window).
             let b = time::trunc(t, period);
             let (lo, hi) = (b.max(w0), time::bucket_end(b, period).min(w1));
             let width = (hi - lo) as u64;
-            let inside = |t: i64| (t.wrapping_sub(lo) as u64) < width;
-            let end = match codes {
-                None => times[i + 1..]
-                    .iter()
-                    .position(|&t| !inside(t))
-                    .map_or(n, |p| i + 1 + p),
-                Some(c) => (i + 1..n)
-                    .find(|&j| c[j] != s || !inside(times[j]))
-                    .unwrap_or(n),
-            };
-            if let Some(g) = self.group(b, s)? {
-                self.accumulate(g, times, ingested, args, i..end)?;
+            let end = times[i + 1..]
+                .iter()
+                .position(|&t| (t.wrapping_sub(lo) as u64) >= width)
+                .map_or(n, |p| i + 1 + p);
+            if let Some(g) = self.group(b, part.source)? {
+                self.accumulate(g, times, &part.ingested, &part.args, i..end)?;
             }
             i = end;
         }
