@@ -5,7 +5,7 @@
 //! Scenario `whole HTTP request, daily buckets, 90 days, ring + watch, priority on`: the
 //! request of the engine bench (mean/min/max/newest/count of heart rate per day) through
 //! authentication, tenancy, the store's cache, the engine and the JSON encoder. The answer is
-//! checked (90 daily rows, every count positive) before timing.
+//! checked (a row per day of the window with data, every count positive) before timing.
 //!
 //! Run with `cargo bench --bench http`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -107,10 +107,12 @@ fn http(c: &mut Criterion) {
     let counts = answer["results"][0]["table"]["count.heartrate.value"]
         .as_array()
         .unwrap_or_else(|| panic!("no count column: {answer}"));
-    assert_eq!(
-        counts.len(),
-        90,
-        "one row per day of the window (the anchor day is excluded)"
+    // The demo history starts 90 days before now, so the window's first local day may or may
+    // not hold a sample yet.
+    assert!(
+        (90..=91).contains(&counts.len()),
+        "one row per day with data: {}",
+        counts.len()
     );
     assert!(counts.iter().all(|c| c.as_i64().unwrap() > 0));
     c.bench_function(

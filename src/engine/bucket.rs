@@ -381,11 +381,18 @@ impl Part {
             timestamp: pick(&self.timestamp)?.as_primitive().clone(),
             offset: pick(&self.offset)?.as_primitive().clone(),
             ingested: pick(&self.ingested)?.as_primitive().clone(),
-            args: self
-                .args
-                .iter()
-                .map(|a| pick(a.as_ref()))
-                .collect::<Result<_, _>>()?,
+            args: {
+                // Several aggregates of one field share its column: gather it once.
+                let mut args: Vec<ArrayRef> = Vec::with_capacity(self.args.len());
+                for (k, a) in self.args.iter().enumerate() {
+                    let seen = self.args[..k].iter().position(|b| Arc::ptr_eq(a, b));
+                    args.push(match seen {
+                        Some(j) => args[j].clone(),
+                        None => pick(a.as_ref())?,
+                    });
+                }
+                args
+            },
         })
     }
 
@@ -717,14 +724,26 @@ impl State {
             return self.reserve(0);
         }
         let mut rows: Vec<Vec<u32>> = Vec::new();
-        let mut last: Option<(&str, &str, u32)> = None;
+        // The two most recent distinct sources: merged segments alternate between a few.
+        let mut recent: [Option<(&str, &str, u32)>; 2] = [None, None];
         for i in 0..batch.num_rows() {
             let (pv, tv) = (text(p, i), text(t, i));
-            let code = match last {
-                Some((lp, lt, code)) if short_eq(lp, pv) && short_eq(lt, tv) => code,
-                _ => self.intern(pv, tv),
+            let is = |r: Option<(&str, &str, u32)>| {
+                r.filter(|(lp, lt, _)| short_eq(lp, pv) && short_eq(lt, tv))
+                    .map(|(_, _, code)| code)
             };
-            last = Some((pv, tv, code));
+            let code = match (is(recent[0]), is(recent[1])) {
+                (Some(code), _) => code,
+                (None, Some(code)) => {
+                    recent.swap(0, 1);
+                    code
+                }
+                (None, None) => {
+                    let code = self.intern(pv, tv);
+                    recent = [Some((pv, tv, code)), recent[0]];
+                    code
+                }
+            };
             if rows.len() <= code as usize {
                 rows.resize_with(code as usize + 1, Vec::new);
             }
