@@ -645,7 +645,7 @@ fn text(a: &StringArray, i: usize) -> &str {
     if a.is_valid(i) { a.value(i) } else { "" }
 }
 
-fn string_column<'a>(b: &'a RecordBatch, i: usize) -> Result<&'a StringArray> {
+fn string_column(b: &RecordBatch, i: usize) -> Result<&StringArray> {
     match b.column(i).as_string_opt::<i32>() {
         Some(a) => Ok(a),
         None => exec_err!("source columns must be Utf8"),
