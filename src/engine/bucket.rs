@@ -60,7 +60,7 @@ use futures::StreamExt;
 
 use crate::schema::{INGESTED_AT, TIMEZONE_OFFSET};
 
-use super::priority::rank_key;
+use super::priority::{Interner, rank_key};
 use super::request::{Func, Period};
 use super::time;
 
@@ -595,7 +595,7 @@ struct State {
     schema: SchemaRef,
     reservation: MemoryReservation,
     /// (provider, source type) pairs in first-seen order; codes index it.
-    pairs: Vec<(String, String)>,
+    sources: Interner,
     parts: Vec<Part>,
     groups: HashMap<i64, usize>,
     buckets: Vec<i64>,
@@ -664,7 +664,7 @@ impl State {
             columns,
             schema,
             reservation,
-            pairs: Vec::new(),
+            sources: Interner::default(),
             parts: Vec::new(),
             groups: HashMap::new(),
             buckets: Vec::new(),
@@ -676,16 +676,7 @@ impl State {
     }
 
     fn intern(&mut self, provider: &str, source_type: &str) -> u32 {
-        let found = self
-            .pairs
-            .iter()
-            .position(|(p, t)| p == provider && t == source_type);
-        let i = found.unwrap_or_else(|| {
-            self.pairs
-                .push((provider.to_owned(), source_type.to_owned()));
-            self.pairs.len() - 1
-        });
-        i as u32
+        self.sources.code(provider, source_type) as u32
     }
 
     /// Keeps a batch's columns as parts of one source each: the whole batch when its source
@@ -762,9 +753,10 @@ impl State {
 
     /// Sources best first (§3.5).
     fn ranked(&self) -> Vec<u32> {
-        let mut order: Vec<u32> = (0..self.pairs.len() as u32).collect();
+        let pairs = &self.sources.pairs;
+        let mut order: Vec<u32> = (0..pairs.len() as u32).collect();
         order.sort_by_cached_key(|&s| {
-            let (p, t) = &self.pairs[s as usize];
+            let (p, t) = &pairs[s as usize];
             rank_key(&self.spec.providers, p, t)
         });
         order

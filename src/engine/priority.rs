@@ -49,24 +49,26 @@ pub fn provider_order(overrides: &[String], team: &[String]) -> Vec<String> {
     order
 }
 
-/// The (provider, source type) pairs seen by one query, in first-seen order.
+/// The (provider, source type) pairs seen by one query, in first-seen order; a pair's code is
+/// its position.
 #[derive(Debug, Default)]
-struct Interner {
-    pairs: Vec<(String, String)>,
+pub struct Interner {
+    /// Every pair seen, in first-seen order.
+    pub pairs: Vec<(String, String)>,
 }
 
 impl Interner {
-    fn code(&mut self, provider: &str, source_type: &str) -> i64 {
+    /// The code of a pair, adding it when new.
+    pub fn code(&mut self, provider: &str, source_type: &str) -> usize {
         let found = self
             .pairs
             .iter()
             .position(|(p, t)| p == provider && t == source_type);
-        let i = found.unwrap_or_else(|| {
+        found.unwrap_or_else(|| {
             self.pairs
                 .push((provider.to_owned(), source_type.to_owned()));
             self.pairs.len() - 1
-        });
-        i as i64
+        })
     }
 }
 
@@ -198,7 +200,7 @@ impl ScalarUDFImpl for SourceUdf {
                     match last {
                         Some((lp, lt, c)) if lp == pv && lt == tv => Some(c),
                         _ => {
-                            let c = interner.code(pv, tv);
+                            let c = interner.code(pv, tv) as i64;
                             last = Some((pv, tv, c));
                             Some(c)
                         }

@@ -14,6 +14,24 @@ const PROVIDERS: [&str; 5] = ["oura", "apple_health_kit", "fitbit", "garmin", "z
 const SOURCE_TYPES: [&str; 5] = ["ring", "watch", "phone", "insulin_pump", "app"];
 const H: i64 = 3_600_000_000;
 
+/// A valid `date_trunc` period: N = 1 half the time, else any allowed N (months 1–4 or 6).
+fn random_period<R: Rng>(g: &mut R) -> (u32, &'static str) {
+    let (unit, max) = [
+        ("minute", 59),
+        ("hour", 23),
+        ("day", 30),
+        ("week", 12),
+        ("month", 6),
+        ("year", 3),
+    ][g.gen_range(0..6)];
+    let v = if g.gen_bool(0.5) {
+        1
+    } else {
+        g.gen_range(1..=max)
+    };
+    (if unit == "month" && v == 5 { 6 } else { v }, unit)
+}
+
 fn pick<'a, R: Rng>(g: &mut R, xs: &[&'a str]) -> &'a str {
     xs[g.gen_range(0..xs.len())]
 }
@@ -262,22 +280,7 @@ pub fn random_request<R: Rng>(g: &mut R) -> Value {
     if g.gen_bool(0.8) {
         let mut group_by = Vec::new();
         if g.gen_bool(0.7) {
-            let (unit, max) = [
-                ("minute", 59),
-                ("hour", 23),
-                ("day", 30),
-                ("week", 12),
-                ("month", 6),
-                ("year", 3),
-            ][g.gen_range(0..6)];
-            let mut v = if g.gen_bool(0.5) {
-                1
-            } else {
-                g.gen_range(1..=max)
-            };
-            if unit == "month" && v == 5 {
-                v = 6;
-            }
+            let (v, unit) = random_period(g);
             group_by
                 .push(json!({"date_trunc": {"value": v, "unit": unit}, "arg": {"index": index}}));
         }
@@ -433,22 +436,7 @@ pub fn random_bucket_request<R: Rng>(g: &mut R) -> Value {
     } else {
         &["value"]
     };
-    let (unit, max) = [
-        ("minute", 59),
-        ("hour", 23),
-        ("day", 30),
-        ("week", 12),
-        ("month", 6),
-        ("year", 3),
-    ][g.gen_range(0..6)];
-    let mut v = if g.gen_bool(0.5) {
-        1
-    } else {
-        g.gen_range(1..=max)
-    };
-    if unit == "month" && v == 5 {
-        v = 6;
-    }
+    let (v, unit) = random_period(g);
     let mut select = vec![if g.gen_bool(0.5) {
         json!({"group_key": "*"})
     } else {
