@@ -60,7 +60,7 @@ use futures::StreamExt;
 
 use crate::schema::{INGESTED_AT, TIMEZONE_OFFSET};
 
-use super::priority::{Interner, rank_key};
+use super::priority::{Interner, ranking};
 use super::request::{Func, Period};
 use super::time;
 
@@ -753,13 +753,10 @@ impl State {
 
     /// Sources best first (§3.5).
     fn ranked(&self) -> Vec<u32> {
-        let pairs = &self.sources.pairs;
-        let mut order: Vec<u32> = (0..pairs.len() as u32).collect();
-        order.sort_by_cached_key(|&s| {
-            let (p, t) = &pairs[s as usize];
-            rank_key(&self.spec.providers, p, t)
-        });
-        order
+        ranking(&self.sources.pairs, &self.spec.providers)
+            .into_iter()
+            .map(|code| code as u32)
+            .collect()
     }
 
     /// The group of `bucket` for source `s`; `None` when a better source owns it.

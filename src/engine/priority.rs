@@ -9,14 +9,14 @@
 //!
 //! Performance: grouping by two strings makes DataFusion convert every row to its row format;
 //! instead each pair is interned to an integer code once per run of equal pairs (rows of one
-//! source come together), the aggregate groups by that integer, and the ranking decodes codes
-//! back to names and ranks. The interner is shared by the encoding and decoding UDFs of one
-//! query only.
+//! source come together), the aggregate groups by that integer, and one ranking UDF maps each
+//! code to its source's position in the order above (every pair seen by then). The interner is
+//! shared by the encoding and ranking UDFs of one query only.
 
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::{Array, AsArray, Int64Array, StringArray};
+use datafusion::arrow::array::{Array, AsArray, Int64Array};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::{Result as DfResult, exec_err};
 use datafusion::functions_window::expr_fn::row_number;
@@ -98,14 +98,11 @@ impl Sources {
     }
 }
 
-/// What a source UDF computes.
+/// What a source UDF computes: the code of a (provider, source type) pair, or a code's rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Part {
     Code,
-    TypeRank,
-    TypeName,
-    ProviderRank,
-    ProviderName,
+    Rank,
 }
 
 #[derive(Debug)]
@@ -167,6 +164,13 @@ pub fn rank_key(
     )
 }
 
+/// The codes of `pairs` (positions), best source first (§3.5).
+pub fn ranking(pairs: &[(String, String)], providers: &[String]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..pairs.len()).collect();
+    order.sort_by_cached_key(|&i| rank_key(providers, &pairs[i].0, &pairs[i].1));
+    order
+}
+
 impl ScalarUDFImpl for SourceUdf {
     fn name(&self) -> &str {
         &self.name
@@ -175,10 +179,7 @@ impl ScalarUDFImpl for SourceUdf {
         &self.signature
     }
     fn return_type(&self, _: &[DataType]) -> DfResult<DataType> {
-        Ok(match self.part {
-            Part::TypeName | Part::ProviderName => DataType::Utf8,
-            _ => DataType::Int64,
-        })
+        Ok(DataType::Int64)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let a = ColumnarValue::values_to_arrays(&args.args)?;
@@ -212,42 +213,20 @@ impl ScalarUDFImpl for SourceUdf {
         let Some(codes) = a[0].as_primitive_opt::<Int64Type>() else {
             return exec_err!("source decode expects Int64 codes");
         };
-        let pair = |c: i64| interner.pairs.get(c as usize).cloned().unwrap_or_default();
-        let providers = &self.sources.providers;
-        let out: Arc<dyn Array> = match self.part {
-            Part::TypeName => Arc::new(
-                codes
-                    .iter()
-                    .map(|c| c.map(|c| pair(c).1))
-                    .collect::<StringArray>(),
-            ),
-            Part::ProviderName => Arc::new(
-                codes
-                    .iter()
-                    .map(|c| c.map(|c| pair(c).0))
-                    .collect::<StringArray>(),
-            ),
-            Part::TypeRank => Arc::new(
-                codes
-                    .iter()
-                    .map(|c| {
-                        c.map(|c| {
-                            rank_of(
-                                SOURCE_TYPE_PRIORITY.iter(),
-                                &pair(c).1,
-                                SOURCE_TYPE_PRIORITY.len(),
-                            )
-                        })
-                    })
-                    .collect::<Int64Array>(),
-            ),
-            _ => Arc::new(
-                codes
-                    .iter()
-                    .map(|c| c.map(|c| rank_of(providers.iter(), &pair(c).0, providers.len())))
-                    .collect::<Int64Array>(),
-            ),
-        };
+        // Every pair is interned by now: ranking runs after the aggregate consumed all rows.
+        let mut rank = vec![0i64; interner.pairs.len()];
+        for (r, code) in ranking(&interner.pairs, &self.sources.providers)
+            .into_iter()
+            .enumerate()
+        {
+            rank[code] = r as i64;
+        }
+        let out: Arc<dyn Array> = Arc::new(
+            codes
+                .iter()
+                .map(|c| c.map(|c| rank.get(c as usize).copied().unwrap_or(i64::MAX)))
+                .collect::<Int64Array>(),
+        );
         Ok(ColumnarValue::Array(out))
     }
 }
@@ -258,15 +237,7 @@ pub fn keep_best(
     keys: Vec<Expr>,
     sources: &Sources,
 ) -> DfResult<LogicalPlanBuilder> {
-    let order: Vec<SortExpr> = [
-        Part::TypeRank,
-        Part::TypeName,
-        Part::ProviderRank,
-        Part::ProviderName,
-    ]
-    .into_iter()
-    .map(|p| sources.decode(p).sort(true, true))
-    .collect();
+    let order: Vec<SortExpr> = vec![sources.decode(Part::Rank).sort(true, true)];
     let best = row_number()
         .partition_by(keys)
         .order_by(order)
