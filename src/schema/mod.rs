@@ -77,6 +77,16 @@ fn with_trailer(mut fields: Vec<Field>, extra_sources: bool) -> SchemaRef {
 /// The storage schema of one timeseries family. `resource` is not stored (a folder holds one
 /// resource); readers that mix resources add it as a column of their own.
 pub fn timeseries_schema(family: Family) -> SchemaRef {
+    // Built once per process: every read, write and plan asks for it.
+    static SCHEMAS: [std::sync::OnceLock<SchemaRef>; Family::ALL.len()] =
+        [const { std::sync::OnceLock::new() }; Family::ALL.len()];
+    let i = Family::ALL.iter().position(|f| *f == family).unwrap_or(0);
+    SCHEMAS[i]
+        .get_or_init(|| build_timeseries_schema(family))
+        .clone()
+}
+
+fn build_timeseries_schema(family: Family) -> SchemaRef {
     let f64n = |name: &str| Field::new(name, DataType::Float64, true);
     let utf8n = |name: &str| Field::new(name, DataType::Utf8, true);
     let mut fields = vec![

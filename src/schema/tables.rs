@@ -302,6 +302,14 @@ impl Table {
     /// The hypnogram is a list of stage codes (1 deep, 2 light, 3 rem, 4 awake, 5 manual,
     /// −1 missing), one per `hypnogram_interval_second` (default 300) from `session_start`.
     pub fn schema(self) -> SchemaRef {
+        // Built once per process: every read, write and plan asks for it.
+        static SCHEMAS: [std::sync::OnceLock<SchemaRef>; Table::ALL.len()] =
+            [const { std::sync::OnceLock::new() }; Table::ALL.len()];
+        let i = Table::ALL.iter().position(|t| *t == self).unwrap_or(0);
+        SCHEMAS[i].get_or_init(|| self.build_schema()).clone()
+    }
+
+    fn build_schema(self) -> SchemaRef {
         let mut fields: Vec<Field> = self
             .columns()
             .iter()
