@@ -8,7 +8,15 @@
 //!
 //! Module map: `request` (typed request), `parse`/`envelope`/`parse_expr`/`json_check`/`rules`/
 //! `where_clause` (validation, §1–§2), `time`/`udf`/`macros` (floating time, buckets, parts,
-//! sleep macros), `catalog`/`expr`/`compile`/`priority` (plans, §3), `execute`, `encode` (§4).
+//! sleep macros), `catalog`/`expr`/`compile`/`priority` (plans, §3), `bucket` (the time-bucket
+//! operator), `execute`, `encode` (§4).
+//!
+//! Two plan shapes: the general one (`compile.rs`: filter, projection, aggregate, ranking
+//! window, sort) for every query, and, for the most common shape (one resource, one
+//! `date_trunc` group key, mean/min/max/sum/count/oldest/newest of float fields), a logical
+//! extension node planned as our own operator (`bucket.rs`), which reads runs of rows per
+//! source and skips whole batches a better source already owns. Tests compare the two on
+//! random queries; `Limits::bucket_operator = false` forces the general one.
 //!
 //! Decisions where the spec is silent (details in each module's docs):
 //! - The window's `anchor − past` starts at the anchor's local midnight; `ingestion_end` is an
