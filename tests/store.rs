@@ -462,3 +462,109 @@ async fn a_folder_removed_behind_the_stores_back_is_recreated_on_write() {
     let got = one(hr, &store.read(team, user, hr, None).await.unwrap());
     assert_eq!(floats(&got, "value"), vec![2.0]);
 }
+
+/// (provider, time, value) of every row, per batch.
+fn sources_per_batch(
+    batches: &[datafusion::arrow::array::RecordBatch],
+) -> Vec<Vec<(String, i64, f64)>> {
+    use datafusion::arrow::array::AsArray;
+    let hr = heartrate();
+    batches
+        .iter()
+        .map(|b| {
+            let provider = b
+                .column_by_name("source_provider")
+                .unwrap()
+                .as_string::<i32>();
+            let t = times(hr, b);
+            let v = floats(b, "value");
+            (0..b.num_rows())
+                .map(|i| (provider.value(i).to_owned(), t[i], v[i]))
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn timeseries_reads_come_back_one_source_per_batch_each_sorted_by_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let hr = heartrate();
+    // A ring and a watch interleaved minute by minute in one write (one mixed segment), then a
+    // correction from the ring overlapping it (so reads resolve replacements across segments).
+    let minute = 60_000_000;
+    let interleaved: Vec<_> = (0..40)
+        .map(|i| {
+            let mut r = row(T0 + i * minute, "x", i as f64);
+            r.provider = if i % 2 == 0 {
+                "oura"
+            } else {
+                "apple_health_kit"
+            };
+            r
+        })
+        .collect();
+    store
+        .write(team, user, hr, batch(hr, &interleaved))
+        .await
+        .unwrap();
+    let mut fix = row(T0 + 10 * minute, "x", 100.0);
+    fix.ingested = T0 + 1;
+    store
+        .write(team, user, hr, batch(hr, &[fix]))
+        .await
+        .unwrap();
+
+    let expected = |provider: &str, window: (i64, i64)| -> Vec<(String, i64, f64)> {
+        (0..40)
+            .filter(|i| (i % 2 == 0) == (provider == "oura"))
+            .map(|i| {
+                (
+                    provider.to_owned(),
+                    T0 + i * minute,
+                    if i == 10 { 100.0 } else { i as f64 },
+                )
+            })
+            .filter(|(_, t, _)| (window.0..window.1).contains(t))
+            .collect()
+    };
+    for phase in ["before compaction", "after compaction"] {
+        for window in [(T0, T0 + 40 * minute), (T0 + 5 * minute, T0 + 21 * minute)] {
+            let batches = store
+                .read(team, user, hr, Some(at(window.0)..at(window.1)))
+                .await
+                .unwrap();
+            let per_batch = sources_per_batch(&batches);
+            let mut by_source: Vec<Vec<(String, i64, f64)>> = Vec::new();
+            for rows in per_batch {
+                assert!(!rows.is_empty(), "{phase}: an empty batch");
+                assert!(
+                    rows.iter().all(|r| r.0 == rows[0].0),
+                    "{phase}: a batch mixes sources: {rows:?}"
+                );
+                assert!(
+                    rows.windows(2).all(|w| w[0].1 < w[1].1),
+                    "{phase}: unsorted batch"
+                );
+                match by_source.iter_mut().find(|s| s[0].0 == rows[0].0) {
+                    Some(s) => s.extend(rows),
+                    None => by_source.push(rows),
+                }
+            }
+            by_source.sort_by(|a, b| a[0].0.cmp(&b[0].0));
+            assert_eq!(
+                by_source,
+                vec![
+                    expected("apple_health_kit", window),
+                    expected("oura", window)
+                ],
+                "{phase} {window:?}"
+            );
+        }
+        if phase == "before compaction" {
+            let report = store.compact(team, user, hr).await.unwrap();
+            assert_eq!((report.rows_in, report.rows_out), (41, 40));
+        }
+    }
+}

@@ -12,7 +12,7 @@
 //!   of one bucket and one source, inside the window) is found with one range check per row;
 //!   the bucket and its group are looked up once per run;
 //! - sources are interned per batch (a batch of one source is recognised with one `memcmp` of
-//!   its string buffer) and processed best first, so the first source to put a row in a bucket
+//!   its string buffer, `schema::rows_by_source`) and processed best first, so the first source to put a row in a bucket
 //!   owns it (§3.5: the best source present in the group) and worse sources skip the bucket's
 //!   rows; a whole batch whose bucket range is already owned is skipped without reading a row;
 //! - aggregates update straight from the Arrow buffers, in row order, so sums are bit-identical
@@ -58,7 +58,7 @@ use datafusion::physical_plan::{
 use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
 use futures::StreamExt;
 
-use crate::schema::{INGESTED_AT, TIMEZONE_OFFSET};
+use crate::schema::{INGESTED_AT, TIMEZONE_OFFSET, rows_by_source};
 
 use super::priority::{Interner, ranking};
 use super::request::{Func, Period};
@@ -608,43 +608,6 @@ struct State {
     kept_bytes: usize,
 }
 
-/// `Some(s)` when every value of `a` is `s` (nulls read as ""): equal lengths and a buffer
-/// that repeats its first value, checked with one comparison of the buffer against itself.
-fn constant(a: &StringArray) -> Option<&str> {
-    if a.is_empty() {
-        return None;
-    }
-    if a.null_count() == a.len() {
-        return Some("");
-    }
-    if a.null_count() > 0 {
-        return None;
-    }
-    let offsets = a.value_offsets();
-    let k = offsets[1] - offsets[0];
-    let uniform = offsets
-        .windows(2)
-        .fold(true, |same, w| same & (w[1] - w[0] == k));
-    if !uniform {
-        return None;
-    }
-    let (lo, hi) = (offsets[0] as usize, offsets[offsets.len() - 1] as usize);
-    let data = &a.value_data()[lo..hi];
-    let k = k as usize;
-    (data[k..] == data[..data.len() - k]).then(|| a.value(0))
-}
-
-/// String equality without a `memcmp` call: source names are a few bytes long.
-#[inline]
-fn short_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
-}
-
-/// Row `i` of a source column, null as "".
-fn text(a: &StringArray, i: usize) -> &str {
-    if a.is_valid(i) { a.value(i) } else { "" }
-}
-
 fn string_column(b: &RecordBatch, i: usize) -> Result<&StringArray> {
     match b.column(i).as_string_opt::<i32>() {
         Some(a) => Ok(a),
@@ -680,7 +643,8 @@ impl State {
     }
 
     /// Keeps a batch's columns as parts of one source each: the whole batch when its source
-    /// columns are constant (the usual case), else its rows split by source.
+    /// columns are constant (the usual case: the store hands out one-source batches), else its
+    /// rows split by source.
     fn add(&mut self, batch: RecordBatch) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
@@ -709,43 +673,13 @@ impl State {
         };
         let p = string_column(&batch, c.provider)?;
         let t = string_column(&batch, c.source_type)?;
-        if let (Some(p), Some(t)) = (constant(p), constant(t)) {
-            let source = self.intern(p, t);
-            self.parts.push(whole.take(source, None)?);
-            return self.reserve(0);
-        }
-        let mut rows: Vec<Vec<u32>> = Vec::new();
-        // The two most recent distinct sources: merged segments alternate between a few.
-        let mut recent: [Option<(&str, &str, u32)>; 2] = [None, None];
-        for i in 0..batch.num_rows() {
-            let (pv, tv) = (text(p, i), text(t, i));
-            let is = |r: Option<(&str, &str, u32)>| {
-                r.filter(|(lp, lt, _)| short_eq(lp, pv) && short_eq(lt, tv))
-                    .map(|(_, _, code)| code)
-            };
-            let code = match (is(recent[0]), is(recent[1])) {
-                (Some(code), _) => code,
-                (None, Some(code)) => {
-                    recent.swap(0, 1);
-                    code
-                }
-                (None, None) => {
-                    let code = self.intern(pv, tv);
-                    recent = [Some((pv, tv, code)), recent[0]];
-                    code
-                }
-            };
-            if rows.len() <= code as usize {
-                rows.resize_with(code as usize + 1, Vec::new);
+        for s in rows_by_source(p, t) {
+            let source = self.intern(s.provider, s.source_type);
+            let part = whole.take(source, s.rows.as_ref())?;
+            if s.rows.is_some() {
+                // A split part is new memory; a whole batch is the caller's.
+                self.kept_bytes += part.memory_size();
             }
-            rows[code as usize].push(i as u32);
-        }
-        for (code, idx) in rows.into_iter().enumerate() {
-            if idx.is_empty() {
-                continue;
-            }
-            let part = whole.take(code as u32, Some(&UInt32Array::from(idx)))?;
-            self.kept_bytes += part.memory_size();
             self.parts.push(part);
         }
         self.reserve(0)
@@ -977,23 +911,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn constant_columns_are_recognised_exactly() {
-        let cases: [(&[Option<&str>], Option<&str>); 6] = [
-            (&[Some("oura"), Some("oura"), Some("oura")], Some("oura")),
-            (&[Some("oura"), Some("ours")], None),
-            (&[Some("ab"), Some("ba")], None),
-            (&[Some("a"), Some("aa"), Some("a")], None),
-            (&[None, None], Some("")),
-            (&[Some("watch"), None], None),
-        ];
-        for (values, want) in cases {
-            let a = StringArray::from(values.to_vec());
-            assert_eq!(constant(&a), want, "{values:?}");
-        }
-        let sliced = StringArray::from(vec!["x", "ring", "ring"]).slice(1, 2);
-        assert_eq!(constant(&sliced), Some("ring"));
     }
 }

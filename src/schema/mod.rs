@@ -15,10 +15,12 @@
 
 mod dataset;
 mod resources;
+mod source;
 mod tables;
 
 pub use dataset::Dataset;
 pub use resources::{Family, RESOURCES, Resource, resource};
+pub use source::{SourceRows, constant_str, rows_by_source, source_columns};
 pub use tables::{Column, Kind, Table};
 
 use std::sync::Arc;

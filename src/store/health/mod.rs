@@ -7,7 +7,8 @@
 //!   is durable. Every segment is therefore sorted and key-unique on its own.
 //! - **Reads** ([`HealthStore::read`]) list segments, prune them by the time range in their
 //!   names and row groups by Parquet statistics, decode off the async threads, resolve
-//!   replacements (newest `ingested_at` per `Dataset::key_columns`, ties to the later segment)
+//!   replacements (newest `ingested_at` per `Dataset::key_columns`, ties to the later segment),
+//!   regroup a timeseries by source (each batch one provider and source type, sorted by time)
 //!   and cache the result (see `cache.rs`).
 //! - **Compaction** ([`HealthStore::compact`], [`HealthStore::spawn_compactor`]) merges runs of
 //!   small segments, dropping replaced versions (see `compact.rs`).

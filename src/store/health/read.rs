@@ -1,6 +1,8 @@
 //! The read path: cache, list, prune, fetch, decode off the async threads, resolve
 //! replacements, cut to the window.
 //!
+//! Timeseries results are regrouped by source before they are cached (see [`HealthStore::read`]).
+//!
 //! Replacement resolution is skipped when it cannot change anything: a single segment (each is
 //! key-unique), or timeseries segments whose time ranges are pairwise disjoint (the key contains
 //! the timestamp, so no key can repeat across them); the result is then the segments' batches
@@ -18,7 +20,7 @@ use uuid::Uuid;
 use super::constant::ConstantPool;
 use super::layout::SegmentName;
 use super::metrics::Metrics;
-use super::rows::{newest_per_key, slice_window};
+use super::rows::{group_by_source, newest_per_key, slice_window};
 use super::segment_read::decode;
 use super::{HealthStore, Key, Listed, StoreError};
 use crate::schema::Dataset;
@@ -31,8 +33,11 @@ const FETCH_CONCURRENCY: usize = 8;
 impl HealthStore {
     /// The dataset's current records: the newest version per record key
     /// (`Dataset::key_columns`; newest `ingested_at`, ties to the later segment), sorted by the
-    /// time column (nulls first). With a window, exactly the rows whose time (a `Date32` day as
-    /// midnight UTC) is in `[start, end)`.
+    /// time column (nulls first). A timeseries comes back as batches of one source each
+    /// (provider and source type), each sorted by time, sources in first-seen order: the
+    /// aggregate engine reads runs of one source, and this way the split happens once per cold
+    /// read instead of once per query. With a window, exactly the rows whose time (a `Date32`
+    /// day as midnight UTC) is in `[start, end)`.
     pub async fn read(
         &self,
         team: Uuid,
@@ -59,9 +64,14 @@ impl HealthStore {
         };
         let fetched = self.fetch(key, prune).await?;
         let batch_size = self.inner.options.row_group_rows;
-        let assembled =
-            tokio::task::spawn_blocking(move || assemble(fetched, dataset, prune, batch_size))
-                .await??;
+        let assembled = tokio::task::spawn_blocking(move || {
+            let mut assembled = assemble(fetched, dataset, prune, batch_size)?;
+            if let Dataset::Timeseries(_) = dataset {
+                assembled.batches = group_by_source(assembled.batches)?;
+            }
+            Ok::<_, StoreError>(assembled)
+        })
+        .await??;
         Metrics::add(&m.segments_read, assembled.segments as u64);
         Metrics::add(&m.row_groups_read, assembled.row_groups_read as u64);
         Metrics::add(&m.row_groups_pruned, assembled.row_groups_pruned as u64);

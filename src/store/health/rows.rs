@@ -3,6 +3,8 @@
 //!
 //! Order conventions: rows are sorted by the dataset's time column ascending with nulls first
 //! (only summary tables can have a null index); a `Date32` day counts as its midnight UTC.
+//! Segments and merges keep that order across sources; timeseries reads then regroup their
+//! result by source ([`group_by_source`]), each batch still sorted by time.
 
 use std::sync::Arc;
 
@@ -14,7 +16,7 @@ use datafusion::arrow::datatypes::{DataType, Date32Type, TimeUnit, TimestampMicr
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::row::{RowConverter, SortField};
 
-use crate::schema::{Dataset, INGESTED_AT};
+use crate::schema::{Dataset, INGESTED_AT, rows_by_source, source_columns};
 
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
@@ -193,7 +195,7 @@ pub(crate) fn newest_per_key(
     Ok((take_record_batch(&all, &idx)?, dropped))
 }
 
-/// Cuts batches sorted by time (across the whole list) to rows whose time is in `[start, end)`.
+/// Cuts batches, each sorted by time, to rows whose time is in `[start, end)`.
 /// Zero-copy: the result slices the input.
 pub(crate) fn slice_window(
     batches: &[RecordBatch],
@@ -211,6 +213,33 @@ pub(crate) fn slice_window(
         }
     }
     Ok(out)
+}
+
+/// Regroups time-sorted batches so that each holds one source (`source_provider`,
+/// `source_type`): every source's batches in input order, so each stays sorted by time, and
+/// sources in first-seen order. Batches of one source (the usual case) are moved, not copied;
+/// mixed ones (merged segments interleave a ring's and a watch's samples) are split once here,
+/// so the cached result serves every query without a per-query split.
+pub(crate) fn group_by_source(batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>, ArrowError> {
+    let mut groups: Vec<((String, String), Vec<RecordBatch>)> = Vec::new();
+    for batch in batches {
+        let (provider, source_type) = source_columns(&batch)?;
+        let mut parts = Vec::new();
+        for s in rows_by_source(provider, source_type) {
+            let part = match &s.rows {
+                None => batch.clone(),
+                Some(rows) => take_record_batch(&batch, rows)?,
+            };
+            parts.push(((s.provider, s.source_type), part));
+        }
+        for ((p, t), part) in parts {
+            match groups.iter_mut().find(|((gp, gt), _)| gp == p && gt == t) {
+                Some((_, list)) => list.push(part),
+                None => groups.push(((p.to_owned(), t.to_owned()), vec![part])),
+            }
+        }
+    }
+    Ok(groups.into_iter().flat_map(|(_, list)| list).collect())
 }
 
 /// Re-labels `batch` with the dataset's storage schema, checking names, types and
