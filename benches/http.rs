@@ -1,11 +1,14 @@
 //! The whole aggregate request over HTTP: a real server on a loopback port (the service's own
 //! router and `serve`, SQLite metadata, Parquet health store), a real client (reqwest, one
-//! kept-alive connection), a demo user with 90 days of an Oura ring and an Apple watch.
+//! kept-alive connection), through authentication, tenancy, the store's cache, the engine and
+//! the JSON encoder.
 //!
-//! Scenario `whole HTTP request, daily buckets, 90 days, ring + watch, priority on`: the
-//! request of the engine bench (mean/min/max/newest/count of heart rate per day) through
-//! authentication, tenancy, the store's cache, the engine and the JSON encoder. The answer is
-//! checked (a row per day of the window with data, every count positive) before timing.
+//! Scenarios, each the request of the engine bench (mean/min/max/newest/count of heart rate
+//! per day over 90 days) and each answer checked before timing:
+//! - `whole HTTP request, daily buckets, 90 days of 1/min heart rate`: the target
+//!   scenario, 129,600 samples of one ring pushed through the push API a day at a time;
+//! - `whole HTTP request, daily buckets, 90 days, ring + watch, priority on`: a demo user with
+//!   an Oura ring and an Apple watch (`POST /v2/link/connect/demo`), the two overlapping.
 //!
 //! Run with `cargo bench --bench http`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -65,20 +68,88 @@ impl Server {
     }
 }
 
+/// 2025-01-01T00:00:00Z, the first sample of the pushed scenario.
+const PUSH_START: i64 = 1_735_689_600;
+
+async fn create_user(server: &Server, client_user_id: &str) -> String {
+    let (status, body) = server
+        .post("/v2/user", &json!({"client_user_id": client_user_id}))
+        .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let user: Value = serde_json::from_slice(&body).unwrap();
+    user["user_id"].as_str().unwrap().to_owned()
+}
+
+/// Pushes 90 days of heart rate at one sample a minute from one ring, a day per push.
+async fn push_per_minute(server: &Server, user: &str) {
+    let path = format!("/v2/user/{user}/data");
+    for day in 0..90 {
+        let samples: Vec<Value> = (0..1440)
+            .map(|m| {
+                let t = PUSH_START + day * 86_400 + m * 60;
+                let ts = chrono::DateTime::from_timestamp(t, 0).unwrap().to_rfc3339();
+                json!({"timestamp": ts, "timezone_offset": 0, "unit": "bpm",
+                       "value": 50.0 + ((day * 1440 + m) % 97) as f64})
+            })
+            .collect();
+        let body = json!({"provider": "oura", "source": {"type": "ring"},
+                          "timeseries": {"heartrate": samples}});
+        let (status, answer) = server.post(&path, &body).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+    }
+}
+
+/// The bench's query: daily mean/min/max/newest/count of heart rate over `days` days.
+fn daily_heart_rate(anchor: &str, days: i64) -> Value {
+    let hr = json!({"timeseries": "heartrate", "field": "value"});
+    json!({
+        "timeframe": {"anchor": anchor, "past": {"value": days, "unit": "day"}},
+        "queries": [{
+            "select": [{"group_key": 0},
+                       {"func": "mean", "arg": hr}, {"func": "min", "arg": hr}, {"func": "max", "arg": hr},
+                       {"func": "newest", "arg": hr}, {"func": "count", "arg": hr}],
+            "group_by": [{"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "timeseries"}}]
+        }]
+    })
+}
+
+/// Posts the query once and returns the answer's per-row counts.
+async fn counts(server: &Server, path: &str, body: &Value) -> Vec<i64> {
+    let (status, answer) = server.post(path, body).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    answer["results"][0]["table"]["count.heartrate.value"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no count column: {answer}"))
+        .iter()
+        .map(|c| c.as_i64().unwrap())
+        .collect()
+}
+
 fn http(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let (server, user) = rt.block_on(async {
-        let server = start().await;
-        let (status, body) = server
-            .post("/v2/user", &json!({"client_user_id": "bench-user"}))
-            .await;
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-        let user: Value = serde_json::from_slice(&body).unwrap();
-        let user = user["user_id"].as_str().unwrap().to_owned();
+    let server = rt.block_on(start());
+
+    let pushed = rt.block_on(async {
+        let user = create_user(&server, "bench-per-minute").await;
+        push_per_minute(&server, &user).await;
+        user
+    });
+    let path = format!("/aggregate/v1/user/{pushed}/query");
+    let body = daily_heart_rate("2025-03-31", 89);
+    let per_day = rt.block_on(counts(&server, &path, &body));
+    assert_eq!(per_day, vec![1440; 90], "a full day of samples per bucket");
+    c.bench_function(
+        "whole HTTP request, daily buckets, 90 days of 1/min heart rate",
+        |b| b.iter(|| black_box(rt.block_on(server.post(&path, &body)))),
+    );
+
+    let demo = rt.block_on(async {
+        let user = create_user(&server, "bench-ring-and-watch").await;
         for provider in ["oura", "apple_health_kit"] {
             let (status, body) = server
                 .post(
@@ -88,33 +159,19 @@ fn http(c: &mut Criterion) {
                 .await;
             assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
         }
-        (server, user)
+        user
     });
-    let hr = json!({"timeseries": "heartrate", "field": "value"});
-    let body = json!({
-        "timeframe": {"anchor": Utc::now().date_naive().to_string(), "past": {"value": 90, "unit": "day"}},
-        "queries": [{
-            "select": [{"group_key": 0},
-                       {"func": "mean", "arg": hr}, {"func": "min", "arg": hr}, {"func": "max", "arg": hr},
-                       {"func": "newest", "arg": hr}, {"func": "count", "arg": hr}],
-            "group_by": [{"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "timeseries"}}]
-        }]
-    });
-    let path = format!("/aggregate/v1/user/{user}/query");
-    let (status, answer) = rt.block_on(server.post(&path, &body));
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
-    let answer: Value = serde_json::from_slice(&answer).unwrap();
-    let counts = answer["results"][0]["table"]["count.heartrate.value"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no count column: {answer}"));
+    let path = format!("/aggregate/v1/user/{demo}/query");
+    let body = daily_heart_rate(&Utc::now().date_naive().to_string(), 90);
+    let per_day = rt.block_on(counts(&server, &path, &body));
     // The demo history starts 90 days before now, so the window's first local day may or may
     // not hold a sample yet.
     assert!(
-        (90..=91).contains(&counts.len()),
+        (90..=91).contains(&per_day.len()),
         "one row per day with data: {}",
-        counts.len()
+        per_day.len()
     );
-    assert!(counts.iter().all(|c| c.as_i64().unwrap() > 0));
+    assert!(per_day.iter().all(|&c| c > 0));
     c.bench_function(
         "whole HTTP request, daily buckets, 90 days, ring + watch, priority on",
         |b| b.iter(|| black_box(rt.block_on(server.post(&path, &body)))),
