@@ -6,9 +6,9 @@
 //! - both again with two fully overlapping providers (Oura ring, Apple watch) and priority on;
 //! - `compile only, 10 select expressions`.
 //!
-//! Register with `[[bench]] name = "engine", harness = false` and run `cargo bench --bench engine`.
-//! Diagnostics: `ENGINE_BENCH_EXPLAIN=1` prints planning times and the physical plan with its
-//! metrics for each scenario; `ENGINE_BENCH_FUNCS=mean,newest` changes the aggregates.
+//! Run with `cargo bench --bench engine`. Diagnostics: `ENGINE_BENCH_EXPLAIN=1` prints each
+//! phase's time and the physical plan with its metrics for each scenario
+//! (`engine::explain_analyze`); `ENGINE_BENCH_FUNCS=mean,newest` changes the aggregates.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -23,7 +23,9 @@ use datafusion::arrow::record_batch::RecordBatch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use wearhouse::engine::{Catalog, Limits, UserContext, compile, execute, parse_request};
+use wearhouse::engine::{
+    Catalog, Limits, UserContext, compile, execute, explain_analyze, parse_request,
+};
 use wearhouse::schema::{Dataset, resource};
 
 const DAYS: i64 = 90;
@@ -111,63 +113,25 @@ fn bench_case(
     c.bench_function(name, |b| b.iter(|| black_box(run())));
 }
 
-/// Prints planning times and the physical plan with its metrics (diagnostics only).
+/// Prints each phase's time and the physical plan with its metrics (diagnostics only).
 fn explain(
     rt: &tokio::runtime::Runtime,
     req: &wearhouse::engine::ValidRequest,
     dataset: Dataset,
     batches: &[RecordBatch],
 ) {
-    use datafusion::physical_plan::{collect, displayable};
-    use datafusion::prelude::SessionContext;
-    let catalog = Catalog::new(
-        UserContext::default(),
-        [(dataset, batches.to_vec())].into_iter().collect(),
-    )
-    .unwrap();
     for _ in 0..3 {
-        let t = std::time::Instant::now();
-        let plan = compile(req, 0, &catalog).unwrap();
-        let a = t.elapsed();
-        let ctx = SessionContext::new_with_config(
-            datafusion::prelude::SessionConfig::new().with_target_partitions(1),
-        );
-        let b = t.elapsed();
-        let state = ctx.state();
-        let optimized = state.optimize(&plan).unwrap();
-        let c = t.elapsed();
-        let physical = rt.block_on(state.create_physical_plan(&optimized)).unwrap();
-        let d = t.elapsed();
-        rt.block_on(collect(physical.clone(), ctx.task_ctx()))
+        let inputs: HashMap<_, _> = [(dataset, batches.to_vec())].into_iter().collect();
+        let report = rt
+            .block_on(explain_analyze(
+                req,
+                &UserContext::default(),
+                inputs,
+                &Limits::default(),
+            ))
             .unwrap();
-        eprintln!(
-            "warm: compile {a:?}, session {b:?}, optimise {c:?}, physical {d:?}, run {:?}",
-            t.elapsed()
-        );
+        eprintln!("{report}");
     }
-    let t = std::time::Instant::now();
-    let plan = compile(req, 0, &catalog).unwrap();
-    let compiled = t.elapsed();
-    let ctx = SessionContext::new_with_config(
-        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
-    );
-    let state = ctx.state();
-    let optimized = state.optimize(&plan).unwrap();
-    let optimised_at = t.elapsed();
-    let physical = rt.block_on(state.create_physical_plan(&optimized)).unwrap();
-    let planned = t.elapsed();
-    rt.block_on(collect(physical.clone(), ctx.task_ctx()))
-        .unwrap();
-    let ran = t.elapsed();
-    eprintln!("compile {compiled:?}, optimise {optimised_at:?}, physical {planned:?}, run {ran:?}");
-    eprintln!("{}", displayable(physical.as_ref()).indent(true));
-    eprintln!(
-        "{}",
-        datafusion::physical_plan::display::DisplayableExecutionPlan::with_metrics(
-            physical.as_ref()
-        )
-        .indent(true)
-    );
 }
 
 fn engine(c: &mut Criterion) {

@@ -1,6 +1,7 @@
 //! The engine's error enum: one variant per cause, so the HTTP layer's exhaustive `match` decides
-//! every status once (422 for `Invalid` and `ResultTooLarge`, 504 for `Timeout`, 503 for
-//! `ResourcesExhausted`, 500 for `Internal`).
+//! every status once (422 for `Invalid`, `ResultTooLarge` and `ResourcesExhausted`: the request
+//! is too big for its limit, and narrowing it helps where retrying would not; 504 for
+//! `Timeout`, 500 for `Internal`).
 
 use crate::validation::Invalid;
 

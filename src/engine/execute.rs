@@ -165,6 +165,51 @@ async fn run_one(
     Ok(QueryResult { schema, batches })
 }
 
+/// EXPLAIN ANALYZE of every query of `req`, for diagnostics (benches, debugging a slow
+/// request): each phase's wall time (catalog and session set-up, compile, logical optimise,
+/// physical planning, execution) and the physical plan with its metrics. Runs on the caller's
+/// runtime, without the time limit.
+pub async fn explain_analyze(
+    req: &ValidRequest,
+    ctx: &UserContext,
+    inputs: HashMap<Dataset, Vec<RecordBatch>>,
+    limits: &Limits,
+) -> Result<String, EngineError> {
+    use datafusion::physical_plan::{collect, display::DisplayableExecutionPlan};
+    use std::fmt::Write;
+    let t = std::time::Instant::now();
+    let mut catalog = Catalog::new(ctx.clone(), inputs)?;
+    catalog.bucket_operator = limits.bucket_operator;
+    let session = session(limits)?;
+    let mut out = format!("set-up {:?}\n", t.elapsed());
+    for i in 0..req.queries.len() {
+        let t = std::time::Instant::now();
+        let plan = compile(req, i, &catalog)?;
+        let compiled = t.elapsed();
+        let state = session.state();
+        let optimised = state.optimize(&plan).map_err(|e| classify(e, limits))?;
+        let optimised_at = t.elapsed();
+        let physical = state
+            .create_physical_plan(&optimised)
+            .await
+            .map_err(|e| classify(e, limits))?;
+        let planned = t.elapsed();
+        collect(physical.clone(), session.task_ctx())
+            .await
+            .map_err(|e| classify(e, limits))?;
+        let ran = t.elapsed();
+        let _ = writeln!(
+            out,
+            "query {i}: compile {compiled:?}, optimise {:?}, physical planning {:?}, run {:?}\n{}",
+            optimised_at - compiled,
+            planned - optimised_at,
+            ran - planned,
+            DisplayableExecutionPlan::with_metrics(physical.as_ref()).indent(true)
+        );
+    }
+    Ok(out)
+}
+
 /// The engine's CPU runtime, separate from the one serving requests (DataFusion's advice for
 /// mixing CPU-bound plans with I/O): one worker per core.
 fn cpu_runtime() -> Result<&'static tokio::runtime::Runtime, EngineError> {

@@ -30,7 +30,8 @@
 //! - `mean`, `median` and `stddev` are DataFusion's `avg`, `median` and `stddev` over the input
 //!   cast to Float64 (they are exactly the §3.6 semantics then); `oldest`/`newest` are our own
 //!   UDAF (`udaf.rs`) over (value, index time, ingestion time), ignoring null values.
-//! - Memory exhaustion is [`EngineError::ResourcesExhausted`]; the HTTP layer should answer 503.
+//! - Memory exhaustion is [`EngineError::ResourcesExhausted`], answered 422 by the HTTP layer
+//!   (the request is too big for the memory limit; narrowing the timeframe helps, retrying not).
 //! - Queries run on the engine's own multi-threaded runtime, so the caller's timer answers the
 //!   timeout on time; encoders have `*_blocking` wrappers for async callers.
 
@@ -64,7 +65,7 @@ pub use encode::json::encode_json;
 pub use encode::parquet_tar::encode_parquet_tar;
 pub use encode::{encode_json_blocking, encode_parquet_tar_blocking};
 pub use error::EngineError;
-pub use execute::{QueryResult, execute, required_inputs};
+pub use execute::{QueryResult, execute, explain_analyze, required_inputs};
 pub use limits::Limits;
 pub use parse::parse_request;
 pub use priority::provider_order;
