@@ -28,7 +28,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use wearhouse::engine::{
-    Catalog, EngineError, Limits, compile, encode_json, encode_parquet_tar, execute, parse_request,
+    Catalog, EngineError, Limits, UserContext, compile, encode_json, encode_parquet_tar, execute,
+    explain_analyze, parse_request,
 };
 use wearhouse::schema::Dataset;
 
@@ -566,4 +567,60 @@ async fn a_tiny_memory_pool_is_resources_exhausted_not_internal() {
         ),
         "{err}"
     );
+}
+
+/// Two sources covering the same ten days, a day per batch: the watch outranks the ring, so the
+/// bucket operator scans only the watch's rows and skips every ring batch whole, as its
+/// EXPLAIN ANALYZE counters report; the answer is the watch's alone.
+#[tokio::test]
+async fn bucket_operator_reports_skipped_parts_and_scanned_rows() {
+    let dataset = Dataset::Timeseries(wearhouse::schema::resource("heartrate").unwrap());
+    let base = data::ts("2025-03-01T00:00:00");
+    let mut batches = Vec::new();
+    for (provider, source_type, value) in
+        [("oura", "ring", 50.0), ("apple_health_kit", "watch", 70.0)]
+    {
+        for day in 0..10 {
+            let rows: Vec<data::Row> = (0..24)
+                .map(|h| {
+                    data::sample(
+                        base + (day * 24 + h) * data::H,
+                        Some(0),
+                        value,
+                        provider,
+                        source_type,
+                        1,
+                    )
+                })
+                .collect();
+            batches.push(data::to_batch(dataset, &rows));
+        }
+    }
+    let body = json!({
+        "timeframe": {"anchor": "2025-03-10", "past": {"value": 9, "unit": "day"}},
+        "queries": [{
+            "select": [{"group_key": 0}, {"func": "mean", "arg": {"timeseries": "heartrate", "field": "value"}}],
+            "group_by": [{"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "timeseries"}}]
+        }]
+    });
+    let limits = Limits::default();
+    let req = parse_request(&body, &limits).unwrap();
+    let inputs = || {
+        [(dataset, batches.clone())]
+            .into_iter()
+            .collect::<HashMap<_, _>>()
+    };
+    let report = explain_analyze(&req, &UserContext::default(), inputs(), &limits)
+        .await
+        .unwrap();
+    assert!(report.contains("BucketAggregateExec"), "{report}");
+    assert!(report.contains("parts_skipped=10"), "{report}");
+    assert!(report.contains("rows_scanned=240"), "{report}");
+    let out = execute(&req, &UserContext::default(), inputs(), &limits)
+        .await
+        .unwrap();
+    let means = out[0].batches[0]
+        .column(1)
+        .as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+    assert_eq!(means.values().to_vec(), vec![70.0; 10]);
 }

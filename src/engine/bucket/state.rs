@@ -1,35 +1,10 @@
-//! The time-bucket aggregate: a plan node of our own for the shape most requests have, one
-//! timeseries resource grouped by a single `date_trunc` of its index, with `mean`, `min`,
-//! `max`, `sum`, `count`, `oldest` and `newest` of its fields, prioritised (§3.5).
-//!
-//! The general plan (`compile.rs`) spends per row: a floating-time kernel for the window filter
-//! and again for the bucket, a `date_trunc` kernel, a source-code kernel, a two-column hash
-//! lookup and one dynamic update per aggregate, then ranks the sub-groups with a window
-//! function. Over 90 days of 1 Hz data that is most of a second. This operator does the same
-//! work as one pass over runs of rows:
-//!
-//! - rows are mostly sorted by time and come in runs of one source, so a *run* (consecutive rows
-//!   of one bucket and one source, inside the window) is found with one range check per row;
-//!   the bucket and its group are looked up once per run;
-//! - sources are interned per batch (a batch of one source is recognised with one `memcmp` of
-//!   its string buffer, `schema::rows_by_source`) and processed best first, so the first source to put a row in a bucket
-//!   owns it (§3.5: the best source present in the group) and worse sources skip the bucket's
-//!   rows; a whole batch whose bucket range is already owned is skipped without reading a row;
-//! - aggregates update straight from the Arrow buffers, in row order, so sums are bit-identical
-//!   to the general plan's (a test runs both plans on random queries and compares).
-//!
-//! It is still a DataFusion plan: the compiler emits a [`BucketNode`] (a logical extension
-//! node) over the scan, and WHERE, when present, stays a DataFusion filter below it; the
-//! session's planner turns the node into a [`BucketExec`]. The compiler falls back to the
-//! general plan for every other shape (other group keys, `median`, `stddev`, non-float
-//! arguments, several resources, tables).
+//! The operator's state: the parts it keeps (one source each), the buckets with their owning
+//! source, and each aggregate's accumulator; the scan over runs of rows (see the parent's
+//! docs). Filled by `add` as input batches arrive, folded best source first by `finish`.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono_tz::Tz;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
@@ -37,322 +12,17 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::take;
-use datafusion::arrow::datatypes::{
-    DataType, Field, Float64Type, Int32Type, Schema, SchemaRef, TimeUnit, TimestampMicrosecondType,
-};
-use datafusion::catalog::Session;
-use datafusion::common::{DFSchema, DFSchemaRef, Result, exec_err, internal_err};
-use datafusion::execution::TaskContext;
-use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
-use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
-use datafusion::logical_expr::{
-    Expr, Extension, LogicalPlan, UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
-};
-use datafusion::physical_expr::EquivalenceProperties;
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, Partitioning, PlanProperties,
-    SendableRecordBatchStream,
-};
-use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
-use futures::StreamExt;
+use datafusion::arrow::datatypes::{Float64Type, Int32Type, SchemaRef, TimestampMicrosecondType};
+use datafusion::common::{Result, exec_err};
+use datafusion::execution::memory_pool::MemoryReservation;
+use datafusion::physical_plan::metrics::Count;
 
-use crate::schema::{INGESTED_AT, TIMEZONE_OFFSET, rows_by_source};
+use crate::schema::rows_by_source;
 
-use super::priority::{Interner, ranking};
-use super::request::{Func, Period};
-use super::time;
-
-/// The functions the operator computes (over Float64 arguments; `count` over any type).
-pub fn supports(f: Func) -> bool {
-    matches!(
-        f,
-        Func::Mean | Func::Min | Func::Max | Func::Sum | Func::Count | Func::Oldest | Func::Newest
-    )
-}
-
-/// What one bucket aggregate computes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BucketSpec {
-    /// The `date_trunc` period.
-    pub period: Period,
-    /// The user's fallback zone for rows without an offset.
-    pub zone: Option<Tz>,
-    /// The floating window `[start, end)` in microseconds; `None` selects nothing.
-    pub window: Option<(i64, i64)>,
-    /// Each aggregate and the input column it reads.
-    pub aggs: Vec<(Func, String)>,
-    /// The provider order (overrides, team, defaults) that ranks sources.
-    pub providers: Vec<String>,
-    /// Whether the input is filtered (its batches are new memory, counted in the pool).
-    pub filtered: bool,
-}
-
-/// Output column of the bucket start.
-pub const BUCKET: &str = "__k0";
-
-/// Output column of aggregate `j` of the query's select list.
-fn output_schema(spec: &BucketSpec, names: &[String]) -> Schema {
-    let mut fields = vec![Field::new(
-        BUCKET,
-        DataType::Timestamp(TimeUnit::Microsecond, None),
-        true,
-    )];
-    for ((f, _), name) in spec.aggs.iter().zip(names) {
-        fields.push(match f {
-            Func::Count => Field::new(name, DataType::Int64, false),
-            _ => Field::new(name, DataType::Float64, true),
-        });
-    }
-    Schema::new(fields)
-}
-
-/// The logical node: `input` is the resource's scan (optionally filtered by WHERE); the
-/// output is `__k0` (the bucket) and one column per aggregate, sorted by bucket.
-#[derive(Debug, Clone)]
-pub struct BucketNode {
-    input: LogicalPlan,
-    spec: Arc<BucketSpec>,
-    names: Vec<String>,
-    schema: DFSchemaRef,
-}
-
-impl BucketNode {
-    /// The node over `input`, naming aggregate `j`'s output `names[j]`.
-    pub fn plan(input: LogicalPlan, spec: BucketSpec, names: Vec<String>) -> Result<LogicalPlan> {
-        let schema = Arc::new(DFSchema::try_from(output_schema(&spec, &names))?);
-        let node = BucketNode {
-            input,
-            spec: Arc::new(spec),
-            names,
-            schema,
-        };
-        Ok(LogicalPlan::Extension(Extension {
-            node: Arc::new(node),
-        }))
-    }
-}
-
-impl PartialEq for BucketNode {
-    fn eq(&self, other: &Self) -> bool {
-        self.input == other.input && self.spec == other.spec && self.names == other.names
-    }
-}
-impl Eq for BucketNode {}
-impl Hash for BucketNode {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.input.hash(state);
-        self.spec.hash(state);
-        self.names.hash(state);
-    }
-}
-impl PartialOrd for BucketNode {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        (self == other).then_some(std::cmp::Ordering::Equal)
-    }
-}
-
-impl UserDefinedLogicalNodeCore for BucketNode {
-    fn name(&self) -> &str {
-        "BucketAggregate"
-    }
-    fn inputs(&self) -> Vec<&LogicalPlan> {
-        vec![&self.input]
-    }
-    fn schema(&self) -> &DFSchemaRef {
-        &self.schema
-    }
-    fn expressions(&self) -> Vec<Expr> {
-        Vec::new()
-    }
-    fn fmt_for_explain(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "BucketAggregate: {}", describe(&self.spec))
-    }
-    fn with_exprs_and_inputs(&self, _exprs: Vec<Expr>, inputs: Vec<LogicalPlan>) -> Result<Self> {
-        let Some(input) = inputs.into_iter().next() else {
-            return internal_err!("BucketAggregate takes one input");
-        };
-        Ok(BucketNode {
-            input,
-            ..self.clone()
-        })
-    }
-}
-
-fn describe(spec: &BucketSpec) -> String {
-    let aggs: Vec<String> = spec
-        .aggs
-        .iter()
-        .map(|(f, c)| format!("{f:?}({c})"))
-        .collect();
-    format!(
-        "date_trunc({} {:?}), window={:?}, [{}]",
-        spec.period.value,
-        spec.period.unit,
-        spec.window,
-        aggs.join(", ")
-    )
-}
-
-/// Plans [`BucketNode`]s as [`BucketExec`]s.
-#[derive(Debug)]
-pub struct BucketPlanner;
-
-#[async_trait]
-impl ExtensionPlanner for BucketPlanner {
-    async fn plan_extension(
-        &self,
-        _planner: &dyn PhysicalPlanner,
-        node: &dyn UserDefinedLogicalNode,
-        _logical_inputs: &[&LogicalPlan],
-        physical_inputs: &[Arc<dyn ExecutionPlan>],
-        _session: &dyn Session,
-        _ctx: &PhysicalPlanningContext,
-    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let Some(node) = node.as_any().downcast_ref::<BucketNode>() else {
-            return Ok(None);
-        };
-        let [input] = physical_inputs else {
-            return internal_err!("BucketAggregate takes one input");
-        };
-        let schema = Arc::new(node.schema.as_arrow().clone());
-        Ok(Some(Arc::new(BucketExec::try_new(
-            input.clone(),
-            node.spec.clone(),
-            schema,
-        )?)))
-    }
-}
-
-/// Input column positions.
-#[derive(Debug, Clone)]
-struct Columns {
-    timestamp: usize,
-    offset: usize,
-    ingested: usize,
-    provider: usize,
-    source_type: usize,
-    args: Vec<usize>,
-}
-
-/// The physical operator (one output partition, one input partition).
-#[derive(Debug)]
-pub struct BucketExec {
-    input: Arc<dyn ExecutionPlan>,
-    spec: Arc<BucketSpec>,
-    columns: Columns,
-    schema: SchemaRef,
-    properties: Arc<PlanProperties>,
-}
-
-impl BucketExec {
-    fn try_new(
-        input: Arc<dyn ExecutionPlan>,
-        spec: Arc<BucketSpec>,
-        schema: SchemaRef,
-    ) -> Result<Self> {
-        let s = input.schema();
-        let columns = Columns {
-            timestamp: s.index_of("timestamp")?,
-            offset: s.index_of(TIMEZONE_OFFSET)?,
-            ingested: s.index_of(INGESTED_AT)?,
-            provider: s.index_of("source_provider")?,
-            source_type: s.index_of("source_type")?,
-            args: spec
-                .aggs
-                .iter()
-                .map(|(_, c)| s.index_of(c))
-                .collect::<Result<_, _>>()?,
-        };
-        let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(schema.clone()),
-            Partitioning::UnknownPartitioning(1),
-            EmissionType::Final,
-            Boundedness::Bounded,
-        ));
-        Ok(BucketExec {
-            input,
-            spec,
-            columns,
-            schema,
-            properties,
-        })
-    }
-}
-
-impl DisplayAs for BucketExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "BucketAggregateExec: {}", describe(&self.spec))
-    }
-}
-
-impl ExecutionPlan for BucketExec {
-    fn name(&self) -> &str {
-        "BucketAggregateExec"
-    }
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-    fn required_input_distribution(&self) -> Vec<Distribution> {
-        vec![Distribution::SinglePartition]
-    }
-    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
-        vec![false]
-    }
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(
-            &Arc<dyn datafusion::physical_plan::PhysicalExpr>,
-        ) -> Result<datafusion::common::tree_node::TreeNodeRecursion>,
-    ) -> Result<datafusion::common::tree_node::TreeNodeRecursion> {
-        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
-    }
-    fn with_new_children(
-        self: Arc<Self>,
-        children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let Some(input) = children.into_iter().next() else {
-            return internal_err!("BucketAggregateExec takes one input");
-        };
-        Ok(Arc::new(BucketExec::try_new(
-            input,
-            self.spec.clone(),
-            self.schema.clone(),
-        )?))
-    }
-    fn execute(
-        &self,
-        partition: usize,
-        context: Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return internal_err!("BucketAggregateExec has one partition, not {partition}");
-        }
-        let mut input = self.input.execute(0, context.clone())?;
-        let reservation =
-            MemoryConsumer::new("BucketAggregateExec").register(context.memory_pool());
-        let mut state = State::new(
-            self.spec.clone(),
-            self.columns.clone(),
-            self.schema.clone(),
-            reservation,
-        );
-        let output = futures::stream::once(async move {
-            while let Some(batch) = input.next().await {
-                state.add(batch?)?;
-            }
-            state.finish()
-        });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
-            self.schema.clone(),
-            output,
-        )))
-    }
-}
+use super::super::priority::{Interner, ranking};
+use super::super::request::Func;
+use super::super::time;
+use super::{BucketSpec, Columns};
 
 /// The columns the operator reads of rows of one source.
 struct Part {
@@ -588,8 +258,16 @@ fn max_total(current: Option<f64>, run: Option<i64>) -> Option<f64> {
     }
 }
 
+/// What the scan counts, shown by EXPLAIN ANALYZE.
+pub(super) struct Counters {
+    /// Rows whose floating time was computed and checked against the window and buckets.
+    pub(super) rows_scanned: Count,
+    /// Parts skipped whole: every bucket they could fall in belongs to a better source.
+    pub(super) parts_skipped: Count,
+}
+
 /// Buckets with their owning source and aggregate states.
-struct State {
+pub(super) struct State {
     spec: Arc<BucketSpec>,
     columns: Columns,
     schema: SchemaRef,
@@ -606,6 +284,7 @@ struct State {
     /// Memory held besides groups and scratch: parts split out of mixed batches, and the input
     /// batches when they are a filter's output (unfiltered ones are the caller's, resident).
     kept_bytes: usize,
+    counters: Counters,
 }
 
 fn string_column(b: &RecordBatch, i: usize) -> Result<&StringArray> {
@@ -616,11 +295,12 @@ fn string_column(b: &RecordBatch, i: usize) -> Result<&StringArray> {
 }
 
 impl State {
-    fn new(
+    pub(super) fn new(
         spec: Arc<BucketSpec>,
         columns: Columns,
         schema: SchemaRef,
         reservation: MemoryReservation,
+        counters: Counters,
     ) -> Self {
         State {
             spec,
@@ -635,6 +315,7 @@ impl State {
             accs: Vec::new(),
             times: Vec::new(),
             kept_bytes: 0,
+            counters,
         }
     }
 
@@ -645,7 +326,7 @@ impl State {
     /// Keeps a batch's columns as parts of one source each: the whole batch when its source
     /// columns are constant (the usual case: the store hands out one-source batches), else its
     /// rows split by source.
-    fn add(&mut self, batch: RecordBatch) -> Result<()> {
+    pub(super) fn add(&mut self, batch: RecordBatch) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
@@ -734,7 +415,7 @@ impl State {
         false
     }
 
-    fn finish(mut self) -> Result<RecordBatch> {
+    pub(super) fn finish(mut self) -> Result<RecordBatch> {
         let parts = std::mem::take(&mut self.parts);
         if let Some(window) = self.spec.window {
             for s in self.ranked() {
@@ -756,8 +437,10 @@ impl State {
             && bounds(&part.timestamp, &part.offset, self.spec.zone)
                 .is_some_and(|r| self.owned_elsewhere(r, s))
         {
+            self.counters.parts_skipped.add(1);
             return Ok(());
         }
+        self.counters.rows_scanned.add(part.timestamp.len());
         let mut times = std::mem::take(&mut self.times);
         floating_times(&part.timestamp, &part.offset, self.spec.zone, &mut times);
         self.reserve(times.capacity() * 8)?;
