@@ -3,23 +3,26 @@
 //! DataFusion memory pool. Also [`required_inputs`]: what the caller must load.
 
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use chrono::{DateTime, Duration, Utc};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
 use datafusion::error::DataFusionError;
+use datafusion::execution::TaskContext;
 use datafusion::execution::context::QueryPlanner;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::optimizer::common_subexpr_eliminate::CommonSubexprEliminate;
 use datafusion::optimizer::optimize_projections::OptimizeProjections;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::SessionConfig;
 
 use crate::schema::Dataset;
 
@@ -81,22 +84,34 @@ pub fn required_inputs(
     out
 }
 
-fn session(limits: &Limits) -> Result<SessionContext, EngineError> {
-    let runtime = RuntimeEnvBuilder::new()
-        .with_memory_limit(limits.memory_limit_bytes, 1.0)
-        .build_arc()
-        .map_err(|e| EngineError::internal("runtime", e))?;
+/// Most memory consumers an exhaustion error names.
+const NAMED_CONSUMERS: NonZeroUsize = match NonZeroUsize::new(5) {
+    Some(n) => n,
+    None => NonZeroUsize::MIN,
+};
+
+/// The planning state every request shares: DataFusion's built-in functions, the lean
+/// optimiser and the planner with the time-bucket operator. Building a state registers every
+/// built-in function (~150 us), so it is built once per `target_partitions` value (one per
+/// process in practice: limits are configured at start-up) and never copied.
+fn shared_state(partitions: usize) -> Arc<SessionState> {
+    static STATES: OnceLock<Mutex<Vec<(usize, Arc<SessionState>)>>> = OnceLock::new();
+    let mut states = STATES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, state)) = states.iter().find(|(p, _)| *p == partitions) {
+        return state.clone();
+    }
     let config = SessionConfig::new()
-        .with_target_partitions(limits.target_partitions.max(1))
+        .with_target_partitions(partitions)
         .with_information_schema(false);
-    // Building a state registers every built-in function; do that once and give each request
-    // a copy with its own config and memory pool.
-    static BASE: OnceLock<SessionState> = OnceLock::new();
     // The compiler emits lean plans (no subqueries, joins or redundant filters), so the logical
     // optimiser only prunes columns and shares the floating-time expression: the full rule set
     // costs milliseconds per query, more than executing a small one.
-    let base = BASE.get_or_init(|| {
+    let state = Arc::new(
         SessionStateBuilder::new()
+            .with_config(config)
             .with_default_features()
             .with_optimizer_rules(vec![
                 Arc::new(OptimizeProjections::new()),
@@ -104,13 +119,47 @@ fn session(limits: &Limits) -> Result<SessionContext, EngineError> {
                 Arc::new(OptimizeProjections::new()),
             ])
             .with_query_planner(Arc::new(Planner))
-            .build()
-    });
-    let state = SessionStateBuilder::new_from_existing(base.clone())
-        .with_config(config)
-        .with_runtime_env(runtime)
-        .build();
-    Ok(SessionContext::new_with_state(state))
+            .build(),
+    );
+    states.push((partitions, state.clone()));
+    state
+}
+
+/// One request's session: the shared planning state, and a task context of its own whose
+/// memory pool bounds this request's execution alone.
+struct RequestSession {
+    state: Arc<SessionState>,
+    task: Arc<TaskContext>,
+}
+
+impl RequestSession {
+    fn new(limits: &Limits) -> Self {
+        let state = shared_state(limits.target_partitions.max(1));
+        let pool = TrackConsumersPool::new(
+            GreedyMemoryPool::new(limits.memory_limit_bytes),
+            NAMED_CONSUMERS,
+        );
+        let runtime = RuntimeEnv {
+            memory_pool: Arc::new(pool),
+            ..state.runtime_env().as_ref().clone()
+        };
+        let task = TaskContext::from(state.as_ref()).with_runtime(Arc::new(runtime));
+        RequestSession {
+            state,
+            task: Arc::new(task),
+        }
+    }
+
+    /// Optimises, plans and runs one compiled query.
+    async fn run(
+        &self,
+        plan: &LogicalPlan,
+    ) -> datafusion::common::Result<(Arc<dyn ExecutionPlan>, Vec<RecordBatch>)> {
+        let optimised = self.state.optimize(plan)?;
+        let physical = self.state.create_physical_plan(&optimised).await?;
+        let batches = collect(physical.clone(), self.task.clone()).await?;
+        Ok((physical, batches))
+    }
 }
 
 /// The default physical planner plus the time-bucket operator.
@@ -143,7 +192,7 @@ fn classify(e: DataFusionError, limits: &Limits) -> EngineError {
 
 /// Runs one compiled query.
 async fn run_one(
-    ctx: &SessionContext,
+    session: &RequestSession,
     req: &ValidRequest,
     i: usize,
     catalog: &Catalog,
@@ -151,11 +200,7 @@ async fn run_one(
 ) -> Result<QueryResult, EngineError> {
     let plan = compile(req, i, catalog)?;
     let schema = Arc::new(plan.schema().as_arrow().clone());
-    let df = ctx
-        .execute_logical_plan(plan)
-        .await
-        .map_err(|e| classify(e, limits))?;
-    let batches = df.collect().await.map_err(|e| classify(e, limits))?;
+    let (_, batches) = session.run(&plan).await.map_err(|e| classify(e, limits))?;
     let batches = batches
         .into_iter()
         .filter(|b| b.num_rows() > 0)
@@ -175,26 +220,29 @@ pub async fn explain_analyze(
     inputs: HashMap<Dataset, Vec<RecordBatch>>,
     limits: &Limits,
 ) -> Result<String, EngineError> {
-    use datafusion::physical_plan::{collect, display::DisplayableExecutionPlan};
+    use datafusion::physical_plan::display::DisplayableExecutionPlan;
     use std::fmt::Write;
     let t = std::time::Instant::now();
     let mut catalog = Catalog::new(ctx.clone(), inputs)?;
     catalog.bucket_operator = limits.bucket_operator;
-    let session = session(limits)?;
+    let session = RequestSession::new(limits);
     let mut out = format!("set-up {:?}\n", t.elapsed());
     for i in 0..req.queries.len() {
         let t = std::time::Instant::now();
         let plan = compile(req, i, &catalog)?;
         let compiled = t.elapsed();
-        let state = session.state();
-        let optimised = state.optimize(&plan).map_err(|e| classify(e, limits))?;
+        let optimised = session
+            .state
+            .optimize(&plan)
+            .map_err(|e| classify(e, limits))?;
         let optimised_at = t.elapsed();
-        let physical = state
+        let physical = session
+            .state
             .create_physical_plan(&optimised)
             .await
             .map_err(|e| classify(e, limits))?;
         let planned = t.elapsed();
-        collect(physical.clone(), session.task_ctx())
+        collect(physical.clone(), session.task.clone())
             .await
             .map_err(|e| classify(e, limits))?;
         let ran = t.elapsed();
@@ -240,7 +288,7 @@ pub async fn execute(
 ) -> Result<Vec<QueryResult>, EngineError> {
     let mut catalog = Catalog::new(ctx.clone(), inputs)?;
     catalog.bucket_operator = limits.bucket_operator;
-    let session = session(limits)?;
+    let session = RequestSession::new(limits);
     let (req, lim) = (req.clone(), limits.clone());
     let mut work = cpu_runtime()?.spawn(async move {
         let mut results = Vec::with_capacity(req.queries.len());
