@@ -84,6 +84,9 @@ pub fn required_inputs(
     out
 }
 
+/// Rows per batch in execution (DataFusion's default is 8,192).
+const SCAN_BATCH_ROWS: usize = 1 << 16;
+
 /// Most memory consumers an exhaustion error names.
 const NAMED_CONSUMERS: NonZeroUsize = match NonZeroUsize::new(5) {
     Some(n) => n,
@@ -103,8 +106,12 @@ fn shared_state(partitions: usize) -> Arc<SessionState> {
     if let Some((_, state)) = states.iter().find(|(p, _)| *p == partitions) {
         return state.clone();
     }
+    // Batches as large as the store's row groups: a user's data is small, and the scan then
+    // hands each cached batch on whole instead of cutting it in eight (every batch costs the
+    // operators above it a fixed amount of work).
     let config = SessionConfig::new()
         .with_target_partitions(partitions)
+        .with_batch_size(SCAN_BATCH_ROWS)
         .with_information_schema(false);
     // The compiler emits lean plans (no subqueries, joins or redundant filters), so the logical
     // optimiser only prunes columns and shares the floating-time expression: the full rule set

@@ -8,6 +8,7 @@
 //! checked with one pass over its offsets and one comparison of its bytes against themselves.
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt32Array};
+use datafusion::arrow::buffer::Buffer;
 use datafusion::arrow::error::ArrowError;
 
 /// The rows of one source in a batch.
@@ -47,6 +48,65 @@ pub fn constant_str(a: &StringArray) -> Option<&str> {
     (data[k..] == data[..data.len() - k]).then(|| a.value(0))
 }
 
+/// String columns already proven to repeat one value, remembered by the memory they occupy:
+/// the store hands out constant source columns as slices of one shared array, so after the
+/// first slice is proven, every other slice lying inside proven memory is recognised without
+/// reading its bytes again. A proof holds the two buffers, so their memory cannot be freed and
+/// reused by other data while the proof is remembered.
+#[derive(Debug, Default)]
+pub struct ConstantProofs {
+    proofs: Vec<Proof>,
+}
+
+#[derive(Debug)]
+struct Proof {
+    /// The proven offsets' addresses: every offset in them is the first plus a multiple of
+    /// one step, and the bytes they span repeat one value.
+    offsets: std::ops::Range<usize>,
+    /// The start of the values buffer the offsets point into.
+    values: usize,
+    _keep: (Buffer, Buffer),
+}
+
+/// At most this many proofs are kept (the oldest go first): a query over the store's data
+/// needs one per source column.
+const MAX_PROOFS: usize = 64;
+
+/// The address range of a column's offsets and the start of its values buffer.
+fn footprint(a: &StringArray) -> (std::ops::Range<usize>, usize) {
+    let offsets = a.value_offsets().as_ptr_range();
+    (
+        offsets.start as usize..offsets.end as usize,
+        a.value_data().as_ptr() as usize,
+    )
+}
+
+impl ConstantProofs {
+    /// [`constant_str`], reading no bytes for a column inside proven memory.
+    pub fn constant<'a>(&mut self, a: &'a StringArray) -> Option<&'a str> {
+        if a.is_empty() || a.null_count() > 0 {
+            return constant_str(a);
+        }
+        let (offsets, values) = footprint(a);
+        let proven = self.proofs.iter().any(|p| {
+            p.values == values && p.offsets.start <= offsets.start && offsets.end <= p.offsets.end
+        });
+        if proven {
+            return Some(a.value(0));
+        }
+        let value = constant_str(a)?;
+        if self.proofs.len() == MAX_PROOFS {
+            self.proofs.remove(0);
+        }
+        self.proofs.push(Proof {
+            offsets,
+            values,
+            _keep: (a.offsets().inner().inner().clone(), a.values().clone()),
+        });
+        Some(value)
+    }
+}
+
 /// String equality without a `memcmp` call: source names are a few bytes long.
 #[inline]
 fn short_eq(a: &str, b: &str) -> bool {
@@ -61,11 +121,13 @@ fn text(a: &StringArray, i: usize) -> &str {
 
 /// The sources of the rows of `provider` and `source_type` (two columns of one batch), in
 /// first-seen order. A single source comes back with `rows: None`; an empty input gives none.
+/// `proofs` remembers constant columns across the batches of one read or one query.
 pub fn rows_by_source<'a>(
     provider: &'a StringArray,
     source_type: &'a StringArray,
+    proofs: &mut ConstantProofs,
 ) -> Vec<SourceRows<'a>> {
-    if let (Some(p), Some(t)) = (constant_str(provider), constant_str(source_type)) {
+    if let (Some(p), Some(t)) = (proofs.constant(provider), proofs.constant(source_type)) {
         return vec![SourceRows {
             provider: p,
             source_type: t,
@@ -148,10 +210,11 @@ mod tests {
     fn interleaved_sources_are_grouped_in_first_seen_order() {
         let provider = StringArray::from(vec!["oura", "apple", "oura", "apple", "oura", "oura"]);
         let kind = StringArray::from(vec!["ring", "watch", "ring", "watch", "ring", "phone"]);
-        let got: Vec<(&str, &str, Vec<u32>)> = rows_by_source(&provider, &kind)
-            .into_iter()
-            .map(|s| (s.provider, s.source_type, s.rows.unwrap().values().to_vec()))
-            .collect();
+        let got: Vec<(&str, &str, Vec<u32>)> =
+            rows_by_source(&provider, &kind, &mut ConstantProofs::default())
+                .into_iter()
+                .map(|s| (s.provider, s.source_type, s.rows.unwrap().values().to_vec()))
+                .collect();
         assert_eq!(
             got,
             vec![
@@ -167,7 +230,7 @@ mod tests {
         let provider = StringArray::from(vec!["oura"; 3]);
         let kind = StringArray::from(vec!["ring"; 3]);
         assert_eq!(
-            rows_by_source(&provider, &kind),
+            rows_by_source(&provider, &kind, &mut ConstantProofs::default()),
             vec![SourceRows {
                 provider: "oura",
                 source_type: "ring",
@@ -175,6 +238,32 @@ mod tests {
             }]
         );
         let empty = StringArray::from(Vec::<&str>::new());
-        assert!(rows_by_source(&empty, &empty).is_empty());
+        assert!(rows_by_source(&empty, &empty, &mut ConstantProofs::default()).is_empty());
+    }
+
+    #[test]
+    fn slices_of_proven_memory_are_recognised_and_others_checked() {
+        let mut proofs = ConstantProofs::default();
+        let shared = StringArray::from(vec!["apple_health_kit"; 8]);
+        assert_eq!(
+            proofs.constant(&shared.slice(0, 6)),
+            Some("apple_health_kit")
+        );
+        // Inside the proven slice: answered from the proof.
+        assert_eq!(
+            proofs.constant(&shared.slice(2, 3)),
+            Some("apple_health_kit")
+        );
+        // Reaching past it: checked again (and still constant).
+        assert_eq!(
+            proofs.constant(&shared.slice(4, 4)),
+            Some("apple_health_kit")
+        );
+        // Equal-looking memory elsewhere proves nothing: a differing column is still caught.
+        let other = StringArray::from(vec!["apple_health_kit", "apple_health_kix"]);
+        assert_eq!(proofs.constant(&other), None);
+        let mixed = StringArray::from(vec!["oura", "oura", "ours"]);
+        assert_eq!(proofs.constant(&mixed.slice(0, 2)), Some("oura"));
+        assert_eq!(proofs.constant(&mixed.slice(1, 2)), None);
     }
 }

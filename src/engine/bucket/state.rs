@@ -17,7 +17,7 @@ use datafusion::common::{Result, exec_err};
 use datafusion::execution::memory_pool::MemoryReservation;
 use datafusion::physical_plan::metrics::Count;
 
-use crate::schema::rows_by_source;
+use crate::schema::{ConstantProofs, rows_by_source};
 
 use super::super::priority::{Interner, ranking};
 use super::super::request::Func;
@@ -284,6 +284,8 @@ pub(super) struct State {
     /// Memory held besides groups and scratch: parts split out of mixed batches, and the input
     /// batches when they are a filter's output (unfiltered ones are the caller's, resident).
     kept_bytes: usize,
+    /// Source columns proven constant, so slices of shared columns are not read again.
+    proofs: ConstantProofs,
     counters: Counters,
 }
 
@@ -315,6 +317,7 @@ impl State {
             accs: Vec::new(),
             times: Vec::new(),
             kept_bytes: 0,
+            proofs: ConstantProofs::default(),
             counters,
         }
     }
@@ -354,7 +357,7 @@ impl State {
         };
         let p = string_column(&batch, c.provider)?;
         let t = string_column(&batch, c.source_type)?;
-        for s in rows_by_source(p, t) {
+        for s in rows_by_source(p, t, &mut self.proofs) {
             let source = self.intern(s.provider, s.source_type);
             let part = whole.take(source, s.rows.as_ref())?;
             if s.rows.is_some() {
@@ -527,12 +530,16 @@ impl State {
         Ok(())
     }
 
-    /// Sizes the pool reservation to the groups plus `scratch` bytes.
+    /// Sizes the pool reservation to the groups plus `scratch` bytes; the pool is only asked
+    /// when the size changes (it is shared by the request's operators, behind a lock).
     fn reserve(&mut self, scratch: usize) -> Result<()> {
         let per_group = 48 + self.spec.aggs.len() * std::mem::size_of::<Acc>();
         let groups = self.buckets.capacity().max(1) * per_group;
-        self.reservation
-            .try_resize(groups + scratch + self.kept_bytes)
+        let wanted = groups + scratch + self.kept_bytes;
+        if wanted == self.reservation.size() {
+            return Ok(());
+        }
+        self.reservation.try_resize(wanted)
     }
 
     /// One batch, sorted by bucket.

@@ -67,7 +67,7 @@ impl HealthStore {
         let assembled = tokio::task::spawn_blocking(move || {
             let mut assembled = assemble(fetched, dataset, prune, batch_size)?;
             if let Dataset::Timeseries(_) = dataset {
-                assembled.batches = group_by_source(assembled.batches)?;
+                assembled.batches = group_by_source(assembled.batches, batch_size)?;
             }
             Ok::<_, StoreError>(assembled)
         })

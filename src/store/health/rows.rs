@@ -9,14 +9,15 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Date32Array, RecordBatch, TimestampMicrosecondArray, UInt32Array,
+    Array, ArrayRef, AsArray, Date32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    UInt32Array,
 };
 use datafusion::arrow::compute::{concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Date32Type, TimeUnit, TimestampMicrosecondType};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::row::{RowConverter, SortField};
 
-use crate::schema::{Dataset, INGESTED_AT, rows_by_source, source_columns};
+use crate::schema::{ConstantProofs, Dataset, INGESTED_AT, rows_by_source, source_columns};
 
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
@@ -216,16 +217,23 @@ pub(crate) fn slice_window(
 }
 
 /// Regroups time-sorted batches so that each holds one source (`source_provider`,
-/// `source_type`): every source's batches in input order, so each stays sorted by time, and
-/// sources in first-seen order. Batches of one source (the usual case) are moved, not copied;
-/// mixed ones (merged segments interleave a ring's and a watch's samples) are split once here,
-/// so the cached result serves every query without a per-query split.
-pub(crate) fn group_by_source(batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>, ArrowError> {
+/// `source_type`) and at most `chunk_rows` rows: every source's batches in input order, so
+/// each stays sorted by time, and sources in first-seen order. Mixed batches (merged segments
+/// interleave a ring's and a watch's samples) are split once here, so the cached result serves
+/// every query without a per-query split. A source's two columns become zero-copy slices of one
+/// constant array per read, as `constant.rs` builds them for constant segments: readers that
+/// check a batch's source (the engine) then find every batch in memory they already proved.
+pub(crate) fn group_by_source(
+    batches: Vec<RecordBatch>,
+    chunk_rows: usize,
+) -> Result<Vec<RecordBatch>, ArrowError> {
+    let chunk_rows = chunk_rows.max(1);
     let mut groups: Vec<((String, String), Vec<RecordBatch>)> = Vec::new();
+    let mut proofs = ConstantProofs::default();
     for batch in batches {
         let (provider, source_type) = source_columns(&batch)?;
         let mut parts = Vec::new();
-        for s in rows_by_source(provider, source_type) {
+        for s in rows_by_source(provider, source_type, &mut proofs) {
             let part = match &s.rows {
                 None => batch.clone(),
                 Some(rows) => take_record_batch(&batch, rows)?,
@@ -239,7 +247,34 @@ pub(crate) fn group_by_source(batches: Vec<RecordBatch>) -> Result<Vec<RecordBat
             }
         }
     }
-    Ok(groups.into_iter().flat_map(|(_, list)| list).collect())
+    let mut out = Vec::new();
+    for ((provider, source_type), list) in groups {
+        let longest = list.iter().map(RecordBatch::num_rows).max().unwrap_or(0);
+        let constant = |v: &str| -> ArrayRef {
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                v,
+                longest.min(chunk_rows),
+            )))
+        };
+        let (p, t) = (constant(&provider), constant(&source_type));
+        for batch in list {
+            let schema = batch.schema();
+            let (pi, ti) = (
+                schema.index_of("source_provider")?,
+                schema.index_of("source_type")?,
+            );
+            let mut start = 0;
+            while start < batch.num_rows() {
+                let n = chunk_rows.min(batch.num_rows() - start);
+                let mut columns = batch.slice(start, n).columns().to_vec();
+                columns[pi] = p.slice(0, n);
+                columns[ti] = t.slice(0, n);
+                out.push(RecordBatch::try_new(schema.clone(), columns)?);
+                start += n;
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Re-labels `batch` with the dataset's storage schema, checking names, types and
