@@ -98,7 +98,9 @@ const NAMED_CONSUMERS: NonZeroUsize = match NonZeroUsize::new(5) {
 /// built-in function (~150 us), so it is built once per `target_partitions` value (one per
 /// process in practice: limits are configured at start-up) and never copied.
 fn shared_state(partitions: usize) -> Arc<SessionState> {
-    static STATES: OnceLock<Mutex<Vec<(usize, Arc<SessionState>)>>> = OnceLock::new();
+    /// The states built so far, by `target_partitions`.
+    type States = Mutex<Vec<(usize, Arc<SessionState>)>>;
+    static STATES: OnceLock<States> = OnceLock::new();
     let mut states = STATES
         .get_or_init(Mutex::default)
         .lock()
