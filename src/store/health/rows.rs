@@ -220,23 +220,25 @@ pub(crate) fn slice_window(
 /// `source_type`) and at most `chunk_rows` rows: every source's batches in input order, so
 /// each stays sorted by time, and sources in first-seen order. Mixed batches (merged segments
 /// interleave a ring's and a watch's samples) are split once here, so the cached result serves
-/// every query without a per-query split. A source's two columns become zero-copy slices of one
-/// constant array per read, as `constant.rs` builds them for constant segments: readers that
-/// check a batch's source (the engine) then find every batch in memory they already proved.
+/// every query without a per-query split. The source columns of split or oversized parts become
+/// zero-copy slices of one constant array per source, as `constant.rs` builds them for constant
+/// segments: readers that check a batch's source (the engine) then find every batch in memory
+/// they already proved.
 pub(crate) fn group_by_source(
     batches: Vec<RecordBatch>,
     chunk_rows: usize,
 ) -> Result<Vec<RecordBatch>, ArrowError> {
     let chunk_rows = chunk_rows.max(1);
-    let mut groups: Vec<((String, String), Vec<RecordBatch>)> = Vec::new();
+    // Per source, its batches and whether each was split out of a mixed batch.
+    let mut groups: Vec<((String, String), Vec<(RecordBatch, bool)>)> = Vec::new();
     let mut proofs = ConstantProofs::default();
     for batch in batches {
         let (provider, source_type) = source_columns(&batch)?;
         let mut parts = Vec::new();
         for s in rows_by_source(provider, source_type, &mut proofs) {
             let part = match &s.rows {
-                None => batch.clone(),
-                Some(rows) => take_record_batch(&batch, rows)?,
+                None => (batch.clone(), false),
+                Some(rows) => (take_record_batch(&batch, rows)?, true),
             };
             parts.push(((s.provider, s.source_type), part));
         }
@@ -249,15 +251,28 @@ pub(crate) fn group_by_source(
     }
     let mut out = Vec::new();
     for ((provider, source_type), list) in groups {
-        let longest = list.iter().map(RecordBatch::num_rows).max().unwrap_or(0);
+        // A decoded batch of one source already fits a chunk, and its source columns are
+        // shared slices when its segment's statistics proved them constant: kept as is.
+        let rebuild = |(b, split): &(RecordBatch, bool)| *split || b.num_rows() > chunk_rows;
+        let longest = list
+            .iter()
+            .filter(|part| rebuild(part))
+            .map(|(b, _)| b.num_rows())
+            .max()
+            .unwrap_or(0)
+            .min(chunk_rows);
         let constant = |v: &str| -> ArrayRef {
             Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-                v,
-                longest.min(chunk_rows),
+                v, longest,
             )))
         };
-        let (p, t) = (constant(&provider), constant(&source_type));
-        for batch in list {
+        let columns = (longest > 0).then(|| (constant(&provider), constant(&source_type)));
+        for part in list {
+            let Some((p, t)) = columns.as_ref().filter(|_| rebuild(&part)) else {
+                out.push(part.0);
+                continue;
+            };
+            let batch = part.0;
             let schema = batch.schema();
             let (pi, ti) = (
                 schema.index_of("source_provider")?,
