@@ -5,6 +5,10 @@
 //!
 //! Flow: [`parse_request`] → [`required_inputs`] (the caller loads those datasets) →
 //! [`execute`] (which calls [`compile`] per query) → [`encode_json`] or [`encode_parquet_tar`].
+//! [`explain_analyze`] runs the same plans and reports each phase's time and the physical plan
+//! with its metrics (diagnostics). Planning state (DataFusion's function registry, our optimiser
+//! rules and planner) is built once per process; each request only gets a task context with its
+//! own memory pool.
 //!
 //! Module map: `request` (typed request), `parse`/`envelope`/`parse_expr`/`json_check`/`rules`/
 //! `where_clause` (validation, §1–§2), `time`/`udf`/`macros` (floating time, buckets, parts,
