@@ -216,6 +216,13 @@ pub(crate) fn slice_window(
     Ok(out)
 }
 
+/// One source's batches while regrouping, each marked when it was split out of a mixed batch.
+struct SourceGroup {
+    provider: String,
+    source_type: String,
+    parts: Vec<(RecordBatch, bool)>,
+}
+
 /// Regroups time-sorted batches so that each holds one source (`source_provider`,
 /// `source_type`) and at most `chunk_rows` rows: every source's batches in input order, so
 /// each stays sorted by time, and sources in first-seen order. Mixed batches (merged segments
@@ -229,8 +236,7 @@ pub(crate) fn group_by_source(
     chunk_rows: usize,
 ) -> Result<Vec<RecordBatch>, ArrowError> {
     let chunk_rows = chunk_rows.max(1);
-    // Per source, its batches and whether each was split out of a mixed batch.
-    let mut groups: Vec<((String, String), Vec<(RecordBatch, bool)>)> = Vec::new();
+    let mut groups: Vec<SourceGroup> = Vec::new();
     let mut proofs = ConstantProofs::default();
     for batch in batches {
         let (provider, source_type) = source_columns(&batch)?;
@@ -243,14 +249,26 @@ pub(crate) fn group_by_source(
             parts.push(((s.provider, s.source_type), part));
         }
         for ((p, t), part) in parts {
-            match groups.iter_mut().find(|((gp, gt), _)| gp == p && gt == t) {
-                Some((_, list)) => list.push(part),
-                None => groups.push(((p.to_owned(), t.to_owned()), vec![part])),
+            match groups
+                .iter_mut()
+                .find(|g| g.provider == p && g.source_type == t)
+            {
+                Some(g) => g.parts.push(part),
+                None => groups.push(SourceGroup {
+                    provider: p.to_owned(),
+                    source_type: t.to_owned(),
+                    parts: vec![part],
+                }),
             }
         }
     }
     let mut out = Vec::new();
-    for ((provider, source_type), list) in groups {
+    for SourceGroup {
+        provider,
+        source_type,
+        parts: list,
+    } in groups
+    {
         // A decoded batch of one source already fits a chunk, and its source columns are
         // shared slices when its segment's statistics proved them constant: kept as is.
         let rebuild = |(b, split): &(RecordBatch, bool)| *split || b.num_rows() > chunk_rows;
