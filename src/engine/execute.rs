@@ -160,15 +160,31 @@ impl RequestSession {
     }
 
     /// Optimises, plans and runs one compiled query.
-    async fn run(
-        &self,
-        plan: &LogicalPlan,
-    ) -> datafusion::common::Result<(Arc<dyn ExecutionPlan>, Vec<RecordBatch>)> {
+    async fn run(&self, plan: &LogicalPlan) -> datafusion::common::Result<Run> {
+        let t = std::time::Instant::now();
         let optimised = self.state.optimize(plan)?;
+        let optimised_at = t.elapsed();
         let physical = self.state.create_physical_plan(&optimised).await?;
+        let planned_at = t.elapsed();
         let batches = collect(physical.clone(), self.task.clone()).await?;
-        Ok((physical, batches))
+        Ok(Run {
+            phases: [
+                optimised_at,
+                planned_at - optimised_at,
+                t.elapsed() - planned_at,
+            ],
+            physical,
+            batches,
+        })
     }
+}
+
+/// One query's run: its physical plan (with metrics), its batches, and the time spent
+/// optimising, planning and executing it.
+struct Run {
+    phases: [std::time::Duration; 3],
+    physical: Arc<dyn ExecutionPlan>,
+    batches: Vec<RecordBatch>,
 }
 
 /// The default physical planner plus the time-bucket operator.
@@ -209,8 +225,9 @@ async fn run_one(
 ) -> Result<QueryResult, EngineError> {
     let plan = compile(req, i, catalog)?;
     let schema = Arc::new(plan.schema().as_arrow().clone());
-    let (_, batches) = session.run(&plan).await.map_err(|e| classify(e, limits))?;
-    let batches = batches
+    let run = session.run(&plan).await.map_err(|e| classify(e, limits))?;
+    let batches = run
+        .batches
         .into_iter()
         .filter(|b| b.num_rows() > 0)
         .map(|b| b.with_schema(schema.clone()))
@@ -240,28 +257,12 @@ pub async fn explain_analyze(
         let t = std::time::Instant::now();
         let plan = compile(req, i, &catalog)?;
         let compiled = t.elapsed();
-        let optimised = session
-            .state
-            .optimize(&plan)
-            .map_err(|e| classify(e, limits))?;
-        let optimised_at = t.elapsed();
-        let physical = session
-            .state
-            .create_physical_plan(&optimised)
-            .await
-            .map_err(|e| classify(e, limits))?;
-        let planned = t.elapsed();
-        collect(physical.clone(), session.task.clone())
-            .await
-            .map_err(|e| classify(e, limits))?;
-        let ran = t.elapsed();
+        let run = session.run(&plan).await.map_err(|e| classify(e, limits))?;
+        let [optimise, planning, execution] = run.phases;
         let _ = writeln!(
             out,
-            "query {i}: compile {compiled:?}, optimise {:?}, physical planning {:?}, run {:?}\n{}",
-            optimised_at - compiled,
-            planned - optimised_at,
-            ran - planned,
-            DisplayableExecutionPlan::with_metrics(physical.as_ref()).indent(true)
+            "query {i}: compile {compiled:?}, optimise {optimise:?}, physical planning {planning:?}, run {execution:?}\n{}",
+            DisplayableExecutionPlan::with_metrics(run.physical.as_ref()).indent(true)
         );
     }
     Ok(out)
