@@ -236,6 +236,17 @@ async fn run_one(
     Ok(QueryResult { schema, batches })
 }
 
+/// The user's tables and a session for one request.
+fn prepare(
+    ctx: &UserContext,
+    inputs: HashMap<Dataset, Vec<RecordBatch>>,
+    limits: &Limits,
+) -> Result<(Catalog, RequestSession), EngineError> {
+    let mut catalog = Catalog::new(ctx.clone(), inputs)?;
+    catalog.bucket_operator = limits.bucket_operator;
+    Ok((catalog, RequestSession::new(limits)))
+}
+
 /// EXPLAIN ANALYZE of every query of `req`, for diagnostics (benches, debugging a slow
 /// request): each phase's wall time (catalog and session set-up, compile, logical optimise,
 /// physical planning, execution) and the physical plan with its metrics. Runs on the caller's
@@ -249,9 +260,7 @@ pub async fn explain_analyze(
     use datafusion::physical_plan::display::DisplayableExecutionPlan;
     use std::fmt::Write;
     let t = std::time::Instant::now();
-    let mut catalog = Catalog::new(ctx.clone(), inputs)?;
-    catalog.bucket_operator = limits.bucket_operator;
-    let session = RequestSession::new(limits);
+    let (catalog, session) = prepare(ctx, inputs, limits)?;
     let mut out = format!("set-up {:?}\n", t.elapsed());
     for i in 0..req.queries.len() {
         let t = std::time::Instant::now();
@@ -296,9 +305,7 @@ pub async fn execute(
     inputs: HashMap<Dataset, Vec<RecordBatch>>,
     limits: &Limits,
 ) -> Result<Vec<QueryResult>, EngineError> {
-    let mut catalog = Catalog::new(ctx.clone(), inputs)?;
-    catalog.bucket_operator = limits.bucket_operator;
-    let session = RequestSession::new(limits);
+    let (catalog, session) = prepare(ctx, inputs, limits)?;
     let (req, lim) = (req.clone(), limits.clone());
     let mut work = cpu_runtime()?.spawn(async move {
         let mut results = Vec::with_capacity(req.queries.len());

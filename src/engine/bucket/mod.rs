@@ -13,9 +13,10 @@
 //!   the bucket and its group are looked up once per run;
 //! - sources are interned per batch (a batch of one source is recognised with one `memcmp` of
 //!   its string buffer, or none when it slices memory already proven constant in this query:
-//!   `schema::rows_by_source`) and processed best first, so the first source to put a row in a bucket
-//!   owns it (§3.5: the best source present in the group) and worse sources skip the bucket's
-//!   rows; a whole batch whose bucket range is already owned is skipped without reading a row;
+//!   `schema::rows_by_source`) and processed best first, so the first source to put a row in
+//!   a bucket owns it (§3.5: the best source present in the group) and worse sources skip the
+//!   bucket's rows; a whole batch whose bucket range is already owned is skipped without
+//!   reading a row;
 //! - aggregates update straight from the Arrow buffers, in row order, so sums are bit-identical
 //!   to the general plan's (a test runs both plans on random queries and compares).
 //!
