@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Date32Array, Float64Array, Int8Builder, Int32Array,
-    Int64Array, ListBuilder, StringArray, TimestampMicrosecondArray,
+    Array, ArrayRef, AsArray, BooleanBuilder, Date32Builder, Float64Builder, Int8Builder,
+    Int32Builder, Int64Builder, ListBuilder, StringBuilder, TimestampMicrosecondBuilder,
 };
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Float64Type, Int8Type, Int32Type, Int64Type, SchemaRef, TimeUnit,
@@ -67,122 +67,176 @@ impl Row {
     }
 }
 
-/// Accumulates rows for one schema.
+/// One column being built: an Arrow builder of the column's type.
+enum ColumnBuilder {
+    Utf8(StringBuilder),
+    Int64(Int64Builder),
+    Int32(Int32Builder),
+    Float64(Float64Builder),
+    Boolean(BooleanBuilder),
+    Date32(Date32Builder),
+    Micros(TimestampMicrosecondBuilder, Option<Arc<str>>),
+    Stages(ListBuilder<Int8Builder>),
+}
+
+impl ColumnBuilder {
+    fn new(name: &str, data_type: &DataType) -> Result<Self, ArrowError> {
+        Ok(match data_type {
+            DataType::Utf8 => ColumnBuilder::Utf8(StringBuilder::new()),
+            DataType::Int64 => ColumnBuilder::Int64(Int64Builder::new()),
+            DataType::Int32 => ColumnBuilder::Int32(Int32Builder::new()),
+            DataType::Float64 => ColumnBuilder::Float64(Float64Builder::new()),
+            DataType::Boolean => ColumnBuilder::Boolean(BooleanBuilder::new()),
+            DataType::Date32 => ColumnBuilder::Date32(Date32Builder::new()),
+            DataType::Timestamp(TimeUnit::Microsecond, tz) => {
+                ColumnBuilder::Micros(TimestampMicrosecondBuilder::new(), tz.clone())
+            }
+            DataType::List(_) => ColumnBuilder::Stages(ListBuilder::new(Int8Builder::new())),
+            other => {
+                return Err(ArrowError::NotYetImplemented(format!(
+                    "column {name}: type {other}"
+                )));
+            }
+        })
+    }
+
+    fn append(&mut self, name: &str, cell: &Cell) -> Result<(), ArrowError> {
+        match (self, cell) {
+            (ColumnBuilder::Utf8(b), Cell::Null) => b.append_null(),
+            (ColumnBuilder::Utf8(b), Cell::Str(s)) => b.append_value(s),
+            (ColumnBuilder::Int64(b), Cell::Null) => b.append_null(),
+            (ColumnBuilder::Int64(b), Cell::Int(v)) => b.append_value(*v),
+            (ColumnBuilder::Int32(b), Cell::Null) => b.append_null(),
+            (ColumnBuilder::Int32(b), Cell::Int(v)) => {
+                b.append_value(i32::try_from(*v).map_err(|_| mismatch(name, cell))?)
+            }
+            (ColumnBuilder::Float64(b), Cell::Null) => b.append_null(),
+            (ColumnBuilder::Float64(b), Cell::Float(v)) => b.append_value(*v),
+            (ColumnBuilder::Boolean(b), Cell::Null) => b.append_null(),
+            (ColumnBuilder::Boolean(b), Cell::Bool(v)) => b.append_value(*v),
+            (ColumnBuilder::Date32(b), Cell::Null) => b.append_null(),
+            (ColumnBuilder::Date32(b), Cell::Date(v)) => b.append_value(*v),
+            (ColumnBuilder::Micros(b, _), Cell::Null) => b.append_null(),
+            (ColumnBuilder::Micros(b, _), Cell::Micros(v)) => b.append_value(*v),
+            (ColumnBuilder::Stages(b), Cell::Null) => b.append_null(),
+            (ColumnBuilder::Stages(b), Cell::Stages(stages)) => {
+                b.values().append_slice(stages);
+                b.append(true);
+            }
+            (_, other) => return Err(mismatch(name, other)),
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> ArrayRef {
+        match self {
+            ColumnBuilder::Utf8(mut b) => Arc::new(b.finish()),
+            ColumnBuilder::Int64(mut b) => Arc::new(b.finish()),
+            ColumnBuilder::Int32(mut b) => Arc::new(b.finish()),
+            ColumnBuilder::Float64(mut b) => Arc::new(b.finish()),
+            ColumnBuilder::Boolean(mut b) => Arc::new(b.finish()),
+            ColumnBuilder::Date32(mut b) => Arc::new(b.finish()),
+            ColumnBuilder::Micros(mut b, tz) => Arc::new(b.finish().with_timezone_opt(tz)),
+            ColumnBuilder::Stages(mut b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// Accumulates rows for one schema straight into Arrow builders (no per-cell copy is kept).
+/// Columns named as constants at creation are not pushed per row: [`BatchBuilder::finish_with`]
+/// fills them with one value (a push's source columns and `ingested_at`).
 pub(crate) struct BatchBuilder {
     schema: SchemaRef,
-    columns: Vec<Vec<Cell>>,
+    columns: Vec<Option<ColumnBuilder>>,
+    slots: Vec<Cell>,
+    rows: usize,
 }
 
 impl BatchBuilder {
     /// An empty builder for `schema`.
     pub(crate) fn new(schema: SchemaRef) -> Self {
-        let columns = vec![Vec::new(); schema.fields().len()];
-        BatchBuilder { schema, columns }
+        Self::with_constants(schema, &[])
+    }
+
+    /// An empty builder for `schema` whose `constants` columns are filled at the end.
+    pub(crate) fn with_constants(schema: SchemaRef, constants: &[&str]) -> Self {
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                if constants.contains(&f.name().as_str()) {
+                    None
+                } else {
+                    // A type outside the schemas of `crate::schema` is a bug, reported by
+                    // `finish` rather than here.
+                    ColumnBuilder::new(f.name(), f.data_type()).ok()
+                }
+            })
+            .collect();
+        let slots = vec![Cell::Null; schema.fields().len()];
+        BatchBuilder {
+            schema,
+            columns,
+            slots,
+            rows: 0,
+        }
     }
 
     /// Number of rows pushed so far.
     pub(crate) fn len(&self) -> usize {
-        self.columns.first().map_or(0, Vec::len)
+        self.rows
     }
 
     /// Appends a row; a column the schema lacks is a bug and reported as such.
     pub(crate) fn push(&mut self, row: Row) -> Result<(), ArrowError> {
-        let mut cells = vec![Cell::Null; self.columns.len()];
         for (name, cell) in row.0 {
             let i = self.schema.index_of(name)?;
-            cells[i] = cell;
+            self.slots[i] = cell;
         }
-        for (column, cell) in self.columns.iter_mut().zip(cells) {
-            column.push(cell);
+        let fields = self.schema.fields();
+        for ((column, slot), field) in self.columns.iter_mut().zip(&mut self.slots).zip(fields) {
+            let cell = std::mem::replace(slot, Cell::Null);
+            if let Some(column) = column {
+                column.append(field.name(), &cell)?;
+            }
         }
+        self.rows += 1;
         Ok(())
     }
 
     /// Lays the rows out as one record batch.
     pub(crate) fn finish(self) -> Result<RecordBatch, ArrowError> {
-        let arrays = self
-            .schema
-            .fields()
-            .iter()
-            .zip(self.columns)
-            .map(|(field, cells)| array(field.name(), field.data_type(), cells))
-            .collect::<Result<Vec<_>, _>>()?;
+        self.finish_with(&[])
+    }
+
+    /// Lays the rows out as one record batch, filling each constant column with its value from
+    /// `constants` (null when not given).
+    pub(crate) fn finish_with(self, constants: &[(&str, Cell)]) -> Result<RecordBatch, ArrowError> {
+        let mut arrays = Vec::with_capacity(self.columns.len());
+        for (field, column) in self.schema.fields().iter().zip(self.columns) {
+            let name = field.name();
+            let array = match column {
+                Some(column) => column.finish(),
+                None => {
+                    let value = constants
+                        .iter()
+                        .find(|(c, _)| c == name)
+                        .map_or(&Cell::Null, |(_, v)| v);
+                    let mut column = ColumnBuilder::new(name, field.data_type())?;
+                    for _ in 0..self.rows {
+                        column.append(name, value)?;
+                    }
+                    column.finish()
+                }
+            };
+            arrays.push(array);
+        }
         RecordBatch::try_new(self.schema, arrays)
     }
 }
 
 fn mismatch(name: &str, cell: &Cell) -> ArrowError {
     ArrowError::InvalidArgumentError(format!("column {name}: unexpected cell {cell:?}"))
-}
-
-fn array(name: &str, data_type: &DataType, cells: Vec<Cell>) -> Result<ArrayRef, ArrowError> {
-    macro_rules! collect {
-        ($arr:ty, $pat:pat => $val:expr) => {{
-            let values = cells
-                .iter()
-                .map(|cell| match cell {
-                    Cell::Null => Ok(None),
-                    $pat => Ok(Some($val)),
-                    other => Err(mismatch(name, other)),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Arc::new(<$arr>::from(values)) as ArrayRef
-        }};
-    }
-    Ok(match data_type {
-        DataType::Utf8 => collect!(StringArray, Cell::Str(s) => s.as_str()),
-        DataType::Int64 => collect!(Int64Array, Cell::Int(v) => *v),
-        DataType::Int32 => {
-            let values = cells
-                .iter()
-                .map(|cell| match cell {
-                    Cell::Null => Ok(None),
-                    Cell::Int(v) => i32::try_from(*v)
-                        .map(Some)
-                        .map_err(|_| mismatch(name, cell)),
-                    other => Err(mismatch(name, other)),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Arc::new(Int32Array::from(values))
-        }
-        DataType::Float64 => collect!(Float64Array, Cell::Float(v) => *v),
-        DataType::Boolean => collect!(BooleanArray, Cell::Bool(v) => *v),
-        DataType::Date32 => collect!(Date32Array, Cell::Date(v) => *v),
-        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
-            let values = cells
-                .iter()
-                .map(|cell| match cell {
-                    Cell::Null => Ok(None),
-                    Cell::Micros(v) => Ok(Some(*v)),
-                    other => Err(mismatch(name, other)),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let arr = TimestampMicrosecondArray::from(values);
-            Arc::new(match tz {
-                Some(tz) => arr.with_timezone(tz.clone()),
-                None => arr,
-            })
-        }
-        DataType::List(_) => {
-            let mut builder = ListBuilder::new(Int8Builder::new());
-            for cell in &cells {
-                match cell {
-                    Cell::Null => builder.append_null(),
-                    Cell::Stages(stages) => {
-                        builder.values().append_slice(stages);
-                        builder.append(true);
-                    }
-                    other => return Err(mismatch(name, other)),
-                }
-            }
-            Arc::new(builder.finish())
-        }
-        other => {
-            return Err(ArrowError::NotYetImplemented(format!(
-                "column {name}: type {other}"
-            )));
-        }
-    })
 }
 
 /// Reads one cell back; types outside the schemas of `crate::schema` read as null.

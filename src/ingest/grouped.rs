@@ -1,121 +1,109 @@
-//! The grouped timeseries getter: samples grouped by provider, then by source, with cursor
-//! pagination.
+//! The grouped timeseries getter's answer: one page of samples (see `page.rs`) grouped by
+//! provider, then by source, written straight to JSON:
+//! `{"groups": {"<provider>": [{"source": {...}, "data": [samples]}]}, "next_cursor": ...}`.
 //!
 //! Decisions where the spec is silent:
-//! - Samples are paged in (timestamp, provider, source type, app id, device id) order, `limit`
-//!   samples a page (at least 1); a page is then grouped. `next_cursor` is null on the last page.
-//! - The cursor is opaque to clients: the hex of the sort key of the first sample of the next
-//!   page, so pages stay stable while new data arrives after them. A cursor that does not decode
-//!   is a 422 at `["query", "cursor"]`.
+//! - A page is cut in paging order first and grouped after, so `limit` and the byte cap count
+//!   samples across groups; providers and sources appear in the order of their first sample on
+//!   the page. `next_cursor` is null on the last page.
+
+use std::io::{self, Write};
 
 use datafusion::arrow::record_batch::RecordBatch;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::columns::{Cell, cell_by_name};
-use super::render::{sample, source};
-use crate::loc;
+use super::page::{Cursor, Keys, PageBuilder, PageLimits, RowRef, SamplePage};
+use super::render::source;
+use super::sample_json::SampleWriter;
 use crate::schema::Resource;
-use crate::validation::{Invalid, Violation};
+use crate::validation::Invalid;
 
-type Key = (i64, String, String, String, String);
-
-fn key(batch: &RecordBatch, row: usize) -> Key {
-    let s = |c| match cell_by_name(batch, c, row) {
-        Cell::Str(s) => s,
-        _ => String::new(),
-    };
-    let ts = match cell_by_name(batch, "timestamp", row) {
-        Cell::Micros(m) => m,
-        _ => 0,
-    };
-    (
-        ts,
-        s("source_provider"),
-        s("source_type"),
-        s("source_app_id"),
-        s("source_device_id"),
-    )
+/// One source's samples on a page.
+struct Group<'a> {
+    source: [&'a str; 4],
+    rows: Vec<RowRef>,
 }
 
-fn encode(key: &Key) -> String {
-    let text = format!(
-        "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
-        key.0, key.1, key.2, key.3, key.4
-    );
-    hex::encode(text)
+impl SamplePage {
+    /// Writes the page as the grouped getter's JSON object.
+    pub fn write_grouped(&self, w: &mut impl Write) -> io::Result<()> {
+        let keys: Vec<Keys<'_>> = self.batches.iter().map(Keys::of).collect();
+        let mut providers: Vec<(&str, Vec<Group<'_>>)> = Vec::new();
+        for &(batch, row) in &self.rows {
+            let (_, source) = keys[batch as usize].get(row as usize);
+            let p = match providers.iter().position(|(p, _)| *p == source[0]) {
+                Some(p) => p,
+                None => {
+                    providers.push((source[0], Vec::new()));
+                    providers.len() - 1
+                }
+            };
+            let groups = &mut providers[p].1;
+            match groups.iter_mut().find(|g| g.source == source) {
+                Some(g) => g.rows.push((batch, row)),
+                None => groups.push(Group {
+                    source,
+                    rows: vec![(batch, row)],
+                }),
+            }
+        }
+        let writers: Vec<SampleWriter<'_>> = self
+            .batches
+            .iter()
+            .map(|b| SampleWriter::new(self.resource, b))
+            .collect();
+        w.write_all(b"{\"groups\":{")?;
+        for (n, (provider, groups)) in providers.iter().enumerate() {
+            if n > 0 {
+                w.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut *w, provider)?;
+            w.write_all(b":[")?;
+            for (g, group) in groups.iter().enumerate() {
+                if g > 0 {
+                    w.write_all(b",")?;
+                }
+                let (batch, row) = group.rows[0];
+                w.write_all(b"{\"source\":")?;
+                serde_json::to_writer(
+                    &mut *w,
+                    &source(&self.batches[batch as usize], row as usize),
+                )?;
+                w.write_all(b",\"data\":[")?;
+                for (s, (batch, row)) in group.rows.iter().enumerate() {
+                    if s > 0 {
+                        w.write_all(b",")?;
+                    }
+                    writers[*batch as usize].write(*row as usize, w)?;
+                }
+                w.write_all(b"]}")?;
+            }
+            w.write_all(b"]")?;
+        }
+        w.write_all(b"},\"next_cursor\":")?;
+        serde_json::to_writer(&mut *w, &self.next_cursor())?;
+        w.write_all(b"}")
+    }
 }
 
-fn decode(cursor: &str) -> Option<Key> {
-    let text = String::from_utf8(hex::decode(cursor).ok()?).ok()?;
-    let mut parts = text.split('\u{1f}');
-    let ts = parts.next()?.parse().ok()?;
-    let mut next = || parts.next().map(str::to_owned);
-    let key = (ts, next()?, next()?, next()?, next()?);
-    parts.next().is_none().then_some(key)
-}
-
-/// Renders one page of samples grouped by provider and source.
+/// Renders one page of samples grouped by provider and source, `limit` samples a page, from
+/// `cursor` (the `cursor` query parameter), as a `Value`: for tests and small answers; the
+/// HTTP layer streams [`SamplePage::write_grouped`] instead.
 pub fn render_grouped(
     resource: Resource,
     batches: &[RecordBatch],
     cursor: Option<&str>,
     limit: usize,
 ) -> Result<Value, Invalid> {
-    let from = cursor
-        .map(|c| {
-            decode(c).ok_or_else(|| {
-                Violation::value(loc!["query", "cursor"], "Invalid cursor")
-                    .with_input(Value::from(c))
-            })
-        })
-        .transpose()?;
-    let mut rows: Vec<(Key, &RecordBatch, usize)> = batches
-        .iter()
-        .flat_map(|b| (0..b.num_rows()).map(move |r| (key(b, r), b, r)))
-        .filter(|(k, _, _)| from.as_ref().is_none_or(|f| k >= f))
-        .collect();
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
-    let limit = limit.max(1);
-    let next_cursor = rows.get(limit).map(|(k, _, _)| Value::String(encode(k)));
-    rows.truncate(limit);
-
-    // provider -> [(source key, source object, data)] in first-seen order
-    let mut groups: Map<String, Value> = Map::new();
-    let mut index: Vec<(Key, usize)> = Vec::new();
-    for (k, batch, row) in rows {
-        let provider = k.1.clone();
-        let group_key: Key = (0, k.1, k.2, k.3, k.4);
-        let list = groups
-            .entry(provider)
-            .or_insert_with(|| Value::Array(Vec::new()));
-        let Value::Array(list) = list else { continue };
-        let slot = match index.iter().find(|(g, _)| *g == group_key) {
-            Some((_, i)) => *i,
-            None => {
-                list.push(serde_json::json!({"source": source(batch, row), "data": []}));
-                index.push((group_key, list.len() - 1));
-                list.len() - 1
-            }
-        };
-        if let Some(Value::Array(data)) = list.get_mut(slot).and_then(|g| g.get_mut("data")) {
-            data.push(sample(resource, batch, row));
-        }
-    }
-    Ok(serde_json::json!({
-        "groups": groups,
-        "next_cursor": next_cursor.unwrap_or(Value::Null),
-    }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_garbage_is_refused() {
-        let k: Key = (42, "oura".into(), "ring".into(), String::new(), "d1".into());
-        assert_eq!(decode(&encode(&k)), Some(k));
-        assert_eq!(decode("zz"), None);
-        assert_eq!(decode(&hex::encode("1\u{1f}a")), None);
-    }
+    let from = cursor.map(|c| Cursor::parse(c, "cursor")).transpose()?;
+    let limits = PageLimits {
+        rows: limit,
+        bytes: usize::MAX,
+    };
+    let mut page = PageBuilder::new(resource, from, limits);
+    page.feed(batches.to_vec());
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail; the bytes are JSON by construction.
+    let _ = page.finish().write_grouped(&mut out);
+    Ok(serde_json::from_slice(&out).unwrap_or(Value::Null))
 }

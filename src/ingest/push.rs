@@ -14,14 +14,17 @@ use chrono_tz::Tz;
 use datafusion::arrow::record_batch::RecordBatch;
 use serde_json::Value;
 
+use serde::de::DeserializeSeed;
+
 use super::columns::{BatchBuilder, Cell, Row};
 use super::fields::{SOURCE_TYPES, push_key};
 use super::json::{self, at};
+use super::push_body::{BodySeed, Collected};
+use super::summary;
 use super::zone::Zone;
-use super::{sample, summary};
 use crate::loc;
 use crate::providers;
-use crate::schema::{Dataset, Table, resource};
+use crate::schema::{Dataset, Table};
 use crate::validation::{Invalid, Loc, Violation};
 
 /// What parsing needs to know about the user the data belongs to.
@@ -37,6 +40,8 @@ pub struct PushUser {
 pub struct PushBatches {
     /// The batches, each in its dataset's storage schema.
     pub batches: Vec<(Dataset, RecordBatch)>,
+    /// The provider slug the body named.
+    pub provider: String,
 }
 
 impl PushBatches {
@@ -81,22 +86,36 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// Sets the source columns and `ingested_at`.
     pub(crate) fn fill_source(&self, row: &mut Row) {
-        row.set("source_provider", Cell::Str(self.provider.to_owned()));
-        row.set("source_type", Cell::Str(self.source_type.clone()));
-        row.set("source_app_id", Cell::opt_str(self.app_id.as_deref()));
-        row.set("source_device_id", Cell::opt_str(self.device_id.as_deref()));
-        row.set(
-            crate::schema::INGESTED_AT,
-            Cell::Micros(self.now.timestamp_micros()),
-        );
+        for (column, cell) in self.source_cells() {
+            row.set(column, cell);
+        }
     }
 
     /// The derived `timezone_offset` cell: the record's own zone at `at`, else null. The user's
     /// fallback zone is deliberately not baked in: the engine applies it at query time
     /// (`aggregate-dsl.md` §3.2), so changing a user's fallback zone needs no rewrite.
     pub(crate) fn offset_cell(&self, zone: Option<Zone>, at: DateTime<Utc>) -> Cell {
-        zone.map_or(Cell::Null, |z| Cell::Int(i64::from(z.offset_at(at))))
+        offset_cell(zone, at)
     }
+
+    /// The source columns and `ingested_at`, the same for every record of the push.
+    pub(crate) fn source_cells(&self) -> [(&'static str, Cell); 5] {
+        [
+            ("source_provider", Cell::Str(self.provider.to_owned())),
+            ("source_type", Cell::Str(self.source_type.clone())),
+            ("source_app_id", Cell::opt_str(self.app_id.as_deref())),
+            ("source_device_id", Cell::opt_str(self.device_id.as_deref())),
+            (
+                crate::schema::INGESTED_AT,
+                Cell::Micros(self.now.timestamp_micros()),
+            ),
+        ]
+    }
+}
+
+/// A record's `timezone_offset` cell: its own zone's offset at `at`, else null.
+pub(crate) fn offset_cell(zone: Option<Zone>, at: DateTime<Utc>) -> Cell {
+    zone.map_or(Cell::Null, |z| Cell::Int(i64::from(z.offset_at(at))))
 }
 
 const TOP_LEVEL: &[&str] = &[
@@ -111,7 +130,8 @@ const TOP_LEVEL: &[&str] = &[
     "timeseries",
 ];
 
-fn internal(e: impl std::fmt::Display) -> Violation {
+/// A batch that could not be built: a bug, reported at the body.
+pub(crate) fn internal(e: impl std::fmt::Display) -> Violation {
     Violation::new(
         loc!["body"],
         "value_error",
@@ -125,8 +145,54 @@ pub fn parse_push(
     user: &PushUser,
     now: DateTime<Utc>,
 ) -> Result<PushBatches, Invalid> {
+    // Reading a `Value` cannot fail: only malformed JSON text can.
+    let collected = BodySeed.deserialize(body).map_err(|e| json_invalid(&e))?;
+    assemble(collected, user, now)
+}
+
+/// Parses and validates a push body from its JSON text in one pass, without building a JSON
+/// tree of the whole body (see `push_body.rs`): memory stays near the size of the Arrow
+/// batches. Malformed JSON is a `json_invalid` violation at `["body", <column>]`.
+pub fn parse_push_json(
+    body: &[u8],
+    user: &PushUser,
+    now: DateTime<Utc>,
+) -> Result<PushBatches, Invalid> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let collected = BodySeed
+        .deserialize(&mut de)
+        .and_then(|c| de.end().map(|()| c))
+        .map_err(|e| json_invalid(&e))?;
+    assemble(collected, user, now)
+}
+
+/// The violation of malformed JSON text, as the HTTP layer's JSON extractor reports it.
+fn json_invalid(e: &serde_json::Error) -> Violation {
+    Violation::new(
+        loc!["body", e.column()],
+        "json_invalid",
+        format!("JSON decode error: {e}"),
+    )
+}
+
+/// Validates what the pass collected, in the order a whole-tree parse checks it: the body,
+/// provider and source, the summary parts, then the timeseries in body order.
+fn assemble(
+    collected: Collected,
+    user: &PushUser,
+    now: DateTime<Utc>,
+) -> Result<PushBatches, Invalid> {
     let root = loc!["body"];
-    let obj = json::object(body, &root)?;
+    let (head, series) = match collected {
+        Collected::Object { head, series } => (head, series),
+        Collected::Other(value) => {
+            return Err(json::object(&value, &root)
+                .err()
+                .unwrap_or_else(|| Violation::value(root, "Input should be an object"))
+                .into());
+        }
+    };
+    let obj = &head;
     json::forbid_extra(obj, &root, |k| TOP_LEVEL.contains(&k))?;
     let slug = json::required(json::string(obj, "provider", &root)?, &root, "provider")?;
     let Some(provider) = providers::provider(slug) else {
@@ -137,7 +203,10 @@ pub fn parse_push(
         );
     };
     let ctx = source(obj, &root, provider, user, now)?;
-    let mut out = PushBatches::default();
+    let mut out = PushBatches {
+        provider: provider.slug.to_owned(),
+        ..PushBatches::default()
+    };
     for table in Table::ALL {
         let key = push_key(table);
         let Some(part) = obj.get(key).filter(|v| !v.is_null()) else {
@@ -160,27 +229,12 @@ pub fn parse_push(
                 .push((Dataset::Table(table), builder.finish().map_err(internal)?));
         }
     }
-    if let Some(series) = obj.get("timeseries").filter(|v| !v.is_null()) {
-        let sloc = at(&root, "timeseries");
-        for (name, samples) in json::object(series, &sloc)? {
-            let rloc = at(&sloc, name.as_str());
-            let Some(res) = resource(name) else {
-                return Err(
-                    Violation::new(rloc, "extra_forbidden", "Unknown timeseries resource").into(),
-                );
-            };
-            let dataset = Dataset::Timeseries(res);
-            let mut builder = BatchBuilder::new(dataset.schema());
-            let keys = sample::accepted_keys(res.family);
-            for (i, s) in json::array(samples, &rloc)?.iter().enumerate() {
-                builder
-                    .push(sample::parse(res, &keys, s, &at(&rloc, i), &ctx)?)
-                    .map_err(internal)?;
-            }
-            if builder.len() > 0 {
-                out.batches
-                    .push((dataset, builder.finish().map_err(internal)?));
-            }
+    let shared = ctx.source_cells();
+    for part in series.transpose()?.unwrap_or_default() {
+        let (res, builder) = part.samples?;
+        if builder.len() > 0 {
+            let batch = builder.finish_with(&shared).map_err(internal)?;
+            out.batches.push((Dataset::Timeseries(res), batch));
         }
     }
     Ok(out)

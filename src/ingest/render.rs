@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use super::columns::{Cell, cell_by_name};
 use super::fields::json_name;
+use super::page::{PageBuilder, PageLimits};
 use super::zone::{format_instant, local_date};
 use crate::providers;
 use crate::schema::{Kind, Resource, Table};
@@ -35,7 +36,8 @@ pub(crate) fn plain(cell: Cell) -> Value {
     }
 }
 
-fn date_string(days: i32) -> String {
+/// Days since the epoch as `YYYY-MM-DD`.
+pub(crate) fn date_string(days: i32) -> String {
     local_date(i64::from(days) * 86_400_000_000, None).to_string()
 }
 
@@ -152,84 +154,17 @@ pub fn render_profile(batches: &[RecordBatch], user_id: Uuid) -> Option<Value> {
         .map(|(b, r)| render_row(Table::Profile, b, r, user_id))
 }
 
-const SAMPLE_ORDER: [&str; 7] = [
-    "timestamp",
-    "start",
-    "end",
-    "timezone_offset",
-    "type",
-    "unit",
-    "value",
-];
-
-/// One sample as JSON, without its source.
-pub(crate) fn sample(resource: Resource, batch: &RecordBatch, row: usize) -> Value {
-    let tz = offset(batch, row);
-    let mut obj = Map::new();
-    for field in batch.schema().fields() {
-        let name = field.name().as_str();
-        let cell = cell_by_name(batch, name, row);
-        match name {
-            "source_provider" | "source_type" | "source_app_id" | "source_device_id" => {}
-            crate::schema::INGESTED_AT => {}
-            "timestamp" => {
-                let value = match cell {
-                    Cell::Micros(m) => Value::String(format_instant(m, tz)),
-                    other => plain(other),
-                };
-                obj.insert("timestamp".into(), value.clone());
-                if resource.family.is_interval() {
-                    obj.insert("start".into(), value);
-                }
-            }
-            "end" => {
-                let value = match cell {
-                    Cell::Micros(m) => Value::String(format_instant(m, tz)),
-                    other => plain(other),
-                };
-                obj.insert("end".into(), value);
-            }
-            "tags" => {
-                let value = match cell {
-                    Cell::Str(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
-                    other => plain(other),
-                };
-                obj.insert("tags".into(), value);
-            }
-            "source_workout_id" | "source_sport" => {
-                if cell != Cell::Null {
-                    obj.insert(name.to_owned(), plain(cell));
-                }
-            }
-            _ => {
-                obj.insert(name.to_owned(), plain(cell));
-            }
-        }
-    }
-    // the spec's order: {timestamp, start?, end?, timezone_offset, type, unit, value, ...}
-    let mut ordered = Map::new();
-    for key in SAMPLE_ORDER {
-        if let Some(v) = obj.shift_remove(key) {
-            ordered.insert(key.to_owned(), v);
-        }
-    }
-    ordered.extend(obj);
-    Value::Object(ordered)
-}
-
-/// Renders samples of one resource, ordered by timestamp.
+/// Renders samples of one resource in paging order (timestamp, then source), as `Value`s: for
+/// tests and small sets; the HTTP layer pages and streams them (see `page.rs`).
 pub fn render_samples(resource: Resource, batches: &[RecordBatch]) -> Vec<Value> {
-    let mut rows: Vec<(i64, Value)> = batches
-        .iter()
-        .flat_map(|b| (0..b.num_rows()).map(move |r| (b, r)))
-        .map(|(b, r)| {
-            let ts = match cell_by_name(b, "timestamp", r) {
-                Cell::Micros(m) => m,
-                _ => 0,
-            };
-            (ts, sample(resource, b, r))
-        })
-        .collect();
-    rows.sort_by_key(|(ts, _)| *ts);
-    rows.into_iter().map(|(_, v)| v).collect()
+    let limits = PageLimits {
+        rows: usize::MAX,
+        bytes: usize::MAX,
+    };
+    let mut page = PageBuilder::new(resource, None, limits);
+    page.feed(batches.to_vec());
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail; the bytes are JSON by construction.
+    let _ = page.finish().write_plain(&mut out);
+    serde_json::from_slice(&out).unwrap_or_default()
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::columns::{Cell, Row};
 use super::fields::sample_range;
 use super::json::{self, Obj, at};
-use super::push::Ctx;
+use super::push::offset_cell;
 use super::summary::zone;
 use crate::schema::{Family, INGESTED_AT, Resource, SOURCE_COLUMNS, timeseries_schema};
 use crate::validation::{Loc, Violation};
@@ -52,13 +52,13 @@ pub(crate) fn accepted_keys(family: Family) -> Vec<String> {
 }
 
 /// Parses one sample; `keys` is [`accepted_keys`] of the resource's family, computed once per
-/// resource rather than once per sample.
+/// resource rather than once per sample. The source columns and `ingested_at` are the same for
+/// every sample of a push: they are left to the batch (see `push_body.rs`).
 pub(crate) fn parse(
     resource: Resource,
     keys: &[String],
     value: &Value,
     loc: &[Loc],
-    ctx: &Ctx,
 ) -> Result<Row, Violation> {
     let family = resource.family;
     let accepted = |k: &str| keys.iter().any(|a| a == k);
@@ -80,7 +80,7 @@ pub(crate) fn parse(
     row.set("timestamp", Cell::Micros(timestamp.timestamp_micros()));
 
     let zone = zone(obj, "timezone_offset", loc)?;
-    row.set("timezone_offset", ctx.offset_cell(zone, timestamp));
+    row.set("timezone_offset", offset_cell(zone, timestamp));
 
     if let Some(unit) = json::string(obj, "unit", loc)? {
         json::one_of(unit, &[resource.unit], "unit", loc)?;
@@ -119,7 +119,6 @@ pub(crate) fn parse(
             row.set("value", Cell::Float(v));
         }
     }
-    ctx.fill_source(&mut row);
     Ok(row)
 }
 

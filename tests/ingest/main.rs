@@ -139,5 +139,6 @@ fn assert_round_trip(pushed: &Value, rendered: &Value, what: &str) {
 }
 
 mod generator;
+mod one_pass;
 mod round_trip;
 mod validation;

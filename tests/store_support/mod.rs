@@ -1,7 +1,7 @@
 //! Batch builders for the store tests: rows of any dataset, filled from the storage schema so
 //! every table and family can be written without hand-written column lists.
 
-#![allow(clippy::expect_used, clippy::unwrap_used)]
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 use std::sync::Arc;
 

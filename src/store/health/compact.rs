@@ -21,11 +21,15 @@
 //!    segment is never removed under them; they see either all inputs or none, and in the
 //!    second case all outputs - no missed row;
 //! 4. invalidate the cache entry. The logical content is unchanged, so this costs one cold
-//!    read; it keeps the rule simple (the cache never outlives the files it was decoded from).
+//!    read; it keeps the rule simple (the cache never outlives the files it was decoded from);
+//! 5. remove the commit records (see `commit.rs`) none of whose segments exists any more: the
+//!    outputs are unmarked segments, which count by existing.
 //!
-//! A crash after 2 leaves inputs and outputs: correct (step 2's state), and merged again later.
-//! A crash during 1 or 2 leaves `_tmp-*` files, removed by the next compaction once older than
-//! `stale_temp_after`.
+//! Only visible segments are listed, so an uncommitted push's segments are never merged. A crash
+//! after 2 leaves inputs and outputs: correct (step 2's state), and merged again later. A crash
+//! during 1 or 2 leaves `_tmp-*` files, removed at start-up (see `recover.rs`; a store that
+//! crashed while another stayed open leaves them to the next compaction, once older than
+//! `stale_temp_after`).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -36,7 +40,8 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use uuid::Uuid;
 
-use super::layout::{SegmentName, TEMP_PREFIX, nonce};
+use super::commit::release;
+use super::layout::{CommitId, SegmentName, TEMP_PREFIX, nonce};
 use super::metrics::Metrics;
 use super::read::assemble;
 use super::segment_write::{fsync_dir, write_segment, writer_properties};
@@ -144,6 +149,16 @@ impl HealthStore {
         .await??;
         drop(exclusive);
         self.inner.cache.invalidate(&key);
+        let mut commits: Vec<CommitId> = run.iter().filter_map(|s| s.name.commit()).collect();
+        commits.sort_unstable();
+        commits.dedup();
+        if !commits.is_empty() {
+            let root = self.inner.root.clone();
+            let (team, user) = (key.0, key.1);
+            let released =
+                tokio::task::spawn_blocking(move || release(&root, team, user, &commits)).await??;
+            self.forget(team, user, &released);
+        }
 
         let m = &self.inner.metrics;
         Metrics::add(&m.compactions, 1);
@@ -220,6 +235,7 @@ fn output_name(
         nonce: nonce(),
         range,
         rows: batch.num_rows() as u64,
+        committed_by_record: false,
     }
     .file_name())
 }
@@ -236,6 +252,7 @@ mod tests {
             nonce: 0,
             range: Some((0, 1)),
             rows,
+            committed_by_record: false,
         };
         Listed {
             location: object_store::path::Path::from(name.file_name()),

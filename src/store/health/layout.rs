@@ -1,7 +1,7 @@
 //! Where things live: one folder per team / user / dataset, and segment file names that carry
 //! their creation order and time range.
 //!
-//! A segment is named `{seq:020}-{gen:04}-{part:04}-{nonce:08x}.{min}.{max}.{rows}.parquet`:
+//! A segment is named `{seq:020}-{gen:04}-{part:04}-{nonce:08x}.{min}.{max}.{rows}[.c].parquet`:
 //! - `seq` is a store-wide monotonic sequence (microseconds since the epoch at creation, bumped
 //!   so it never repeats in a process), so names sort by creation; `gen`/`part` order the
 //!   outputs of compactions, which reuse the newest input's `seq` with a higher `gen` and so
@@ -10,6 +10,9 @@
 //! - `min`/`max` are the smallest and largest value of the dataset's time column in microseconds
 //!   (a `Date32` day counts as its midnight UTC), or `n` when every row's time is null; `rows`
 //!   is the row count. Reads prune segments by name without opening them.
+//! - `.c` marks a segment of a multi-dataset push: it counts only once the user's commit record
+//!   `_commits/{seq:020}-{nonce:08x}.commit` exists (see `commit.rs`). Every segment of one push
+//!   shares that `seq` and `nonce`. Unmarked segments commit themselves by existing.
 //!
 //! Writers first write `_tmp-{uuid}.partial` in the same folder; only a completed, fsynced file
 //! is renamed to a segment name. Anything not matching the pattern is ignored by readers.
@@ -25,7 +28,37 @@ use crate::schema::{Dataset, RESOURCES, Table, resource};
 pub(crate) const TEMP_PREFIX: &str = "_tmp-";
 /// Prefix of a user folder being deleted (renamed away first, then removed).
 pub(crate) const DELETED_PREFIX: &str = "_deleted-";
+/// The folder, in a user folder, holding the commit records of multi-dataset pushes.
+pub(crate) const COMMITS_DIR: &str = "_commits";
 const SUFFIX: &str = ".parquet";
+const COMMIT_MARK: &str = ".c";
+const RECORD_SUFFIX: &str = ".commit";
+
+/// The identity of one multi-dataset push: the `seq` and `nonce` all its segments share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct CommitId {
+    pub(crate) seq: u64,
+    pub(crate) nonce: u32,
+}
+
+impl CommitId {
+    /// The commit record's file name in the user's `_commits` folder.
+    pub(crate) fn record_name(&self) -> String {
+        format!("{:020}-{:08x}{RECORD_SUFFIX}", self.seq, self.nonce)
+    }
+
+    /// Parses a record file name; `None` for anything else (temp files, strays).
+    pub(crate) fn parse_record(file: &str) -> Option<CommitId> {
+        let (seq, nonce) = file.strip_suffix(RECORD_SUFFIX)?.split_once('-')?;
+        if seq.len() != 20 || nonce.len() != 8 {
+            return None;
+        }
+        Some(CommitId {
+            seq: seq.parse().ok()?,
+            nonce: u32::from_str_radix(nonce, 16).ok()?,
+        })
+    }
+}
 
 /// The parsed name of one segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,12 +70,18 @@ pub(crate) struct SegmentName {
     /// Time range of non-null time values, in microseconds, inclusive.
     pub(crate) range: Option<(i64, i64)>,
     pub(crate) rows: u64,
+    /// Part of a multi-dataset push: visible only once its commit record exists.
+    pub(crate) committed_by_record: bool,
 }
 
 impl SegmentName {
     /// Parses a file name; `None` for anything that is not a segment (temp files, strays).
     pub(crate) fn parse(file: &str) -> Option<SegmentName> {
         let stem = file.strip_suffix(SUFFIX)?;
+        let (stem, committed_by_record) = match stem.strip_suffix(COMMIT_MARK) {
+            Some(stem) => (stem, true),
+            None => (stem, false),
+        };
         let mut dots = stem.split('.');
         let order = dots.next()?;
         let min = dots.next()?;
@@ -70,6 +109,7 @@ impl SegmentName {
             nonce,
             range,
             rows,
+            committed_by_record,
         })
     }
 
@@ -79,10 +119,23 @@ impl SegmentName {
             Some((a, b)) => (a.to_string(), b.to_string()),
             None => ("n".to_owned(), "n".to_owned()),
         };
+        let mark = if self.committed_by_record {
+            COMMIT_MARK
+        } else {
+            ""
+        };
         format!(
-            "{:020}-{:04}-{:04}-{:08x}.{min}.{max}.{}{SUFFIX}",
+            "{:020}-{:04}-{:04}-{:08x}.{min}.{max}.{}{mark}{SUFFIX}",
             self.seq, self.generation, self.part, self.nonce, self.rows
         )
+    }
+
+    /// The push whose commit record makes this segment visible, if it needs one.
+    pub(crate) fn commit(&self) -> Option<CommitId> {
+        self.committed_by_record.then_some(CommitId {
+            seq: self.seq,
+            nonce: self.nonce,
+        })
     }
 
     /// Creation order: later segments win ties between equal `ingested_at`.
@@ -133,6 +186,11 @@ pub(crate) fn user_dir(team: Uuid, user: Uuid) -> String {
     format!("{team}/{user}")
 }
 
+/// The user's commit-record folder, relative to the store root.
+pub(crate) fn commits_dir(team: Uuid, user: Uuid) -> String {
+    format!("{team}/{user}/{COMMITS_DIR}")
+}
+
 /// The dataset folder, relative to the store root.
 pub(crate) fn dataset_dir(team: Uuid, user: Uuid, dataset: Dataset) -> String {
     format!("{team}/{user}/{}", dataset.path())
@@ -178,6 +236,7 @@ mod tests {
             nonce: 0xdead_beef,
             range: Some((-5, 1_700_000_000_000_000)),
             rows: 10,
+            committed_by_record: false,
         };
         assert_eq!(SegmentName::parse(&a.file_name()), Some(a));
         let b = SegmentName {
@@ -189,6 +248,17 @@ mod tests {
         assert_eq!(a.order(&b), CmpOrdering::Less);
         assert!(a.file_name() < b.file_name());
         assert!(a.overlaps(-5, -4) && !a.overlaps(-10, -5) && !b.overlaps(i64::MIN, i64::MAX));
+        let c = SegmentName {
+            committed_by_record: true,
+            ..a
+        };
+        assert!(c.file_name().ends_with(".10.c.parquet"));
+        assert_eq!(SegmentName::parse(&c.file_name()), Some(c));
+        assert_eq!(a.commit(), None);
+        let id = c.commit().unwrap();
+        assert_eq!((id.seq, id.nonce), (42, 0xdead_beef));
+        assert_eq!(CommitId::parse_record(&id.record_name()), Some(id));
+        assert_eq!(CommitId::parse_record(&temp_name()), None);
     }
 
     #[test]

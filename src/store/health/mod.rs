@@ -10,8 +10,13 @@
 //!   replacements (newest `ingested_at` per `Dataset::key_columns`, ties to the later segment),
 //!   regroup a timeseries by source (each batch one provider and source type, sorted by time)
 //!   and cache the result (see `cache.rs`).
+//! - **Pushes** ([`HealthStore::write_push`]) spanning several datasets are all-or-nothing, also
+//!   across a crash: their segments count only once the push's commit record exists (see
+//!   `commit.rs`).
 //! - **Compaction** ([`HealthStore::compact`], [`HealthStore::spawn_compactor`]) merges runs of
 //!   small segments, dropping replaced versions (see `compact.rs`).
+//! - **Start-up recovery** ([`HealthStore::open`]) removes what a crash left: temp files,
+//!   segments of uncommitted pushes, interrupted user deletions (see `recover.rs`).
 //! - **Cold-read cost** is dominated by materialising string columns; columns whose Parquet
 //!   statistics prove them constant or all-null (sources, unit, often `ingested_at`) are built
 //!   once per read and sliced instead (see `constant.rs`). Measured on the shared 2-core VM
@@ -32,12 +37,14 @@
 //! - The background compactor only visits datasets written since the process started (a set of
 //!   dirty keys), so idle stores cost nothing; an explicit `compact` works on any dataset.
 //! - `delete_user` renames the user folder to `_deleted-*` (atomic: readers see all or
-//!   nothing), fsyncs, then removes it; leftovers of a crash are removed by `open`. Writes that
+//!   nothing), fsyncs, then removes it; leftovers of a crash are removed at start-up. Writes that
 //!   race a delete of the same user may survive it: the caller deletes the user from the
 //!   metadata first so no new write is accepted.
 //! - The reader/compactor protocol relies on one process owning a data directory, through one
 //!   `HealthStore` (per-dataset locks and the cache live in memory); several nodes on one
-//!   directory would need a manifest. Readers still re-list if a listed segment vanished.
+//!   directory would need a manifest, which commit records prepare (see `commit.rs`). Readers
+//!   still re-list if a listed segment vanished. A lock file decides which store recovers at
+//!   start-up (see `recover.rs`).
 //! - The cache accounts each Arrow buffer once (slices share buffers), so a cached 90-day
 //!   heart-rate series costs ~200 MB against `cache_bytes`; an entry larger than the whole
 //!   cache is not cached.
@@ -45,13 +52,16 @@
 //!   on `delete_user`): bounded by the number of datasets the process has seen.
 
 mod cache;
+mod commit;
 mod compact;
 mod constant;
 mod error;
 mod layout;
 mod metrics;
 mod options;
+mod push;
 mod read;
+mod recover;
 mod rows;
 mod segment_read;
 mod segment_write;
@@ -73,6 +83,7 @@ pub use options::{CompactionReport, StoreOptions, WriteReceipt};
 
 use crate::schema::Dataset;
 use cache::{Cache, Key};
+use commit::KnownCommit;
 use layout::{DELETED_PREFIX, SegmentName, dataset_from_path, dataset_rank};
 use metrics::Metrics;
 
@@ -99,6 +110,10 @@ struct Inner {
     locks: Mutex<HashMap<Key, Arc<DatasetLocks>>>,
     known_dirs: Mutex<HashSet<PathBuf>>,
     dirty: Mutex<HashSet<Key>>,
+    /// Pushes whose commit record is known to exist (see `commit.rs`).
+    commits: Mutex<HashSet<KnownCommit>>,
+    /// The shared lock on the directory (see `recover.rs`). Held open, never read.
+    _lock: std::fs::File,
 }
 
 /// Per-dataset coordination between readers and compaction (see `compact.rs`).
@@ -120,7 +135,9 @@ fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl HealthStore {
     /// Opens (creating if needed) a store. `location`: a plain directory path, or a `file://`
     /// URL (the same); `s3://` and other schemes answer [`StoreError::UnsupportedLocation`].
-    /// Removes leftovers of user deletions interrupted by a crash.
+    /// A store opened while no other is open on the directory first removes what a crash left
+    /// (temp files, segments of uncommitted pushes, interrupted user deletions); one opened next
+    /// to another removes nothing (see `recover.rs`).
     pub fn open(location: &str, options: StoreOptions) -> Result<Self, StoreError> {
         let path = match location.split_once("://") {
             Some(("file", rest)) => rest,
@@ -139,7 +156,21 @@ impl HealthStore {
         }
         std::fs::create_dir_all(path).map_err(|e| StoreError::io(path, e))?;
         let root = std::fs::canonicalize(path).map_err(|e| StoreError::io(path, e))?;
-        sweep_deleted(&root)?;
+        let (lock, recovered) = recover::lock_and_recover(&root)?;
+        let mut commits = HashSet::new();
+        match recovered {
+            Some(recovered) => {
+                tracing::info!(root = %root.display(),
+                    temp_files = recovered.temp_files,
+                    uncommitted_segments = recovered.uncommitted_segments,
+                    stale_commit_records = recovered.stale_records,
+                    deleted_users = recovered.deleted_users,
+                    "health store recovered");
+                commits.extend(recovered.commits);
+            }
+            None => tracing::info!(root = %root.display(),
+                "health store open elsewhere too: no start-up recovery"),
+        }
         let objects = LocalFileSystem::new_with_prefix(&root)?;
         Ok(HealthStore {
             inner: Arc::new(Inner {
@@ -151,6 +182,8 @@ impl HealthStore {
                 locks: Mutex::default(),
                 known_dirs: Mutex::default(),
                 dirty: Mutex::default(),
+                commits: Mutex::new(commits),
+                _lock: lock,
             }),
         })
     }
@@ -165,6 +198,7 @@ impl HealthStore {
             Err(e) => return Err(e.into()),
         };
         let mut found = HashSet::new();
+        let mut pending = Vec::new();
         for meta in metas {
             let Some(parts) = meta.location.prefix_match(&prefix) else {
                 continue;
@@ -173,13 +207,29 @@ impl HealthStore {
             let Some((file, dirs)) = parts.split_last() else {
                 continue;
             };
-            if SegmentName::parse(file).is_none() {
+            let Some(name) = SegmentName::parse(file) else {
                 continue;
-            }
+            };
             let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
-            if let Some(dataset) = dataset_from_path(&dirs) {
-                found.insert(dataset);
+            match (dataset_from_path(&dirs), name.commit()) {
+                (Some(dataset), None) => {
+                    found.insert(dataset);
+                }
+                (Some(dataset), Some(id)) => pending.push((dataset, id)),
+                (None, _) => {}
             }
+        }
+        pending.retain(|(d, _)| !found.contains(d));
+        if !pending.is_empty() {
+            let missing = self
+                .uncommitted(team, user, pending.iter().map(|(_, id)| *id))
+                .await?;
+            found.extend(
+                pending
+                    .into_iter()
+                    .filter(|(_, id)| !missing.contains(id))
+                    .map(|(d, _)| d),
+            );
         }
         let mut out: Vec<Dataset> = found.into_iter().collect();
         out.sort_by_key(|d| dataset_rank(*d));
@@ -214,6 +264,7 @@ impl HealthStore {
         .await??;
         guard(&self.inner.known_dirs).retain(|d| !d.starts_with(&user_dir));
         guard(&self.inner.dirty).retain(|(t, u, _)| (*t, *u) != (team, user));
+        guard(&self.inner.commits).retain(|(t, u, _)| (*t, *u) != (team, user));
         self.inner.cache.invalidate_user(team, user);
         drop(held);
         drop(locks);
@@ -248,7 +299,8 @@ impl HealthStore {
             .join(layout::dataset_dir(key.0, key.1, key.2))
     }
 
-    /// Lists a dataset's segments in creation order, and its other files.
+    /// Lists a dataset's visible segments in creation order (those of uncommitted pushes left
+    /// out), and its other files.
     async fn list(&self, key: Key) -> Result<Listing, StoreError> {
         let prefix = ObjectPath::from(layout::dataset_dir(key.0, key.1, key.2));
         let listed = match self.inner.objects.list_with_delimiter(Some(&prefix)).await {
@@ -266,6 +318,13 @@ impl HealthStore {
                 }),
                 None => listing.others.push(meta),
             }
+        }
+        if listing.segments.iter().any(|s| s.name.committed_by_record) {
+            let ids = listing.segments.iter().filter_map(|s| s.name.commit());
+            let missing = self.uncommitted(key.0, key.1, ids).await?;
+            listing
+                .segments
+                .retain(|s| s.name.commit().is_none_or(|id| !missing.contains(&id)));
         }
         listing.segments.sort_by(|a, b| a.name.order(&b.name));
         Ok(listing)
@@ -286,25 +345,4 @@ struct Listing {
     segments: Vec<Listed>,
     /// Everything else (temporary files, strays).
     others: Vec<object_store::ObjectMeta>,
-}
-
-/// Removes `_deleted-*` folders left by a crash during `delete_user`.
-fn sweep_deleted(root: &Path) -> Result<(), StoreError> {
-    let teams = std::fs::read_dir(root).map_err(|e| StoreError::io(root, e))?;
-    for team in teams.flatten() {
-        let Ok(users) = std::fs::read_dir(team.path()) else {
-            continue;
-        };
-        for entry in users.flatten() {
-            if entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with(DELETED_PREFIX)
-            {
-                let path = entry.path();
-                std::fs::remove_dir_all(&path).map_err(|e| StoreError::io(&path, e))?;
-            }
-        }
-    }
-    Ok(())
 }

@@ -16,7 +16,8 @@ pub struct StoreOptions {
     /// window of 1 Hz samples decodes two or three row groups).
     pub row_group_rows: usize,
     /// Temporary files older than this are removed by compaction: a writer that crashed left them
-    /// (default 10 minutes).
+    /// (default 10 minutes). Start-up recovery removes them at once when no other store is open
+    /// on the directory; this catches the rest.
     pub stale_temp_after: std::time::Duration,
 }
 

@@ -55,6 +55,7 @@ impl HealthStore {
                 nonce: nonce(),
                 range,
                 rows: batch.num_rows() as u64,
+                committed_by_record: false,
             }
             .file_name();
             let bytes = match write_segment(&task_dir, &name, &batch, props.clone()) {
@@ -81,7 +82,9 @@ impl HealthStore {
     }
 }
 
-fn finish_write(store: &HealthStore, key: super::Key, dir: PathBuf) {
+/// Makes a durable write known: its folder exists, its dataset is due for compaction, and the
+/// cache no longer answers from before it.
+pub(super) fn finish_write(store: &HealthStore, key: super::Key, dir: PathBuf) {
     guard(&store.inner.known_dirs).insert(dir);
     guard(&store.inner.dirty).insert(key);
     store.inner.cache.invalidate(&key);

@@ -1,0 +1,292 @@
+//! One pass over a push body (serde visitors), so a big body never becomes one JSON tree:
+//! timeseries samples are parsed one at a time, each as a small `Value` validated by
+//! `sample.rs` and appended straight to its resource's Arrow builders, then dropped. Everything
+//! else (provider, source, the summary parts, unknown members) is small and kept as `Value`s
+//! for `push.rs` to validate as before.
+//!
+//! Violations keep the locations and order of a whole-tree parse: the pass only records the
+//! first violation of each timeseries resource (then skips the rest of its samples unparsed),
+//! and `push.rs` reports body-level and summary violations before any timeseries one, resources
+//! in body order. Duplicate member names keep JSON-tree semantics (the last value wins, at the
+//! first one's position). Malformed JSON anywhere is still a `json_invalid` error, whatever
+//! came before it.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::value::SeqAccessDeserializer;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::columns::BatchBuilder;
+use super::json;
+use super::push::internal;
+use super::sample;
+use crate::schema::{Dataset, INGESTED_AT, Resource, SOURCE_COLUMNS, resource};
+use crate::validation::{Loc, Violation};
+
+/// What one pass over a push body collected.
+pub(crate) enum Collected {
+    /// The body is not an object (rejected by `push.rs`).
+    Other(Value),
+    /// An object body.
+    Object {
+        /// Every member but the samples: `timeseries` is kept as a `null` placeholder so
+        /// member order (for `extra_forbidden`) stays the body's.
+        head: Map<String, Value>,
+        /// The parsed `timeseries` member, when present and not null.
+        series: Option<Result<Vec<ResourcePart>, Violation>>,
+    },
+}
+
+/// One member of `timeseries`: its samples in Arrow builders, or its first violation.
+pub(crate) struct ResourcePart {
+    name: String,
+    /// The resource and its samples (source columns left to the batch), or why not.
+    pub(crate) samples: Result<(Resource, BatchBuilder), Violation>,
+}
+
+/// Reads a push body in one pass.
+pub(crate) struct BodySeed;
+
+impl<'de> DeserializeSeed<'de> for BodySeed {
+    type Value = Collected;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Collected, D::Error> {
+        d.deserialize_any(BodyVisitor)
+    }
+}
+
+struct BodyVisitor;
+
+fn root(key: &str) -> Vec<Loc> {
+    vec![Loc::from("body"), Loc::from(key)]
+}
+
+impl<'de> Visitor<'de> for BodyVisitor {
+    type Value = Collected;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a push body")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Collected, A::Error> {
+        let mut head = Map::new();
+        let mut series = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "timeseries" {
+                series = map.next_value_seed(SeriesSeed)?;
+                head.insert(key, Value::Null);
+            } else {
+                let value: Value = map.next_value()?;
+                head.insert(key, value);
+            }
+        }
+        Ok(Collected::Object { head, series })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Collected, A::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq)).map(Collected::Other)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Collected, E> {
+        Ok(Collected::Other(Value::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Collected, E> {
+        Ok(Collected::Other(Value::from(v)))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Collected, E> {
+        Ok(Collected::Other(Value::from(v)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Collected, E> {
+        Ok(Collected::Other(Value::from(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Collected, E> {
+        Ok(Collected::Other(Value::from(v)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Collected, E> {
+        Ok(Collected::Other(Value::Null))
+    }
+}
+
+/// The `timeseries` member: `None` when null.
+struct SeriesSeed;
+
+impl<'de> DeserializeSeed<'de> for SeriesSeed {
+    type Value = Option<Result<Vec<ResourcePart>, Violation>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        let value = d.deserialize_any(SeriesVisitor)?;
+        Ok(match value {
+            Series::Null => None,
+            Series::Parts(parts) => Some(Ok(parts)),
+            Series::Other(v) => Some(Err(json::object(&v, &root("timeseries"))
+                .err()
+                .unwrap_or_else(|| {
+                    Violation::value(root("timeseries"), "Input should be an object")
+                }))),
+        })
+    }
+}
+
+enum Series {
+    Null,
+    Parts(Vec<ResourcePart>),
+    Other(Value),
+}
+
+struct SeriesVisitor;
+
+impl<'de> Visitor<'de> for SeriesVisitor {
+    type Value = Series;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object of sample lists")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Series, A::Error> {
+        let mut parts: Vec<ResourcePart> = Vec::new();
+        while let Some(name) = map.next_key::<String>()? {
+            let mut loc = root("timeseries");
+            loc.push(Loc::from(name.as_str()));
+            let samples = match resource(&name) {
+                Some(res) => map.next_value_seed(SamplesSeed { resource: res, loc })?,
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                    Err(Violation::new(
+                        loc,
+                        "extra_forbidden",
+                        "Unknown timeseries resource",
+                    ))
+                }
+            };
+            match parts.iter_mut().find(|p| p.name == name) {
+                Some(part) => part.samples = samples,
+                None => parts.push(ResourcePart { name, samples }),
+            }
+        }
+        Ok(Series::Parts(parts))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Series, A::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq)).map(Series::Other)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Series, E> {
+        Ok(Series::Other(Value::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Series, E> {
+        Ok(Series::Other(Value::from(v)))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Series, E> {
+        Ok(Series::Other(Value::from(v)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Series, E> {
+        Ok(Series::Other(Value::from(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Series, E> {
+        Ok(Series::Other(Value::from(v)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Series, E> {
+        Ok(Series::Null)
+    }
+}
+
+/// One resource's sample list.
+struct SamplesSeed {
+    resource: Resource,
+    loc: Vec<Loc>,
+}
+
+type Samples = Result<(Resource, BatchBuilder), Violation>;
+
+impl<'de> DeserializeSeed<'de> for SamplesSeed {
+    type Value = Samples;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Samples, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl SamplesSeed {
+    fn not_a_list(&self, value: Value) -> Samples {
+        Err(json::array(&value, &self.loc)
+            .err()
+            .unwrap_or_else(|| Violation::value(self.loc.clone(), "Input should be an array")))
+    }
+}
+
+/// The columns every sample of a push shares, filled once per batch.
+const SHARED: [&str; 5] = [
+    SOURCE_COLUMNS[0],
+    SOURCE_COLUMNS[1],
+    SOURCE_COLUMNS[2],
+    SOURCE_COLUMNS[3],
+    INGESTED_AT,
+];
+
+impl<'de> Visitor<'de> for SamplesSeed {
+    type Value = Samples;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of samples")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Samples, A::Error> {
+        let keys = sample::accepted_keys(self.resource.family);
+        let schema = Dataset::Timeseries(self.resource).schema();
+        let mut builder = BatchBuilder::with_constants(schema, &SHARED);
+        let mut index = 0;
+        while let Some(value) = seq.next_element::<Value>()? {
+            self.loc.push(Loc::Index(index));
+            let parsed = sample::parse(self.resource, &keys, &value, &self.loc)
+                .and_then(|row| builder.push(row).map_err(internal));
+            self.loc.pop();
+            if let Err(violation) = parsed {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                return Ok(Err(violation));
+            }
+            index += 1;
+        }
+        Ok(Ok((self.resource, builder)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Samples, A::Error> {
+        let value = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        Ok(self.not_a_list(value))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Samples, E> {
+        Ok(self.not_a_list(Value::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Samples, E> {
+        Ok(self.not_a_list(Value::from(v)))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Samples, E> {
+        Ok(self.not_a_list(Value::from(v)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Samples, E> {
+        Ok(self.not_a_list(Value::from(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Samples, E> {
+        Ok(self.not_a_list(Value::from(v)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Samples, E> {
+        Ok(self.not_a_list(Value::Null))
+    }
+}

@@ -1,0 +1,141 @@
+//! The write of one push: several datasets, committed all at once by a commit record (see
+//! `commit.rs`).
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::concat_batches;
+use uuid::Uuid;
+
+use super::commit::write_record;
+use super::layout::{CommitId, SegmentName, next_seq, nonce};
+use super::metrics::Metrics;
+use super::rows::{TimeColumn, conform};
+use super::segment_write::{ensure_dir, write_segment, writer_properties};
+use super::write::{finish_write, prepare};
+use super::{HealthStore, StoreError, WriteReceipt};
+use crate::schema::Dataset;
+
+/// A push's batches, grouped by dataset in first-seen order.
+type Grouped = Vec<(Dataset, Vec<RecordBatch>)>;
+
+impl HealthStore {
+    /// Stores every batch of one push and returns once all of them are durable and visible,
+    /// all at once: a crash or an error at any point leaves either every dataset of the push
+    /// stored or none (see `commit.rs`). Batches of the same dataset are stored as one segment
+    /// (later rows win ties between equal keys and `ingested_at`); empty batches are skipped. A
+    /// push touching a single dataset is a plain [`HealthStore::write`]. Returns one receipt per
+    /// dataset written.
+    pub async fn write_push(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        batches: Vec<(Dataset, RecordBatch)>,
+    ) -> Result<Vec<WriteReceipt>, StoreError> {
+        let mut grouped: Grouped = Vec::new();
+        for (dataset, batch) in batches {
+            let batch =
+                conform(batch, &dataset.schema()).map_err(|source| StoreError::SchemaMismatch {
+                    dataset: dataset.path(),
+                    source,
+                })?;
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            match grouped.iter_mut().find(|(d, _)| *d == dataset) {
+                Some((_, group)) => group.push(batch),
+                None => grouped.push((dataset, vec![batch])),
+            }
+        }
+        if grouped.len() <= 1 {
+            let mut receipts = Vec::new();
+            for (dataset, group) in grouped {
+                let batch = concat_batches(&dataset.schema(), &group)?;
+                receipts.push(self.write(team, user, dataset, batch).await?);
+            }
+            return Ok(receipts);
+        }
+        // One blocking task does the whole commit, so a caller that goes away (a client
+        // disconnecting) cannot stop it half-way; not that it would matter for correctness.
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || store.commit_push(team, user, grouped)).await?
+    }
+
+    fn commit_push(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        grouped: Grouped,
+    ) -> Result<Vec<WriteReceipt>, StoreError> {
+        let id = CommitId {
+            seq: next_seq(),
+            nonce: nonce(),
+        };
+        let mut written = Vec::new();
+        let result = self.write_segments(team, user, id, grouped, &mut written);
+        let receipts = match result {
+            Ok(receipts) => receipts,
+            Err(e) => {
+                // Best effort: the segments are invisible without their record, and whatever
+                // stays is removed at start-up.
+                for path in written {
+                    let _ = std::fs::remove_file(path);
+                }
+                return Err(e);
+            }
+        };
+        self.remember(team, user, id);
+        let m = &self.inner.metrics;
+        for (dataset, receipt) in &receipts {
+            let key = (team, user, *dataset);
+            finish_write(self, key, self.dataset_path(key));
+            Metrics::add(&m.segments_written, 1);
+            Metrics::add(&m.rows_written, receipt.rows as u64);
+            Metrics::add(&m.bytes_written, receipt.bytes);
+        }
+        Ok(receipts.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// Writes one marked segment per dataset, then the commit record. `written` collects the
+    /// segment files created, for cleaning up after an error.
+    fn write_segments(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        id: CommitId,
+        grouped: Grouped,
+        written: &mut Vec<std::path::PathBuf>,
+    ) -> Result<Vec<(Dataset, WriteReceipt)>, StoreError> {
+        let root = &self.inner.root;
+        let mut receipts = Vec::with_capacity(grouped.len());
+        let mut names = Vec::with_capacity(grouped.len());
+        for (dataset, group) in grouped {
+            let batch = concat_batches(&dataset.schema(), &group)?;
+            let batch = prepare(batch, dataset)?;
+            let name = SegmentName {
+                seq: id.seq,
+                generation: 0,
+                part: 0,
+                nonce: id.nonce,
+                range: TimeColumn::of(&batch, dataset.time_column())?.sorted_range(),
+                rows: batch.num_rows() as u64,
+                committed_by_record: true,
+            }
+            .file_name();
+            let dir = self.dataset_path((team, user, dataset));
+            ensure_dir(root, &dir)?;
+            let props = writer_properties(dataset, self.inner.options.row_group_rows);
+            let bytes = write_segment(&dir, &name, &batch, props)?;
+            written.push(dir.join(&name));
+            names.push(format!("{}/{name}", dataset.path()));
+            receipts.push((
+                dataset,
+                WriteReceipt {
+                    rows: batch.num_rows(),
+                    segment: Some(name),
+                    bytes,
+                },
+            ));
+        }
+        write_record(root, team, user, id, names)?;
+        Ok(receipts)
+    }
+}
