@@ -11,7 +11,7 @@
 //!
 //! Run with `cargo bench --bench engine`. Diagnostics: `ENGINE_BENCH_EXPLAIN=1` prints each
 //! phase's time and the physical plan with its metrics for each scenario
-//! (`engine::explain_analyze`); `ENGINE_BENCH_FUNCS=mean,newest` changes the aggregates.
+//! (`Engine::explain_analyze`); `ENGINE_BENCH_FUNCS=mean,newest` changes the aggregates.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -26,9 +26,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use wearhouse::engine::{
-    Catalog, Limits, UserContext, compile, execute, explain_analyze, parse_request,
-};
+use wearhouse::engine::{Catalog, Engine, Limits, UserContext, compile, parse_request};
 use wearhouse::schema::{Dataset, resource};
 use wearhouse::store::health::{HealthStore, StoreOptions};
 
@@ -117,18 +115,19 @@ fn bench_case(
     batches: Vec<RecordBatch>,
     rows: usize,
 ) {
-    let limits = Limits::default();
-    let req = parse_request(&request(unit), &limits).unwrap();
+    let engine = Engine::new(Limits::default()).unwrap();
+    let req = parse_request(&request(unit), engine.limits()).unwrap();
     let ctx = UserContext::default();
     let dataset = Dataset::Timeseries(resource("heartrate").unwrap());
     let run = || {
         let inputs: HashMap<_, _> = [(dataset, batches.clone())].into_iter().collect();
-        rt.block_on(execute(&req, &ctx, inputs, &limits)).unwrap()
+        rt.block_on(engine.execute(&req, &ctx, inputs, engine.deadline()))
+            .unwrap()
     };
     let out = run();
     assert_eq!(out[0].num_rows(), rows, "{name}: wrong number of buckets");
     if std::env::var("ENGINE_BENCH_EXPLAIN").is_ok() {
-        explain(rt, &req, dataset, &batches);
+        explain(rt, &engine, &req, dataset, &batches);
     }
     c.bench_function(name, |b| b.iter(|| black_box(run())));
 }
@@ -136,6 +135,7 @@ fn bench_case(
 /// Prints each phase's time and the physical plan with its metrics (diagnostics only).
 fn explain(
     rt: &tokio::runtime::Runtime,
+    engine: &Engine,
     req: &wearhouse::engine::ValidRequest,
     dataset: Dataset,
     batches: &[RecordBatch],
@@ -143,12 +143,7 @@ fn explain(
     for _ in 0..3 {
         let inputs: HashMap<_, _> = [(dataset, batches.to_vec())].into_iter().collect();
         let report = rt
-            .block_on(explain_analyze(
-                req,
-                &UserContext::default(),
-                inputs,
-                &Limits::default(),
-            ))
+            .block_on(engine.explain_analyze(req, &UserContext::default(), inputs))
             .unwrap();
         eprintln!("{report}");
     }

@@ -14,7 +14,6 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
-use std::sync::Arc;
 
 use chrono::Utc;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -37,11 +36,7 @@ async fn start() -> Server {
     let (_, key) = meta.create_team("bench").await.unwrap();
     let health_dir = dir.path().join("health").display().to_string();
     let health = HealthStore::open(&health_dir, Default::default()).unwrap();
-    let state = AppState {
-        meta,
-        health,
-        config: Arc::new(HttpConfig::default()),
-    };
+    let state = AppState::new(meta, health, HttpConfig::default()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(serve(listener, state, std::future::pending()));

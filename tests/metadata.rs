@@ -7,7 +7,9 @@
 use chrono::NaiveDate;
 use serde_json::json;
 use sqlx::Connection;
-use wearhouse::store::metadata::{MetadataError, MetadataStore, NewUser, UserPatch};
+use wearhouse::store::metadata::{
+    ConnectionStatus, MetadataError, MetadataStore, NewUser, UserPatch,
+};
 
 async fn exercise(store: &MetadataStore) {
     let (team, key) = store.create_team("acme").await.unwrap();
@@ -96,11 +98,11 @@ async fn exercise(store: &MetadataStore) {
     );
 
     let first = store
-        .upsert_connection(user.id, "oura", "connected")
+        .upsert_connection(user.id, "oura", ConnectionStatus::Connected)
         .await
         .unwrap();
     let again = store
-        .upsert_connection(user.id, "oura", "error")
+        .upsert_connection(user.id, "oura", ConnectionStatus::Error)
         .await
         .unwrap();
     assert_eq!(
@@ -126,6 +128,46 @@ async fn exercise(store: &MetadataStore) {
     assert_eq!(store.user_info(user.id).await.unwrap(), None);
     assert!(store.connections(user.id).await.unwrap().is_empty());
     store.ping().await.unwrap();
+    transactions_are_all_or_nothing(store, team.id).await;
+}
+
+/// Changes composed in one transaction through the table groups' functions: a rollback leaves
+/// none of them, a commit all of them; a reader sees the committed state at once.
+async fn transactions_are_all_or_nothing(store: &MetadataStore, team: uuid::Uuid) {
+    use wearhouse::store::metadata::{connections, user_info, users};
+    let new = |id: &str| NewUser {
+        client_user_id: id.into(),
+        ..NewUser::default()
+    };
+    for commit in [false, true] {
+        let name = format!("tx-{commit}");
+        let mut tx = store.begin().await.unwrap();
+        let user = users::create_user(&mut tx, team, new(&name)).await.unwrap();
+        user_info::set_user_info(&mut tx, user.id, &json!({"first_name": "Tx"}))
+            .await
+            .unwrap();
+        connections::upsert_connection(&mut tx, user.id, "oura", ConnectionStatus::Paused)
+            .await
+            .unwrap();
+        // Inside the transaction its own changes are visible.
+        assert!(users::user(&mut tx, team, user.id).await.unwrap().is_some());
+        if commit {
+            tx.commit().await.unwrap();
+        } else {
+            tx.rollback().await.unwrap();
+        }
+        assert_eq!(store.user(team, user.id).await.unwrap().is_some(), commit);
+        assert_eq!(store.user_info(user.id).await.unwrap().is_some(), commit);
+        let linked = store.connections(user.id).await.unwrap();
+        assert_eq!(
+            linked.iter().map(|c| c.status).collect::<Vec<_>>(),
+            if commit {
+                vec![ConnectionStatus::Paused]
+            } else {
+                vec![]
+            }
+        );
+    }
 }
 
 #[tokio::test]
@@ -134,6 +176,29 @@ async fn sqlite_backend() {
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
     let store = MetadataStore::connect(&url).await.unwrap();
     exercise(&store).await;
+    // A write transaction held open does not stop reads: they answer the committed state from
+    // the read pool (with one shared connection they waited for the writer forever).
+    let team = store.list_teams().await.unwrap()[0].id;
+    let mut tx = store.begin().await.unwrap();
+    let held = wearhouse::store::metadata::users::create_user(
+        &mut tx,
+        team,
+        NewUser {
+            client_user_id: "held".into(),
+            ..NewUser::default()
+        },
+    )
+    .await
+    .unwrap();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        store.user(team, held.id),
+    )
+    .await
+    .expect("a read waited for an open write transaction");
+    assert_eq!(read.unwrap(), None, "uncommitted rows are invisible");
+    tx.commit().await.unwrap();
+    assert!(store.user(team, held.id).await.unwrap().is_some());
     // Reopening applies no migration twice and keeps the data.
     store.close().await;
     let store = MetadataStore::connect(&url).await.unwrap();
@@ -160,7 +225,7 @@ async fn postgres_backend() {
         .unwrap();
     exercise(&store).await;
     store.close().await;
-    sqlx::query(&format!("DROP DATABASE {db}"))
+    sqlx::query(&format!("DROP DATABASE {db} WITH (FORCE)"))
         .execute(&mut admin)
         .await
         .unwrap();

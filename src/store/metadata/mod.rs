@@ -1,25 +1,51 @@
-//! The metadata store: teams, API keys, users, user info, provider connections and team
-//! priorities, in a relational database through sqlx.
+//! The metadata store: teams, API keys, users, user info, provider connections, team
+//! priorities and the job queue, in a relational database through sqlx.
 //!
-//! One module owns every SQL statement. It talks to the database through sqlx's `Any` driver so
-//! the same portable SQL serves a SQLite file (the default, in the data dir) and PostgreSQL
-//! (`--database-url postgres://...`). Portability rules: `$N` placeholders (both backends accept
-//! them), `TEXT` ids and RFC 3339 UTC instants with microseconds (they sort as text), no
-//! backend-specific functions, and deletes spelled out rather than left to `ON DELETE CASCADE`
-//! (SQLite enforces foreign keys only when asked per connection).
+//! One file per table group (`teams`, `keys`, `users`, `user_info`, `connections`,
+//! `priorities`, and `jobs`, the durable job queue of [`crate::jobs`]) owns that group's SQL. Each exposes free functions over a
+//! [`sqlx::AnyConnection`], so a domain composes several changes and its outbox or job rows in
+//! one transaction (`let mut tx = meta.begin().await?; users::update_user(&mut tx, ..);
+//! jobs::enqueue(&mut tx, ..); tx.commit()`), and [`MetadataStore`] methods that run one such
+//! function on a pooled connection for callers that need nothing more.
+//!
+//! It talks to the database through sqlx's `Any` driver so the same portable SQL serves a SQLite
+//! file (the default, in the data dir) and PostgreSQL (`--database-url postgres://...`).
+//! Portability rules: `$N` placeholders (both backends accept them), `TEXT` ids and RFC 3339 UTC
+//! instants with microseconds (they sort as text), upserts as single
+//! `INSERT ... ON CONFLICT ... DO UPDATE` statements, no backend-specific functions, and deletes
+//! spelled out rather than left to `ON DELETE CASCADE` (SQLite enforces foreign keys only when
+//! asked per connection).
+//!
+//! SQLite allows one writer at a time: writes go through a pool of one connection (so they queue
+//! in the pool instead of failing with "database is locked"), and reads through a separate pool
+//! of [`SQLITE_READERS`] connections, which in WAL mode read the last committed state without
+//! waiting for a writer's commit and fsync. PostgreSQL uses one pool for both.
 
-mod teams;
-mod users;
+pub mod connections;
+pub mod jobs;
+pub mod keys;
+pub mod priorities;
+pub mod teams;
+pub mod user_info;
+pub mod users;
 
-pub use teams::{ApiKey, Team};
-pub use users::{Connection, NewUser, Stamped, User, UserPatch};
+pub use connections::{Connection, ConnectionStatus};
+pub use keys::ApiKey;
+pub use teams::Team;
+pub use users::{NewUser, Stamped, User, UserPatch};
 
 use std::str::FromStr;
+use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use sqlx::any::{AnyPoolOptions, AnyRow};
-use sqlx::{AnyPool, Row};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyPool, Executor, Row, Transaction};
+use tokio::sync::Notify;
 use uuid::Uuid;
+
+/// Connections of the SQLite read pool: reads run beside the writer, up to this many at once.
+pub const SQLITE_READERS: u32 = 4;
 
 /// Errors of the metadata store.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +70,12 @@ pub enum MetadataError {
         /// The value found.
         value: String,
     },
+    /// An enqueue with a unique key kept meeting a holder that changed state under it.
+    #[error("job unique key {key:?} kept changing hands during enqueue")]
+    UniqueKeyContended {
+        /// The key.
+        key: String,
+    },
     /// The database URL names no backend this build supports.
     #[error("unsupported database URL {0:?}: expected sqlite:// or postgres://")]
     UnsupportedUrl(String),
@@ -52,7 +84,12 @@ pub enum MetadataError {
 /// Handle on the metadata database; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct MetadataStore {
-    pool: AnyPool,
+    /// Every write, and reads that must see a transaction's own changes.
+    write: AnyPool,
+    /// Reads of committed state (the same pool as `write` on PostgreSQL).
+    read: AnyPool,
+    /// Wakes this process's job runners when a job is enqueued here (see `crate::jobs`).
+    jobs_wake: Arc<Notify>,
 }
 
 impl MetadataStore {
@@ -63,38 +100,86 @@ impl MetadataStore {
         if !is_sqlite && !url.starts_with("postgres:") && !url.starts_with("postgresql:") {
             return Err(MetadataError::UnsupportedUrl(url.to_owned()));
         }
-        // SQLite allows one writer: a single connection serialises writes without
-        // "database is locked" errors; PostgreSQL gets a real pool.
-        let max = if is_sqlite { 1 } else { 16 };
-        let pool = AnyPoolOptions::new()
-            .max_connections(max)
+        if !is_sqlite {
+            let pool = AnyPoolOptions::new()
+                .max_connections(16)
+                .connect(url)
+                .await?;
+            sqlx::migrate!("./migrations").run(&pool).await?;
+            return Ok(MetadataStore {
+                write: pool.clone(),
+                read: pool,
+                jobs_wake: Arc::default(),
+            });
+        }
+        // Durable commits, and a wait instead of an error when another process holds the lock.
+        let write = AnyPoolOptions::new()
+            .max_connections(1)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA synchronous = FULL").await?;
+                    conn.execute("PRAGMA busy_timeout = 5000").await?;
+                    Ok(())
+                })
+            })
             .connect(url)
             .await?;
-        if is_sqlite {
-            sqlx::query("PRAGMA journal_mode = WAL")
-                .execute(&pool)
-                .await?;
-            sqlx::query("PRAGMA synchronous = FULL")
-                .execute(&pool)
-                .await?;
-        }
-        sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(MetadataStore { pool })
+        sqlx::query("PRAGMA journal_mode = WAL")
+            .execute(&write)
+            .await?;
+        sqlx::migrate!("./migrations").run(&write).await?;
+        // Readers refuse to write, so a misrouted statement fails loudly instead of racing the
+        // writer for the lock.
+        let read = AnyPoolOptions::new()
+            .max_connections(SQLITE_READERS)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA query_only = ON").await?;
+                    conn.execute("PRAGMA busy_timeout = 5000").await?;
+                    Ok(())
+                })
+            })
+            .connect(url)
+            .await?;
+        Ok(MetadataStore {
+            write,
+            read,
+            jobs_wake: Arc::default(),
+        })
+    }
+
+    /// Begins a transaction on the writer: the way to commit several changes (and their outbox
+    /// or job rows) together.
+    pub async fn begin(&self) -> Result<Transaction<'static, Any>, MetadataError> {
+        Ok(self.write.begin().await?)
+    }
+
+    /// A pooled connection for reads of committed state.
+    pub async fn reader(&self) -> Result<PoolConnection<Any>, MetadataError> {
+        Ok(self.read.acquire().await?)
+    }
+
+    /// A pooled connection of the writer, for a single write outside a transaction.
+    pub async fn writer(&self) -> Result<PoolConnection<Any>, MetadataError> {
+        Ok(self.write.acquire().await?)
     }
 
     /// Checks that the database answers.
     pub async fn ping(&self) -> Result<(), MetadataError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1").execute(&self.read).await?;
         Ok(())
     }
 
     /// Closes every connection (used at shutdown and by tests that restart).
     pub async fn close(&self) {
-        self.pool.close().await;
+        self.read.close().await;
+        self.write.close().await;
     }
 
-    pub(crate) fn pool(&self) -> &AnyPool {
-        &self.pool
+    /// The notification job runners on this store wait on besides their poll interval;
+    /// `notify_waiters` after committing an enqueue makes a job start at once.
+    pub fn jobs_wake(&self) -> &Arc<Notify> {
+        &self.jobs_wake
     }
 }
 

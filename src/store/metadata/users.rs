@@ -1,10 +1,10 @@
-//! End users of a team, their patient details and their provider connections.
+//! End users of a team.
 //!
 //! Every query is scoped by team id: a user of another team is indistinguishable from one that
 //! does not exist.
 
 use chrono::{DateTime, NaiveDate, Utc};
-use serde_json::Value;
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
@@ -73,17 +73,6 @@ pub struct UserPatch {
     pub ingestion_end: Option<Option<NaiveDate>>,
 }
 
-/// A user's connection to a provider.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Connection {
-    /// Provider slug.
-    pub provider: String,
-    /// `connected`, `error` or `paused`.
-    pub status: String,
-    /// When the connection was made.
-    pub created_at: DateTime<Utc>,
-}
-
 const USER_COLUMNS: &str = "id, team_id, client_user_id, created_at, fallback_time_zone, \
      fallback_time_zone_updated_at, fallback_birth_date, fallback_birth_date_updated_at, \
      ingestion_start, ingestion_end";
@@ -137,65 +126,207 @@ fn date_text(d: Option<NaiveDate>) -> Option<String> {
     d.map(|d| d.to_string())
 }
 
-impl MetadataStore {
-    /// Creates a user; a taken `client_user_id` answers the existing user.
-    pub async fn create_user(&self, team: Uuid, new: NewUser) -> Result<User, MetadataError> {
-        if let Some(existing) = self.user_by_client_id(team, &new.client_user_id).await? {
+/// Inserts a user; a taken `client_user_id` answers [`MetadataError::ClientUserIdTaken`] with
+/// the user holding it (also when a concurrent insert won the race).
+pub async fn create_user(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    new: NewUser,
+) -> Result<User, MetadataError> {
+    let now = now();
+    let user = User {
+        id: Uuid::new_v4(),
+        team_id: team,
+        client_user_id: new.client_user_id,
+        created_at: now,
+        fallback_time_zone: new.fallback_time_zone.map(|value| Stamped {
+            value,
+            updated_at: now,
+        }),
+        fallback_birth_date: new.fallback_birth_date.map(|value| Stamped {
+            value,
+            updated_at: now,
+        }),
+        ingestion_start: new.ingestion_start,
+        ingestion_end: new.ingestion_end,
+    };
+    let sql = format!(
+        "INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+    );
+    let query = sqlx::query(&sql)
+        .bind(user.id.to_string())
+        .bind(team.to_string())
+        .bind(&user.client_user_id)
+        .bind(ts(now));
+    match bind_settings(query, &user).execute(&mut *conn).await {
+        Ok(_) => Ok(user),
+        Err(e) => Err(explain_write_error(conn, team, &user.client_user_id, e).await),
+    }
+}
+
+/// Turns a failed user write into [`MetadataError::ClientUserIdTaken`] when it broke the unique
+/// `client_user_id`, else passes it on. (On PostgreSQL a failed statement aborts its
+/// transaction, so the look-up then fails and the original error is answered.)
+async fn explain_write_error(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    client_user_id: &str,
+    err: sqlx::Error,
+) -> MetadataError {
+    if is_unique_violation(&err)
+        && let Ok(Some(existing)) = user_by_client_id(conn, team, client_user_id).await
+    {
+        return MetadataError::ClientUserIdTaken {
+            existing: Box::new(existing),
+        };
+    }
+    err.into()
+}
+
+/// One page of the team's users, oldest first, and the team's total.
+pub async fn list_users(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    offset: i64,
+    limit: i64,
+) -> Result<(Vec<User>, i64), MetadataError> {
+    let rows = sqlx::query(&format!(
+        "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 \
+         ORDER BY created_at, id LIMIT $2 OFFSET $3"
+    ))
+    .bind(team.to_string())
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(&mut *conn)
+    .await?;
+    let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1")
+        .bind(team.to_string())
+        .fetch_one(&mut *conn)
+        .await?;
+    let users = rows.iter().map(user_from_row).collect::<Result<_, _>>()?;
+    Ok((users, total))
+}
+
+/// A user of the team by id.
+pub async fn user(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    id: Uuid,
+) -> Result<Option<User>, MetadataError> {
+    let row = sqlx::query(&format!(
+        "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND id = $2"
+    ))
+    .bind(team.to_string())
+    .bind(id.to_string())
+    .fetch_optional(conn)
+    .await?;
+    row.as_ref().map(user_from_row).transpose()
+}
+
+/// A user of the team by the team's own id.
+pub async fn user_by_client_id(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    client_user_id: &str,
+) -> Result<Option<User>, MetadataError> {
+    let row = sqlx::query(&format!(
+        "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND client_user_id = $2"
+    ))
+    .bind(team.to_string())
+    .bind(client_user_id)
+    .fetch_optional(conn)
+    .await?;
+    row.as_ref().map(user_from_row).transpose()
+}
+
+/// Applies a patch; `Ok(None)` when the user does not exist. A taken `client_user_id` answers
+/// [`MetadataError::ClientUserIdTaken`]. Reads then writes: run it in a transaction.
+pub async fn update_user(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    id: Uuid,
+    patch: UserPatch,
+) -> Result<Option<User>, MetadataError> {
+    let Some(mut user) = user(conn, team, id).await? else {
+        return Ok(None);
+    };
+    let now = now();
+    if let Some(cuid) = patch.client_user_id {
+        if cuid != user.client_user_id
+            && let Some(existing) = user_by_client_id(conn, team, &cuid).await?
+        {
             return Err(MetadataError::ClientUserIdTaken {
                 existing: Box::new(existing),
             });
         }
-        let now = now();
-        let user = User {
-            id: Uuid::new_v4(),
-            team_id: team,
-            client_user_id: new.client_user_id,
-            created_at: now,
-            fallback_time_zone: new.fallback_time_zone.map(|value| Stamped {
-                value,
-                updated_at: now,
-            }),
-            fallback_birth_date: new.fallback_birth_date.map(|value| Stamped {
-                value,
-                updated_at: now,
-            }),
-            ingestion_start: new.ingestion_start,
-            ingestion_end: new.ingestion_end,
-        };
-        let sql = format!(
-            "INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-        );
-        let query = sqlx::query(&sql)
-            .bind(user.id.to_string())
-            .bind(team.to_string())
-            .bind(&user.client_user_id)
-            .bind(ts(now));
-        let inserted = bind_settings(query, &user).execute(self.pool()).await;
-        match inserted {
-            Ok(_) => Ok(user),
-            // Lost a race with a concurrent create of the same client user id.
-            Err(e) => Err(self
-                .explain_write_error(team, &user.client_user_id, e)
-                .await),
-        }
+        user.client_user_id = cuid;
     }
+    if let Some(zone) = patch.fallback_time_zone {
+        user.fallback_time_zone = zone.map(|value| Stamped {
+            value,
+            updated_at: now,
+        });
+    }
+    if let Some(birth) = patch.fallback_birth_date {
+        user.fallback_birth_date = birth.map(|value| Stamped {
+            value,
+            updated_at: now,
+        });
+    }
+    if let Some(start) = patch.ingestion_start {
+        user.ingestion_start = start;
+    }
+    if let Some(end) = patch.ingestion_end {
+        user.ingestion_end = end;
+    }
+    let query = sqlx::query(
+        "UPDATE users SET client_user_id = $1, fallback_time_zone = $2, \
+         fallback_time_zone_updated_at = $3, fallback_birth_date = $4, \
+         fallback_birth_date_updated_at = $5, ingestion_start = $6, ingestion_end = $7 \
+         WHERE team_id = $8 AND id = $9",
+    )
+    .bind(&user.client_user_id);
+    let updated = bind_settings(query, &user)
+        .bind(team.to_string())
+        .bind(id.to_string())
+        .execute(&mut *conn)
+        .await;
+    match updated {
+        Ok(_) => Ok(Some(user)),
+        Err(e) => Err(explain_write_error(conn, team, &user.client_user_id, e).await),
+    }
+}
 
-    /// Turns a failed user write into [`MetadataError::ClientUserIdTaken`] when it broke the
-    /// unique `client_user_id` (a race with a concurrent write), else passes it on.
-    async fn explain_write_error(
-        &self,
-        team: Uuid,
-        client_user_id: &str,
-        err: sqlx::Error,
-    ) -> MetadataError {
-        if is_unique_violation(&err)
-            && let Ok(Some(existing)) = self.user_by_client_id(team, client_user_id).await
-        {
-            return MetadataError::ClientUserIdTaken {
-                existing: Box::new(existing),
-            };
-        }
-        err.into()
+/// Deletes a user with its info and connections; `false` when the team has no such user (and
+/// then nothing is touched: the dependent rows are selected through the team's user). Run it in
+/// a transaction: all or nothing.
+pub async fn delete_user(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    id: Uuid,
+) -> Result<bool, MetadataError> {
+    for table in ["user_info", "connections"] {
+        sqlx::query(&format!(
+            "DELETE FROM {table} WHERE user_id IN \
+             (SELECT id FROM users WHERE team_id = $1 AND id = $2)"
+        ))
+        .bind(team.to_string())
+        .bind(id.to_string())
+        .execute(&mut *conn)
+        .await?;
+    }
+    let deleted = sqlx::query("DELETE FROM users WHERE team_id = $1 AND id = $2")
+        .bind(team.to_string())
+        .bind(id.to_string())
+        .execute(&mut *conn)
+        .await?;
+    Ok(deleted.rows_affected() > 0)
+}
+
+impl MetadataStore {
+    /// Creates a user; a taken `client_user_id` answers the existing user.
+    pub async fn create_user(&self, team: Uuid, new: NewUser) -> Result<User, MetadataError> {
+        create_user(&mut *self.writer().await?, team, new).await
     }
 
     /// One page of the team's users, oldest first, and the team's total.
@@ -205,33 +336,12 @@ impl MetadataStore {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<User>, i64), MetadataError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 \
-             ORDER BY created_at, id LIMIT $2 OFFSET $3"
-        ))
-        .bind(team.to_string())
-        .bind(limit)
-        .bind(offset)
-        .fetch_all(self.pool())
-        .await?;
-        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1")
-            .bind(team.to_string())
-            .fetch_one(self.pool())
-            .await?;
-        let users = rows.iter().map(user_from_row).collect::<Result<_, _>>()?;
-        Ok((users, total))
+        list_users(&mut *self.reader().await?, team, offset, limit).await
     }
 
     /// A user of the team by id.
     pub async fn user(&self, team: Uuid, id: Uuid) -> Result<Option<User>, MetadataError> {
-        let row = sqlx::query(&format!(
-            "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND id = $2"
-        ))
-        .bind(team.to_string())
-        .bind(id.to_string())
-        .fetch_optional(self.pool())
-        .await?;
-        row.as_ref().map(user_from_row).transpose()
+        user(&mut *self.reader().await?, team, id).await
     }
 
     /// A user of the team by the team's own id.
@@ -240,14 +350,7 @@ impl MetadataStore {
         team: Uuid,
         client_user_id: &str,
     ) -> Result<Option<User>, MetadataError> {
-        let row = sqlx::query(&format!(
-            "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND client_user_id = $2"
-        ))
-        .bind(team.to_string())
-        .bind(client_user_id)
-        .fetch_optional(self.pool())
-        .await?;
-        row.as_ref().map(user_from_row).transpose()
+        user_by_client_id(&mut *self.reader().await?, team, client_user_id).await
     }
 
     /// Applies a patch; `Ok(None)` when the user does not exist. A taken `client_user_id`
@@ -258,168 +361,37 @@ impl MetadataStore {
         id: Uuid,
         patch: UserPatch,
     ) -> Result<Option<User>, MetadataError> {
-        let Some(mut user) = self.user(team, id).await? else {
-            return Ok(None);
-        };
-        let now = now();
-        if let Some(cuid) = patch.client_user_id {
-            if cuid != user.client_user_id
-                && let Some(existing) = self.user_by_client_id(team, &cuid).await?
-            {
-                return Err(MetadataError::ClientUserIdTaken {
-                    existing: Box::new(existing),
-                });
+        let wanted = patch.client_user_id.clone();
+        let mut tx = self.begin().await?;
+        match update_user(&mut tx, team, id, patch).await {
+            Ok(updated) => {
+                tx.commit().await?;
+                Ok(updated)
             }
-            user.client_user_id = cuid;
-        }
-        if let Some(zone) = patch.fallback_time_zone {
-            user.fallback_time_zone = zone.map(|value| Stamped {
-                value,
-                updated_at: now,
-            });
-        }
-        if let Some(birth) = patch.fallback_birth_date {
-            user.fallback_birth_date = birth.map(|value| Stamped {
-                value,
-                updated_at: now,
-            });
-        }
-        if let Some(start) = patch.ingestion_start {
-            user.ingestion_start = start;
-        }
-        if let Some(end) = patch.ingestion_end {
-            user.ingestion_end = end;
-        }
-        let query = sqlx::query(
-            "UPDATE users SET client_user_id = $1, fallback_time_zone = $2, \
-             fallback_time_zone_updated_at = $3, fallback_birth_date = $4, \
-             fallback_birth_date_updated_at = $5, ingestion_start = $6, ingestion_end = $7 \
-             WHERE team_id = $8 AND id = $9",
-        )
-        .bind(&user.client_user_id);
-        let updated = bind_settings(query, &user)
-            .bind(team.to_string())
-            .bind(id.to_string())
-            .execute(self.pool())
-            .await;
-        match updated {
-            Ok(_) => Ok(Some(user)),
-            Err(e) => Err(self
-                .explain_write_error(team, &user.client_user_id, e)
-                .await),
+            // Lost a race for the client user id: on PostgreSQL the failed statement aborted the
+            // transaction, so the holder is looked up after it.
+            Err(MetadataError::Database(e)) if is_unique_violation(&e) => {
+                tx.rollback().await?;
+                let holder = match &wanted {
+                    Some(cuid) => user_by_client_id(&mut *self.writer().await?, team, cuid).await?,
+                    None => None,
+                };
+                Err(match holder {
+                    Some(existing) => MetadataError::ClientUserIdTaken {
+                        existing: Box::new(existing),
+                    },
+                    None => MetadataError::Database(e),
+                })
+            }
+            Err(e) => Err(e),
         }
     }
 
     /// Deletes a user with its info and connections; `false` when there was none.
     pub async fn delete_user(&self, team: Uuid, id: Uuid) -> Result<bool, MetadataError> {
-        if self.user(team, id).await?.is_none() {
-            return Ok(false);
-        }
-        let mut tx = self.pool().begin().await?;
-        for statement in [
-            "DELETE FROM user_info WHERE user_id = $1",
-            "DELETE FROM connections WHERE user_id = $1",
-        ] {
-            sqlx::query(statement)
-                .bind(id.to_string())
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query("DELETE FROM users WHERE team_id = $1 AND id = $2")
-            .bind(team.to_string())
-            .bind(id.to_string())
-            .execute(&mut *tx)
-            .await?;
+        let mut tx = self.begin().await?;
+        let deleted = delete_user(&mut tx, team, id).await?;
         tx.commit().await?;
-        Ok(true)
-    }
-
-    /// Stores the user's patient details (validated JSON), replacing earlier ones.
-    pub async fn set_user_info(&self, user: Uuid, details: &Value) -> Result<(), MetadataError> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query("DELETE FROM user_info WHERE user_id = $1")
-            .bind(user.to_string())
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("INSERT INTO user_info (user_id, details, updated_at) VALUES ($1, $2, $3)")
-            .bind(user.to_string())
-            .bind(details.to_string())
-            .bind(ts(now()))
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// The user's latest patient details.
-    pub async fn user_info(&self, user: Uuid) -> Result<Option<Value>, MetadataError> {
-        let row = sqlx::query("SELECT details FROM user_info WHERE user_id = $1")
-            .bind(user.to_string())
-            .fetch_optional(self.pool())
-            .await?;
-        let Some(row) = row else { return Ok(None) };
-        let raw = get_str(&row, "details")?;
-        serde_json::from_str(&raw)
-            .map(Some)
-            .map_err(|_| MetadataError::Corrupt {
-                column: "details",
-                value: raw,
-            })
-    }
-
-    /// Records (or refreshes the status of) a connection.
-    pub async fn upsert_connection(
-        &self,
-        user: Uuid,
-        provider: &str,
-        status: &str,
-    ) -> Result<Connection, MetadataError> {
-        let existing = self
-            .connections(user)
-            .await?
-            .into_iter()
-            .find(|c| c.provider == provider);
-        let created_at = existing.map_or_else(now, |c| c.created_at);
-        let mut tx = self.pool().begin().await?;
-        sqlx::query("DELETE FROM connections WHERE user_id = $1 AND provider = $2")
-            .bind(user.to_string())
-            .bind(provider)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO connections (user_id, provider, status, created_at) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(user.to_string())
-        .bind(provider)
-        .bind(status)
-        .bind(ts(created_at))
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(Connection {
-            provider: provider.to_owned(),
-            status: status.to_owned(),
-            created_at,
-        })
-    }
-
-    /// A user's connections, oldest first.
-    pub async fn connections(&self, user: Uuid) -> Result<Vec<Connection>, MetadataError> {
-        let rows = sqlx::query(
-            "SELECT provider, status, created_at FROM connections WHERE user_id = $1 \
-             ORDER BY created_at, provider",
-        )
-        .bind(user.to_string())
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(Connection {
-                    provider: get_str(row, "provider")?,
-                    status: get_str(row, "status")?,
-                    created_at: get_time(row, "created_at")?,
-                })
-            })
-            .collect()
+        Ok(deleted)
     }
 }

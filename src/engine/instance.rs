@@ -1,0 +1,150 @@
+//! [`Engine`]: the query engine as a value, built once at start-up and held in the
+//! application state: its limits, the DataFusion planning state every request shares, and the
+//! CPU runtime queries run on. Nothing of it is process-wide, so two engines (tests, a CLI run
+//! beside a server) never share limits or threads.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::execution::session_state::SessionState;
+use tokio::runtime::Runtime;
+use tokio::time::Instant;
+
+use super::catalog::UserContext;
+use super::execute::{self, QueryResult};
+use super::request::ValidRequest;
+use super::{EngineError, Limits};
+use crate::schema::Dataset;
+
+/// The query engine; cheap to clone (one shared inner value).
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    limits: Limits,
+    state: Arc<SessionState>,
+    /// The handle queries are spawned with; the runtime itself lives in `_runtime`.
+    handle: tokio::runtime::Handle,
+    _runtime: CpuRuntime,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("limits", &self.inner.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The engine's own multi-threaded runtime, one worker per core, separate from the one serving
+/// requests (DataFusion's advice for mixing CPU-bound plans with I/O): the caller's timer answers
+/// the deadline on time even while every engine thread is busy. Shut down in the background when
+/// the engine goes, so an engine may be dropped inside async code.
+struct CpuRuntime(Option<Runtime>);
+
+impl Drop for CpuRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Engine {
+    /// Builds an engine with these limits: the planning state and the CPU runtime.
+    pub fn new(limits: Limits) -> Result<Engine, EngineError> {
+        let threads = std::thread::available_parallelism().map_or(2, usize::from);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("wearhouse-engine")
+            .enable_time()
+            .build()
+            .map_err(|e| EngineError::internal("engine runtime", e))?;
+        let state = Arc::new(execute::planning_state(limits.target_partitions.max(1)));
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                limits,
+                state,
+                handle: runtime.handle().clone(),
+                _runtime: CpuRuntime(Some(runtime)),
+            }),
+        })
+    }
+
+    /// The limits every request of this engine runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The deadline of a request starting now: one instant, passed down through loading,
+    /// execution and encoding, so no phase restarts the clock.
+    pub fn deadline(&self) -> Instant {
+        Instant::now() + self.inner.limits.timeout
+    }
+
+    /// Runs every query of `req` over `inputs` within the memory limit, until `deadline`. The
+    /// work stops when the deadline passes or when this future is dropped.
+    pub async fn execute(
+        &self,
+        req: &ValidRequest,
+        ctx: &UserContext,
+        inputs: HashMap<Dataset, Vec<RecordBatch>>,
+        deadline: Instant,
+    ) -> Result<Vec<QueryResult>, EngineError> {
+        execute::execute_on(
+            &self.inner.handle,
+            &self.inner.state,
+            req,
+            ctx,
+            inputs,
+            &self.inner.limits,
+            deadline,
+        )
+        .await
+    }
+
+    /// EXPLAIN ANALYZE of every query of `req` (phase times and the physical plans with their
+    /// metrics), on the caller's runtime and without a deadline: diagnostics only.
+    pub async fn explain_analyze(
+        &self,
+        req: &ValidRequest,
+        ctx: &UserContext,
+        inputs: HashMap<Dataset, Vec<RecordBatch>>,
+    ) -> Result<String, EngineError> {
+        execute::explain_analyze(&self.inner.state, req, ctx, inputs, &self.inner.limits).await
+    }
+
+    /// Tasks alive on the engine's runtime: the queries running now and the tasks they spawned.
+    /// Zero when the engine is idle (after a cancelled query, within one batch of work).
+    pub fn running_tasks(&self) -> usize {
+        self.inner.handle.metrics().num_alive_tasks()
+    }
+}
+
+/// Runs `req` on a one-off engine built from `limits`, with `limits.timeout` from now: for
+/// tests and one-shot tools. A server holds one [`Engine`] instead.
+pub async fn execute(
+    req: &ValidRequest,
+    ctx: &UserContext,
+    inputs: HashMap<Dataset, Vec<RecordBatch>>,
+    limits: &Limits,
+) -> Result<Vec<QueryResult>, EngineError> {
+    let engine = Engine::new(limits.clone())?;
+    let deadline = engine.deadline();
+    engine.execute(req, ctx, inputs, deadline).await
+}
+
+/// [`Engine::explain_analyze`] on a one-off engine built from `limits`.
+pub async fn explain_analyze(
+    req: &ValidRequest,
+    ctx: &UserContext,
+    inputs: HashMap<Dataset, Vec<RecordBatch>>,
+    limits: &Limits,
+) -> Result<String, EngineError> {
+    Engine::new(limits.clone())?
+        .explain_analyze(req, ctx, inputs)
+        .await
+}

@@ -1,0 +1,69 @@
+//! `GET /v2/team/jobs`: the team's own background jobs, newest first, page-numbered
+//! (`page` ≥ 1, `size` 1–100), optionally only one `state` (`pending`, `running`, `succeeded`,
+//! `failed`; anything else is a 422) and one `kind`. System jobs (compaction) and other teams'
+//! jobs never show.
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::{AuthTeam, QueryParams};
+use crate::jobs::{JobState, view};
+use crate::validation::Violation;
+
+/// Documented routes of this module.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_jobs))
+}
+
+fn state_param(query: &QueryParams) -> Result<Option<JobState>, ApiError> {
+    let Some(raw) = query.get("state") else {
+        return Ok(None);
+    };
+    raw.parse().map(Some).map_err(|()| {
+        let names: Vec<&str> = JobState::ALL.iter().map(|s| s.as_str()).collect();
+        ApiError::invalid(
+            Violation::value(
+                crate::loc!["query", "state"],
+                format!(
+                    "unknown state {raw:?}; expected one of: {}",
+                    names.join(", ")
+                ),
+            )
+            .with_input(Value::from(raw)),
+        )
+    })
+}
+
+/// The team's jobs.
+#[utoipa::path(get, path = "/v2/team/jobs", tag = "team",
+    params(("state" = Option<String>, Query, description = "pending, running, succeeded or failed"),
+           ("kind" = Option<String>, Query, description = "only jobs of this kind"),
+           ("page" = Option<i64>, Query, description = "from 1, default 1"),
+           ("size" = Option<i64>, Query, description = "1 to 100, default 50")),
+    responses((status = 200, description = "{jobs, total, page, size, pages}", body = Object),
+              (status = 422, description = "Validation error")),
+    security(("api_key" = [])))]
+async fn list_jobs(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    query: QueryParams,
+) -> Result<Json<Value>, ApiError> {
+    let job_state = state_param(&query)?;
+    let page = query.int("page", 1, 1, i64::from(i32::MAX))?;
+    let size = query.int("size", 50, 1, 100)?;
+    let kind = query.get("kind").map(str::to_owned);
+    let (jobs, total) =
+        view::team_jobs(&state.meta, team.0.id, job_state, kind, page, size).await?;
+    Ok(Json(json!({
+        "jobs": jobs.iter().map(view::render).collect::<Vec<_>>(),
+        "total": total,
+        "page": page,
+        "size": size,
+        "pages": (total + size - 1) / size,
+    })))
+}

@@ -1,0 +1,125 @@
+//! Store compaction as a job (`store.compact`): one system job per dataset written, unique
+//! per dataset, due `delay` after the first write that asked for it.
+//!
+//! Writes that arrive while the job is pending fold into it (its `run_at` never moves later,
+//! so a steady stream of writes cannot postpone compaction forever); a write that arrives while
+//! it runs marks it to run again, so no write is left uncompacted because it raced a run. The
+//! job merges the dataset's longest run of at least two small segments
+//! ([`HealthStore::compact`]); a failure is retried with backoff. Being rows in the metadata
+//! database, pending compactions survive a restart, unlike the former in-memory dirty set.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::handler::{JobContext, JobError, JobHandler, Outcome};
+use crate::schema::{Dataset, Table, resource};
+use crate::store::health::HealthStore;
+use crate::store::metadata::jobs::{Enqueued, NewJob, enqueue_job};
+use crate::store::metadata::{MetadataError, MetadataStore};
+
+/// The kind's name.
+pub const KIND: &str = "store.compact";
+
+/// How long after a write its dataset is compacted: long enough to batch a burst of writes into
+/// one merge, short enough that reads rarely resolve many small segments.
+pub const DEFAULT_DELAY: Duration = Duration::from_secs(30);
+
+/// The job compacting one dataset, due at `run_at`.
+pub fn job(team: Uuid, user: Uuid, dataset: Dataset, run_at: DateTime<Utc>) -> NewJob {
+    let path = dataset.path();
+    NewJob {
+        kind: KIND.to_owned(),
+        team_id: None,
+        unique_key: Some(format!("{KIND}:{team}:{user}:{path}")),
+        payload: json!({ "team": team, "user": user, "dataset": path }),
+        run_at,
+        max_attempts: 5,
+    }
+}
+
+/// Asks for the compaction of each dataset, `delay` from now, in one transaction.
+pub async fn schedule(
+    meta: &MetadataStore,
+    team: Uuid,
+    user: Uuid,
+    datasets: &[Dataset],
+    delay: Duration,
+) -> Result<Vec<Enqueued>, MetadataError> {
+    let now = crate::store::metadata::now();
+    let run_at = now + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
+    let mut tx = meta.begin().await?;
+    let mut out = Vec::new();
+    for dataset in datasets {
+        out.push(enqueue_job(&mut tx, &job(team, user, *dataset, run_at), now).await?);
+    }
+    tx.commit().await?;
+    Ok(out)
+}
+
+/// The `store.compact` handler.
+#[derive(Debug, Clone)]
+pub struct Compaction {
+    health: HealthStore,
+}
+
+impl Compaction {
+    /// A handler compacting datasets of `health`.
+    pub fn new(health: HealthStore) -> Self {
+        Compaction { health }
+    }
+}
+
+fn parse_payload(payload: &Value) -> Option<(Uuid, Uuid, Dataset)> {
+    let id = |name: &str| payload.get(name)?.as_str()?.parse::<Uuid>().ok();
+    let path = payload.get("dataset")?.as_str()?;
+    let dataset = match path.split_once('/') {
+        None => Dataset::Table(Table::from_name(path)?),
+        Some(("timeseries", name)) => Dataset::Timeseries(resource(name)?),
+        Some(_) => return None,
+    };
+    Some((id("team")?, id("user")?, dataset))
+}
+
+#[async_trait::async_trait]
+impl JobHandler for Compaction {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    async fn run(&self, _ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
+        let (team, user, dataset) = parse_payload(&payload)
+            .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+        let report = self
+            .health
+            .compact(team, user, dataset)
+            .await
+            .map_err(|e| JobError::Retry(format!("compaction failed: {e}")))?;
+        tracing::debug!(%team, %user, dataset = %dataset.path(), ?report, "compacted");
+        Ok(Outcome::Done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_round_trip_and_bad_ones_are_refused() {
+        let (team, user) = (Uuid::new_v4(), Uuid::new_v4());
+        for dataset in [
+            Dataset::Table(Table::ALL[0]),
+            Dataset::Timeseries(crate::schema::RESOURCES[0]),
+        ] {
+            let job = job(team, user, dataset, Utc::now());
+            assert_eq!(parse_payload(&job.payload), Some((team, user, dataset)));
+        }
+        assert_eq!(
+            parse_payload(&json!({"team": team, "user": user, "dataset": "nope"})),
+            None
+        );
+        assert_eq!(parse_payload(&json!({"dataset": "sleep"})), None);
+    }
+}
