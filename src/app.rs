@@ -1,8 +1,8 @@
-//! Start-up: open the stores named by the configuration, prepare demo mode, and run the
-//! server until SIGINT or SIGTERM.
+//! Start-up: open the stores named by the configuration, prepare demo mode, start the job
+//! runner, and run the server until SIGINT or SIGTERM (then the runner finishes or releases its
+//! jobs).
 
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::Context;
 
@@ -38,18 +38,36 @@ pub fn open_health(store: &StoreArgs) -> anyhow::Result<HealthStore> {
 pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
     let meta = open_metadata(&args.store).await?;
     let health = open_health(&args.store)?;
-    Ok(AppState {
-        meta,
-        health,
-        config: Arc::new(HttpConfig {
-            body_limit: args.body_limit,
-            query_limits: crate::engine::Limits {
-                timeout: std::time::Duration::from_secs(args.query_timeout_secs),
-                memory_limit_bytes: args.query_memory_mb.saturating_mul(1024 * 1024),
-                ..crate::engine::Limits::default()
-            },
-        }),
-    })
+    let config = HttpConfig {
+        body_limit: args.body_limit,
+        query_limits: crate::engine::Limits {
+            timeout: std::time::Duration::from_secs(args.query_timeout_secs),
+            memory_limit_bytes: args.query_memory_mb.saturating_mul(1024 * 1024),
+            ..crate::engine::Limits::default()
+        },
+        getter_limits: crate::ingest::PageLimits {
+            rows: usize::try_from(args.getter_max_rows).unwrap_or(usize::MAX),
+            bytes: usize::try_from(args.getter_max_bytes).unwrap_or(usize::MAX),
+        },
+    };
+    Ok(AppState::new(meta, health, config)?)
+}
+
+/// The job kinds this process runs.
+pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
+    crate::jobs::Registry::new().register(crate::jobs::compaction::Compaction::new(
+        state.health.clone(),
+    ))
+}
+
+/// Starts the background job runner; stop it with `shutdown` after the server stopped.
+pub fn spawn_jobs(state: &AppState) -> crate::jobs::RunnerHandle {
+    crate::jobs::Runner::new(
+        state.meta.clone(),
+        job_registry(state),
+        crate::jobs::RunnerConfig::default(),
+    )
+    .spawn()
 }
 
 /// The demo team's key: read from the data dir, or (first start) a new team `demo` and key,

@@ -14,9 +14,10 @@ use uuid::Uuid;
 use crate::app::{open_health, open_metadata};
 use crate::config::StoreArgs;
 use crate::data;
-use crate::engine::Limits;
+use crate::engine::OutputFormat;
+use crate::engine::{Engine, Limits};
 use crate::ingest::{self, PushUser, demo};
-use crate::query::{self, Format, QueryOutput};
+use crate::query;
 use crate::store::metadata::{MetadataStore, User};
 
 /// Finds a user by id, or by client user id within a team given by id or name.
@@ -123,15 +124,15 @@ pub fn demo_generate(
     Ok(written)
 }
 
-/// `wearhouse query`: runs a request file for a user of the data dir; JSON text or the
-/// Parquet tarball's bytes.
+/// `wearhouse query`: runs a request file for a user of the data dir; the answer's bytes (JSON
+/// text or the Parquet tarball).
 pub async fn run_query(
     store: &StoreArgs,
     team: Option<&str>,
     user: &str,
     request: &Path,
-    format: Format,
-) -> anyhow::Result<QueryOutput> {
+    format: OutputFormat,
+) -> anyhow::Result<Vec<u8>> {
     let meta = open_metadata(store).await?;
     let health = open_health(store)?;
     let user = find_user(&meta, team, user).await?;
@@ -139,7 +140,8 @@ pub async fn run_query(
         .with_context(|| format!("reading {}", request.display()))?;
     let body: Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not JSON", request.display()))?;
-    match query::run(&meta, &health, &user, &body, format, &Limits::default()).await {
+    let engine = Engine::new(Limits::default())?;
+    match query::run(&meta, &health, &user, &body, format, &engine).await {
         Ok(out) => Ok(out),
         Err(query::QueryError::Engine(crate::engine::EngineError::Invalid(invalid))) => {
             bail!(

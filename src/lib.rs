@@ -9,6 +9,7 @@
 //! - [`store`]: health data (Parquet on an object store) and metadata (sqlx);
 //! - [`data`]: the data plane's operations (push, getter reads), over ingest and the store;
 //! - [`ingest`]: push API records to Arrow batches and back, and the demo data generator;
+//! - [`jobs`]: the durable background job runner (leases, retries, kinds; compaction);
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
 //! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up.
@@ -20,6 +21,7 @@ pub mod data;
 pub mod engine;
 pub mod http;
 pub mod ingest;
+pub mod jobs;
 pub mod providers;
 pub mod query;
 pub mod schema;

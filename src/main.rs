@@ -12,6 +12,8 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info,sqlx=warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Colours for a terminal only: a log file or a collector gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match Cli::parse().command {
         Command::Serve(args) => {
@@ -25,12 +27,13 @@ async fn main() -> anyhow::Result<()> {
                     println!("demo user {client_user_id}: {id}");
                 }
             }
-            let compactor = std::sync::Arc::new(state.health.clone())
-                .spawn_compactor(std::time::Duration::from_secs(30));
+            let jobs = wearhouse::app::spawn_jobs(&state);
             let listener = tokio::net::TcpListener::bind(args.listen).await?;
             println!("listening on http://{}", listener.local_addr()?);
-            wearhouse::http::serve(listener, state, wearhouse::app::shutdown_signal()).await?;
-            compactor.abort();
+            let served =
+                wearhouse::http::serve(listener, state, wearhouse::app::shutdown_signal()).await;
+            jobs.shutdown().await;
+            served?;
         }
         Command::Import {
             team,
@@ -71,19 +74,15 @@ async fn main() -> anyhow::Result<()> {
             store,
         } => {
             let format = match format.as_str() {
-                "json" => wearhouse::query::Format::Json,
-                "parquet" => wearhouse::query::Format::ParquetTar,
+                "json" => wearhouse::engine::OutputFormat::Json,
+                "parquet" => wearhouse::engine::OutputFormat::ParquetTar,
                 other => anyhow::bail!("unknown format {other:?}: json or parquet"),
             };
-            let answer =
+            let bytes =
                 wearhouse::cli::run_query(&store, team.as_deref(), &user, &request, format).await?;
-            let bytes = match answer {
-                wearhouse::query::QueryOutput::Json(b) => b,
-                wearhouse::query::QueryOutput::ParquetTar(b) => b,
-            };
             match out {
                 Some(path) => std::fs::write(&path, bytes)?,
-                None if format == wearhouse::query::Format::ParquetTar => {
+                None if format == wearhouse::engine::OutputFormat::ParquetTar => {
                     anyhow::bail!("--format parquet writes binary: give --out FILE")
                 }
                 None => println!("{}", String::from_utf8_lossy(&bytes)),

@@ -1,5 +1,6 @@
 //! Running an aggregate request for one user: validate, load the datasets the queries read
-//! from the health store, execute on the engine, encode. Shared by the HTTP endpoint and the
+//! from the health store, execute on the engine, encode (answering the encoded bytes, in the
+//! [`OutputFormat`] asked for). Shared by the HTTP endpoint and the
 //! `wearhouse query` command so both answer identically.
 
 use std::collections::HashMap;
@@ -7,30 +8,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::data::fallback_zone;
-use crate::engine::{self, EngineError, Limits, UserContext};
+use crate::engine::{self, Engine, EngineError, OutputFormat, UserContext};
 use crate::store::health::{HealthStore, StoreError};
 use crate::store::metadata::{MetadataError, MetadataStore, User};
-
-/// The two answer formats of `aggregate-dsl.md` §4.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Column-major JSON (§4.2).
-    Json,
-    /// A gzipped tar of `N.parquet` (§4.3).
-    ParquetTar,
-}
-
-/// The media type of the Parquet answer.
-pub const PARQUET_TAR_MEDIA_TYPE: &str = "application/vnd.service.tar+gzip+parquet";
-
-/// An encoded answer.
-#[derive(Debug)]
-pub enum QueryOutput {
-    /// `{"results": [...]}`, serialised.
-    Json(Vec<u8>),
-    /// The gzipped tarball's bytes.
-    ParquetTar(Vec<u8>),
-}
 
 /// Failures of a query run, by phase.
 #[derive(Debug, thiserror::Error)]
@@ -46,44 +26,47 @@ pub enum QueryError {
     Metadata(#[from] MetadataError),
 }
 
-/// Runs every query of `body` over `user`'s data within the limits' time limit, which covers
-/// the whole request (loading, execution, encoding). Work still running at the limit is
-/// cancelled; an answer completed past it (work that never yielded) is refused all the same, so
-/// the limit holds whatever the shape of the work.
+/// Runs every query of `body` over `user`'s data on `engine`, within one deadline that covers
+/// the whole request (loading, execution, encoding). Work still running at the deadline is
+/// cancelled (the engine's task is aborted, not detached); an answer completed past it (work
+/// that never yielded) is refused all the same, so the limit holds whatever the shape of the
+/// work.
 pub async fn run(
     meta: &MetadataStore,
     store: &HealthStore,
     user: &User,
     body: &Value,
-    format: Format,
-    limits: &Limits,
-) -> Result<QueryOutput, QueryError> {
-    let started = std::time::Instant::now();
+    format: OutputFormat,
+    engine: &Engine,
+) -> Result<Vec<u8>, QueryError> {
+    let deadline = engine.deadline();
     let timeout = || {
         QueryError::Engine(EngineError::Timeout {
-            seconds: limits.timeout.as_secs(),
+            seconds: engine.limits().timeout.as_secs(),
         })
     };
-    let output = tokio::time::timeout(
-        limits.timeout,
-        run_unbounded(meta, store, user, body, format, limits),
+    let output = tokio::time::timeout_at(
+        deadline,
+        run_until(meta, store, user, body, format, engine, deadline),
     )
     .await
     .map_err(|_| timeout())??;
-    if started.elapsed() > limits.timeout {
+    if tokio::time::Instant::now() > deadline {
         return Err(timeout());
     }
     Ok(output)
 }
 
-async fn run_unbounded(
+async fn run_until(
     meta: &MetadataStore,
     store: &HealthStore,
     user: &User,
     body: &Value,
-    format: Format,
-    limits: &Limits,
-) -> Result<QueryOutput, QueryError> {
+    format: OutputFormat,
+    engine: &Engine,
+    deadline: tokio::time::Instant,
+) -> Result<Vec<u8>, QueryError> {
+    let limits = engine.limits();
     // Every rule is checked before any data is read.
     let request = engine::parse_request(body, limits).map_err(EngineError::from)?;
     let ctx = UserContext {
@@ -92,22 +75,19 @@ async fn run_unbounded(
         ingestion_end: user.ingestion_end,
         team_priorities: meta.team_priorities(user.team_id).await?,
     };
-    let mut inputs = HashMap::new();
+    // The loaded batches count against the request's memory limit: a request whose data does
+    // not fit is refused at the dataset that crosses it, not after loading every dataset.
+    let (mut inputs, mut held) = (HashMap::new(), engine::InputSize::default());
     for (dataset, window) in engine::required_inputs(&request, &ctx) {
         let batches = store
             .read(user.team_id, user.id, dataset, Some(window))
             .await?;
+        let added = held.add(&batches, limits);
+        tracing::debug!(?dataset, held = held.bytes(), "aggregate input loaded");
+        added?;
         inputs.insert(dataset, batches);
     }
-    let results = engine::execute(&request, &ctx, inputs, limits).await?;
+    let results = engine.execute(&request, &ctx, inputs, deadline).await?;
     // Encoding large answers is CPU work: the engine does it on the blocking pool.
-    let output = match format {
-        Format::Json => {
-            QueryOutput::Json(engine::encode_json_blocking(results, limits.clone()).await?)
-        }
-        Format::ParquetTar => {
-            QueryOutput::ParquetTar(engine::encode_parquet_tar_blocking(results).await?)
-        }
-    };
-    Ok(output)
+    Ok(engine::encode_blocking(results, format, limits).await?)
 }

@@ -467,7 +467,11 @@ async fn user_providers_is_empty_until_linked_then_lists_connections() {
     let uuid: uuid::Uuid = id.parse().unwrap();
     app.state
         .meta
-        .upsert_connection(uuid, "oura", "connected")
+        .upsert_connection(
+            uuid,
+            "oura",
+            wearhouse::store::metadata::ConnectionStatus::Connected,
+        )
         .await
         .unwrap();
     let a = app.get(&format!("/v2/user/providers/{id}")).await;
@@ -642,4 +646,66 @@ async fn openapi_documents_every_served_route_and_nothing_else() {
     let docs = app.send("GET", "/docs", None, None).await;
     assert_eq!(docs.status, StatusCode::OK);
     assert!(String::from_utf8_lossy(&docs.bytes).contains("/v2/user/{user_id}"));
+}
+
+/// Every documented operation with a path parameter, called with that parameter set to a
+/// percent-encoded byte that is not UTF-8 (and the others valid): a 422 located at the
+/// parameter, in JSON, never a 500 or axum's plain-text 400.
+#[tokio::test]
+async fn malformed_path_segments_answer_422_at_the_parameter_on_every_route() {
+    let app = TestApp::new().await;
+    let user = app.user("path-probe").await;
+    let doc = app.send("GET", "/openapi.json", None, None).await;
+    let paths = doc.json["paths"].as_object().unwrap().clone();
+    let mut probed = 0;
+    for (path, item) in &paths {
+        let names: Vec<&str> = path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+            .collect();
+        for method in ["get", "post", "patch", "put", "delete"] {
+            if item.get(method).is_none() {
+                continue;
+            }
+            for bad in &names {
+                let mut uri = path.clone();
+                for name in &names {
+                    let value = match *name {
+                        _ if name == bad => "%FF",
+                        "user_id" => user.as_str(),
+                        "kind" => "sleep",
+                        "resource" => "heartrate",
+                        _ => "x",
+                    };
+                    uri = uri.replace(&format!("{{{name}}}"), value);
+                }
+                let method = method.to_uppercase();
+                let body = (method != "GET" && method != "DELETE").then(|| json!({}));
+                let a = app.send(&method, &uri, Some(&app.key), body).await;
+                assert_eq!(
+                    a.headers["content-type"],
+                    "application/json",
+                    "{method} {uri}: {}",
+                    String::from_utf8_lossy(&a.bytes)
+                );
+                assert_422_at(&a, &[json!("path"), json!(bad)]);
+                probed += 1;
+            }
+        }
+    }
+    // The user routes, summaries, timeseries, resolve, data and aggregate at least.
+    assert!(probed >= 12, "only {probed} operations probed");
+}
+
+#[tokio::test]
+async fn a_uri_over_the_limit_answers_414_with_a_json_detail() {
+    let app = TestApp::new().await;
+    let long = format!("/v2/user?client_user_id={}", "a".repeat(9000));
+    let a = app.get(&long).await;
+    assert_eq!(a.status, StatusCode::URI_TOO_LONG);
+    let detail = a.json["detail"].as_str().unwrap();
+    assert!(detail.contains("8192"), "{detail}");
+    // Just under the limit is served as usual.
+    let fits = format!("/v2/user?x={}", "a".repeat(8000));
+    assert_eq!(app.get(&fits).await.status, StatusCode::OK);
 }

@@ -271,3 +271,144 @@ async fn deleting_a_user_removes_its_health_data() {
             .is_empty()
     );
 }
+
+/// Pushes `n` heart-rate samples from `provider`, one a minute from 2025-03-02T07:00Z.
+async fn push_heart_rate(app: &TestApp, id: &str, provider: &str, n: usize) {
+    let samples: Vec<Value> = (0..n)
+        .map(|i| json!({"timestamp": format!("2025-03-02T07:{i:02}:00Z"), "value": 60 + i}))
+        .collect();
+    let body = json!({"provider": provider, "timeseries": {"heartrate": samples}});
+    let a = app.post(&format!("/v2/user/{id}/data"), body).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.json);
+}
+
+fn capped(rows: usize, bytes: usize) -> wearhouse::http::HttpConfig {
+    wearhouse::http::HttpConfig {
+        getter_limits: wearhouse::ingest::PageLimits { rows, bytes },
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn the_plain_timeseries_getter_pages_by_cursor_under_its_row_cap() {
+    let app = TestApp::with_config(capped(5, 1 << 20)).await;
+    let id = app.user("paged").await;
+    push_heart_rate(&app, &id, "manual", 7).await;
+    push_heart_rate(&app, &id, "oura", 5).await;
+    let base = format!("/v2/timeseries/{id}/heartrate?{WINDOW}");
+    let mut seen: Vec<(String, f64)> = Vec::new();
+    let mut next: Option<String> = None;
+    for page in 0.. {
+        // Alternate the two names the cursor is accepted under.
+        let uri = match &next {
+            None => base.clone(),
+            Some(c) if page % 2 == 0 => format!("{base}&cursor={c}"),
+            Some(c) => format!("{base}&next_cursor={c}"),
+        };
+        let got = app.get(&uri).await;
+        assert_eq!(got.status, StatusCode::OK, "{}", got.json);
+        let rows = got.json.as_array().unwrap();
+        assert!(rows.len() <= 5, "page {page} has {} samples", rows.len());
+        seen.extend(rows.iter().map(|r| {
+            (
+                r["timestamp"].as_str().unwrap().to_owned(),
+                r["value"].as_f64().unwrap(),
+            )
+        }));
+        next = got
+            .headers
+            .get("x-next-cursor")
+            .map(|v| v.to_str().unwrap().to_owned());
+        if next.is_none() {
+            assert_eq!(page, 2, "12 samples in pages of 5");
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 12, "every sample exactly once: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+    // Two providers at one instant: both samples come, one after the other.
+    assert_eq!(seen[0], ("2025-03-02T07:00:00Z".to_owned(), 60.0));
+    assert_eq!(seen[1], ("2025-03-02T07:00:00Z".to_owned(), 60.0));
+
+    let two = app.get(&format!("{base}&limit=2")).await;
+    assert_eq!(two.json.as_array().unwrap().len(), 2);
+    assert!(two.headers.contains_key("x-next-cursor"));
+    assert_422_at(
+        &app.get(&format!("{base}&limit=6")).await,
+        &[json!("query"), json!("limit")],
+    );
+    assert_422_at(
+        &app.get(&format!("{base}&next_cursor=zz")).await,
+        &[json!("query"), json!("next_cursor")],
+    );
+    let cursor = two.headers["x-next-cursor"].to_str().unwrap().to_owned();
+    assert_422_at(
+        &app.get(&format!("{base}&cursor={cursor}&next_cursor=00"))
+            .await,
+        &[json!("query"), json!("next_cursor")],
+    );
+}
+
+#[tokio::test]
+async fn timeseries_getters_cut_pages_at_the_byte_cap() {
+    // One heart-rate sample renders to about 90 bytes.
+    let app = TestApp::with_config(capped(1000, 250)).await;
+    let id = app.user("bytes").await;
+    push_heart_rate(&app, &id, "manual", 7).await;
+    let plain = app
+        .get(&format!("/v2/timeseries/{id}/heartrate?{WINDOW}"))
+        .await;
+    let rows = plain.json.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{}", plain.json);
+    assert!(plain.bytes.len() <= 250, "{} bytes", plain.bytes.len());
+    assert!(plain.headers.contains_key("x-next-cursor"));
+    let grouped = app
+        .get(&format!("/v2/timeseries/{id}/heartrate/grouped?{WINDOW}"))
+        .await;
+    assert_eq!(
+        grouped.json["groups"]["manual"][0]["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(grouped.json["next_cursor"].is_string());
+
+    // A sample larger than the cap still comes, alone.
+    let tiny = TestApp::with_config(capped(1000, 1)).await;
+    let id = tiny.user("tiny").await;
+    push_heart_rate(&tiny, &id, "manual", 3).await;
+    let one = tiny
+        .get(&format!("/v2/timeseries/{id}/heartrate?{WINDOW}"))
+        .await;
+    assert_eq!(one.json.as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_grouped_getter_caps_its_limit_and_takes_next_cursor() {
+    let app = TestApp::with_config(capped(5, 1 << 20)).await;
+    let id = app.user("grouped").await;
+    push_heart_rate(&app, &id, "manual", 7).await;
+    push_heart_rate(&app, &id, "oura", 5).await;
+    let base = format!("/v2/timeseries/{id}/heartrate/grouped?{WINDOW}");
+    let count = |page: &Value| -> usize {
+        page["groups"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|g| g.as_array().unwrap())
+            .map(|g| g["data"].as_array().unwrap().len())
+            .sum()
+    };
+    let first = app.get(&base).await;
+    assert_eq!(count(&first.json), 5, "the default limit is capped to 5");
+    let c = first.json["next_cursor"].as_str().unwrap().to_owned();
+    let second = app.get(&format!("{base}&next_cursor={c}")).await;
+    let again = app.get(&format!("{base}&cursor={c}")).await;
+    assert_eq!(second.json, again.json);
+    assert_eq!(count(&second.json), 5);
+    let c = second.json["next_cursor"].as_str().unwrap().to_owned();
+    let last = app.get(&format!("{base}&cursor={c}")).await;
+    assert_eq!(count(&last.json), 2);
+    assert_eq!(last.json["next_cursor"], Value::Null);
+}

@@ -10,9 +10,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+#[path = "provision/mod.rs"]
+mod provision;
+
 /// A running server process and what it printed at start-up.
 struct Server {
     child: Child,
+    /// What it logged to standard error so far.
+    log: std::sync::Arc<std::sync::Mutex<String>>,
     base: String,
     key: String,
     /// (client user id, user id) of the demo users it printed.
@@ -21,6 +26,11 @@ struct Server {
 
 impl Server {
     fn start(data_dir: &Path) -> Server {
+        Server::start_logging(data_dir, "warn")
+    }
+
+    /// Starts the server with `RUST_LOG=rust_log`.
+    fn start_logging(data_dir: &Path, rust_log: &str) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
             .args([
                 "serve",
@@ -32,7 +42,7 @@ impl Server {
                 "--data-dir",
             ])
             .arg(data_dir)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", rust_log)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -76,6 +86,7 @@ impl Server {
         std::thread::spawn(move || for _ in lines {});
         Server {
             child,
+            log,
             base: base.unwrap(),
             key: key.unwrap(),
             demo_users,
@@ -368,12 +379,11 @@ async fn parquet_answers_read_by_pyarrow_and_pandas_match_the_json_answers() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/python/check_parquet_tarball.py"
     );
-    let out = Command::new("python3")
-        .arg(script)
+    let out = provision::python_script(Path::new(script))
         .arg(dir.path().join("answer.tar.gz"))
         .arg(dir.path().join("answer.json"))
         .output()
-        .expect("python3 runs (pyarrow and pandas are installed by .ci/run)");
+        .expect("run the test environment's python");
     assert!(
         out.status.success(),
         "pyarrow/pandas check failed:\n{}{}",
@@ -381,5 +391,47 @@ async fn parquet_answers_read_by_pyarrow_and_pandas_match_the_json_answers() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4);
+    server.stop();
+}
+
+/// Log lines written deep inside a request (the aggregate path's input loading) carry the
+/// request's span with its id, so an operator can follow one request through the store and the
+/// engine.
+#[tokio::test]
+async fn log_lines_inside_a_request_name_its_request_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_logging(dir.path(), "info,wearhouse::query=debug");
+    let (_, user) = server.demo_users[0].clone();
+    let http = reqwest::Client::new();
+    let answer = http
+        .post(server.url(&format!("/aggregate/v1/user/{user}/query")))
+        .header("x-service-api-key", &server.key)
+        .header("x-request-id", "trace-me-7")
+        .json(&json!({
+            "timeframe": {"anchor": "2026-01-01", "past": {"value": 1, "unit": "week"}},
+            "queries": [{"select": [{"func": "count", "arg": {"timeseries": "heartrate", "field": "value"}}]}]
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["x-request-id"], "trace-me-7");
+    // The server wrote the line before it answered; the thread reading its stderr may lag.
+    let mut log = String::new();
+    for _ in 0..100 {
+        log = server.log.lock().unwrap().clone();
+        if log.contains("aggregate input loaded") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let inner: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("aggregate input loaded"))
+        .collect();
+    assert!(!inner.is_empty(), "no input-loading line logged:\n{log}");
+    for line in inner {
+        assert!(line.contains("request_id=trace-me-7"), "{line}");
+    }
     server.stop();
 }

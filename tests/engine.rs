@@ -140,6 +140,54 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
     );
 }
 
+/// Group keys pinned by WHERE (`k = v AND ...`, so the key is constant after the filter), in
+/// both priority modes, over every field: issue 13 found such queries planned into a
+/// SanityCheckPlan failure (500) when priority was on.
+#[tokio::test]
+async fn engine_agrees_with_the_reference_when_where_pins_group_keys() {
+    let limits = Limits::default();
+    let (mut failures, mut non_empty, mut prioritised) = (Vec::new(), 0, 0);
+    for seed in 0..200u64 {
+        let mut g = ChaCha8Rng::seed_from_u64(70_000 + seed);
+        let data = data_for(seed);
+        let body = random::random_pinned_request(&mut g);
+        let user = golden::user_context(Some(&random::random_user(&mut g)));
+        let req = parse_request(&body, &limits)
+            .unwrap_or_else(|e| panic!("seed {seed}: request rejected: {:?}\n{body}", e.0));
+        prioritised += usize::from(req.queries[0].prioritised());
+        let got = execute(&req, &user, data::batches(&data), &limits)
+            .await
+            .and_then(|r| encode_json(&r, &limits));
+        let got = match got {
+            Ok(v) => v,
+            Err(e) => {
+                failures.push(format!("seed {seed}: engine failed: {e}\n{body}"));
+                continue;
+            }
+        };
+        let want = reference::evaluate(&req, &user, &data);
+        if first_query_rows(&want) > 0 {
+            non_empty += 1;
+        }
+        if let Err(diff) = same(&got, &want, "") {
+            failures.push(format!(
+                "seed {seed}: {diff}\nrequest: {body}\nuser: {user:?}"
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 200 failed:\n{}",
+        failures.len(),
+        failures[..failures.len().min(3)].join("\n\n")
+    );
+    assert!(non_empty > 40, "only {non_empty} pinned queries had rows");
+    assert!(
+        (40..180).contains(&prioritised),
+        "{prioritised} of 200 prioritised: both modes must be covered"
+    );
+}
+
 /// The same rows as one batch per (provider, source type) of each input batch: the store's
 /// usual layout (a push is one source), which the bucket operator reads without per-row work.
 fn split_by_source(

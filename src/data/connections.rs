@@ -12,7 +12,7 @@ use super::DataError;
 use crate::providers;
 use crate::schema::{Dataset, Table};
 use crate::store::health::HealthStore;
-use crate::store::metadata::{MetadataStore, User};
+use crate::store::metadata::{ConnectionStatus, MetadataStore, User};
 use crate::users::render_time;
 
 /// The resource name a dataset is listed under (`workouts`, `heartrate`, ...).
@@ -49,7 +49,7 @@ pub async fn provider_entries(
                 .unwrap_or_default()
                 .iter()
                 .map(|r| {
-                    let available = c.status == "connected" && stored.contains(r);
+                    let available = c.status == ConnectionStatus::Connected && stored.contains(r);
                     let scopes = json!({
                         "user_granted": {"required": [], "optional": []},
                         "user_denied": {"required": [], "optional": []},
@@ -69,7 +69,7 @@ pub async fn provider_entries(
                 "name": catalogued.map_or(c.provider.as_str(), |p| p.name),
                 "slug": c.provider,
                 "logo": catalogued.map(|p| p.logo.clone()),
-                "status": c.status,
+                "status": c.status.as_str(),
                 "created_on": render_time(c.created_at),
                 "resource_availability": availability,
                 "error_details": null,

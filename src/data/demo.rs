@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::{DataError, push};
 use crate::ingest::demo::{self, Persona};
 use crate::store::health::HealthStore;
-use crate::store::metadata::{MetadataStore, User};
+use crate::store::metadata::{ConnectionStatus, MetadataStore, User};
 use crate::validation::{Invalid, Violation};
 
 /// Default history length of a demo connection, in days.
@@ -121,7 +121,7 @@ pub async fn connect(
     for body in merge_bodies(bodies) {
         counts.push(push(meta, store, user, &body, now).await?);
     }
-    meta.upsert_connection(user.id, provider, "connected")
+    meta.upsert_connection(user.id, provider, ConnectionStatus::Connected)
         .await?;
     Ok(counts)
 }

@@ -1,12 +1,15 @@
 //! The data plane's operations, between the HTTP layer and the parts that do the work: a push
 //! is validated by [`crate::ingest`] and written durably to the [`HealthStore`]; getter reads
-//! come back from the store, filtered by provider, and are rendered by [`crate::ingest`].
+//! come back from the store, filtered by provider, and are rendered by [`crate::ingest`];
+//! timeseries getters read one page at a time ([`sample_page`]). A push given as JSON text
+//! ([`push_json`]) is parsed in one pass on a blocking thread, never as one JSON tree.
 //!
 //! Decisions where the specs are silent:
-//! - a push is validated whole before anything is written, then written one dataset at a time;
-//!   it is acknowledged only once every dataset is durable. A crash in between may leave some
-//!   datasets of an unacknowledged push stored: the client retries, and replacement by record
-//!   key makes the retry idempotent;
+//! - a push is validated whole before anything is written, then written all-or-nothing
+//!   ([`HealthStore::write_push`]): one segment per dataset, committed by one record written
+//!   last, so a crash leaves every dataset of the push stored or none; it is acknowledged once
+//!   committed. A client retrying an unacknowledged push that did commit is harmless:
+//!   replacement by record key makes the retry idempotent;
 //! - a push connects its provider to the user (status `connected`), so pushed data shows under
 //!   `GET /v2/user/providers/{user_id}`;
 //! - `ingestion_start`/`ingestion_end` do not reject pushed records; they bound the window the
@@ -14,6 +17,9 @@
 
 pub mod connections;
 pub mod demo;
+mod pages;
+
+pub use pages::sample_page;
 
 use std::ops::Range;
 
@@ -24,10 +30,10 @@ use datafusion::arrow::compute::kernels::cmp::eq;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::ingest::{self, PushUser};
+use crate::ingest::{self, PushBatches, PushUser};
 use crate::schema::Dataset;
 use crate::store::health::{HealthStore, StoreError};
-use crate::store::metadata::{MetadataError, MetadataStore, User};
+use crate::store::metadata::{ConnectionStatus, MetadataError, MetadataStore, User};
 use crate::validation::Invalid;
 
 /// Failures of data-plane operations.
@@ -45,6 +51,9 @@ pub enum DataError {
     /// An Arrow kernel failed while filtering.
     #[error("arrow: {0}")]
     Arrow(#[from] datafusion::arrow::error::ArrowError),
+    /// A blocking task (parsing, rendering) panicked or was cancelled.
+    #[error("blocking task: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }
 
 /// The user's fallback zone, parsed (stored zones were validated on the way in).
@@ -62,20 +71,56 @@ pub async fn push(
     body: &Value,
     now: DateTime<Utc>,
 ) -> Result<Value, DataError> {
-    let push_user = PushUser {
+    let parsed = ingest::parse_push(body, &push_user(user), now)?;
+    store_push(meta, store, user, parsed).await
+}
+
+/// Validates a push body given as JSON text and stores it durably; answers the counts per
+/// table. The text is parsed in one pass on a blocking thread and dropped before the writes,
+/// so a push costs about its body plus its Arrow batches (see `ingest::parse_push_json`).
+pub async fn push_json(
+    meta: &MetadataStore,
+    store: &HealthStore,
+    user: &User,
+    body: bytes::Bytes,
+    now: DateTime<Utc>,
+) -> Result<Value, DataError> {
+    let push_user = push_user(user);
+    let parsed =
+        tokio::task::spawn_blocking(move || ingest::parse_push_json(&body, &push_user, now))
+            .await??;
+    store_push(meta, store, user, parsed).await
+}
+
+fn push_user(user: &User) -> PushUser {
+    PushUser {
         fallback_time_zone: fallback_zone(user),
-    };
-    let parsed = ingest::parse_push(body, &push_user, now)?;
-    for (dataset, batch) in &parsed.batches {
-        store
-            .write(user.team_id, user.id, *dataset, batch.clone())
-            .await?;
     }
-    if let Some(provider) = body.get("provider").and_then(Value::as_str) {
-        meta.upsert_connection(user.id, provider, "connected")
-            .await?;
+}
+
+/// Commits a parsed push all-or-nothing, asks for compaction of what it wrote, and connects
+/// its provider.
+async fn store_push(
+    meta: &MetadataStore,
+    store: &HealthStore,
+    user: &User,
+    parsed: PushBatches,
+) -> Result<Value, DataError> {
+    let counts = parsed.counts();
+    let written: Vec<Dataset> = parsed.batches.iter().map(|(dataset, _)| *dataset).collect();
+    store
+        .write_push(user.team_id, user.id, parsed.batches)
+        .await?;
+    // Compaction only tidies what is already durable: failing to ask for it loses nothing.
+    let delay = crate::jobs::compaction::DEFAULT_DELAY;
+    if let Err(error) =
+        crate::jobs::compaction::schedule(meta, user.team_id, user.id, &written, delay).await
+    {
+        tracing::warn!(%error, user = %user.id, "could not schedule compaction");
     }
-    Ok(parsed.counts())
+    meta.upsert_connection(user.id, &parsed.provider, ConnectionStatus::Connected)
+        .await?;
+    Ok(counts)
 }
 
 /// Reads a dataset in a window, keeping only rows of `provider` when given.

@@ -5,8 +5,8 @@
 //! scan (one table, or a union of resources with a `resource` column)
 //!  → filter: index in the floating window, and WHERE
 //!  → projection: group keys __k*, aggregate inputs __a*, index time, ingestion time, source
-//!  → aggregate by keys (+ provider, source type when prioritised)
-//!  → [row_number per group over the source rank, keep 1]     (§3.5)
+//!  → aggregate by keys (+ the interned (provider, source type) when prioritised)
+//!  → [aggregate by keys: each result of the best-ranked source]     (§3.5, `best.rs`)
 //!  → sort by keys → projection to the output names of §4.1
 //! ```
 //! Row-level queries skip the aggregate and sort by index time, then provider, source type and
@@ -64,7 +64,7 @@ pub fn compile(
         zone: catalog.user.fallback_time_zone,
     };
     let plan =
-        build(req, q, catalog, &rows, scan).map_err(|e| EngineError::internal("planning", e))?;
+        build(req, q, catalog, &rows, scan).map_err(|source| EngineError::Planning { source })?;
     Ok(plan)
 }
 
@@ -76,7 +76,7 @@ fn dataset_of(q: &Query) -> Dataset {
 }
 
 fn scan(q: &Query, catalog: &Catalog) -> Result<LogicalPlanBuilder, EngineError> {
-    let df = |e| EngineError::internal("scan", e);
+    let df = |source| EngineError::Planning { source };
     match &q.source {
         QuerySource::Table(t) => {
             LogicalPlanBuilder::scan(t.name(), catalog.source(Dataset::Table(*t))?, None)
@@ -220,13 +220,14 @@ fn build(
         };
         proj.push(e.alias(key(i)));
     }
-    let mut aggs = Vec::new();
+    let (mut aggs, mut results) = (Vec::new(), Vec::new());
     let mut ordered = false;
     for (j, item) in q.select.iter().enumerate() {
         if let SelectKind::Aggregate(f, op) = &item.kind {
             proj.push(rows.operand(op).alias(arg(j)));
             ordered |= matches!(f, Func::Oldest | Func::Newest);
             aggs.push(aggregate(*f, column(&arg(j))).alias(res(j)));
+            results.push(res(j));
         }
     }
     if ordered {
@@ -249,7 +250,7 @@ fn build(
     }
     let mut plan = project(plan, proj)?.aggregate(groups, aggs)?;
     if prioritised {
-        plan = keep_best(plan, keys.clone(), &sources)?;
+        plan = keep_best(plan, keys.clone(), &results, &sources)?;
     }
     if q.group_by.is_empty() {
         plan = plan.filter(column(NON_EMPTY).gt(lit(0i64)))?;

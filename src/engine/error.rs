@@ -1,7 +1,7 @@
 //! The engine's error enum: one variant per cause, so the HTTP layer's exhaustive `match` decides
 //! every status once (422 for `Invalid`, `ResultTooLarge` and `ResourcesExhausted`: the request
 //! is too big for its limit, and narrowing it helps where retrying would not; 504 for
-//! `Timeout`, 500 for `Internal`).
+//! `Timeout`, 500 for `Planning`, `Execution` and `Internal`, whose causes go to the log).
 
 use crate::validation::Invalid;
 
@@ -36,6 +36,21 @@ pub enum EngineError {
         /// The configured pool size.
         limit_bytes: usize,
         /// DataFusion's description.
+        #[source]
+        source: datafusion::error::DataFusionError,
+    },
+    /// DataFusion could not build, optimise or physically plan a compiled query: a compiler bug
+    /// (500), with DataFusion's error as the source.
+    #[error("planning failed: {source}")]
+    Planning {
+        /// DataFusion's error.
+        #[source]
+        source: datafusion::error::DataFusionError,
+    },
+    /// A query failed while running, for a reason other than memory (500).
+    #[error("execution failed: {source}")]
+    Execution {
+        /// DataFusion's error.
         #[source]
         source: datafusion::error::DataFusionError,
     },

@@ -1,11 +1,12 @@
-//! [`execute`]: compiles and runs every query of a request over the batches handed in, under
-//! the time limit (the whole batch of queries is cancelled on expiry) and a per-request
-//! DataFusion memory pool. Also [`required_inputs`]: what the caller must load.
+//! Compiling and running every query of a request over the batches handed in, under a deadline
+//! (the whole batch of queries is cancelled at it) and a per-request DataFusion memory pool, on
+//! the state and runtime an [`Engine`](super::Engine) owns. Also [`required_inputs`]: what the
+//! caller must load.
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -14,7 +15,7 @@ use datafusion::catalog::Session;
 use datafusion::error::DataFusionError;
 use datafusion::execution::TaskContext;
 use datafusion::execution::context::QueryPlanner;
-use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
+use datafusion::execution::memory_pool::{GreedyMemoryPool, MemoryPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::LogicalPlan;
@@ -27,6 +28,7 @@ use datafusion::prelude::SessionConfig;
 use crate::schema::Dataset;
 
 use super::bucket::BucketPlanner;
+use super::budget::Budget;
 use super::catalog::{Catalog, UserContext};
 use super::request::{QuerySource, ValidRequest};
 use super::{EngineError, Limits, compile, time};
@@ -93,21 +95,10 @@ const NAMED_CONSUMERS: NonZeroUsize = match NonZeroUsize::new(5) {
     None => NonZeroUsize::MIN,
 };
 
-/// The planning state every request shares: DataFusion's built-in functions, the lean
-/// optimiser and the planner with the time-bucket operator. Building a state registers every
-/// built-in function (~150 us), so it is built once per `target_partitions` value (one per
-/// process in practice: limits are configured at start-up) and never copied.
-fn shared_state(partitions: usize) -> Arc<SessionState> {
-    /// The states built so far, by `target_partitions`.
-    type States = Mutex<Vec<(usize, Arc<SessionState>)>>;
-    static STATES: OnceLock<States> = OnceLock::new();
-    let mut states = STATES
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, state)) = states.iter().find(|(p, _)| *p == partitions) {
-        return state.clone();
-    }
+/// The planning state every request of an engine shares: DataFusion's built-in functions, the
+/// lean optimiser and the planner with the time-bucket operator. Building one registers every
+/// built-in function (~150 us), so [`Engine`](super::Engine) builds it once, at start-up.
+pub(super) fn planning_state(partitions: usize) -> SessionState {
     // Batches as large as the store's row groups: a user's data is small, and the scan then
     // hands each cached batch on whole instead of cutting it in eight (every batch costs the
     // operators above it a fixed amount of work).
@@ -118,55 +109,61 @@ fn shared_state(partitions: usize) -> Arc<SessionState> {
     // The compiler emits lean plans (no subqueries, joins or redundant filters), so the logical
     // optimiser only prunes columns and shares the floating-time expression: the full rule set
     // costs milliseconds per query, more than executing a small one.
-    let state = Arc::new(
-        SessionStateBuilder::new()
-            .with_config(config)
-            .with_default_features()
-            .with_optimizer_rules(vec![
-                Arc::new(OptimizeProjections::new()),
-                Arc::new(CommonSubexprEliminate::new()),
-                Arc::new(OptimizeProjections::new()),
-            ])
-            .with_query_planner(Arc::new(Planner))
-            .build(),
-    );
-    states.push((partitions, state.clone()));
-    state
+    SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_optimizer_rules(vec![
+            Arc::new(OptimizeProjections::new()),
+            Arc::new(CommonSubexprEliminate::new()),
+            Arc::new(OptimizeProjections::new()),
+        ])
+        .with_query_planner(Arc::new(Planner))
+        .build()
 }
 
 /// One request's session: the shared planning state, and a task context of its own whose
-/// memory pool bounds this request's execution alone.
+/// memory pool bounds this request alone: its operators, and (through [`Budget`]) the input
+/// batches and result tables it holds.
 struct RequestSession {
     state: Arc<SessionState>,
     task: Arc<TaskContext>,
+    pool: Arc<dyn MemoryPool>,
 }
 
 impl RequestSession {
-    fn new(limits: &Limits) -> Self {
-        let state = shared_state(limits.target_partitions.max(1));
-        let pool = TrackConsumersPool::new(
+    fn new(state: &Arc<SessionState>, limits: &Limits) -> Self {
+        let state = state.clone();
+        let pool: Arc<dyn MemoryPool> = Arc::new(TrackConsumersPool::new(
             GreedyMemoryPool::new(limits.memory_limit_bytes),
             NAMED_CONSUMERS,
-        );
+        ));
         let runtime = RuntimeEnv {
-            memory_pool: Arc::new(pool),
+            memory_pool: pool.clone(),
             ..state.runtime_env().as_ref().clone()
         };
         let task = TaskContext::from(state.as_ref()).with_runtime(Arc::new(runtime));
         RequestSession {
             state,
             task: Arc::new(task),
+            pool,
         }
     }
 
-    /// Optimises, plans and runs one compiled query.
-    async fn run(&self, plan: &LogicalPlan) -> datafusion::common::Result<Run> {
+    /// Optimises, plans and runs one compiled query; a failure says in which phase.
+    async fn run(&self, plan: &LogicalPlan, limits: &Limits) -> Result<Run, EngineError> {
+        let planning = |source| EngineError::Planning { source };
         let t = std::time::Instant::now();
-        let optimised = self.state.optimize(plan)?;
+        let optimised = self.state.optimize(plan).map_err(planning)?;
         let optimised_at = t.elapsed();
-        let physical = self.state.create_physical_plan(&optimised).await?;
+        let physical = self
+            .state
+            .create_physical_plan(&optimised)
+            .await
+            .map_err(planning)?;
         let planned_at = t.elapsed();
-        let batches = collect(physical.clone(), self.task.clone()).await?;
+        let batches = collect(physical.clone(), self.task.clone())
+            .await
+            .map_err(|e| classify(e, limits))?;
         Ok(Run {
             phases: [
                 optimised_at,
@@ -204,6 +201,8 @@ impl QueryPlanner for Planner {
     }
 }
 
+/// An error of the execution phase: memory exhaustion (the request is too big for its limit)
+/// or anything else, with DataFusion's error kept as the source.
 fn classify(e: DataFusionError, limits: &Limits) -> EngineError {
     if matches!(e.find_root(), DataFusionError::ResourcesExhausted(_)) {
         EngineError::ResourcesExhausted {
@@ -211,7 +210,7 @@ fn classify(e: DataFusionError, limits: &Limits) -> EngineError {
             source: e,
         }
     } else {
-        EngineError::internal("execution", e)
+        EngineError::Execution { source: e }
     }
 }
 
@@ -225,7 +224,7 @@ async fn run_one(
 ) -> Result<QueryResult, EngineError> {
     let plan = compile(req, i, catalog)?;
     let schema = Arc::new(plan.schema().as_arrow().clone());
-    let run = session.run(&plan).await.map_err(|e| classify(e, limits))?;
+    let run = session.run(&plan, limits).await?;
     let batches = run
         .batches
         .into_iter()
@@ -236,22 +235,30 @@ async fn run_one(
     Ok(QueryResult { schema, batches })
 }
 
-/// The user's tables and a session for one request.
+/// The user's tables and a session for one request, the input batches charged to its pool
+/// first: a request whose data alone exceeds the memory limit is refused before any planning.
 fn prepare(
+    state: &Arc<SessionState>,
     ctx: &UserContext,
     inputs: HashMap<Dataset, Vec<RecordBatch>>,
     limits: &Limits,
-) -> Result<(Catalog, RequestSession), EngineError> {
+) -> Result<(Catalog, RequestSession, Budget), EngineError> {
+    let session = RequestSession::new(state, limits);
+    let mut budget = Budget::new(&session.pool);
+    budget
+        .charge(inputs.values().flatten())
+        .map_err(|e| classify(e, limits))?;
     let mut catalog = Catalog::new(ctx.clone(), inputs)?;
     catalog.bucket_operator = limits.bucket_operator;
-    Ok((catalog, RequestSession::new(limits)))
+    Ok((catalog, session, budget))
 }
 
 /// EXPLAIN ANALYZE of every query of `req`, for diagnostics (benches, debugging a slow
 /// request): each phase's wall time (catalog and session set-up, compile, logical optimise,
 /// physical planning, execution) and the physical plan with its metrics. Runs on the caller's
 /// runtime, without the time limit.
-pub async fn explain_analyze(
+pub(super) async fn explain_analyze(
+    state: &Arc<SessionState>,
     req: &ValidRequest,
     ctx: &UserContext,
     inputs: HashMap<Dataset, Vec<RecordBatch>>,
@@ -260,13 +267,13 @@ pub async fn explain_analyze(
     use datafusion::physical_plan::display::DisplayableExecutionPlan;
     use std::fmt::Write;
     let t = std::time::Instant::now();
-    let (catalog, session) = prepare(ctx, inputs, limits)?;
-    let mut out = format!("set-up {:?}\n", t.elapsed());
+    let (catalog, session, budget) = prepare(state, ctx, inputs, limits)?;
+    let mut out = format!("set-up {:?}, inputs {} bytes\n", t.elapsed(), budget.size());
     for i in 0..req.queries.len() {
         let t = std::time::Instant::now();
         let plan = compile(req, i, &catalog)?;
         let compiled = t.elapsed();
-        let run = session.run(&plan).await.map_err(|e| classify(e, limits))?;
+        let run = session.run(&plan, limits).await?;
         let [optimise, planning, execution] = run.phases;
         let _ = writeln!(
             out,
@@ -277,51 +284,64 @@ pub async fn explain_analyze(
     Ok(out)
 }
 
-/// The engine's CPU runtime, separate from the one serving requests (DataFusion's advice for
-/// mixing CPU-bound plans with I/O): one worker per core.
-fn cpu_runtime() -> Result<&'static tokio::runtime::Runtime, EngineError> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    let rt = RUNTIME.get_or_init(|| {
-        let threads = std::thread::available_parallelism().map_or(2, usize::from);
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .thread_name("wearhouse-engine")
-            .enable_time()
-            .build()
-            .map_err(|e| e.to_string())
-    });
-    rt.as_ref()
-        .map_err(|e| EngineError::Internal(format!("engine runtime: {e}")))
-}
-
-/// Runs every query of `req` over `inputs` with the limits' time and memory bounds.
+/// Runs every query of `req` over `inputs` on `runtime` until `deadline`.
 ///
-/// The work runs on the engine's own runtime: the caller's runtime stays responsive (its
-/// timer answers the timeout on time even while every engine thread is busy), and aborting
-/// the task drops, and so cancels, every DataFusion stream at its next yield point.
-pub async fn execute(
+/// The returned future owns the work: when it is dropped (the deadline passed here, an outer
+/// deadline, a client that went away), the task is aborted, which drops, and so cancels, every
+/// DataFusion stream at its next yield point. A detached task would keep burning CPU after its
+/// 504.
+pub(super) async fn execute_on(
+    runtime: &tokio::runtime::Handle,
+    state: &Arc<SessionState>,
     req: &ValidRequest,
     ctx: &UserContext,
     inputs: HashMap<Dataset, Vec<RecordBatch>>,
     limits: &Limits,
+    deadline: tokio::time::Instant,
 ) -> Result<Vec<QueryResult>, EngineError> {
-    let (catalog, session) = prepare(ctx, inputs, limits)?;
+    let (catalog, session, mut budget) = prepare(state, ctx, inputs, limits)?;
     let (req, lim) = (req.clone(), limits.clone());
-    let mut work = cpu_runtime()?.spawn(async move {
+    let work = AbortOnDrop(runtime.spawn(async move {
         let mut results = Vec::with_capacity(req.queries.len());
         for i in 0..req.queries.len() {
-            results.push(run_one(&session, &req, i, &catalog, &lim).await?);
+            let result = run_one(&session, &req, i, &catalog, &lim).await?;
+            // Results wait for the last query (and the encoder): they hold memory meanwhile.
+            budget
+                .charge(&result.batches)
+                .map_err(|e| classify(e, &lim))?;
+            results.push(result);
+            // In-memory plans rarely wait, and DataFusion's sources yield only once a task's
+            // budget is spent (128 batches): yield between queries, so an abort lands within
+            // one query's work.
+            tokio::task::yield_now().await;
         }
         Ok(results)
-    });
-    match tokio::time::timeout(limits.timeout, &mut work).await {
+    }));
+    match tokio::time::timeout_at(deadline, work).await {
         Ok(Ok(r)) => r,
         Ok(Err(join)) => Err(EngineError::internal("query task", join)),
-        Err(_) => {
-            work.abort();
-            Err(EngineError::Timeout {
-                seconds: limits.timeout.as_secs(),
-            })
-        }
+        Err(_) => Err(EngineError::Timeout {
+            seconds: limits.timeout.as_secs(),
+        }),
+    }
+}
+
+/// A spawned task that is aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
     }
 }

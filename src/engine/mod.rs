@@ -4,19 +4,20 @@
 //! schemas of [`crate::schema`] and map [`EngineError`] to status codes.
 //!
 //! Flow: [`parse_request`] → [`required_inputs`] (the caller loads those datasets) →
-//! [`execute`] (which calls [`compile`] per query) → [`encode_json`] or [`encode_parquet_tar`].
-//! [`explain_analyze`] runs the same plans and reports each phase's time and the physical plan
-//! with its metrics (diagnostics). Planning state (DataFusion's function registry, our optimiser
-//! rules and planner) is built once per process; each request only gets a task context with its
-//! own memory pool.
+//! [`Engine::execute`] (which calls [`compile`] per query) → [`encode_json`] or
+//! [`encode_parquet_tar`]. [`Engine::explain_analyze`] runs the same plans and reports each
+//! phase's time and the physical plan with its metrics (diagnostics). An [`Engine`] is built
+//! once at start-up and holds the limits, the planning state (DataFusion's function registry,
+//! our optimiser rules and planner) and the CPU runtime; each request only gets a task context
+//! with its own memory pool, and one deadline for all its phases.
 //!
 //! Module map: `request` (typed request), `parse`/`envelope`/`parse_expr`/`json_check`/`rules`/
 //! `where_clause` (validation, §1–§2), `time`/`udf`/`macros` (floating time, buckets, parts,
-//! sleep macros), `catalog`/`expr`/`compile`/`priority` (plans, §3), `bucket` (the time-bucket
-//! operator), `execute`, `encode` (§4).
+//! sleep macros), `catalog`/`expr`/`compile`/`priority`/`best` (plans, §3), `bucket` (the time-bucket
+//! operator), `execute`, `budget` (what a request holds, charged to its pool), `encode` (§4).
 //!
-//! Two plan shapes: the general one (`compile.rs`: filter, projection, aggregate, ranking
-//! window, sort) for every query, and, for the most common shape (one resource, one
+//! Two plan shapes: the general one (`compile.rs`: filter, projection, aggregate, best-source
+//! aggregate, sort) for every query, and, for the most common shape (one resource, one
 //! `date_trunc` group key, mean/min/max/sum/count/oldest/newest of float fields), a logical
 //! extension node planned as our own operator (`bucket.rs`), which reads runs of rows per
 //! source and skips whole batches a better source already owns. Tests compare the two on
@@ -36,10 +37,15 @@
 //!   UDAF (`udaf.rs`) over (value, index time, ingestion time), ignoring null values.
 //! - Memory exhaustion is [`EngineError::ResourcesExhausted`], answered 422 by the HTTP layer
 //!   (the request is too big for the memory limit; narrowing the timeframe helps, retrying not).
+//!   The limit covers the request, not only DataFusion's operators: the input batches it reads
+//!   and the result tables it keeps are charged to the same pool (`budget.rs`).
 //! - Queries run on the engine's own multi-threaded runtime, so the caller's timer answers the
-//!   timeout on time; encoders have `*_blocking` wrappers for async callers.
+//!   timeout on time, and are aborted when their future is dropped (a 504 stops the work);
+//!   encoders have `*_blocking` wrappers for async callers.
 
+mod best;
 mod bucket;
+mod budget;
 mod catalog;
 mod compile;
 mod encode;
@@ -47,6 +53,7 @@ mod envelope;
 mod error;
 mod execute;
 mod expr;
+mod instance;
 mod json_check;
 mod limits;
 pub mod macros;
@@ -63,13 +70,18 @@ mod where_clause;
 #[cfg(test)]
 mod tests;
 
+pub use budget::InputSize;
 pub use catalog::{Catalog, UserContext, data_type_of};
 pub use compile::compile;
 pub use encode::json::encode_json;
 pub use encode::parquet_tar::encode_parquet_tar;
-pub use encode::{encode_json_blocking, encode_parquet_tar_blocking};
+pub use encode::{
+    JSON_MEDIA_TYPE, OutputFormat, PARQUET_TAR_MEDIA_TYPE, encode_blocking, encode_json_blocking,
+    encode_parquet_tar_blocking,
+};
 pub use error::EngineError;
-pub use execute::{QueryResult, execute, explain_analyze, required_inputs};
+pub use execute::{QueryResult, required_inputs};
+pub use instance::{Engine, execute, explain_analyze};
 pub use limits::Limits;
 pub use parse::parse_request;
 pub use priority::provider_order;

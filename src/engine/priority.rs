@@ -1,7 +1,8 @@
 //! Provider prioritisation (§3.5) as a plan shape: the first aggregate groups by (group keys,
 //! source), where a source is one (provider, source type) pair; this module ranks those
-//! sub-groups and keeps the best per group with
-//! `row_number() OVER (PARTITION BY keys ORDER BY rank)`.
+//! sub-groups and keeps the best per group with a second aggregate by the keys alone, whose
+//! `best_source` function (`best.rs`) keeps each result of the best-ranked sub-group. No step
+//! requires an input order, so no optimiser rewrite of sorts can invalidate the plan.
 //!
 //! Rank order: source type (`SOURCE_TYPE_PRIORITY`, others after and by name), then provider:
 //! request overrides, then the team's order for the data type, then the default order and the
@@ -9,25 +10,25 @@
 //!
 //! Performance: grouping by two strings makes DataFusion convert every row to its row format;
 //! instead each pair is interned to an integer code once per run of equal pairs (rows of one
-//! source come together), the aggregate groups by that integer, and one ranking UDF maps each
-//! code to its source's position in the order above (every pair seen by then). The interner is
-//! shared by the encoding and ranking UDFs of one query only.
+//! source come together), the aggregate groups by that integer, and `best_source` compares codes
+//! by their source's position in the order above ([`Sources::ranks`]). The interner is shared
+//! by the encoding UDF and the `best_source` aggregate of one query only.
 
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{Array, AsArray, Int64Array};
-use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result as DfResult, exec_err};
-use datafusion::functions_window::expr_fn::row_number;
 use datafusion::logical_expr::{
-    ColumnarValue, ExprFunctionExt, LogicalPlanBuilder, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, SortExpr, Volatility,
+    ColumnarValue, LogicalPlanBuilder, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
-use datafusion::prelude::{Expr, lit};
+use datafusion::prelude::Expr;
 
 use crate::providers::{SOURCE_TYPE_PRIORITY, effective_priority};
 
+use super::best::Best;
 use super::expr::column;
 
 /// Internal column names of the provider and source type (row-level ordering).
@@ -36,7 +37,6 @@ pub const PROVIDER: &str = "__provider";
 pub const SOURCE_TYPE: &str = "__source_type";
 /// Internal column of the interned (provider, source type) code.
 pub const SOURCE: &str = "__source";
-const ROW: &str = "__best";
 
 /// The provider order for one query: overrides, then the team's order, then the defaults.
 pub fn provider_order(overrides: &[String], team: &[String]) -> Vec<String> {
@@ -90,52 +90,57 @@ impl Sources {
 
     /// `code(provider, source_type)`: the interned pair as Int64.
     pub fn code(&self, provider: Expr, source_type: Expr) -> Expr {
-        ScalarUDF::from(SourceUdf::new(self.clone(), Part::Code)).call(vec![provider, source_type])
+        let udf = SourceUdf {
+            sources: self.clone(),
+            signature: Signature::any(2, Volatility::Immutable),
+        };
+        ScalarUDF::from(udf).call(vec![provider, source_type])
     }
 
-    fn decode(&self, part: Part) -> Expr {
-        ScalarUDF::from(SourceUdf::new(self.clone(), part)).call(vec![column(SOURCE)])
+    /// The rank of every code interned so far (index: code; 0 is the best source). Ranks
+    /// compare consistently across calls: a pair interned later takes its place in the same
+    /// total order (`rank_key`), so two codes compare alike before and after.
+    pub fn ranks(&self) -> DfResult<Vec<usize>> {
+        let Ok(interner) = self.interner.lock() else {
+            return exec_err!("source interner poisoned");
+        };
+        let mut rank = vec![0; interner.pairs.len()];
+        for (r, code) in ranking(&interner.pairs, &self.providers)
+            .into_iter()
+            .enumerate()
+        {
+            rank[code] = r;
+        }
+        Ok(rank)
+    }
+
+    /// Whether both are the sources of one query (functions over them are then equal).
+    pub fn same(&self, other: &Sources) -> bool {
+        Arc::ptr_eq(&self.interner, &other.interner)
+    }
+
+    /// Hashes the query's identity, consistently with [`Sources::same`].
+    pub fn hash_identity<H: Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.interner) as usize).hash(state);
     }
 }
 
-/// What a source UDF computes: the code of a (provider, source type) pair, or a code's rank.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Part {
-    Code,
-    Rank,
-}
-
+/// `source_code(provider, source_type)`: interns each pair of one query.
 #[derive(Debug)]
 struct SourceUdf {
     sources: Sources,
-    part: Part,
-    name: String,
     signature: Signature,
-}
-
-impl SourceUdf {
-    fn new(sources: Sources, part: Part) -> Self {
-        let n = if part == Part::Code { 2 } else { 1 };
-        let name = format!("source_{part:?}").to_lowercase();
-        SourceUdf {
-            sources,
-            part,
-            name,
-            signature: Signature::any(n, Volatility::Immutable),
-        }
-    }
 }
 
 impl PartialEq for SourceUdf {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.sources.interner, &other.sources.interner) && self.part == other.part
+        self.sources.same(&other.sources)
     }
 }
 impl Eq for SourceUdf {}
 impl Hash for SourceUdf {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        (Arc::as_ptr(&self.sources.interner) as usize).hash(state);
-        self.part.hash(state);
+        self.sources.hash_identity(state);
     }
 }
 
@@ -173,7 +178,7 @@ pub fn ranking(pairs: &[(String, String)], providers: &[String]) -> Vec<usize> {
 
 impl ScalarUDFImpl for SourceUdf {
     fn name(&self) -> &str {
-        &self.name
+        "source_code"
     }
     fn signature(&self) -> &Signature {
         &self.signature
@@ -186,62 +191,41 @@ impl ScalarUDFImpl for SourceUdf {
         let Ok(mut interner) = self.sources.interner.lock() else {
             return exec_err!("source interner poisoned");
         };
-        if self.part == Part::Code {
-            let (Some(p), Some(t)) = (a[0].as_string_opt::<i32>(), a[1].as_string_opt::<i32>())
-            else {
-                return exec_err!("source code expects two strings");
-            };
-            let mut last: Option<(&str, &str, i64)> = None;
-            let out: Int64Array = (0..p.len())
-                .map(|i| {
-                    let (pv, tv) = (
-                        if p.is_valid(i) { p.value(i) } else { "" },
-                        if t.is_valid(i) { t.value(i) } else { "" },
-                    );
-                    match last {
-                        Some((lp, lt, c)) if lp == pv && lt == tv => Some(c),
-                        _ => {
-                            let c = interner.code(pv, tv) as i64;
-                            last = Some((pv, tv, c));
-                            Some(c)
-                        }
-                    }
-                })
-                .collect();
-            return Ok(ColumnarValue::Array(Arc::new(out)));
-        }
-        let Some(codes) = a[0].as_primitive_opt::<Int64Type>() else {
-            return exec_err!("source decode expects Int64 codes");
+        let (Some(p), Some(t)) = (a[0].as_string_opt::<i32>(), a[1].as_string_opt::<i32>()) else {
+            return exec_err!("source code expects two strings");
         };
-        // Every pair is interned by now: ranking runs after the aggregate consumed all rows.
-        let mut rank = vec![0i64; interner.pairs.len()];
-        for (r, code) in ranking(&interner.pairs, &self.sources.providers)
-            .into_iter()
-            .enumerate()
-        {
-            rank[code] = r as i64;
-        }
-        let out: Arc<dyn Array> = Arc::new(
-            codes
-                .iter()
-                .map(|c| c.map(|c| rank.get(c as usize).copied().unwrap_or(i64::MAX)))
-                .collect::<Int64Array>(),
-        );
-        Ok(ColumnarValue::Array(out))
+        let mut last: Option<(&str, &str, i64)> = None;
+        let out: Int64Array = (0..p.len())
+            .map(|i| {
+                let (pv, tv) = (
+                    if p.is_valid(i) { p.value(i) } else { "" },
+                    if t.is_valid(i) { t.value(i) } else { "" },
+                );
+                match last {
+                    Some((lp, lt, c)) if lp == pv && lt == tv => Some(c),
+                    _ => {
+                        let c = interner.code(pv, tv) as i64;
+                        last = Some((pv, tv, c));
+                        Some(c)
+                    }
+                }
+            })
+            .collect();
+        Ok(ColumnarValue::Array(Arc::new(out)))
     }
 }
 
-/// Keeps, per group of `keys`, the sub-group of the best (source type, provider).
+/// Keeps, per group of `keys`, the sub-group of the best (source type, provider): the input
+/// holds one row per (keys, [`SOURCE`]); each of `results` becomes its best-source value.
 pub fn keep_best(
     plan: LogicalPlanBuilder,
     keys: Vec<Expr>,
+    results: &[String],
     sources: &Sources,
 ) -> DfResult<LogicalPlanBuilder> {
-    let order: Vec<SortExpr> = vec![sources.decode(Part::Rank).sort(true, true)];
-    let best = row_number()
-        .partition_by(keys)
-        .order_by(order)
-        .build()?
-        .alias(ROW);
-    plan.window(vec![best])?.filter(column(ROW).eq(lit(1u64)))
+    let best = results
+        .iter()
+        .map(|r| Best::call(sources, column(r), column(SOURCE)).alias(r.as_str()))
+        .collect::<Vec<_>>();
+    plan.aggregate(keys, best)
 }

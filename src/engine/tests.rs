@@ -90,14 +90,14 @@ fn limits_are_configurable() {
 }
 
 #[test]
-fn prioritised_plans_keep_the_best_sub_group_with_a_window() {
+fn prioritised_plans_keep_the_best_sub_group_with_a_second_aggregate() {
     let catalog = Catalog::new(UserContext::default(), HashMap::new()).unwrap();
     let req = parse_request(&spec_example(), &Limits::default()).unwrap();
     let plan = compile(&req, 0, &catalog)
         .unwrap()
         .display_indent()
         .to_string();
-    assert!(plan.contains("row_number"), "{plan}");
+    assert!(plan.contains("best_source"), "{plan}");
     assert!(plan.contains("__source"), "{plan}");
     let rows = body(json!({"select": [{"index": "sleep"}, {"sleep": "efficiency"}]}));
     let req = parse_request(&rows, &Limits::default()).unwrap();
@@ -106,7 +106,7 @@ fn prioritised_plans_keep_the_best_sub_group_with_a_window() {
         .display_indent()
         .to_string();
     assert!(
-        !plan.contains("row_number") && !plan.contains("Aggregate"),
+        !plan.contains("best_source") && !plan.contains("Aggregate"),
         "{plan}"
     );
 }

@@ -13,9 +13,9 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{AuthTeam, PathId, read_json};
-use super::users::team_user;
-use crate::query::{self, Format, PARQUET_TAR_MEDIA_TYPE, QueryOutput};
+use super::extract::{TeamUser, read_json};
+use crate::engine::{OutputFormat, PARQUET_TAR_MEDIA_TYPE};
+use crate::query;
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -38,13 +38,13 @@ impl FromRequest<AppState> for QueryBody {
 /// Picks the answer format from `Accept`: absent, `*/*`, `application/*` or
 /// `application/json` give JSON; the Parquet media type gives the tarball; the first
 /// supported entry of a list wins (q-values are not weighed); anything else is a 406.
-pub fn negotiate(headers: &HeaderMap) -> Result<Format, ApiError> {
+pub fn negotiate(headers: &HeaderMap) -> Result<OutputFormat, ApiError> {
     let Some(accept) = headers.get(ACCEPT) else {
-        return Ok(Format::Json);
+        return Ok(OutputFormat::Json);
     };
     let accept = accept.to_str().unwrap_or("");
     if accept.trim().is_empty() {
-        return Ok(Format::Json);
+        return Ok(OutputFormat::Json);
     }
     for entry in accept.split(',') {
         let media = entry
@@ -54,8 +54,8 @@ pub fn negotiate(headers: &HeaderMap) -> Result<Format, ApiError> {
             .trim()
             .to_ascii_lowercase();
         match media.as_str() {
-            "*/*" | "application/*" | "application/json" => return Ok(Format::Json),
-            m if m == PARQUET_TAR_MEDIA_TYPE => return Ok(Format::ParquetTar),
+            "*/*" | "application/*" | "application/json" => return Ok(OutputFormat::Json),
+            m if m == PARQUET_TAR_MEDIA_TYPE => return Ok(OutputFormat::ParquetTar),
             _ => {}
         }
     }
@@ -75,23 +75,24 @@ pub fn negotiate(headers: &HeaderMap) -> Result<Format, ApiError> {
               (status = 504, description = "The query hit its time limit")),
     security(("api_key" = [])))]
 async fn aggregate_query(
-    team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    TeamUser(user): TeamUser,
     headers: HeaderMap,
     QueryBody(body): QueryBody,
 ) -> Result<Response, ApiError> {
     let format = negotiate(&headers)?;
-    let user = team_user(&state, &team, id).await?;
-    let limits = &state.config.query_limits;
-    let output = query::run(&state.meta, &state.health, &user, &body, format, limits).await?;
-    let (bytes, media_type) = match output {
-        QueryOutput::Json(bytes) => (bytes, "application/json"),
-        QueryOutput::ParquetTar(bytes) => (bytes, PARQUET_TAR_MEDIA_TYPE),
-    };
-    let mut response = Response::new(Body::from(bytes));
+    let output = query::run(
+        &state.meta,
+        &state.health,
+        &user,
+        &body,
+        format,
+        &state.engine,
+    )
+    .await?;
+    let mut response = Response::new(Body::from(output));
     response
         .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(media_type));
+        .insert(CONTENT_TYPE, HeaderValue::from_static(format.media_type()));
     Ok(response)
 }

@@ -2,7 +2,9 @@
 //! (`/v2/summary/...`) and the timeseries getters (`/v2/timeseries/...`).
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
+use axum::http::HeaderValue;
+use axum::response::Response;
 use chrono::Utc;
 use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
@@ -10,7 +12,8 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{AuthTeam, JsonBody, PathId, QueryParams, parse_uuid};
+use super::extract::{ApiPath, AuthTeam, JsonBytes, QueryParams, TeamUser, parse_uuid};
+use super::stream::json_stream;
 use super::users::team_user;
 use crate::data;
 use crate::ingest;
@@ -37,13 +40,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
               (status = 422, description = "A record failed validation; nothing was stored")),
     security(("api_key" = [])))]
 async fn push_data(
-    team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
-    JsonBody(body): JsonBody,
+    TeamUser(user): TeamUser,
+    JsonBytes(body): JsonBytes,
 ) -> Result<Json<Value>, ApiError> {
-    let user = team_user(&state, &team, id).await?;
-    let counts = data::push(&state.meta, &state.health, &user, &body, Utc::now()).await?;
+    let counts = data::push_json(&state.meta, &state.health, &user, body, Utc::now()).await?;
     Ok(Json(json!({ "user_id": user.id, "stored": counts })))
 }
 
@@ -81,7 +82,7 @@ fn provider_filter(query: &QueryParams) -> Result<Option<&str>, ApiError> {
 async fn summary(
     team: AuthTeam,
     State(state): State<AppState>,
-    Path((kind, user_id)): Path<(String, String)>,
+    ApiPath((kind, user_id)): ApiPath<(String, String)>,
     query: QueryParams,
 ) -> Result<Json<Value>, ApiError> {
     let Some((_, table, key)) = KINDS.iter().find(|(k, _, _)| *k == kind) else {
@@ -120,12 +121,10 @@ async fn summary(
               (status = 404, description = "No profile")),
     security(("api_key" = [])))]
 async fn profile(
-    team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    TeamUser(user): TeamUser,
     query: QueryParams,
 ) -> Result<Json<Value>, ApiError> {
-    let user = team_user(&state, &team, id).await?;
     let provider = provider_filter(&query)?;
     let batches = data::read(
         &state.health,
@@ -159,69 +158,125 @@ fn timeseries_resource(name: &str) -> Result<Resource, ApiError> {
     })
 }
 
-async fn read_samples(
+/// The page start a client sent: `cursor`, or its alias `next_cursor` (the name the answers
+/// use); both at once must agree.
+fn cursor(query: &QueryParams) -> Result<Option<ingest::Cursor>, ApiError> {
+    let (param, text) = match (query.get("cursor"), query.get("next_cursor")) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(ApiError::invalid(
+                Violation::value(
+                    loc!["query", "next_cursor"],
+                    "cursor and next_cursor differ; send one of them",
+                )
+                .with_input(Value::from(b)),
+            ));
+        }
+        (Some(a), _) => ("cursor", a),
+        (None, Some(b)) => ("next_cursor", b),
+        (None, None) => return Ok(None),
+    };
+    ingest::Cursor::parse(text, param)
+        .map(Some)
+        .map_err(ApiError::invalid)
+}
+
+/// One page of samples: validates the path and query, then reads the store a slice at a time
+/// until the page is full (see `data::sample_page`).
+async fn read_page(
     state: &AppState,
     team: &AuthTeam,
-    user_id: &str,
-    name: &str,
+    (user_id, name): (&str, &str),
     query: &QueryParams,
-) -> Result<(Resource, Vec<datafusion::arrow::array::RecordBatch>), ApiError> {
+    default_limit: usize,
+    max_limit: usize,
+) -> Result<ingest::SamplePage, ApiError> {
     let id = parse_uuid(user_id, loc!["path", "user_id"])?;
     let user = team_user(state, team, id).await?;
     let resource = timeseries_resource(name)?;
     let window = ingest::parse_date_range(query.get("start_date"), query.get("end_date"))?;
     let provider = provider_filter(query)?;
-    let batches = data::read(
+    let from = cursor(query)?;
+    let caps = state.config.getter_limits;
+    let max_limit = max_limit.min(caps.rows).max(1);
+    let limit = query.int(
+        "limit",
+        i64::try_from(default_limit.min(max_limit)).unwrap_or(i64::MAX),
+        1,
+        i64::try_from(max_limit).unwrap_or(i64::MAX),
+    )?;
+    let limits = ingest::PageLimits {
+        rows: usize::try_from(limit).unwrap_or(max_limit),
+        bytes: caps.bytes,
+    };
+    let page = data::sample_page(
         &state.health,
         &user,
-        Dataset::Timeseries(resource),
-        Some(window),
+        resource,
+        window,
         provider,
+        from,
+        limits,
     )
     .await?;
-    Ok((resource, batches))
+    Ok(page)
 }
 
-/// Samples of one timeseries resource in a date range.
+/// The header that carries the plain getter's next-page cursor.
+const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
+
+/// Samples of one timeseries resource in a date range, in pages: at most `limit` samples
+/// (default and maximum `--getter-max-rows`) and `--getter-max-bytes` of JSON per answer. When
+/// more remain, the `x-next-cursor` header carries the cursor to pass as `cursor` (or
+/// `next_cursor`) for the next page; it is absent on the last page.
 #[utoipa::path(get, path = "/v2/timeseries/{user_id}/{resource}", tag = "data",
     params(("user_id" = uuid::Uuid, Path), ("resource" = String, Path),
            ("start_date" = String, Query), ("end_date" = Option<String>, Query),
-           ("provider" = Option<String>, Query)),
-    responses((status = 200, description = "Array of samples", body = Object)),
+           ("provider" = Option<String>, Query),
+           ("cursor" = Option<String>, Query, description = "the previous answer's x-next-cursor"),
+           ("next_cursor" = Option<String>, Query, description = "alias of cursor"),
+           ("limit" = Option<i64>, Query, description = "samples per page, default and maximum --getter-max-rows")),
+    responses((status = 200, description = "Array of samples", body = Object,
+               headers(("x-next-cursor" = String, description = "present when more samples remain: pass it as cursor for the next page")))),
     security(("api_key" = [])))]
 async fn timeseries(
     team: AuthTeam,
     State(state): State<AppState>,
-    Path((user_id, name)): Path<(String, String)>,
+    ApiPath((user_id, name)): ApiPath<(String, String)>,
     query: QueryParams,
-) -> Result<Json<Value>, ApiError> {
-    let (resource, batches) = read_samples(&state, &team, &user_id, &name, &query).await?;
-    Ok(Json(Value::from(ingest::render_samples(
-        resource, &batches,
-    ))))
+) -> Result<Response, ApiError> {
+    let page = read_page(
+        &state,
+        &team,
+        (&user_id, &name),
+        &query,
+        usize::MAX,
+        usize::MAX,
+    )
+    .await?;
+    let next = page.next_cursor();
+    let mut response = json_stream(move |mut w| page.write_plain(&mut w));
+    if let Some(value) = next.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().insert(NEXT_CURSOR_HEADER, value);
+    }
+    Ok(response)
 }
 
-/// Samples grouped by provider and source, one page at a time (`cursor`, `limit` 1–10000).
+/// Samples grouped by provider and source, one page at a time (`cursor` or `next_cursor`,
+/// `limit` 1–10000 and at most `--getter-max-rows`, at most `--getter-max-bytes` of samples).
 #[utoipa::path(get, path = "/v2/timeseries/{user_id}/{resource}/grouped", tag = "data",
     params(("user_id" = uuid::Uuid, Path), ("resource" = String, Path),
            ("start_date" = String, Query), ("end_date" = Option<String>, Query),
            ("provider" = Option<String>, Query), ("cursor" = Option<String>, Query),
+           ("next_cursor" = Option<String>, Query, description = "alias of cursor"),
            ("limit" = Option<i64>, Query, description = "samples per page, default 1000")),
     responses((status = 200, description = "{groups, next_cursor}", body = Object)),
     security(("api_key" = [])))]
 async fn timeseries_grouped(
     team: AuthTeam,
     State(state): State<AppState>,
-    Path((user_id, name)): Path<(String, String)>,
+    ApiPath((user_id, name)): ApiPath<(String, String)>,
     query: QueryParams,
-) -> Result<Json<Value>, ApiError> {
-    let limit = query.int("limit", 1000, 1, 10_000)?;
-    let (resource, batches) = read_samples(&state, &team, &user_id, &name, &query).await?;
-    let limit = usize::try_from(limit).unwrap_or(1000);
-    Ok(Json(ingest::render_grouped(
-        resource,
-        &batches,
-        query.get("cursor"),
-        limit,
-    )?))
+) -> Result<Response, ApiError> {
+    let page = read_page(&state, &team, (&user_id, &name), &query, 1000, 10_000).await?;
+    Ok(json_stream(move |mut w| page.write_grouped(&mut w)))
 }

@@ -37,6 +37,9 @@ pub enum ApiError {
     /// Body over the size limit (413).
     #[error("request body exceeds the limit of {0} bytes")]
     PayloadTooLarge(usize),
+    /// A request target longer than the server reads (414): the URI's length, the limit.
+    #[error("the request URI is {0} bytes long; the limit is {1} bytes")]
+    UriTooLong(usize, usize),
     /// Validation failures (422).
     #[error(transparent)]
     Invalid(#[from] Invalid),
@@ -78,6 +81,7 @@ impl From<MetadataError> for ApiError {
             MetadataError::Database(_)
             | MetadataError::Migration(_)
             | MetadataError::Corrupt { .. }
+            | MetadataError::UniqueKeyContended { .. }
             | MetadataError::UnsupportedUrl(_) => ApiError::internal(err),
         }
     }
@@ -89,7 +93,9 @@ impl From<crate::data::DataError> for ApiError {
         match err {
             DataError::Invalid(invalid) => ApiError::Invalid(invalid),
             DataError::Metadata(e) => e.into(),
-            DataError::Store(_) | DataError::Arrow(_) => ApiError::internal(err),
+            DataError::Store(_) | DataError::Arrow(_) | DataError::Task(_) => {
+                ApiError::internal(err)
+            }
         }
     }
 }
@@ -114,9 +120,12 @@ impl From<crate::query::QueryError> for ApiError {
                 ))
             }
             QueryError::Metadata(e) => e.into(),
-            QueryError::Engine(EngineError::Internal(_)) | QueryError::Store(_) => {
-                ApiError::internal(err)
-            }
+            QueryError::Engine(
+                EngineError::Planning { .. }
+                | EngineError::Execution { .. }
+                | EngineError::Internal(_),
+            )
+            | QueryError::Store(_) => ApiError::internal(err),
         }
     }
 }
@@ -137,6 +146,12 @@ impl IntoResponse for ApiError {
             ApiError::PayloadTooLarge(limit) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 json!(format!("request body exceeds the limit of {limit} bytes")),
+            ),
+            ApiError::UriTooLong(length, limit) => (
+                StatusCode::URI_TOO_LONG,
+                json!(format!(
+                    "the request URI is {length} bytes long; the limit is {limit} bytes"
+                )),
             ),
             ApiError::Invalid(Invalid(violations)) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, json!(violations))

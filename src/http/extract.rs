@@ -2,9 +2,13 @@
 //! instead of axum's plain-text rejections: JSON bodies, uuid path segments, query strings and
 //! the team API key.
 
-use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
-use axum::http::header::CONTENT_TYPE;
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{FromRequest, FromRequestParts, Path, RawPathParams, Request};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::request::Parts;
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -38,9 +42,37 @@ impl FromRequest<AppState> for JsonBody {
     }
 }
 
+/// A JSON request body as its text, checked like [`JsonBody`] except for the JSON itself, which
+/// the handler parses in one pass (the push API: no JSON tree of a big body).
+#[derive(Debug)]
+pub struct JsonBytes(pub bytes::Bytes);
+
+impl FromRequest<AppState> for JsonBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let limit = state.config.body_limit;
+        read_json_bytes(req, limit).await.map(JsonBytes)
+    }
+}
+
 /// Reads a JSON body of at most `limit` bytes: 422 for a wrong or missing `Content-Type`, an
 /// empty body or malformed JSON; 413 over the limit.
 pub async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
+    let bytes = read_json_bytes(req, limit).await?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::invalid(Violation::new(
+            loc!["body", e.column()],
+            "json_invalid",
+            format!("JSON decode error: {e}"),
+        ))
+    })
+}
+
+/// Reads the text of a JSON body of at most `limit` bytes into one buffer sized from
+/// `Content-Length` (no second copy): 422 for a wrong or missing `Content-Type` or an empty
+/// body; 413 over the limit.
+pub async fn read_json_bytes(req: Request, limit: usize) -> Result<bytes::Bytes, ApiError> {
     let content_type = req
         .headers()
         .get(CONTENT_TYPE)
@@ -66,27 +98,119 @@ pub async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
             )));
         }
     }
-    let bytes = axum::body::to_bytes(req.into_body(), limit)
-        .await
-        .map_err(|_| ApiError::PayloadTooLarge(limit))?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(ApiError::PayloadTooLarge(limit));
+    }
+    let mut buf = Vec::with_capacity(declared.unwrap_or(0));
+    let mut chunks = req.into_body().into_data_stream();
+    while let Some(chunk) = chunks.next().await {
+        // A broken body stream is the client's: answered like an oversized one never is, so
+        // as a 422 on the body.
+        let chunk = chunk.map_err(|e| {
+            ApiError::invalid(Violation::new(
+                loc!["body"],
+                "json_invalid",
+                format!("could not read the request body: {e}"),
+            ))
+        })?;
+        if buf.len() + chunk.len() > limit {
+            return Err(ApiError::PayloadTooLarge(limit));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    if buf.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::invalid(Violation::new(
             loc!["body"],
             "missing",
             "request body is required",
         )));
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::invalid(Violation::new(
-            loc!["body", e.column()],
-            "json_invalid",
-            format!("JSON decode error: {e}"),
-        ))
+    Ok(bytes::Bytes::from(buf))
+}
+
+/// Path parameters deserialised by axum's `Path`, whose rejections answer the 422 body of
+/// `rest-conventions.md` at `["path", <name>]` instead of axum's plain-text 400 (or a 500): a
+/// segment that is not UTF-8 once percent-decoded is bad input like any other.
+#[derive(Debug, Clone)]
+pub struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(ApiPath(value)),
+            Err(rejection) => {
+                // Names by position, for a tuple element that failed (all UTF-8 then).
+                let names: Vec<String> = match RawPathParams::from_request_parts(parts, state).await
+                {
+                    Ok(params) => params.iter().map(|(name, _)| name.to_owned()).collect(),
+                    Err(_) => Vec::new(),
+                };
+                Err(path_rejection(&names, rejection))
+            }
+        }
+    }
+}
+
+/// The 422 for a path that does not deserialise; a rejection that is the route's own mistake
+/// (a missing or unsupported parameter type) stays a 500.
+fn path_rejection(names: &[String], rejection: PathRejection) -> ApiError {
+    let PathRejection::FailedToDeserializePathParams(failed) = rejection else {
+        return ApiError::internal(rejection);
+    };
+    let (name, input, msg) = match failed.into_kind() {
+        ErrorKind::InvalidUtf8InPathParam { key } => (
+            key,
+            None,
+            "Input should be a valid UTF-8 string once percent-decoded".to_owned(),
+        ),
+        ErrorKind::ParseErrorAtKey {
+            key,
+            value,
+            expected_type,
+        } => (
+            key,
+            Some(value),
+            format!("Input should be a valid {expected_type}"),
+        ),
+        ErrorKind::ParseErrorAtIndex {
+            index,
+            value,
+            expected_type,
+        } => (
+            names
+                .get(index)
+                .cloned()
+                .unwrap_or_else(|| index.to_string()),
+            Some(value),
+            format!("Input should be a valid {expected_type}"),
+        ),
+        ErrorKind::DeserializeError {
+            key,
+            value,
+            message,
+        } => (key, Some(value), message),
+        other => return ApiError::internal(other),
+    };
+    let violation = Violation::value(loc!["path", name], msg);
+    ApiError::invalid(match input {
+        Some(value) => violation.with_input(Value::from(value)),
+        None => violation,
     })
 }
 
 /// The uuid of the route's one path parameter (`user_id`, `order_id`, ...). A malformed uuid
-/// is a 422 at `["path", <name>]`.
+/// (or a segment that is not UTF-8) is a 422 at `["path", <name>]`.
 #[derive(Debug, Clone, Copy)]
 pub struct PathId(pub Uuid);
 
@@ -94,15 +218,14 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let params = RawPathParams::from_request_parts(parts, state)
-            .await
-            .map_err(ApiError::internal)?;
-        let Some((name, value)) = params.iter().next() else {
+        let ApiPath(params) =
+            ApiPath::<Vec<(String, String)>>::from_request_parts(parts, state).await?;
+        let Some((name, value)) = params.into_iter().next() else {
             return Err(ApiError::internal(
                 "PathId used on a route without parameters",
             ));
         };
-        parse_uuid(value, loc!["path", name]).map(PathId)
+        parse_uuid(&value, loc!["path", name]).map(PathId)
     }
 }
 
@@ -217,3 +340,27 @@ impl FromRequestParts<AppState> for AuthTeam {
 /// Where the auth extractor leaves the team id for the request log line.
 #[derive(Debug, Clone, Default)]
 pub struct TeamSlot(pub std::sync::Arc<std::sync::OnceLock<Uuid>>);
+
+/// The team's user named by the route's one path parameter: the key is checked first (401),
+/// then the uuid (422 at `["path", "user_id"]`), then the user, answered 404 when it does not
+/// exist or belongs to another team.
+#[derive(Debug, Clone)]
+pub struct TeamUser(pub crate::store::metadata::User);
+
+impl FromRequestParts<AppState> for TeamUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let AuthTeam(team) = AuthTeam::from_request_parts(parts, state).await?;
+        let PathId(id) = PathId::from_request_parts(parts, state).await?;
+        state
+            .meta
+            .user(team.id, id)
+            .await?
+            .map(TeamUser)
+            .ok_or(ApiError::NotFound("User"))
+    }
+}

@@ -6,15 +6,20 @@
 //! 1. trailing slashes are trimmed before routing, so `/v2/user` and `/v2/user/` are one endpoint;
 //! 2. the request id is taken from `x-request-id` or generated, and echoed on the response;
 //! 3. a panic becomes a 500 with the generic body (never a dropped connection);
-//! 4. each request is logged once (method, route template, status, duration, team id);
-//! 5. a 500 is logged with its cause and answered with `{"detail", "request_id"}`.
+//! 4. each request runs in a `request` span carrying its id, so every log line below it (store,
+//!    engine, jobs it enqueues) names the request, and is logged once (method, route template,
+//!    status, duration, team id);
+//! 5. a 500 is logged with its cause and answered with `{"detail", "request_id"}`;
+//! 6. a URI longer than [`MAX_URI_BYTES`] is refused with a JSON 414 before routing.
 
 mod aggregate;
 mod data;
 pub mod error;
 pub mod extract;
+mod jobs;
 mod link;
 mod meta;
+mod stream;
 mod teams;
 mod users;
 
@@ -31,10 +36,12 @@ use serde_json::json;
 use tower::Layer;
 use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
+use crate::engine::{Engine, EngineError};
 use crate::store::health::HealthStore;
 use crate::store::metadata::MetadataStore;
 use error::{ApiError, InternalCause};
@@ -46,6 +53,8 @@ pub struct HttpConfig {
     pub body_limit: usize,
     /// Limits of aggregate queries (body size, counts, time, memory, JSON cells).
     pub query_limits: crate::engine::Limits,
+    /// Caps of one timeseries getter answer (samples and bytes; further samples page by cursor).
+    pub getter_limits: crate::ingest::PageLimits,
 }
 
 impl Default for HttpConfig {
@@ -53,6 +62,7 @@ impl Default for HttpConfig {
         HttpConfig {
             body_limit: 16 * 1024 * 1024,
             query_limits: crate::engine::Limits::default(),
+            getter_limits: crate::ingest::PageLimits::default(),
         }
     }
 }
@@ -64,11 +74,28 @@ pub struct AppState {
     pub meta: MetadataStore,
     /// Health data.
     pub health: HealthStore,
+    /// The aggregate query engine, built from `config.query_limits`.
+    pub engine: Engine,
     /// HTTP limits.
     pub config: Arc<HttpConfig>,
 }
 
 impl AppState {
+    /// The state of a service over these stores, with an engine built from the configuration's
+    /// query limits.
+    pub fn new(
+        meta: MetadataStore,
+        health: HealthStore,
+        config: HttpConfig,
+    ) -> Result<AppState, EngineError> {
+        Ok(AppState {
+            meta,
+            health,
+            engine: Engine::new(config.query_limits.clone())?,
+            config: Arc::new(config),
+        })
+    }
+
     /// Removes a user's health data (called after the user's metadata is gone, so no new
     /// write for the user can be accepted meanwhile).
     pub async fn delete_user_data(&self, team: Uuid, user: Uuid) -> Result<(), ApiError> {
@@ -103,6 +130,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(users::routes())
         .merge(teams::routes())
+        .merge(jobs::routes())
         .merge(data::routes())
         .merge(aggregate::routes())
         .merge(link::routes())
@@ -128,19 +156,56 @@ pub fn router(state: AppState) -> NormalizePath<Router> {
                 axum::Json(json!({"detail": "Method Not Allowed"})),
             )
         })
+        .layer(middleware::from_fn(limit_uri))
         .layer(middleware::from_fn(request_context))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic_response,
         ))
+        // A span per request carrying its id, so every log line of the store or the engine
+        // names the request it serves; the one summary line is `request_context`'s.
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_request(())
+                .on_response(())
+                .on_body_chunk(())
+                .on_eos(())
+                .on_failure(()),
+        )
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state);
     NormalizePathLayer::trim_trailing_slash().layer(app)
 }
 
+/// The span of one request: its id (set by the layer outside this one), method and path.
+fn request_span(req: &Request) -> tracing::Span {
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    tracing::info_span!("request", %request_id, method = %req.method(), path = %req.uri().path())
+}
+
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     tracing::error!("handler panicked");
     ApiError::Internal("panic".into()).into_response()
+}
+
+/// The longest request URI (path and query) the service reads, in bytes; longer ones answer 414
+/// with a JSON `detail`. Common proxies stop at 8 KiB too. (hyper itself refuses request lines
+/// over 64 KiB before any service sees them, with a bare 414: that connection-level limit cannot
+/// carry a body.)
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+
+/// Refuses a URI over [`MAX_URI_BYTES`].
+async fn limit_uri(req: Request, next: Next) -> Response {
+    let length = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    if length > MAX_URI_BYTES {
+        return ApiError::UriTooLong(length, MAX_URI_BYTES).into_response();
+    }
+    next.run(req).await
 }
 
 /// Logs each request once and completes 500 bodies with the request id.

@@ -2,7 +2,7 @@
 //! their providers. Handlers decode, call the store, encode; the rules live in [`crate::users`].
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use chrono::Utc;
@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{AuthTeam, JsonBody, PathId, QueryParams};
+use super::extract::{ApiPath, AuthTeam, JsonBody, PathId, QueryParams, TeamUser};
 use crate::store::metadata::{MetadataError, User};
 use crate::users::{self, info, render_time};
 
@@ -101,11 +101,9 @@ async fn list_users(
     responses((status = 200, description = "The user", body = Object), (status = 404, description = "User not found")),
     security(("api_key" = [])))]
 async fn get_user(
-    team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    TeamUser(user): TeamUser,
 ) -> Result<Json<Value>, ApiError> {
-    let user = team_user(&state, &team, id).await?;
     Ok(Json(render(&state, &user).await?))
 }
 
@@ -117,7 +115,7 @@ async fn get_user(
 async fn resolve_user(
     team: AuthTeam,
     State(state): State<AppState>,
-    Path(client_user_id): Path<String>,
+    ApiPath(client_user_id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let user = state
         .meta
@@ -135,16 +133,14 @@ async fn resolve_user(
     responses((status = 204, description = "Updated"), (status = 409, description = "client_user_id taken")),
     security(("api_key" = [])))]
 async fn patch_user(
-    team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    TeamUser(user): TeamUser,
     JsonBody(body): JsonBody,
 ) -> Result<StatusCode, ApiError> {
-    let user = team_user(&state, &team, id).await?;
     let patch = users::parse_user_patch(&body, &user, Utc::now().date_naive())?;
     state
         .meta
-        .update_user(team.0.id, id, patch)
+        .update_user(user.team_id, user.id, patch)
         .await?
         .ok_or(ApiError::NotFound("User"))?;
     Ok(StatusCode::NO_CONTENT)
@@ -174,14 +170,12 @@ async fn delete_user(
     responses((status = 200, description = "The stored details", body = Object)),
     security(("api_key" = [])))]
 async fn patch_user_info(
-    team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    TeamUser(user): TeamUser,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    team_user(&state, &team, id).await?;
     let details = info::parse_user_info(&body, Utc::now().date_naive())?;
-    state.meta.set_user_info(id, &details).await?;
+    state.meta.set_user_info(user.id, &details).await?;
     Ok(Json(details))
 }
 
@@ -191,14 +185,12 @@ async fn patch_user_info(
     responses((status = 200, description = "The stored details", body = Object), (status = 404, description = "User or user info not found")),
     security(("api_key" = [])))]
 async fn latest_user_info(
-    team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    TeamUser(user): TeamUser,
 ) -> Result<Json<Value>, ApiError> {
-    team_user(&state, &team, id).await?;
     let details = state
         .meta
-        .user_info(id)
+        .user_info(user.id)
         .await?
         .ok_or(ApiError::NotFound("User info"))?;
     Ok(Json(details))
@@ -210,11 +202,9 @@ async fn latest_user_info(
     responses((status = 200, description = "{providers: [...]}", body = Object)),
     security(("api_key" = [])))]
 async fn user_providers(
-    team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    TeamUser(user): TeamUser,
 ) -> Result<impl IntoResponse, ApiError> {
-    let user = team_user(&state, &team, id).await?;
     let providers =
         crate::data::connections::provider_entries(&state.meta, &state.health, &user).await?;
     Ok(Json(json!({ "providers": providers })))

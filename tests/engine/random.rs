@@ -211,6 +211,22 @@ pub fn random_user<R: Rng>(g: &mut R) -> Value {
 
 /// A random valid request over the random data.
 pub fn random_request<R: Rng>(g: &mut R) -> Value {
+    request(g, false)
+}
+
+/// A random valid request whose WHERE pins at least one of its group keys to a value
+/// (`k = v AND ...`), in either priority mode.
+pub fn random_pinned_request<R: Rng>(g: &mut R) -> Value {
+    loop {
+        let body = request(g, true);
+        let q = &body["queries"][0];
+        if q.get("where").is_some() && q["group_by"].as_array().is_some_and(|k| !k.is_empty()) {
+            return body;
+        }
+    }
+}
+
+fn request<R: Rng>(g: &mut R, pin: bool) -> Value {
     let (source, mut values): (&str, Vec<(Value, T)>) = match g.gen_range(0..5) {
         0 => (
             "sleep",
@@ -229,6 +245,11 @@ pub fn random_request<R: Rng>(g: &mut R) -> Value {
                     T::Time,
                 ),
                 (json!({"index": "sleep"}), T::Time),
+                (json!({"sleep": "state"}), T::S),
+                (json!({"sleep": "heart_rate_mean"}), T::I),
+                (json!({"sleep": "stage_deep_second"}), T::I),
+                (json!({"sleep": "session_end"}), T::Time),
+                (json!({"sleep": "id"}), T::S),
             ],
         ),
         1 => (
@@ -238,6 +259,7 @@ pub fn random_request<R: Rng>(g: &mut R) -> Value {
                 (json!({"activity": "calories_total"}), T::F),
                 (json!({"activity": "wheelchair_use"}), T::B),
                 (json!({"index": "activity"}), T::Time),
+                (json!({"activity": "id"}), T::S),
             ],
         ),
         2 => (
@@ -259,6 +281,10 @@ pub fn random_request<R: Rng>(g: &mut R) -> Value {
                 (json!({"timeseries": "steps", "field": "value"}), T::F),
                 (json!({"timeseries": "steps", "field": "duration"}), T::F),
                 (json!({"index": "timeseries"}), T::Time),
+                (
+                    json!({"timeseries": "heartrate", "field": "timezone_offset"}),
+                    T::I,
+                ),
             ],
         ),
         _ => (
@@ -266,17 +292,27 @@ pub fn random_request<R: Rng>(g: &mut R) -> Value {
             vec![
                 (json!({"timeseries": "steps", "field": "value"}), T::F),
                 (json!({"timeseries": "steps", "field": "duration"}), T::F),
+                (
+                    json!({"timeseries": "steps", "field": "timezone_offset"}),
+                    T::I,
+                ),
+                (json!({"timeseries": "steps", "field": "type"}), T::S),
             ],
         ),
     };
     values.push((json!({"source": "source_provider"}), T::S));
     values.push((json!({"source": "source_type"}), T::S));
+    if g.gen_bool(0.3) {
+        // Never set in the data: a group key that is null in every row.
+        values.push((json!({"source": "source_app_id"}), T::S));
+    }
     let index = if source == "timeseries" {
         "timeseries"
     } else {
         source
     };
     let mut query = serde_json::Map::new();
+    let mut pinned: Vec<String> = Vec::new();
     if g.gen_bool(0.8) {
         let mut group_by = Vec::new();
         if g.gen_bool(0.7) {
@@ -298,16 +334,35 @@ pub fn random_request<R: Rng>(g: &mut R) -> Value {
             ][g.gen_range(0..9)];
             group_by.push(json!({"date_part": p, "arg": {"index": index}}));
         }
-        for _ in 0..g.gen_range(0..2) {
+        // Group keys over every field, of every type (the index itself is not a group key).
+        for _ in 0..g.gen_range(0..3) {
             let candidates: Vec<&(Value, T)> = values
                 .iter()
-                .filter(|(v, t)| matches!(t, T::S | T::B) && v.get("index").is_none())
+                .filter(|(v, _)| v.get("index").is_none())
                 .collect();
             let v = candidates[g.gen_range(0..candidates.len())].0.clone();
             if !group_by.contains(&v) {
                 group_by.push(v);
             }
         }
+        // Pinned requests favour `timezone_offset`, an Int32 field the plan casts: a pin on it
+        // makes an expression constant, the class issue 13 found mis-planned.
+        let offset = values.iter().find(|(v, _)| v["field"] == "timezone_offset");
+        if let Some((v, _)) = offset.filter(|_| pin && g.gen_bool(0.5))
+            && !group_by.contains(v)
+        {
+            group_by.push(v.clone());
+        }
+        // Both priority modes: grouping by provider and source type turns priority off.
+        if g.gen_bool(0.15) {
+            for s in ["source_provider", "source_type"] {
+                let v = json!({"source": s});
+                if !group_by.contains(&v) {
+                    group_by.push(v);
+                }
+            }
+        }
+        pinned = pins(g, &group_by, source, pin);
         let mut select = vec![];
         if !group_by.is_empty() {
             select.push(if g.gen_bool(0.5) {
@@ -355,8 +410,13 @@ pub fn random_request<R: Rng>(g: &mut R) -> Value {
         }
         query.insert("select".into(), json!(select));
     }
+    let mut conditions = pinned;
     if g.gen_bool(0.5) {
-        query.insert("where".into(), json!(random_where(g, source)));
+        conditions.push(format!("({})", random_where(g, source)));
+    }
+    conditions.shuffle(g);
+    if !conditions.is_empty() {
+        query.insert("where".into(), json!(conditions.join(" AND ")));
     }
     let (unit, v) = [
         ("day", g.gen_range(1..45)),
@@ -375,6 +435,66 @@ pub fn random_request<R: Rng>(g: &mut R) -> Value {
         body["config"] = json!({"provider_priority_overrides": p[..g.gen_range(0..4)]});
     }
     body
+}
+
+/// WHERE atoms that pin some of the group keys to one value (`k = v`, `v = k` or
+/// `k IN (v)`), a value the random data holds. A pinned key is constant after the filter, which
+/// DataFusion's optimiser exploits (and once mis-planned: issue 13, item 0).
+fn pins<R: Rng>(g: &mut R, group_by: &[Value], source: &str, always: bool) -> Vec<String> {
+    if !always && !g.gen_bool(0.35) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for key in group_by {
+        let name = key
+            .get("source")
+            .or_else(|| key.get("field"))
+            .or_else(|| key.get(source))
+            .and_then(Value::as_str);
+        let Some(name) = name else { continue };
+        let Some(v) = pin_value(g, name, source) else {
+            continue;
+        };
+        if out.is_empty() || g.gen_bool(0.5) {
+            out.push(match g.gen_range(0..3) {
+                0 => format!("{name} = {v}"),
+                1 => format!("{v} = {name}"),
+                _ => format!("{name} IN ({v})"),
+            });
+        }
+    }
+    out
+}
+
+/// A literal of a value `name` takes in the random data (or may: numbers are drawn from the
+/// generator's ranges).
+fn pin_value<R: Rng>(g: &mut R, name: &str, source: &str) -> Option<String> {
+    let quoted = |x: &str| format!("'{x}'");
+    Some(match name {
+        "timezone_offset" => [0, 3600, -18_000, 19_800][g.gen_range(0..4)].to_string(),
+        "type" if source == "sleep" => quoted(pick(g, &["long_sleep", "short_sleep"])),
+        "type" => quoted(pick(g, &["resting", "active"])),
+        "state" => quoted(pick(g, &["confirmed", "tentative"])),
+        "source_provider" => quoted(pick(g, &PROVIDERS)),
+        "source_type" => quoted(pick(g, &SOURCE_TYPES)),
+        "source_app_id" => quoted("com.example"),
+        "value" => format!(
+            "{}{}",
+            g.gen_range(40..180),
+            if g.gen_bool(0.5) { ".5" } else { "" }
+        ),
+        "duration" => g.gen_range(60..3600).to_string(),
+        "efficiency" => format!("{:.1}", f64::from(g.gen_range(600..990)) / 10.0),
+        "duration_second" => (g.gen_range(1..10) * 3600).to_string(),
+        "stage_deep_second" => (g.gen_range(1..10) * 720).to_string(),
+        "latency_second" => g.gen_range(0..3000).to_string(),
+        "heart_rate_mean" => g.gen_range(40..80).to_string(),
+        "steps" => g.gen_range(0..20_000).to_string(),
+        "calories_total" => format!("{}.25", g.gen_range(1500..3500)),
+        "wheelchair_use" => pick(g, &["TRUE", "FALSE"]).to_owned(),
+        "id" => quoted(&format!("{}{}", &source[..1], g.gen_range(0..60))),
+        _ => return None,
+    })
 }
 
 fn random_where<R: Rng>(g: &mut R, source: &str) -> String {

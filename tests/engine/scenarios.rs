@@ -275,6 +275,13 @@ pub fn scenario(name: &str) -> Data {
             data.insert(Dataset::Table(Table::Meal), meal);
             data.insert(Dataset::Table(Table::Body), body);
         }
+        "one_resting_sample" => {
+            // Issue 13's minimal case: one resting heart-rate sample at offset +01:00.
+            let hr = resource("heartrate").unwrap();
+            let mut row = sample(base + 8 * H, Some(3600), 52.0, "oura", "ring", base + 9 * H);
+            row.insert("type".into(), s("resting"));
+            data.insert(Dataset::Timeseries(hr), vec![row]);
+        }
         other => panic!("unknown scenario {other}"),
     }
     data

@@ -41,11 +41,7 @@ impl TestApp {
         let (_, other) = meta.create_team("globex").await.unwrap();
         let health_dir = dir.path().join("health").display().to_string();
         let health = HealthStore::open(&health_dir, Default::default()).unwrap();
-        let state = AppState {
-            meta,
-            health,
-            config: std::sync::Arc::new(config),
-        };
+        let state = AppState::new(meta, health, config).unwrap();
         TestApp {
             state,
             key: key.secret,

@@ -7,6 +7,43 @@ pub mod parquet_tar;
 
 use super::{EngineError, Limits, QueryResult};
 
+/// The two answer formats of `aggregate-dsl.md` §4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Column-major JSON (§4.2).
+    Json,
+    /// A gzipped tar of `N.parquet` (§4.3).
+    ParquetTar,
+}
+
+/// The media type of the JSON answer.
+pub const JSON_MEDIA_TYPE: &str = "application/json";
+
+/// The media type of the Parquet answer.
+pub const PARQUET_TAR_MEDIA_TYPE: &str = "application/vnd.service.tar+gzip+parquet";
+
+impl OutputFormat {
+    /// The media type answers in this format carry.
+    pub const fn media_type(self) -> &'static str {
+        match self {
+            OutputFormat::Json => JSON_MEDIA_TYPE,
+            OutputFormat::ParquetTar => PARQUET_TAR_MEDIA_TYPE,
+        }
+    }
+}
+
+/// Encodes `results` in `format` on the blocking pool.
+pub async fn encode_blocking(
+    results: Vec<QueryResult>,
+    format: OutputFormat,
+    limits: &Limits,
+) -> Result<Vec<u8>, EngineError> {
+    match format {
+        OutputFormat::Json => encode_json_blocking(results, limits.clone()).await,
+        OutputFormat::ParquetTar => encode_parquet_tar_blocking(results).await,
+    }
+}
+
 /// [`json::encode_json`] on the blocking pool, serialised to bytes there as well.
 pub async fn encode_json_blocking(
     results: Vec<QueryResult>,
