@@ -1,0 +1,30 @@
+//! wearhouse's integration tests: one binary, so DataFusion and the service are linked once
+//! instead of once per test file (issue 11, item 7). Each module is the suite of one area; the
+//! `*_support` and `provision` modules are their shared helpers.
+//!
+//! Run one area with a filter on its module path, e.g. `cargo test --test it engine::` or
+//! `cargo test --test it jobs::`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // tests: a panic is the failure report
+
+mod jobs_support;
+mod provision;
+mod store_support;
+mod support;
+
+mod aggregate_api;
+mod aggregate_cancel;
+mod api;
+mod cli;
+mod crash;
+mod data_api;
+mod e2e;
+mod engine;
+mod engine_memory;
+mod ingest;
+mod jobs;
+mod jobs_api;
+mod memory;
+mod metadata;
+mod store;
+mod store_recovery;

@@ -1,0 +1,115 @@
+//! What the tests need from outside the Rust toolchain, provisioned by the tests themselves.
+//!
+//! `cargo test` is the whole test command: a test that needs a Python client asks this module for
+//! it, and the first such test of a target directory creates what is missing, once, under the
+//! target directory (so `cargo clean` resets it and CI's reused target keeps it). Later runs find
+//! it there and need no network.
+//!
+//! - [`python`]: a virtual environment with the exact versions of `tests/python/requirements.txt`
+//!   (pinned, transitive dependencies included), at `<target>/tmp/python-<hash of the file>`: a
+//!   change to the file makes a new environment, never a half-updated one.
+//!
+//! Provisioning runs under a file lock, so parallel tests (threads of one binary, or nextest's
+//! processes) wait for one installation instead of racing. It is marked done only after it
+//! completed, so an interrupted one is redone. A need that cannot be met fails the test with one
+//! line naming what is missing and how to get it; nothing is skipped silently.
+//!
+//! A new kind of need (a Debian package such as Chromium, a server from crates.io) gets a
+//! function here in the same shape: a cache path under the target directory, the lock, a
+//! completion marker, one clear failure line.
+
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use sha2::{Digest, Sha256};
+
+/// The pinned Python requirements, part of the build so a change to them is seen.
+const PYTHON_REQUIREMENTS: &str = include_str!("../../python/requirements.txt");
+
+/// The interpreter that creates the environment: `WEARHOUSE_TEST_PYTHON`, else `python3`.
+fn base_python() -> String {
+    std::env::var("WEARHOUSE_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+/// The Python interpreter of the tests' virtual environment, created and filled on first use.
+/// Panics with one line naming what is missing when it cannot be provisioned.
+pub fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let digest = hex::encode(Sha256::digest(PYTHON_REQUIREMENTS.as_bytes()));
+        let env_dir = cache_dir().join(format!("python-{}", &digest[..12]));
+        provision_once(&env_dir, |dir| {
+            let base = base_python();
+            run_step(
+                Command::new(&base).args(["-m", "venv", "--clear"]).arg(dir),
+                &format!("`{base} -m venv` (install Python 3 with its venv module, or set WEARHOUSE_TEST_PYTHON)"),
+            )?;
+            let requirements = dir.join("requirements.txt");
+            fs::write(&requirements, PYTHON_REQUIREMENTS).map_err(|e| e.to_string())?;
+            run_step(
+                Command::new(venv_python(dir))
+                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                    .args(["--no-input", "-r"])
+                    .arg(&requirements),
+                "`pip install -r tests/python/requirements.txt` (needs PyPI reachable once; later runs use the cache)",
+            )
+        });
+        venv_python(&env_dir)
+    })
+}
+
+/// A command running `script` with the tests' Python environment.
+pub fn python_script(script: &Path) -> Command {
+    let mut command = Command::new(python());
+    command.arg(script);
+    command
+}
+
+fn venv_python(dir: &Path) -> PathBuf {
+    dir.join("bin").join("python")
+}
+
+/// `<target>/tmp`, the directory cargo gives integration tests for their own files.
+fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+}
+
+/// Runs `make` into `dir` unless a completed run is already there; one process at a time.
+fn provision_once(dir: &Path, make: impl FnOnce(&Path) -> Result<(), String>) {
+    let done = dir.join(".provisioned");
+    if done.exists() {
+        return;
+    }
+    fs::create_dir_all(cache_dir()).expect("create the target's tmp directory");
+    let lock_path = dir.with_extension("lock");
+    let lock = File::create(&lock_path).expect("create the provisioning lock file");
+    lock.lock().expect("take the provisioning lock");
+    if !done.exists() {
+        eprintln!("provisioning {} (first run only)", dir.display());
+        if let Err(why) = make(dir) {
+            panic!("missing test dependency: {why}");
+        }
+        fs::write(&done, b"").expect("mark the provisioning complete");
+    }
+}
+
+/// Runs one provisioning step; on failure, a sentence naming the step and its last error line.
+fn run_step(command: &mut Command, what: &str) -> Result<(), String> {
+    let output: Output = command
+        .output()
+        .map_err(|e| format!("{what} could not start: {e}"))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no error output");
+    Err(format!("{what} failed ({}): {last}", output.status))
+}

@@ -1,0 +1,570 @@
+//! Integration tests of the health-data store: round trips, replacement, pruning, cache,
+//! torn and temporary files, compaction and user deletion.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use crate::store_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use store_support::{
+    DAY, T0, at, batch, floats, heartrate, ids, one, open, row, segment_files, times,
+};
+use uuid::Uuid;
+use wearhouse::schema::{Dataset, Table, resource};
+use wearhouse::store::health::{HealthStore, StoreError, StoreOptions};
+
+#[tokio::test]
+async fn every_table_and_family_round_trips_sorted_by_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let mut datasets: Vec<Dataset> = Table::ALL.into_iter().map(Dataset::Table).collect();
+    for name in [
+        "heartrate",
+        "steps",
+        "insulin_injection",
+        "blood_pressure",
+        "note",
+    ] {
+        datasets.push(Dataset::Timeseries(resource(name).unwrap()));
+    }
+    for dataset in datasets.iter().copied() {
+        // Written out of order: the store sorts by the time column.
+        let rows = [
+            row(T0 + 2 * DAY, "c", 3.0),
+            row(T0, "a", 1.0),
+            row(T0 + DAY, "b", 2.0),
+        ];
+        let receipt = store
+            .write(team, user, dataset, batch(dataset, &rows))
+            .await
+            .unwrap();
+        assert_eq!(receipt.rows, 3, "{dataset:?}");
+        assert!(receipt.bytes > 0 && receipt.segment.is_some());
+
+        let got = one(
+            dataset,
+            &store.read(team, user, dataset, None).await.unwrap(),
+        );
+        let sorted = [rows[1].clone(), rows[2].clone(), rows[0].clone()];
+        assert_eq!(got, batch(dataset, &sorted), "{dataset:?}");
+        assert_eq!(times(dataset, &got), vec![T0, T0 + DAY, T0 + 2 * DAY]);
+    }
+    assert_eq!(store.datasets(team, user).await.unwrap(), datasets);
+}
+
+#[tokio::test]
+async fn a_newer_version_replaces_the_older_before_and_after_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let sleep = Dataset::Table(Table::Sleep);
+    let hr = heartrate();
+    let first = [row(T0, "night-1", 50.0), row(T0 + DAY, "night-2", 55.0)];
+    store
+        .write(team, user, sleep, batch(sleep, &first))
+        .await
+        .unwrap();
+    store
+        .write(team, user, hr, batch(hr, &first))
+        .await
+        .unwrap();
+    // The same records re-ingested later with changed values (the sleep session also moved).
+    let mut second = row(T0 + 3_600_000_000, "night-1", 60.0);
+    second.ingested = T0 + 1;
+    let mut second_hr = row(T0, "x", 61.0);
+    second_hr.ingested = T0 + 1;
+    store
+        .write(team, user, sleep, batch(sleep, &[second]))
+        .await
+        .unwrap();
+    store
+        .write(team, user, hr, batch(hr, &[second_hr]))
+        .await
+        .unwrap();
+    // An older version arriving late does not win: newest ingested_at does.
+    let mut stale = row(T0, "night-1", 1.0);
+    stale.ingested = T0 - 1;
+    store
+        .write(team, user, sleep, batch(sleep, &[stale]))
+        .await
+        .unwrap();
+
+    for phase in ["before", "after"] {
+        let got = one(sleep, &store.read(team, user, sleep, None).await.unwrap());
+        assert_eq!(
+            floats(&got, "efficiency"),
+            vec![60.0, 55.0],
+            "sleep {phase}"
+        );
+        let got = one(hr, &store.read(team, user, hr, None).await.unwrap());
+        assert_eq!(floats(&got, "value"), vec![61.0, 55.0], "heartrate {phase}");
+        if phase == "before" {
+            let report = store.compact(team, user, sleep).await.unwrap();
+            assert_eq!((report.segments_merged, report.segments_written), (3, 1));
+            assert_eq!((report.rows_in, report.rows_out), (4, 2));
+            let report = store.compact(team, user, hr).await.unwrap();
+            assert_eq!((report.rows_in, report.rows_out), (3, 2));
+            assert_eq!(segment_files(&store, team, user, sleep).len(), 1);
+            assert_eq!(segment_files(&store, team, user, hr).len(), 1);
+        }
+    }
+    // Nothing left to merge.
+    assert_eq!(
+        store
+            .compact(team, user, sleep)
+            .await
+            .unwrap()
+            .segments_merged,
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_one_day_window_reads_only_the_segments_and_row_groups_overlapping_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        row_group_rows: 100,
+        ..StoreOptions::default()
+    };
+    let store = open(&dir, options);
+    let (team, user) = ids();
+    let hr = heartrate();
+    // Ten days, one segment per day, one sample per minute.
+    for day in 0..10 {
+        let rows: Vec<_> = (0..1440)
+            .map(|m| row(T0 + day * DAY + m * 60_000_000, "", 60.0 + (m % 40) as f64))
+            .collect();
+        store.write(team, user, hr, batch(hr, &rows)).await.unwrap();
+    }
+    let before = store.metrics();
+    let window = at(T0 + 4 * DAY)..at(T0 + 5 * DAY);
+    let got = one(hr, &store.read(team, user, hr, Some(window)).await.unwrap());
+    let after = store.metrics();
+    assert_eq!(got.num_rows(), 1440);
+    let t = times(hr, &got);
+    assert_eq!((t[0], t[1439]), (T0 + 4 * DAY, T0 + 5 * DAY - 60_000_000));
+    assert_eq!(after.segments_considered - before.segments_considered, 10);
+    assert_eq!(after.segments_pruned - before.segments_pruned, 9);
+    assert_eq!(after.segments_read - before.segments_read, 1);
+    assert_eq!(after.row_groups_read - before.row_groups_read, 15); // 1440 rows / 100
+
+    // One segment holding all ten days: row groups are pruned by their statistics instead.
+    assert_eq!(
+        store
+            .compact(team, user, hr)
+            .await
+            .unwrap()
+            .segments_written,
+        1
+    );
+    let before = store.metrics();
+    let window = at(T0 + 4 * DAY + 1)..at(T0 + 4 * DAY + 3_600_000_000);
+    let got = one(hr, &store.read(team, user, hr, Some(window)).await.unwrap());
+    let after = store.metrics();
+    assert_eq!(got.num_rows(), 59, "minutes 1..=59 of the hour");
+    assert_eq!(after.segments_read - before.segments_read, 1);
+    // Minutes 5761..5819 of 14,400 lie in row groups 57 and 58 of 144.
+    assert_eq!(after.row_groups_read - before.row_groups_read, 2);
+    assert_eq!(after.row_groups_pruned - before.row_groups_pruned, 142);
+}
+
+#[tokio::test]
+async fn torn_temporary_and_stray_files_are_ignored_and_stale_temps_swept() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        stale_temp_after: Duration::ZERO,
+        ..StoreOptions::default()
+    };
+    let store = open(&dir, options);
+    let (team, user) = ids();
+    let hr = heartrate();
+    store
+        .write(team, user, hr, batch(hr, &[row(T0, "", 70.0)]))
+        .await
+        .unwrap();
+    let folder = store.root().join(format!("{team}/{user}/{}", hr.path()));
+    let segment = folder.join(&segment_files(&store, team, user, hr)[0]);
+    let bytes = std::fs::read(&segment).unwrap();
+    // What a crash mid-write leaves: a half-written temp file; plus strays a human might drop.
+    std::fs::write(folder.join("_tmp-0123.partial"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(folder.join("notes.txt"), b"hello").unwrap();
+    std::fs::write(folder.join("copy.parquet"), &bytes).unwrap();
+
+    let reopened = open(&dir, StoreOptions::default());
+    let got = one(hr, &reopened.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![70.0]);
+    assert_eq!(reopened.datasets(team, user).await.unwrap(), vec![hr]);
+
+    let report = store.compact(team, user, hr).await.unwrap();
+    assert_eq!(report.temp_files_removed, 1);
+    assert!(!folder.join("_tmp-0123.partial").exists());
+    assert!(
+        folder.join("notes.txt").exists(),
+        "strays are not the store's to remove"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_user_removes_all_of_its_data_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let team = Uuid::new_v4();
+    let (gone, kept) = (Uuid::new_v4(), Uuid::new_v4());
+    let sleep = Dataset::Table(Table::Sleep);
+    for user in [gone, kept] {
+        for d in [sleep, heartrate()] {
+            store
+                .write(team, user, d, batch(d, &[row(T0, "a", 1.0)]))
+                .await
+                .unwrap();
+            assert_eq!(
+                store.read(team, user, d, None).await.unwrap()[0].num_rows(),
+                1
+            );
+        }
+    }
+    store.delete_user(team, gone).await.unwrap();
+    assert!(store.datasets(team, gone).await.unwrap().is_empty());
+    assert!(
+        store
+            .read(team, gone, sleep, None)
+            .await
+            .unwrap()
+            .is_empty(),
+        "cache dropped too"
+    );
+    assert!(!store.root().join(format!("{team}/{gone}")).exists());
+    assert_eq!(store.datasets(team, kept).await.unwrap().len(), 2);
+    // Deleting twice is fine; writing again after a delete starts afresh.
+    store.delete_user(team, gone).await.unwrap();
+    store
+        .write(team, gone, sleep, batch(sleep, &[row(T0, "b", 2.0)]))
+        .await
+        .unwrap();
+    let got = one(sleep, &store.read(team, gone, sleep, None).await.unwrap());
+    assert_eq!(floats(&got, "efficiency"), vec![2.0]);
+}
+
+#[tokio::test]
+async fn the_cache_answers_repeated_reads_and_is_invalidated_by_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let hr = heartrate();
+    store
+        .write(team, user, hr, batch(hr, &[row(T0, "", 70.0)]))
+        .await
+        .unwrap();
+    let m0 = store.metrics();
+    assert_eq!(
+        store.read(team, user, hr, None).await.unwrap()[0].num_rows(),
+        1
+    );
+    // A narrower window is served from the whole-dataset entry.
+    let window = at(T0 - DAY)..at(T0 + DAY);
+    assert_eq!(
+        store.read(team, user, hr, Some(window)).await.unwrap()[0].num_rows(),
+        1
+    );
+    let m1 = store.metrics();
+    assert_eq!(
+        (
+            m1.cache_misses - m0.cache_misses,
+            m1.cache_hits - m0.cache_hits
+        ),
+        (1, 1)
+    );
+    assert!(store.cache_bytes() > 0);
+
+    store
+        .write(team, user, hr, batch(hr, &[row(T0 + 1_000_000, "", 71.0)]))
+        .await
+        .unwrap();
+    let got = one(hr, &store.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![70.0, 71.0]);
+    let m2 = store.metrics();
+    assert_eq!(m2.cache_misses - m1.cache_misses, 1);
+}
+
+#[tokio::test]
+async fn reads_racing_compactions_never_double_count_or_miss_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(
+        &dir,
+        StoreOptions {
+            cache_bytes: 0,
+            ..StoreOptions::default()
+        },
+    );
+    let (team, user) = ids();
+    let hr = heartrate();
+    let mut expected = 0;
+    let reader = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut counts = Vec::new();
+            for _ in 0..200 {
+                let got = store.read(team, user, hr, None).await.unwrap();
+                let t: Vec<i64> = got.iter().flat_map(|b| times(hr, b)).collect();
+                assert!(t.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
+                counts.push(t.len());
+                tokio::task::yield_now().await;
+            }
+            counts
+        })
+    };
+    for round in 0..20 {
+        // Overlapping re-writes: every round re-sends the previous round's last sample.
+        let rows: Vec<_> = (0..50)
+            .map(|i| row(T0 + (round * 49 + i) * 1_000_000, "", 1.0))
+            .collect();
+        store.write(team, user, hr, batch(hr, &rows)).await.unwrap();
+        expected = (round + 1) * 49 + 1;
+        if round % 3 == 2 {
+            store.compact(team, user, hr).await.unwrap();
+        }
+    }
+    let counts = reader.await.unwrap();
+    assert!(
+        counts.windows(2).all(|w| w[0] <= w[1]),
+        "never fewer rows than a previous read"
+    );
+    let got = store.read(team, user, hr, None).await.unwrap();
+    assert_eq!(
+        got.iter().map(|b| b.num_rows()).sum::<usize>(),
+        expected as usize
+    );
+}
+
+#[tokio::test]
+async fn the_background_compactor_merges_runs_of_small_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(
+        &dir,
+        StoreOptions {
+            compact_min_segments: 3,
+            ..StoreOptions::default()
+        },
+    ));
+    let (team, user) = ids();
+    let hr = heartrate();
+    for i in 0..4 {
+        store
+            .write(team, user, hr, batch(hr, &[row(T0 + i, "", 1.0)]))
+            .await
+            .unwrap();
+    }
+    let compactor = store.spawn_compactor(Duration::from_millis(20));
+    let mut waited = 0;
+    while store.metrics().compactions == 0 && waited < 250 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    compactor.abort();
+    assert_eq!(segment_files(&store, team, user, hr).len(), 1);
+    assert!(store.metrics().compactions >= 1);
+    assert_eq!(
+        store.read(team, user, hr, None).await.unwrap()[0].num_rows(),
+        4
+    );
+}
+
+#[tokio::test]
+async fn locations_and_schemas_are_checked() {
+    let err = HealthStore::open("s3://bucket/data", StoreOptions::default()).unwrap_err();
+    assert!(
+        matches!(err, StoreError::UnsupportedLocation { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("not supported yet"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let store = HealthStore::open(&url, StoreOptions::default()).unwrap();
+    let (team, user) = ids();
+    let sleep = Dataset::Table(Table::Sleep);
+    let wrong = batch(heartrate(), &[row(T0, "a", 1.0)]);
+    let err = store.write(team, user, sleep, wrong).await.unwrap_err();
+    assert!(matches!(err, StoreError::SchemaMismatch { .. }), "{err}");
+    assert!(store.datasets(team, user).await.unwrap().is_empty());
+    let empty = batch(sleep, &[]);
+    assert_eq!(store.write(team, user, sleep, empty).await.unwrap().rows, 0);
+    assert!(
+        store
+            .read(team, user, sleep, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn date_indexed_tables_are_windowed_by_midnight_utc_and_nothing_is_pruned_unsafely() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let activity = Dataset::Table(Table::Activity);
+    let days = [
+        row(T0, "d0", 1.0),
+        row(T0 + DAY, "d1", 2.0),
+        row(T0 + 2 * DAY, "d2", 3.0),
+    ];
+    store
+        .write(team, user, activity, batch(activity, &days))
+        .await
+        .unwrap();
+    // Day 1 re-ingested with a new value in a later segment.
+    let mut again = row(T0 + DAY, "d1", 20.0);
+    again.ingested = T0 + 1;
+    store
+        .write(team, user, activity, batch(activity, &[again]))
+        .await
+        .unwrap();
+
+    let window = at(T0 + DAY - 1)..at(T0 + DAY + 1);
+    let got = one(
+        activity,
+        &store
+            .read(team, user, activity, Some(window))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(times(activity, &got), vec![T0 + DAY]);
+    assert_eq!(floats(&got, "calories_total"), vec![20.0]);
+    let window = at(T0 + DAY + 1)..at(T0 + 2 * DAY);
+    assert!(
+        store
+            .read(team, user, activity, Some(window))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_folder_removed_behind_the_stores_back_is_recreated_on_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let hr = heartrate();
+    store
+        .write(team, user, hr, batch(hr, &[row(T0, "", 1.0)]))
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(store.root().join(team.to_string())).unwrap();
+    store
+        .write(team, user, hr, batch(hr, &[row(T0, "", 2.0)]))
+        .await
+        .unwrap();
+    let got = one(hr, &store.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![2.0]);
+}
+
+/// (provider, time, value) of every row, per batch.
+fn sources_per_batch(
+    batches: &[datafusion::arrow::array::RecordBatch],
+) -> Vec<Vec<(String, i64, f64)>> {
+    use datafusion::arrow::array::AsArray;
+    let hr = heartrate();
+    batches
+        .iter()
+        .map(|b| {
+            let provider = b
+                .column_by_name("source_provider")
+                .unwrap()
+                .as_string::<i32>();
+            let t = times(hr, b);
+            let v = floats(b, "value");
+            (0..b.num_rows())
+                .map(|i| (provider.value(i).to_owned(), t[i], v[i]))
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn timeseries_reads_come_back_one_source_per_batch_each_sorted_by_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, StoreOptions::default());
+    let (team, user) = ids();
+    let hr = heartrate();
+    // A ring and a watch interleaved minute by minute in one write (one mixed segment), then a
+    // correction from the ring overlapping it (so reads resolve replacements across segments).
+    let minute = 60_000_000;
+    let interleaved: Vec<_> = (0..40)
+        .map(|i| {
+            let mut r = row(T0 + i * minute, "x", i as f64);
+            r.provider = if i % 2 == 0 {
+                "oura"
+            } else {
+                "apple_health_kit"
+            };
+            r
+        })
+        .collect();
+    store
+        .write(team, user, hr, batch(hr, &interleaved))
+        .await
+        .unwrap();
+    let mut fix = row(T0 + 10 * minute, "x", 100.0);
+    fix.ingested = T0 + 1;
+    store
+        .write(team, user, hr, batch(hr, &[fix]))
+        .await
+        .unwrap();
+
+    let expected = |provider: &str, window: (i64, i64)| -> Vec<(String, i64, f64)> {
+        (0..40)
+            .filter(|i| (i % 2 == 0) == (provider == "oura"))
+            .map(|i| {
+                (
+                    provider.to_owned(),
+                    T0 + i * minute,
+                    if i == 10 { 100.0 } else { i as f64 },
+                )
+            })
+            .filter(|(_, t, _)| (window.0..window.1).contains(t))
+            .collect()
+    };
+    for phase in ["before compaction", "after compaction"] {
+        for window in [(T0, T0 + 40 * minute), (T0 + 5 * minute, T0 + 21 * minute)] {
+            let batches = store
+                .read(team, user, hr, Some(at(window.0)..at(window.1)))
+                .await
+                .unwrap();
+            let per_batch = sources_per_batch(&batches);
+            let mut by_source: Vec<Vec<(String, i64, f64)>> = Vec::new();
+            for rows in per_batch {
+                assert!(!rows.is_empty(), "{phase}: an empty batch");
+                assert!(
+                    rows.iter().all(|r| r.0 == rows[0].0),
+                    "{phase}: a batch mixes sources: {rows:?}"
+                );
+                assert!(
+                    rows.windows(2).all(|w| w[0].1 < w[1].1),
+                    "{phase}: unsorted batch"
+                );
+                match by_source.iter_mut().find(|s| s[0].0 == rows[0].0) {
+                    Some(s) => s.extend(rows),
+                    None => by_source.push(rows),
+                }
+            }
+            by_source.sort_by(|a, b| a[0].0.cmp(&b[0].0));
+            assert_eq!(
+                by_source,
+                vec![
+                    expected("apple_health_kit", window),
+                    expected("oura", window)
+                ],
+                "{phase} {window:?}"
+            );
+        }
+        if phase == "before compaction" {
+            let report = store.compact(team, user, hr).await.unwrap();
+            assert_eq!((report.rows_in, report.rows_out), (41, 40));
+        }
+    }
+}

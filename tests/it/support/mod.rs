@@ -1,0 +1,182 @@
+//! Shared test harness: a service on a temporary data dir with two teams, driven in-process
+//! through `oneshot`, plus helpers to read JSON answers.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+use wearhouse::http::{AppState, HttpConfig, router};
+use wearhouse::store::health::HealthStore;
+use wearhouse::store::metadata::MetadataStore;
+
+/// A service with two teams on a private SQLite database.
+pub struct TestApp {
+    pub state: AppState,
+    pub key: String,
+    pub other_key: String,
+    pub dir: tempfile::TempDir,
+}
+
+/// An answer: status, headers and the body parsed as JSON (Null when empty or not JSON).
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub json: Value,
+    pub bytes: Vec<u8>,
+}
+
+impl TestApp {
+    pub async fn new() -> TestApp {
+        Self::with_config(HttpConfig::default()).await
+    }
+
+    pub async fn with_config(config: HttpConfig) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
+        let meta = MetadataStore::connect(&url).await.unwrap();
+        let (_, key) = meta.create_team("acme").await.unwrap();
+        let (_, other) = meta.create_team("globex").await.unwrap();
+        let health_dir = dir.path().join("health").display().to_string();
+        let health = HealthStore::open(&health_dir, Default::default()).unwrap();
+        let state = AppState::new(meta, health, config).unwrap();
+        TestApp {
+            state,
+            key: key.secret,
+            other_key: other.secret,
+            dir,
+        }
+    }
+
+    /// Sends a request with this app's first team key (`key` = None sends no key).
+    pub async fn send(
+        &self,
+        method: &str,
+        uri: &str,
+        key: Option<&str>,
+        body: Option<Value>,
+    ) -> Answer {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(k) = key {
+            req = req.header("x-service-api-key", k);
+        }
+        let body = match body {
+            Some(v) => {
+                req = req.header("content-type", "application/json");
+                Body::from(v.to_string())
+            }
+            None => Body::empty(),
+        };
+        self.raw(req.body(body).unwrap()).await
+    }
+
+    pub async fn raw(&self, req: Request<Body>) -> Answer {
+        let resp = router(self.state.clone()).oneshot(req).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Answer {
+            status,
+            headers,
+            json,
+            bytes,
+        }
+    }
+
+    pub async fn get(&self, uri: &str) -> Answer {
+        self.send("GET", uri, Some(&self.key.clone()), None).await
+    }
+
+    pub async fn post(&self, uri: &str, body: Value) -> Answer {
+        self.send("POST", uri, Some(&self.key.clone()), Some(body))
+            .await
+    }
+
+    pub async fn patch(&self, uri: &str, body: Value) -> Answer {
+        self.send("PATCH", uri, Some(&self.key.clone()), Some(body))
+            .await
+    }
+
+    /// Creates a user of the first team and answers its id.
+    pub async fn user(&self, client_user_id: &str) -> String {
+        let a = self
+            .post(
+                "/v2/user/",
+                serde_json::json!({ "client_user_id": client_user_id }),
+            )
+            .await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.json);
+        a.json["user_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Creates a user of the second team and answers its id.
+    pub async fn foreign_user(&self) -> String {
+        let a = self
+            .send(
+                "POST",
+                "/v2/user",
+                Some(&self.other_key.clone()),
+                Some(serde_json::json!({"client_user_id": "theirs"})),
+            )
+            .await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.json);
+        a.json["user_id"].as_str().unwrap().to_owned()
+    }
+}
+
+/// Asserts a 422 whose first violation is located at `loc`.
+pub fn assert_422_at(a: &Answer, loc: &[Value]) {
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", a.json);
+    let detail = a.json["detail"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no detail list: {}", a.json));
+    assert!(
+        detail
+            .iter()
+            .any(|d| d["loc"].as_array().map(Vec::as_slice) == Some(loc)),
+        "no violation at {loc:?}: {}",
+        a.json
+    );
+    for d in detail {
+        assert!(d["msg"].as_str().is_some_and(|m| !m.is_empty()), "{d}");
+        assert!(d["type"].is_string(), "{d}");
+    }
+}
+
+/// Whether a rendered JSON value carries what was pushed: every pushed member present, numbers
+/// equal numerically, date-times equal as instants (offsets may be rendered differently).
+pub fn carries(pushed: &Value, rendered: &Value) -> bool {
+    match (pushed, rendered) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::String(a), Value::String(b)) if a != b => {
+            match (
+                chrono::DateTime::parse_from_rfc3339(a),
+                chrono::DateTime::parse_from_rfc3339(b),
+            ) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => false,
+            }
+        }
+        (Value::Object(a), Value::Object(b)) => a
+            .iter()
+            .all(|(k, v)| b.get(k).is_some_and(|w| carries(v, w))),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| carries(x, y))
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// The committed push body with one record of every table and timeseries family.
+pub fn full_push() -> Value {
+    serde_json::from_str(include_str!("../../../testdata/push/full.json")).unwrap()
+}
