@@ -27,11 +27,11 @@ async fn main() -> anyhow::Result<()> {
                     println!("demo user {client_user_id}: {id}");
                 }
             }
+            let shutdown = wearhouse::app::shutdown_signal()?;
             let jobs = wearhouse::app::spawn_jobs(&state);
             let listener = tokio::net::TcpListener::bind(args.listen).await?;
             println!("listening on http://{}", listener.local_addr()?);
-            let served =
-                wearhouse::http::serve(listener, state, wearhouse::app::shutdown_signal()).await;
+            let served = wearhouse::http::serve(listener, state, shutdown).await;
             jobs.shutdown().await;
             served?;
         }

@@ -6,9 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +15,8 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
+
+use crate::server::Server;
 
 const ROUNDS: usize = 20;
 const WRITERS: usize = 4;
@@ -27,48 +28,6 @@ const RESOURCES: [(&str, &str); 3] = [
     ("steps", "count"),
     ("respiratory_rate", "breaths/min"),
 ];
-
-/// A running server.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Server {
-    fn start(data_dir: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn wearhouse");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let base = loop {
-            match lines.next() {
-                Some(Ok(line)) => {
-                    if let Some(addr) = line.strip_prefix("listening on ") {
-                        break addr.trim().to_owned();
-                    }
-                }
-                _ => panic!("server exited before it was ready: {:?}", child.wait()),
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Server { child, base }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    /// SIGKILL: no shutdown path runs at all.
-    fn kill(mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("wait");
-    }
-}
 
 fn create_team(data_dir: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
@@ -182,7 +141,7 @@ async fn multi_dataset_pushes_are_all_or_nothing_across_sigkill() {
         .timeout(Duration::from_secs(30))
         .build()
         .unwrap();
-    let mut server = Server::start(dir.path());
+    let mut server = Server::start(dir.path(), &[]);
     let user: Value = http
         .post(server.url("/v2/user"))
         .header("x-service-api-key", &key)
@@ -234,7 +193,7 @@ async fn multi_dataset_pushes_are_all_or_nothing_across_sigkill() {
         }
         let sent: Vec<u64> = (started..next.load(Ordering::SeqCst)).collect();
         let clock = std::time::Instant::now();
-        server = Server::start(dir.path());
+        server = Server::start(dir.path(), &[]);
         let restart = clock.elapsed();
         let seen = visible(
             &http,

@@ -3,111 +3,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::provision;
+use crate::server::Server;
 
-/// A running server process and what it printed at start-up.
-struct Server {
-    child: Child,
-    /// What it logged to standard error so far.
-    log: std::sync::Arc<std::sync::Mutex<String>>,
-    base: String,
-    key: String,
-    /// (client user id, user id) of the demo users it printed.
-    demo_users: Vec<(String, String)>,
-}
-
-impl Server {
-    fn start(data_dir: &Path) -> Server {
-        Server::start_logging(data_dir, "warn")
-    }
-
-    /// Starts the server with `RUST_LOG=rust_log`.
-    fn start_logging(data_dir: &Path, rust_log: &str) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
-            .args([
-                "serve",
-                "--demo",
-                "--demo-days",
-                "3",
-                "--listen",
-                "127.0.0.1:0",
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .env("RUST_LOG", rust_log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn wearhouse");
-        let stdout = child.stdout.take().expect("stdout");
-        // Keep the server's log so a failed start can say why.
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let stderr = child.stderr.take().expect("stderr");
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push_str(&line);
-                sink.lock().unwrap().push('\n');
-            }
-        });
-        let mut lines = BufReader::new(stdout).lines();
-        let (mut base, mut key) = (None, None);
-        let mut demo_users = Vec::new();
-        while base.is_none() || key.is_none() {
-            let Some(Ok(line)) = lines.next() else {
-                let status = child.wait().expect("wait");
-                std::thread::sleep(Duration::from_millis(200));
-                panic!(
-                    "server exited ({status:?}) before it was ready:\n{}",
-                    log.lock().unwrap()
-                );
-            };
-            if let Some(k) = line.strip_prefix("demo team API key: ") {
-                key = Some(k.trim().to_owned());
-            }
-            if let Some(rest) = line.strip_prefix("demo user ")
-                && let Some((name, id)) = rest.split_once(": ")
-            {
-                demo_users.push((name.to_owned(), id.trim().to_owned()));
-            }
-            if let Some(addr) = line.strip_prefix("listening on ") {
-                base = Some(addr.trim().to_owned());
-            }
-        }
-        // Keep draining stdout so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Server {
-            child,
-            log,
-            base: base.unwrap(),
-            key: key.unwrap(),
-            demo_users,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    /// SIGTERM, then wait for a clean exit.
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let status = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill");
-        assert!(status.success());
-        let exit = self.child.wait().expect("wait");
-        assert!(exit.success(), "server exited with {exit:?} on SIGTERM");
-    }
-}
+/// The demo team and three days of demo history for its users.
+const DEMO: &[&str] = &["--demo", "--demo-days", "3"];
 
 #[tokio::test]
 async fn users_survive_a_restart_of_the_real_server() {
@@ -117,14 +22,14 @@ async fn users_survive_a_restart_of_the_real_server() {
         .build()
         .unwrap();
 
-    let server = Server::start(dir.path());
+    let server = Server::start(dir.path(), DEMO);
     let health = http.get(server.url("/health")).send().await.unwrap();
     assert_eq!(health.status(), 200);
     assert!(health.headers().contains_key("x-request-id"));
 
     let created: Value = http
         .post(server.url("/v2/user/"))
-        .header("x-service-api-key", &server.key)
+        .header("x-service-api-key", server.key())
         .json(&json!({"client_user_id": "e2e-user", "fallback_time_zone": "Europe/Berlin"}))
         .send()
         .await
@@ -135,7 +40,7 @@ async fn users_survive_a_restart_of_the_real_server() {
     let id = created["user_id"].as_str().expect("user_id").to_owned();
     let unauthorised = http.get(server.url("/v2/user")).send().await.unwrap();
     assert_eq!(unauthorised.status(), 401);
-    let key = server.key.clone();
+    let key = server.key().to_owned();
     server.stop();
 
     // The key file is private to the owner.
@@ -149,11 +54,11 @@ async fn users_survive_a_restart_of_the_real_server() {
         assert_eq!(mode & 0o077, 0, "demo key readable by others: {mode:o}");
     }
 
-    let server = Server::start(dir.path());
-    assert_eq!(server.key, key, "a restart prints the same demo key");
+    let server = Server::start(dir.path(), DEMO);
+    assert_eq!(server.key(), key, "a restart prints the same demo key");
     let read = http
         .get(server.url(&format!("/v2/user/{id}")))
-        .header("x-service-api-key", &server.key)
+        .header("x-service-api-key", server.key())
         .send()
         .await
         .unwrap();
@@ -162,7 +67,7 @@ async fn users_survive_a_restart_of_the_real_server() {
     assert_eq!(read, created);
     let listed: Value = http
         .get(server.url("/v2/user"))
-        .header("x-service-api-key", &server.key)
+        .header("x-service-api-key", server.key())
         .send()
         .await
         .unwrap()
@@ -178,14 +83,6 @@ async fn users_survive_a_restart_of_the_real_server() {
             .any(|u| u["user_id"] == id.as_str())
     );
     server.stop();
-}
-
-impl Server {
-    /// SIGKILL: no shutdown path runs at all.
-    fn kill(mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("wait");
-    }
 }
 
 /// One push of `n` heart-rate samples starting at `first` seconds after 2025-01-01T00:00:00Z.
@@ -209,10 +106,10 @@ async fn acknowledged_pushes_survive_sigkill() {
         .timeout(Duration::from_secs(30))
         .build()
         .unwrap();
-    let server = Server::start(dir.path());
+    let server = Server::start(dir.path(), DEMO);
     let user: Value = http
         .post(server.url("/v2/user"))
-        .header("x-service-api-key", &server.key)
+        .header("x-service-api-key", server.key())
         .json(&json!({"client_user_id": "durable"}))
         .send()
         .await
@@ -228,7 +125,7 @@ async fn acknowledged_pushes_survive_sigkill() {
         let (http, acked) = (http.clone(), acked.clone());
         let (url, key) = (
             server.url(&format!("/v2/user/{id}/data")),
-            server.key.clone(),
+            server.key().to_owned(),
         );
         writers.push(tokio::spawn(async move {
             for n in 0..10_000 {
@@ -263,12 +160,12 @@ async fn acknowledged_pushes_survive_sigkill() {
         acked.len()
     );
 
-    let server = Server::start(dir.path());
+    let server = Server::start(dir.path(), DEMO);
     let got = http
         .get(server.url(&format!(
             "/v2/timeseries/{id}/heartrate?start_date=2024-12-31&end_date=2025-12-31"
         )))
-        .header("x-service-api-key", &server.key)
+        .header("x-service-api-key", server.key())
         .send()
         .await
         .unwrap();
@@ -310,7 +207,7 @@ async fn parquet_answers_read_by_pyarrow_and_pandas_match_the_json_answers() {
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
-    let server = Server::start(dir.path());
+    let server = Server::start(dir.path(), DEMO);
     let (_, user) = server
         .demo_users
         .iter()
@@ -338,7 +235,7 @@ async fn parquet_answers_read_by_pyarrow_and_pandas_match_the_json_answers() {
         let (http, url, key, request) = (
             http.clone(),
             url.clone(),
-            server.key.clone(),
+            server.key().to_owned(),
             request.clone(),
         );
         async move {
@@ -399,12 +296,12 @@ async fn parquet_answers_read_by_pyarrow_and_pandas_match_the_json_answers() {
 #[tokio::test]
 async fn log_lines_inside_a_request_name_its_request_id() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_logging(dir.path(), "info,wearhouse::query=debug");
+    let server = Server::start_logging(dir.path(), DEMO, "info,wearhouse::query=debug");
     let (_, user) = server.demo_users[0].clone();
     let http = reqwest::Client::new();
     let answer = http
         .post(server.url(&format!("/aggregate/v1/user/{user}/query")))
-        .header("x-service-api-key", &server.key)
+        .header("x-service-api-key", server.key())
         .header("x-request-id", "trace-me-7")
         .json(&json!({
             "timeframe": {"anchor": "2026-01-01", "past": {"value": 1, "unit": "week"}},
@@ -418,7 +315,7 @@ async fn log_lines_inside_a_request_name_its_request_id() {
     // The server wrote the line before it answered; the thread reading its stderr may lag.
     let mut log = String::new();
     for _ in 0..100 {
-        log = server.log.lock().unwrap().clone();
+        log = server.log();
         if log.contains("aggregate input loaded") {
             break;
         }

@@ -8,92 +8,45 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::server::Server;
+
 /// Days of demo history (the default): 1-minute heart rate from the watch, 5-minute from the ring.
 const DAYS: &str = "90";
 
-struct Server {
-    child: Child,
-    base: String,
-    key: String,
-    user: String,
+fn start(data_dir: &Path, memory_mb: Option<&str>) -> Server {
+    let mut args = vec!["--demo", "--demo-days", DAYS];
+    if let Some(mb) = memory_mb {
+        args.extend(["--query-memory-mb", mb]);
+    }
+    Server::start(data_dir, &args)
 }
 
-impl Server {
-    fn start(data_dir: &Path, memory_mb: Option<&str>) -> Server {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_wearhouse"));
-        cmd.args(["serve", "--demo", "--demo-days", DAYS])
-            .args(["--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir);
-        if let Some(mb) = memory_mb {
-            cmd.args(["--query-memory-mb", mb]);
-        }
-        let mut child = cmd
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn wearhouse");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (mut base, mut key, mut user) = (None, None, None);
-        while base.is_none() || key.is_none() || user.is_none() {
-            let line = lines.next().expect("server exited").expect("stdout line");
-            if let Some(k) = line.strip_prefix("demo team API key: ") {
-                key = Some(k.trim().to_owned());
-            }
-            if let Some(id) = line.strip_prefix("demo user demo-ring-and-watch: ") {
-                user = Some(id.trim().to_owned());
-            }
-            if let Some(addr) = line.strip_prefix("listening on ") {
-                base = Some(addr.trim().to_owned());
-            }
-        }
-        std::thread::spawn(move || for _ in lines {});
-        Server {
-            child,
-            base: base.unwrap(),
-            key: key.unwrap(),
-            user: user.unwrap(),
-        }
-    }
+/// The server's peak resident set so far, in MiB.
+fn peak_mib(server: &Server) -> u64 {
+    server.proc_status("VmHWM:") / (1024 * 1024)
+}
 
-    /// Peak resident set so far, in MiB.
-    fn peak_mib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-        let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-        kib / 1024
-    }
-
-    async fn query(&self, body: &Value) -> (u16, Value) {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(300))
-            .build()
-            .unwrap();
-        let answer = http
-            .post(format!(
-                "{}/aggregate/v1/user/{}/query",
-                self.base, self.user
-            ))
-            .header("x-service-api-key", &self.key)
-            .json(body)
-            .send()
-            .await
-            .unwrap();
-        let status = answer.status().as_u16();
-        (status, answer.json().await.unwrap())
-    }
-
-    fn stop(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
+/// Posts `body` as the demo ring-and-watch user's aggregate query; status and JSON answer.
+async fn query(server: &Server, body: &Value) -> (u16, Value) {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(300))
+        .build()
+        .unwrap();
+    let user = server.demo_user("demo-ring-and-watch");
+    let answer = http
+        .post(server.url(&format!("/aggregate/v1/user/{user}/query")))
+        .header("x-service-api-key", server.key())
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap())
 }
 
 /// 32 queries × 63 aggregates (every function over every numeric field, the string functions
@@ -233,12 +186,12 @@ async fn the_memory_limit_bounds_the_whole_request() {
         .sum();
     assert!(aggregates >= 32 * 53, "{aggregates} aggregates");
     // The first start seeds the demo users; later starts find them.
-    Server::start(dir.path(), None).stop();
+    start(dir.path(), None).stop();
 
-    let small = Server::start(dir.path(), Some("16"));
-    let before = small.peak_mib();
-    let (status, answer) = small.query(&body).await;
-    let grown = small.peak_mib().saturating_sub(before);
+    let small = start(dir.path(), Some("16"));
+    let before = peak_mib(&small);
+    let (status, answer) = query(&small, &body).await;
+    let grown = peak_mib(&small).saturating_sub(before);
     small.stop();
     println!("16 MiB limit: {status}, peak RSS {before} MiB + {grown} MiB");
     let head: String = answer.to_string().chars().take(300).collect();
@@ -250,10 +203,10 @@ async fn the_memory_limit_bounds_the_whole_request() {
         "peak RSS grew by {grown} MiB under a 16 MiB limit"
     );
 
-    let default = Server::start(dir.path(), None);
-    let before = default.peak_mib();
-    let (status, answer) = default.query(&body).await;
-    let grown_default = default.peak_mib().saturating_sub(before);
+    let default = start(dir.path(), None);
+    let before = peak_mib(&default);
+    let (status, answer) = query(&default, &body).await;
+    let grown_default = peak_mib(&default).saturating_sub(before);
     default.stop();
     println!("default limit: {status}, peak RSS {before} MiB + {grown_default} MiB");
     let head: String = answer.to_string().chars().take(300).collect();

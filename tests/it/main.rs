@@ -9,6 +9,7 @@
 
 mod jobs_support;
 mod provision;
+mod server;
 mod store_support;
 mod support;
 

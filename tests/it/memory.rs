@@ -9,115 +9,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::arrow::array::{
     ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray, new_null_array,
 };
-use serde_json::{Value, json};
-use uuid::Uuid;
+use serde_json::Value;
+
+use crate::server::Server;
 use wearhouse::schema::{Dataset, resource};
 use wearhouse::store::health::{HealthStore, StoreOptions};
 
 const MIB: u64 = 1024 * 1024;
 
-/// A running server process.
-struct Server {
-    child: Child,
-    base: String,
-    key: String,
-}
-
-impl Server {
-    fn start(data_dir: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
-            .args([
-                "serve",
-                "--demo",
-                "--demo-days",
-                "1",
-                "--listen",
-                "127.0.0.1:0",
-            ])
-            .args(extra)
-            .arg("--data-dir")
-            .arg(data_dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn wearhouse");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (mut base, mut key) = (None, None);
-        while base.is_none() || key.is_none() {
-            let line = lines.next().expect("server exited before it was ready");
-            let line = line.unwrap();
-            if let Some(k) = line.strip_prefix("demo team API key: ") {
-                key = Some(k.trim().to_owned());
-            }
-            if let Some(addr) = line.strip_prefix("listening on ") {
-                base = Some(addr.trim().to_owned());
-            }
-        }
-        std::thread::spawn(move || for _ in lines {});
-        Server {
-            child,
-            base: base.unwrap(),
-            key: key.unwrap(),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    /// A field of `/proc/<pid>/status`, in bytes.
-    fn status(&self, field: &str) -> u64 {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(field))
-            .unwrap_or_else(|| panic!("{field} missing from /proc status"));
-        let kib: u64 = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse().ok())
-            .unwrap();
-        kib * 1024
-    }
-
-    async fn create_user(&self, http: &reqwest::Client, name: &str) -> (Uuid, Uuid) {
-        let user: Value = http
-            .post(self.url("/v2/user"))
-            .header("x-service-api-key", &self.key)
-            .json(&json!({ "client_user_id": name }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let id = |k: &str| user[k].as_str().unwrap().parse().unwrap();
-        (id("team_id"), id("user_id"))
-    }
-
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// The demo team, with one day of demo history.
+const DEMO: &[&str] = &["--demo", "--demo-days", "1"];
 
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -171,8 +78,8 @@ async fn a_getter_over_a_month_of_1hz_samples_pages_in_bounded_memory() {
     const DAYS: i64 = 30;
     let dir = tempfile::tempdir().unwrap();
     let http = client();
-    let server = Server::start(dir.path(), &[]);
-    let (team, user) = server.create_user(&http, "month-of-1hz").await;
+    let server = Server::start(dir.path(), DEMO);
+    let (team, user) = server.demo_team_user(&http, "month-of-1hz").await;
     server.stop();
     // Seeded through the store (a push of 2.6 M samples would take minutes in a debug build).
     let store = HealthStore::open(
@@ -189,15 +96,15 @@ async fn a_getter_over_a_month_of_1hz_samples_pages_in_bounded_memory() {
     }
     drop(store);
 
-    let server = Server::start(dir.path(), &[]);
-    let before = server.status("VmRSS:");
+    let server = Server::start(dir.path(), DEMO);
+    let before = server.proc_status("VmRSS:");
     let path = format!("/v2/timeseries/{user}/heartrate?start_date=2025-01-01&end_date=2025-01-30");
     let (mut seen, mut pages, mut cursor) = (0usize, 0, None::<String>);
     let mut last = String::new();
     loop {
         let mut request = http
             .get(server.url(&path))
-            .header("x-service-api-key", &server.key);
+            .header("x-service-api-key", server.key());
         if let Some(c) = &cursor {
             request = request.query(&[("cursor", c)]);
         }
@@ -209,7 +116,7 @@ async fn a_getter_over_a_month_of_1hz_samples_pages_in_bounded_memory() {
             .map(|v| v.to_str().unwrap().to_owned());
         let samples: Vec<Stamp> = answer.json().await.unwrap();
         if pages == 0 {
-            let grew = server.status("VmHWM:").saturating_sub(before);
+            let grew = server.proc_status("VmHWM:").saturating_sub(before);
             eprintln!(
                 "getter, first page: {} samples, RSS before {} MiB, peak increase {} MiB",
                 samples.len(),
@@ -240,7 +147,7 @@ async fn a_getter_over_a_month_of_1hz_samples_pages_in_bounded_memory() {
     }
     assert_eq!(seen, (DAYS * DAY_SECONDS) as usize, "every sample once");
     assert_eq!(last, "2025-01-30T23:59:59Z");
-    let grew = server.status("VmHWM:").saturating_sub(before);
+    let grew = server.proc_status("VmHWM:").saturating_sub(before);
     eprintln!(
         "getter: {pages} pages, RSS before {} MiB, peak increase {} MiB",
         before / MIB,
@@ -258,8 +165,8 @@ async fn a_million_sample_push_costs_at_most_four_times_its_body() {
     const SAMPLES: i64 = 1_000_000;
     let dir = tempfile::tempdir().unwrap();
     let http = client();
-    let server = Server::start(dir.path(), &["--body-limit", "100000000"]);
-    let (_, user) = server.create_user(&http, "big-push").await;
+    let server = Server::start(dir.path(), &[DEMO, &["--body-limit", "100000000"]].concat());
+    let (_, user) = server.demo_team_user(&http, "big-push").await;
     let mut body = String::with_capacity(60 * 1024 * 1024);
     body.push_str(
         r#"{"provider":"apple_health_kit","source":{"type":"watch"},"timeseries":{"heartrate":["#,
@@ -277,10 +184,10 @@ async fn a_million_sample_push_costs_at_most_four_times_its_body() {
     }
     body.push_str("]}}");
     let size = body.len() as u64;
-    let before = server.status("VmRSS:");
+    let before = server.proc_status("VmRSS:");
     let answer = http
         .post(server.url(&format!("/v2/user/{user}/data")))
-        .header("x-service-api-key", &server.key)
+        .header("x-service-api-key", server.key())
         .header("content-type", "application/json")
         .body(body)
         .send()
@@ -289,7 +196,7 @@ async fn a_million_sample_push_costs_at_most_four_times_its_body() {
     assert_eq!(answer.status(), 200);
     let stored: Value = answer.json().await.unwrap();
     assert_eq!(stored["stored"]["timeseries"]["heartrate"], SAMPLES);
-    let grew = server.status("VmHWM:").saturating_sub(before);
+    let grew = server.proc_status("VmHWM:").saturating_sub(before);
     eprintln!(
         "push: body {} MiB, RSS before {} MiB, peak increase {} MiB ({:.1}x the body)",
         size / MIB,

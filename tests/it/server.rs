@@ -1,0 +1,182 @@
+//! The real `wearhouse` binary as a child process, for the tests that need a process of their
+//! own: restarts on one data dir, SIGKILL, peak RSS, log lines. Each starts it with
+//! `serve --listen 127.0.0.1:0 --data-dir DIR` plus its own arguments, and reads standard output
+//! up to the `listening on` line (the last start-up line) for the address, the demo team's key
+//! and the demo users.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A running server process and what it printed at start-up. Killed when dropped.
+pub struct Server {
+    child: Child,
+    /// What it logged to standard error so far.
+    log: Arc<Mutex<String>>,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The demo team's API key, when started with `--demo`.
+    key: Option<String>,
+    /// (client user id, user id) of the demo users it printed.
+    pub demo_users: Vec<(String, String)>,
+}
+
+impl Server {
+    /// `wearhouse serve` on `data_dir` with `args`, logging at `warn`.
+    pub fn start(data_dir: &Path, args: &[&str]) -> Server {
+        Server::start_logging(data_dir, args, "warn")
+    }
+
+    /// [`Server::start`] with `RUST_LOG=rust_log`.
+    pub fn start_logging(data_dir: &Path, args: &[&str], rust_log: &str) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .arg("--data-dir")
+            .arg(data_dir)
+            .env("RUST_LOG", rust_log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn wearhouse");
+        // Keep the server's log so a failed start (or a test about log lines) can read it.
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().expect("stderr");
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let (mut key, mut demo_users) = (None, Vec::new());
+        let base = loop {
+            let Some(Ok(line)) = lines.next() else {
+                let status = child.wait().expect("wait");
+                std::thread::sleep(Duration::from_millis(200));
+                panic!(
+                    "server exited ({status:?}) before it was ready:\n{}",
+                    log.lock().unwrap()
+                );
+            };
+            if let Some(k) = line.strip_prefix("demo team API key: ") {
+                key = Some(k.trim().to_owned());
+            }
+            if let Some(rest) = line.strip_prefix("demo user ")
+                && let Some((name, id)) = rest.split_once(": ")
+            {
+                demo_users.push((name.to_owned(), id.trim().to_owned()));
+            }
+            if let Some(addr) = line.strip_prefix("listening on ") {
+                break addr.trim().to_owned();
+            }
+        };
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server {
+            child,
+            log,
+            base,
+            key,
+            demo_users,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// The demo team's key; panics when the server was not started with `--demo`.
+    pub fn key(&self) -> &str {
+        self.key.as_deref().expect("started without --demo")
+    }
+
+    /// The id of the demo user `client_user_id`.
+    pub fn demo_user(&self, client_user_id: &str) -> &str {
+        self.demo_users
+            .iter()
+            .find(|(name, _)| name == client_user_id)
+            .map(|(_, id)| id.as_str())
+            .unwrap_or_else(|| panic!("no demo user {client_user_id}: {:?}", self.demo_users))
+    }
+
+    /// What the server logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// A field of `/proc/<pid>/status` (`VmRSS:`, `VmHWM:`), in bytes.
+    pub fn proc_status(&self, field: &str) -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{field} missing from /proc status"));
+        kib * 1024
+    }
+
+    /// Creates a user with `key` (the demo key when None); the answer's JSON.
+    pub async fn create_user(
+        &self,
+        http: &reqwest::Client,
+        key: Option<&str>,
+        body: Value,
+    ) -> Value {
+        let key = key.unwrap_or_else(|| self.key());
+        let answer = http
+            .post(self.url("/v2/user"))
+            .header("x-service-api-key", key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "create user {body}");
+        answer.json().await.unwrap()
+    }
+
+    /// Creates the user `client_user_id` with the demo key; its (team id, user id).
+    pub async fn demo_team_user(
+        &self,
+        http: &reqwest::Client,
+        client_user_id: &str,
+    ) -> (uuid::Uuid, uuid::Uuid) {
+        let user = self
+            .create_user(http, None, json!({"client_user_id": client_user_id}))
+            .await;
+        let id = |k: &str| user[k].as_str().unwrap().parse().unwrap();
+        (id("team_id"), id("user_id"))
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        let exit = self.child.wait().expect("wait");
+        assert!(exit.success(), "server exited with {exit:?} on SIGTERM");
+    }
+
+    /// SIGKILL: no shutdown path runs at all.
+    pub fn kill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("wait");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
