@@ -27,10 +27,10 @@ use datafusion::prelude::SessionConfig;
 
 use crate::schema::Dataset;
 
-use super::bucket::BucketPlanner;
 use super::budget::Budget;
-use super::catalog::{Catalog, UserContext};
-use super::request::{QuerySource, ValidRequest};
+use super::lang::request::{QuerySource, ValidRequest};
+use super::plan::bucket::BucketPlanner;
+use super::plan::catalog::{Catalog, UserContext};
 use super::{EngineError, Limits, compile, time};
 
 /// One query's result table: its output schema (§4.1 names, §4.3 types) and rows.

@@ -11,9 +11,9 @@ use datafusion::execution::session_state::SessionState;
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
 
-use super::catalog::UserContext;
 use super::execute::{self, QueryResult};
-use super::request::ValidRequest;
+use super::lang::request::ValidRequest;
+use super::plan::catalog::UserContext;
 use super::{EngineError, Limits};
 use crate::schema::Dataset;
 

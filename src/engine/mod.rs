@@ -11,15 +11,17 @@
 //! our optimiser rules and planner) and the CPU runtime; each request only gets a task context
 //! with its own memory pool, and one deadline for all its phases.
 //!
-//! Module map: `request` (typed request), `parse`/`envelope`/`parse_expr`/`json_check`/`rules`/
-//! `where_clause` (validation, §1–§2), `time`/`udf`/`macros` (floating time, buckets, parts,
-//! sleep macros), `catalog`/`expr`/`compile`/`priority`/`best` (plans, §3), `bucket` (the time-bucket
-//! operator), `execute`, `budget` (what a request holds, charged to its pool), `encode` (§4).
+//! Module map: `lang/` (the front end, §1–§2: `request` the typed request, `parse`/`envelope`/
+//! `parse_expr`/`json_check`/`rules`/`where_clause` its validation), `plan/` (the planner, §3:
+//! `catalog`/`expr`/`compile`/`priority`/`best`, `udf`/`udaf`/`macros` our functions, `bucket` the
+//! time-bucket operator), `time` (floating time and calendar arithmetic, shared by both),
+//! `execute`/`instance` (running a request), `budget` (what a request holds, charged to its
+//! pool), `encode` (§4).
 //!
-//! Two plan shapes: the general one (`compile.rs`: filter, projection, aggregate, best-source
+//! Two plan shapes: the general one (`plan/compile.rs`: filter, projection, aggregate, best-source
 //! aggregate, sort) for every query, and, for the most common shape (one resource, one
 //! `date_trunc` group key, mean/min/max/sum/count/oldest/newest of float fields), a logical
-//! extension node planned as our own operator (`bucket.rs`), which reads runs of rows per
+//! extension node planned as our own operator (`plan/bucket/`), which reads runs of rows per
 //! source and skips whole batches a better source already owns. Tests compare the two on
 //! random queries; `Limits::bucket_operator = false` forces the general one.
 //!
@@ -34,7 +36,7 @@
 //! - Priority ties among unranked source types go by source-type name before provider rank.
 //! - `mean`, `median` and `stddev` are DataFusion's `avg`, `median` and `stddev` over the input
 //!   cast to Float64 (they are exactly the §3.6 semantics then); `oldest`/`newest` are our own
-//!   UDAF (`udaf.rs`) over (value, index time, ingestion time), ignoring null values.
+//!   UDAF (`plan/udaf.rs`) over (value, index time, ingestion time), ignoring null values.
 //! - Memory exhaustion is [`EngineError::ResourcesExhausted`], answered 422 by the HTTP layer
 //!   (the request is too big for the memory limit; narrowing the timeframe helps, retrying not).
 //!   The limit covers the request, not only DataFusion's operators: the input batches it reads
@@ -43,36 +45,20 @@
 //!   timeout on time, and are aborted when their future is dropped (a 504 stops the work);
 //!   encoders have `*_blocking` wrappers for async callers.
 
-mod best;
-mod bucket;
 mod budget;
-mod catalog;
-mod compile;
 mod encode;
-mod envelope;
 mod error;
 mod execute;
-mod expr;
 mod instance;
-mod json_check;
+mod lang;
 mod limits;
-pub mod macros;
-mod parse;
-mod parse_expr;
-mod priority;
-mod request;
-mod rules;
+mod plan;
 pub mod time;
-mod udaf;
-mod udf;
-mod where_clause;
 
 #[cfg(test)]
 mod tests;
 
 pub use budget::InputSize;
-pub use catalog::{Catalog, UserContext, data_type_of};
-pub use compile::compile;
 pub use encode::json::encode_json;
 pub use encode::parquet_tar::encode_parquet_tar;
 pub use encode::{
@@ -82,12 +68,15 @@ pub use encode::{
 pub use error::EngineError;
 pub use execute::{QueryResult, required_inputs};
 pub use instance::{Engine, execute, explain_analyze};
-pub use limits::Limits;
-pub use parse::parse_request;
-pub use priority::provider_order;
-pub use request::{
+pub use lang::parse::parse_request;
+pub use lang::request::{
     DatePart, Func, GroupBy, Operand, Period, Query, QuerySource, SelectItem, SelectKind,
     Timeframe, Unit, ValidRequest, ValueMacro, ValueType,
 };
-pub use udf::{DatePartUdf, DateTrunc, FloatingTime};
-pub use where_clause::{CmpOp, Literal, WhereExpr};
+pub use lang::where_clause::{CmpOp, Literal, WhereExpr};
+pub use limits::Limits;
+pub use plan::catalog::{Catalog, UserContext, data_type_of};
+pub use plan::compile::compile;
+pub use plan::macros;
+pub use plan::priority::provider_order;
+pub use plan::udf::{DatePartUdf, DateTrunc, FloatingTime};

@@ -1,12 +1,12 @@
 //! Calendar arithmetic on floating time, as plain functions over microseconds since
 //! 1970-01-01T00:00:00 (floating, so every day has 86 400 s): the window (§3.1), floating
-//! conversion (§3.2), `date_trunc` (§3.3) and `date_part` (§3.4). The UDFs of [`super::udf`]
+//! conversion (§3.2), `date_trunc` (§3.3) and `date_part` (§3.4). The UDFs of `plan::udf`
 //! apply these to Arrow arrays; the test reference evaluator checks them independently.
 
 use chrono::{Datelike, Duration, Months, NaiveDate, NaiveDateTime, Offset, TimeZone};
 use chrono_tz::Tz;
 
-use super::request::{DatePart, Period, Timeframe, Unit};
+use super::lang::request::{DatePart, Period, Timeframe, Unit};
 
 /// Microseconds in one (floating) day.
 pub const MICROS_PER_DAY: i64 = 86_400_000_000;

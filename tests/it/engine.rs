@@ -211,7 +211,7 @@ fn split_by_source(
     out
 }
 
-/// The time-bucket operator (`engine/bucket.rs`) against the general plan and the reference,
+/// The time-bucket operator (`src/engine/plan/bucket/`) against the general plan and the reference,
 /// on queries of its shape: identical tables, schemas included, whether a batch holds one
 /// source or many.
 #[tokio::test]

@@ -60,7 +60,7 @@ pub struct NewJob {
     pub payload: Value,
     /// Not before this instant.
     pub run_at: DateTime<Utc>,
-    /// At most one unfinished job per key (see [`enqueue_job`]).
+    /// At most one unfinished job per key (see [`enqueue_job`](super::enqueue_job)).
     pub unique_key: Option<String>,
     /// Claims allowed before the job fails for good (at least 1).
     pub max_attempts: u32,
@@ -103,7 +103,7 @@ pub struct Job {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-/// What [`enqueue_job`] did.
+/// What [`enqueue_job`](super::enqueue_job) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Enqueued {
     /// A new job.
@@ -134,7 +134,7 @@ pub struct Fence {
 }
 
 impl Job {
-    /// The fence of this claimed run (meaningful on a job returned by [`claim_jobs`]).
+    /// The fence of this claimed run (meaningful on a job returned by [`claim_jobs`](super::claim_jobs)).
     pub fn fence(&self) -> Fence {
         Fence {
             id: self.id,

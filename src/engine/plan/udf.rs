@@ -1,7 +1,7 @@
 //! Scalar UDFs of our own, registered through the plan itself: floating time from a UTC
 //! instant and its offset (or the user's zone), `date_trunc` and `date_part` with the exact
 //! rules of §3.3–§3.4. Each is one tight loop over a primitive array (no per-row dynamic
-//! dispatch); the arithmetic lives in [`super::time`].
+//! dispatch); the arithmetic lives in [`crate::engine::time`].
 
 use std::sync::Arc;
 
@@ -16,8 +16,8 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::Expr;
 
-use super::request::{DatePart, Period};
-use super::time;
+use crate::engine::lang::request::{DatePart, Period};
+use crate::engine::time;
 
 /// The floating timestamp type: `Timestamp(Microsecond, None)`.
 pub fn floating_type() -> DataType {

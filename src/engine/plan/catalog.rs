@@ -14,7 +14,7 @@ use datafusion::logical_expr::TableSource;
 
 use crate::schema::{Dataset, Table};
 
-use super::EngineError;
+use crate::engine::EngineError;
 
 /// Per-user settings that change how queries are evaluated.
 #[derive(Debug, Clone, Default, PartialEq)]

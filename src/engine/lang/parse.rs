@@ -11,7 +11,6 @@ use serde_json::Value;
 use crate::loc;
 use crate::validation::{Invalid, Loc, Violation};
 
-use super::Limits;
 use super::envelope::{parse_config, parse_timeframe};
 use super::json_check::{at, keys_in, object};
 use super::parse_expr::{IndexOf, Place, RawExpr, parse_expr};
@@ -20,6 +19,7 @@ use super::request::{
 };
 use super::rules::{WhereScope, check_aggregate, check_select, item_name, resolve_source};
 use super::where_clause::parse_where;
+use crate::engine::Limits;
 
 /// Parses and validates a request body against §1–§2 and the limits of §5.
 pub fn parse_request(body: &Value, limits: &Limits) -> Result<ValidRequest, Invalid> {

@@ -56,7 +56,7 @@ use futures::StreamExt;
 
 use crate::schema::{INGESTED_AT, TIMEZONE_OFFSET};
 
-use super::request::{Func, Period};
+use crate::engine::lang::request::{Func, Period};
 use state::{Counters, State};
 
 /// The functions the operator computes (over Float64 arguments; `count` over any type).

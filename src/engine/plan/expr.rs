@@ -14,10 +14,10 @@ use datafusion::prelude::{Expr, in_list, lit};
 use crate::schema::{Kind, TIMEZONE_OFFSET, Table};
 
 use super::macros::{MacroArgs, SleepMacro};
-use super::request::{Operand, QuerySource, ValueMacro};
-use super::time;
 use super::udf::{FloatingTime, floating_type};
-use super::where_clause::{CmpOp, Literal, WhereExpr};
+use crate::engine::lang::request::{Operand, QuerySource, ValueMacro};
+use crate::engine::lang::where_clause::{CmpOp, Literal, WhereExpr};
+use crate::engine::time;
 
 /// A column by exact name (names may contain dots).
 pub fn column(name: &str) -> Expr {

@@ -75,7 +75,7 @@ pub(crate) fn parse_timeframe(
         }
     };
     let (anchor, past) = (anchor?, past?);
-    if super::time::window_start(anchor, past).is_none() {
+    if crate::engine::time::window_start(anchor, past).is_none() {
         out.push(Violation::value(
             at(loc, "past"),
             "past reaches before the supported calendar range",

@@ -29,10 +29,12 @@ use super::bucket::{self, BucketNode, BucketSpec};
 use super::catalog::{Catalog, data_type_of};
 use super::expr::{RowExprs, column, floating_lit};
 use super::priority::{PROVIDER, SOURCE, SOURCE_TYPE, Sources, keep_best, provider_order};
-use super::request::{Func, GroupBy, Operand, Query, QuerySource, SelectKind, ValidRequest};
 use super::udaf::Pick;
 use super::udf::{DatePartUdf, DateTrunc};
-use super::{EngineError, time};
+use crate::engine::lang::request::{
+    Func, GroupBy, Operand, Query, QuerySource, SelectKind, ValidRequest,
+};
+use crate::engine::{EngineError, time};
 
 const TIME: &str = "__time";
 const INGESTED: &str = "__ingested";

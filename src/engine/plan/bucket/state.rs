@@ -20,9 +20,9 @@ use datafusion::physical_plan::metrics::Count;
 use crate::schema::{ConstantProofs, rows_by_source};
 
 use super::super::priority::{Interner, ranking};
-use super::super::request::Func;
-use super::super::time;
 use super::{BucketSpec, Columns};
+use crate::engine::lang::request::Func;
+use crate::engine::time;
 
 /// The columns the operator reads of rows of one source.
 struct Part {

@@ -1,5 +1,5 @@
 //! The validated request: typed, closed enums for every part of the language. Only
-//! [`super::parse_request`] builds these, so a `ValidRequest` always satisfies §1–§2.
+//! [`crate::engine::parse_request`] builds these, so a `ValidRequest` always satisfies §1–§2.
 
 use chrono::NaiveDate;
 
@@ -167,7 +167,7 @@ pub enum ValueMacro {
     AwakeAt,
     /// Sleep-to-awake transitions of the hypnogram.
     Awakenings,
-    /// The documented 0–100 model of [`super::macros`].
+    /// The documented 0–100 model of [`crate::engine::plan::macros`].
     SleepScore,
 }
 

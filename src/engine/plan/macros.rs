@@ -37,8 +37,8 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::Expr;
 
-use super::request::ValueMacro;
 use super::udf::floating_type;
+use crate::engine::lang::request::ValueMacro;
 
 const DEFAULT_INTERVAL_SECONDS: i64 = 300;
 
@@ -208,7 +208,7 @@ impl ScalarUDFImpl for SleepMacro {
                         let (s, e) = (opt_ts(&a[0], i)?, opt_ts(&a[1], i)?);
                         let mid = s / 2 + e / 2 + (s % 2 + e % 2) / 2;
                         Some(chronotype(
-                            mid.rem_euclid(super::time::MICROS_PER_DAY) / 1_000_000,
+                            mid.rem_euclid(crate::engine::time::MICROS_PER_DAY) / 1_000_000,
                         ))
                     })
                     .collect::<StringArray>(),

@@ -1,0 +1,11 @@
+//! The engine's front end: the request language of `aggregate-dsl.md` §1–§2. A JSON body goes in
+//! ([`parse::parse_request`]); a [`request::ValidRequest`] comes out, every rule checked and every
+//! refusal located, before any data is read.
+
+pub(super) mod envelope;
+pub(super) mod json_check;
+pub(super) mod parse;
+pub(super) mod parse_expr;
+pub(super) mod request;
+pub(super) mod rules;
+pub(super) mod where_clause;

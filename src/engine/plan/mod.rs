@@ -1,0 +1,14 @@
+//! The engine's planner: a validated query to a DataFusion logical plan over the user's data
+//! ([`compile::compile`]), with the functions, aggregates and the physical operator of our own
+//! that the plans use (time UDFs, `oldest`/`newest`, `best`, the time-bucket aggregate) and the
+//! provider-priority plan shape.
+
+pub(super) mod best;
+pub(super) mod bucket;
+pub(super) mod catalog;
+pub(super) mod compile;
+pub(super) mod expr;
+pub mod macros;
+pub(super) mod priority;
+pub(super) mod udaf;
+pub(super) mod udf;
