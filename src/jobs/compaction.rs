@@ -4,8 +4,8 @@
 //! Writes that arrive while the job is pending fold into it (its `run_at` never moves later,
 //! so a steady stream of writes cannot postpone compaction forever); a write that arrives while
 //! it runs marks it to run again, so no write is left uncompacted because it raced a run. The
-//! job merges the dataset's longest run of at least two small segments
-//! ([`HealthStore::compact`]); a failure is retried with backoff. Being rows in the metadata
+//! job merges the dataset's longest run of small segments once it holds
+//! `compact_min_segments` of them ([`HealthStore::compact_due`]); a failure is retried with backoff. Being rows in the metadata
 //! database, pending compactions survive a restart, unlike the former in-memory dirty set.
 
 use std::time::Duration;
@@ -94,7 +94,7 @@ impl JobHandler for Compaction {
             .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
         let report = self
             .health
-            .compact(team, user, dataset)
+            .compact_due(team, user, dataset)
             .await
             .map_err(|e| JobError::Retry(format!("compaction failed: {e}")))?;
         tracing::debug!(%team, %user, dataset = %dataset.path(), ?report, "compacted");

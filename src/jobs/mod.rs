@@ -48,10 +48,8 @@
 //! Handlers hold their dependencies (stores, HTTP clients) and get a [`JobContext`]; the
 //! runner imports no domain. [`compaction`] is the first kind: each push asks for a
 //! `store.compact` job per dataset it wrote (unique per dataset, due 30 s later), which replaces
-//! the in-memory compactor loop. It calls the store's public `HealthStore::compact`, which merges
-//! any run of two or more small segments; the background threshold `compact_min_segments` is
-//! private to the store, so until the store exposes a threshold-aware entry point the job
-//! compacts more eagerly (at most once per dataset per 30 s after writes).
+//! the in-memory compactor loop; it merges once the dataset has `compact_min_segments` small
+//! segments in a row (`HealthStore::compact_due`), as that loop did.
 
 mod backoff;
 mod clock;

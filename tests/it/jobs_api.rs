@@ -14,6 +14,7 @@ use chrono::Utc;
 use serde_json::json;
 use uuid::Uuid;
 use wearhouse::jobs::{JobState, ManualClock, NewJob, Registry, Runner, enqueue_now};
+use wearhouse::store::health::StoreOptions;
 use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 
 use jobs_support::{config, wait_for};
@@ -96,13 +97,18 @@ async fn the_jobs_endpoint_shows_a_team_only_its_own_jobs() {
 async fn compaction_runs_as_a_job_and_compacts() {
     let app = support::TestApp::new().await;
     let user = app.user("compacted").await;
+    // A dataset is merged once it holds `compact_min_segments` (8 by default) small segments:
+    // eight pushes of one record, each replacing the previous version.
+    let pushes = StoreOptions::default().compact_min_segments;
     let mut body =
         json!({"provider": "manual", "sleep": [support::full_push()["sleep"][0].clone()]});
-    app.post(&format!("/v2/user/{user}/data"), body.clone())
-        .await;
-    body["sleep"][0]["score"] = json!(42);
-    let pushed = app.post(&format!("/v2/user/{user}/data"), body).await;
-    assert_eq!(pushed.status, StatusCode::OK, "{}", pushed.json);
+    for score in 0..pushes {
+        body["sleep"][0]["score"] = json!(50 + score);
+        let pushed = app
+            .post(&format!("/v2/user/{user}/data"), body.clone())
+            .await;
+        assert_eq!(pushed.status, StatusCode::OK, "{}", pushed.json);
+    }
 
     let meta = &app.state.meta;
     let system = JobFilter {
@@ -115,7 +121,7 @@ async fn compaction_runs_as_a_job_and_compacts() {
     drop(conn);
     assert_eq!(
         total, 1,
-        "two pushes of one dataset ask for one compaction: {jobs:?}"
+        "pushes of one dataset ask for one compaction: {jobs:?}"
     );
     assert_eq!(jobs[0].state, JobState::Pending);
     assert!(jobs[0].run_at > Utc::now(), "due after the delay");
@@ -130,7 +136,11 @@ async fn compaction_runs_as_a_job_and_compacts() {
     runner.shutdown().await;
     assert_eq!(done.kind, "store.compact");
     let m = app.state.health.metrics();
-    assert_eq!((m.compactions, m.segments_compacted), (1, 2), "{m:?}");
+    assert_eq!(
+        (m.compactions, m.segments_compacted),
+        (1, pushes as u64),
+        "{m:?}"
+    );
     let team = meta.team_for_key(&app.key).await.unwrap().unwrap().id;
     let uuid: Uuid = user.parse().unwrap();
     let sleep =

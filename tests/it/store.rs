@@ -5,7 +5,6 @@
 
 use crate::store_support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use store_support::{
@@ -339,36 +338,39 @@ async fn reads_racing_compactions_never_double_count_or_miss_rows() {
     );
 }
 
+/// The job's compaction waits for a run of `compact_min_segments` small segments (a push does
+/// not rewrite its dataset every time), then merges it.
 #[tokio::test]
-async fn the_background_compactor_merges_runs_of_small_segments() {
+async fn due_compaction_waits_for_a_run_of_compact_min_segments() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(
+    let store = open(
         &dir,
         StoreOptions {
             compact_min_segments: 3,
             ..StoreOptions::default()
         },
-    ));
+    );
     let (team, user) = ids();
     let hr = heartrate();
-    for i in 0..4 {
+    for i in 0..2 {
         store
             .write(team, user, hr, batch(hr, &[row(T0 + i, "", 1.0)]))
             .await
             .unwrap();
     }
-    let compactor = store.spawn_compactor(Duration::from_millis(20));
-    let mut waited = 0;
-    while store.metrics().compactions == 0 && waited < 250 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        waited += 1;
-    }
-    compactor.abort();
+    let report = store.compact_due(team, user, hr).await.unwrap();
+    assert_eq!(report.segments_merged, 0, "{report:?}");
+    assert_eq!(segment_files(&store, team, user, hr).len(), 2);
+    store
+        .write(team, user, hr, batch(hr, &[row(T0 + 2, "", 1.0)]))
+        .await
+        .unwrap();
+    let report = store.compact_due(team, user, hr).await.unwrap();
+    assert_eq!(report.segments_merged, 3, "{report:?}");
     assert_eq!(segment_files(&store, team, user, hr).len(), 1);
-    assert!(store.metrics().compactions >= 1);
     assert_eq!(
         store.read(team, user, hr, None).await.unwrap()[0].num_rows(),
-        4
+        3
     );
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Choice of inputs: the longest run of consecutive (in creation order) segments that are each
 //! smaller than `target_segment_rows`, if it has at least two segments (`compact`) or
-//! `compact_min_segments` (the background compactor). Runs are consecutive so the "ties go to
+//! `compact_min_segments` (`compact_due`, run by the `store.compact` job after writes). Runs are consecutive so the "ties go to
 //! the later segment" rule means the same before and after: the outputs take the newest input's
 //! `seq` with a higher `gen`, so they sort after every input and before every later segment.
 //! Replaced versions living in a large segment stay until a read resolves them (always correct,
@@ -31,8 +31,7 @@
 //! crashed while another stayed open leaves them to the next compaction, once older than
 //! `stale_temp_after`).
 
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
@@ -45,7 +44,7 @@ use super::layout::{CommitId, SegmentName, TEMP_PREFIX, nonce};
 use super::metrics::Metrics;
 use super::read::assemble;
 use super::segment_write::{fsync_dir, write_segment, writer_properties};
-use super::{CompactionReport, HealthStore, Key, Listed, StoreError, guard};
+use super::{CompactionReport, HealthStore, Key, Listed, StoreError};
 use crate::schema::Dataset;
 
 impl HealthStore {
@@ -60,28 +59,18 @@ impl HealthStore {
         self.compact_run((team, user, dataset), 2).await
     }
 
-    /// Starts a task that every `every` compacts the datasets written since its last pass
-    /// (those with a run of `compact_min_segments` small segments). Errors are logged and the
-    /// dataset retried on the next pass. Abort the handle to stop it.
-    pub fn spawn_compactor(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
-        let store = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(every);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            ticker.tick().await;
-            loop {
-                ticker.tick().await;
-                let dirty: Vec<Key> = guard(&store.inner.dirty).drain().collect();
-                let min_run = store.inner.options.compact_min_segments.max(2);
-                for key in dirty {
-                    if let Err(error) = store.compact_run(key, min_run).await {
-                        tracing::warn!(%error, team = %key.0, user = %key.1,
-                            dataset = %key.2.path(), "background compaction failed");
-                        guard(&store.inner.dirty).insert(key);
-                    }
-                }
-            }
-        })
+    /// Merges the dataset's longest run of small segments if it has at least
+    /// `compact_min_segments` of them: what the `store.compact` job runs after writes, so a
+    /// dataset is rewritten once per that many pushes rather than after every one. Does
+    /// nothing otherwise.
+    pub async fn compact_due(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        dataset: Dataset,
+    ) -> Result<CompactionReport, StoreError> {
+        let min_run = self.inner.options.compact_min_segments.max(2);
+        self.compact_run((team, user, dataset), min_run).await
     }
 
     async fn compact_run(&self, key: Key, min_run: usize) -> Result<CompactionReport, StoreError> {

@@ -13,7 +13,7 @@
 //! - **Pushes** ([`HealthStore::write_push`]) spanning several datasets are all-or-nothing, also
 //!   across a crash: their segments count only once the push's commit record exists (see
 //!   `commit.rs`).
-//! - **Compaction** ([`HealthStore::compact`], [`HealthStore::spawn_compactor`]) merges runs of
+//! - **Compaction** ([`HealthStore::compact`], [`HealthStore::compact_due`]) merges runs of
 //!   small segments, dropping replaced versions (see `compact.rs`).
 //! - **Start-up recovery** ([`HealthStore::open`]) removes what a crash left: temp files,
 //!   segments of uncommitted pushes, interrupted user deletions (see `recover.rs`).
@@ -34,8 +34,9 @@
 //!   only in window-less reads.
 //! - `ingested_at` is taken from the batch as given (ingest stamps it); the store does not
 //!   rewrite it.
-//! - The background compactor only visits datasets written since the process started (a set of
-//!   dirty keys), so idle stores cost nothing; an explicit `compact` works on any dataset.
+//! - Compaction after writes is a durable `store.compact` job per written dataset (see
+//!   `crate::jobs::compaction`), so it survives a restart and idle stores cost nothing; it calls
+//!   `compact_due`. An explicit `compact` works on any dataset.
 //! - `delete_user` renames the user folder to `_deleted-*` (atomic: readers see all or
 //!   nothing), fsyncs, then removes it; leftovers of a crash are removed at start-up. Writes that
 //!   race a delete of the same user may survive it: the caller deletes the user from the
@@ -109,7 +110,6 @@ struct Inner {
     metrics: Metrics,
     locks: Mutex<HashMap<Key, Arc<DatasetLocks>>>,
     known_dirs: Mutex<HashSet<PathBuf>>,
-    dirty: Mutex<HashSet<Key>>,
     /// Pushes whose commit record is known to exist (see `commit.rs`).
     commits: Mutex<HashSet<KnownCommit>>,
     /// The shared lock on the directory (see `recover.rs`). Held open, never read.
@@ -181,7 +181,6 @@ impl HealthStore {
                 metrics: Metrics::default(),
                 locks: Mutex::default(),
                 known_dirs: Mutex::default(),
-                dirty: Mutex::default(),
                 commits: Mutex::new(commits),
                 _lock: lock,
             }),
@@ -263,7 +262,6 @@ impl HealthStore {
         })
         .await??;
         guard(&self.inner.known_dirs).retain(|d| !d.starts_with(&user_dir));
-        guard(&self.inner.dirty).retain(|(t, u, _)| (*t, *u) != (team, user));
         guard(&self.inner.commits).retain(|(t, u, _)| (*t, *u) != (team, user));
         self.inner.cache.invalidate_user(team, user);
         drop(held);

@@ -9,8 +9,9 @@ pub struct StoreOptions {
     /// Compaction output is split into segments of at most this many rows, and segments below it
     /// count as "small" (candidates for merging). Default 1,048,576.
     pub target_segment_rows: usize,
-    /// The background compactor merges a dataset once it has a run of at least this many
-    /// consecutive small segments (default 8). An explicit `compact` merges any run of two.
+    /// `compact_due` (the `store.compact` job after writes) merges a dataset once it has a run of
+    /// at least this many consecutive small segments (default 8). An explicit `compact` merges
+    /// any run of two.
     pub compact_min_segments: usize,
     /// Rows per Parquet row group, the unit of statistics pruning (default 65,536, so a one-day
     /// window of 1 Hz samples decodes two or three row groups).

@@ -82,11 +82,10 @@ impl HealthStore {
     }
 }
 
-/// Makes a durable write known: its folder exists, its dataset is due for compaction, and the
-/// cache no longer answers from before it.
+/// Makes a durable write known: its folder exists and the cache no longer answers from before
+/// it. (Its compaction is a `store.compact` job the writer's caller schedules.)
 pub(super) fn finish_write(store: &HealthStore, key: super::Key, dir: PathBuf) {
     guard(&store.inner.known_dirs).insert(dir);
-    guard(&store.inner.dirty).insert(key);
     store.inner.cache.invalidate(&key);
 }
 
