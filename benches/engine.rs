@@ -4,6 +4,7 @@
 //! - `daily buckets, 90 days of 1/min heart rate` (129 600 rows): mean/min/max/newest/count;
 //! - `hourly buckets, 90 days of 1 Hz heart rate` (7 776 000 rows): the same aggregates;
 //! - both again with two fully overlapping providers (Oura ring, Apple watch) and priority on;
+//! - `encode JSON, ...` for the hourly ones: the answer's encoder alone;
 //! - `compile only, 10 select expressions`.
 //!
 //! The data is seeded, written to a temporary health store and read back: the engine gets
@@ -26,7 +27,9 @@ use datafusion::arrow::record_batch::RecordBatch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use wearhouse::engine::{Catalog, Engine, Limits, UserContext, compile, parse_request};
+use wearhouse::engine::{
+    Catalog, Engine, Limits, UserContext, compile, encode_json_bytes, parse_request,
+};
 use wearhouse::schema::{Dataset, resource};
 use wearhouse::store::health::{HealthStore, StoreOptions};
 
@@ -130,6 +133,15 @@ fn bench_case(
         explain(rt, &engine, &req, dataset, &batches);
     }
     c.bench_function(name, |b| b.iter(|| black_box(run())));
+    if unit == "hour" {
+        // The JSON answer of the same result (2,160 buckets): the encoder alone.
+        let limits = engine.limits().clone();
+        let bytes = encode_json_bytes(&out, &limits).unwrap();
+        assert!(bytes.len() > rows * 20, "{name}: JSON answer too short");
+        c.bench_function(&format!("encode JSON, {name}"), |b| {
+            b.iter(|| black_box(encode_json_bytes(&out, &limits).unwrap()))
+        });
+    }
 }
 
 /// Prints each phase's time and the physical plan with its metrics (diagnostics only).

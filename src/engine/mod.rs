@@ -59,7 +59,7 @@ pub mod time;
 mod tests;
 
 pub use budget::InputSize;
-pub use encode::json::encode_json;
+pub use encode::json::{encode_json, encode_json_bytes};
 pub use encode::parquet_tar::encode_parquet_tar;
 pub use encode::{
     JSON_MEDIA_TYPE, OutputFormat, PARQUET_TAR_MEDIA_TYPE, encode_blocking, encode_json_blocking,

@@ -44,17 +44,14 @@ pub async fn encode_blocking(
     }
 }
 
-/// [`json::encode_json`] on the blocking pool, serialised to bytes there as well.
+/// [`json::encode_json_bytes`] on the blocking pool.
 pub async fn encode_json_blocking(
     results: Vec<QueryResult>,
     limits: Limits,
 ) -> Result<Vec<u8>, EngineError> {
-    tokio::task::spawn_blocking(move || {
-        let doc = json::encode_json(&results, &limits)?;
-        serde_json::to_vec(&doc).map_err(|e| EngineError::internal("json", e))
-    })
-    .await
-    .map_err(|e| EngineError::internal("json task", e))?
+    tokio::task::spawn_blocking(move || json::encode_json_bytes(&results, &limits))
+        .await
+        .map_err(|e| EngineError::internal("json task", e))?
 }
 
 /// [`parquet_tar::encode_parquet_tar`] on the blocking pool.
