@@ -20,8 +20,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use wearhouse::engine::{
-    Catalog, EngineError, Limits, UserContext, compile, encode_json, encode_parquet_tar, execute,
-    explain_analyze, parse_request,
+    Catalog, Engine, EngineError, Limits, UserContext, compile, encode_json, encode_parquet_tar,
+    execute, explain_analyze, parse_request,
 };
 use wearhouse::schema::Dataset;
 
@@ -69,6 +69,7 @@ fn same(a: &Value, b: &Value, path: &str) -> Result<(), String> {
 #[tokio::test]
 async fn engine_agrees_with_the_reference_on_random_queries() {
     let limits = Limits::default();
+    let engine = Engine::new(limits.clone()).unwrap();
     let mut failures = Vec::new();
     let mut non_empty = 0;
     let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
@@ -84,7 +85,8 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
             Ok(r) => r,
             Err(e) => panic!("seed {seed}: generated request rejected: {:?}\n{body}", e.0),
         };
-        let got = execute(&req, &user, data::batches(&data), &limits)
+        let got = engine
+            .execute(&req, &user, data::batches(&data), engine.deadline())
             .await
             .and_then(|r| encode_json(&r, &limits));
         let got = match got {
