@@ -142,16 +142,9 @@ async fn multi_dataset_pushes_are_all_or_nothing_across_sigkill() {
         .build()
         .unwrap();
     let mut server = Server::start(dir.path(), &[]);
-    let user: Value = http
-        .post(server.url("/v2/user"))
-        .header("x-service-api-key", &key)
-        .json(&json!({"client_user_id": "crash"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let user = server
+        .create_user(&http, Some(&key), json!({"client_user_id": "crash"}))
+        .await;
     let user = user["user_id"].as_str().unwrap().to_owned();
     let bodies: Vec<Value> = (0..2000).map(body).collect();
     let bodies = Arc::new(bodies);

@@ -107,16 +107,9 @@ async fn acknowledged_pushes_survive_sigkill() {
         .build()
         .unwrap();
     let server = Server::start(dir.path(), DEMO);
-    let user: Value = http
-        .post(server.url("/v2/user"))
-        .header("x-service-api-key", server.key())
-        .json(&json!({"client_user_id": "durable"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let user = server
+        .create_user(&http, None, json!({"client_user_id": "durable"}))
+        .await;
     let id = user["user_id"].as_str().unwrap().to_owned();
     let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
 
@@ -208,12 +201,7 @@ async fn parquet_answers_read_by_pyarrow_and_pandas_match_the_json_answers() {
         .build()
         .unwrap();
     let server = Server::start(dir.path(), DEMO);
-    let (_, user) = server
-        .demo_users
-        .iter()
-        .find(|(name, _)| name == "demo-ring-and-watch")
-        .expect("demo users printed")
-        .clone();
+    let user = server.demo_user("demo-ring-and-watch").to_owned();
     let anchor = chrono::Utc::now().date_naive().to_string();
     let request = json!({
         "timeframe": {"anchor": anchor, "past": {"value": 3, "unit": "day"}},
