@@ -15,6 +15,7 @@
 //! - `ingestion_start`/`ingestion_end` do not reject pushed records; they bound the window the
 //!   aggregate engine reads.
 
+pub mod changes;
 pub mod connections;
 pub mod demo;
 mod pages;
@@ -27,8 +28,11 @@ use chrono::{DateTime, Utc};
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::kernels::cmp::eq;
-use serde_json::Value;
+use serde_json::{Value, json};
 use uuid::Uuid;
+
+use crate::events::{Event, EventType, EventUser};
+use crate::store::metadata;
 
 use crate::ingest::{self, PushBatches, PushUser};
 use crate::schema::Dataset;
@@ -98,8 +102,9 @@ fn push_user(user: &User) -> PushUser {
     }
 }
 
-/// Commits a parsed push all-or-nothing, asks for compaction of what it wrote, and connects
-/// its provider.
+/// Commits a parsed push all-or-nothing, asks for compaction of what it wrote, connects its
+/// provider and emits what changed (`changes.rs`; `provider.connection.created` for a first
+/// push of the provider) in the connection's transaction.
 async fn store_push(
     meta: &MetadataStore,
     store: &HealthStore,
@@ -107,6 +112,43 @@ async fn store_push(
     parsed: PushBatches,
 ) -> Result<Value, DataError> {
     let counts = parsed.counts();
+    let provider = parsed.provider.clone();
+    let before = changes::before(store, user, &provider, &parsed.batches).await?;
+    let batches = parsed.batches.clone();
+    write_parsed(meta, store, user, parsed).await?;
+    let mut events = changes::events(user, &batches, &before);
+    let mut tx = meta.begin().await?;
+    let had = metadata::connections::connections(&mut tx, user.id)
+        .await?
+        .iter()
+        .any(|c| c.provider == provider);
+    metadata::connections::upsert_connection(
+        &mut tx,
+        user.id,
+        &provider,
+        ConnectionStatus::Connected,
+    )
+    .await?;
+    if !had {
+        events.insert(0, connection_created(store, user, &provider).await?);
+    }
+    let enqueued =
+        crate::events::outbox::enqueue(&mut tx, user.team_id, &events, metadata::now()).await?;
+    tx.commit().await.map_err(MetadataError::from)?;
+    if enqueued.deliveries > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
+    Ok(counts)
+}
+
+/// Writes a parsed push all-or-nothing and asks for compaction of what it wrote; emits
+/// nothing (pulls emit their own events when the pull completes). Answers the datasets written.
+pub(crate) async fn write_parsed(
+    meta: &MetadataStore,
+    store: &HealthStore,
+    user: &User,
+    parsed: PushBatches,
+) -> Result<Vec<Dataset>, DataError> {
     let written: Vec<Dataset> = parsed.batches.iter().map(|(dataset, _)| *dataset).collect();
     store
         .write_push(user.team_id, user.id, parsed.batches)
@@ -118,9 +160,54 @@ async fn store_push(
     {
         tracing::warn!(%error, user = %user.id, "could not schedule compaction");
     }
-    meta.upsert_connection(user.id, &parsed.provider, ConnectionStatus::Connected)
-        .await?;
-    Ok(counts)
+    Ok(written)
+}
+
+/// The `provider.connection.created` event of a user's new connection, with the resource
+/// availability `GET /v2/user/providers` shows.
+pub(crate) async fn connection_created(
+    store: &HealthStore,
+    user: &User,
+    provider: &str,
+) -> Result<Event, DataError> {
+    let stored: Vec<&str> = store
+        .datasets(user.team_id, user.id)
+        .await?
+        .into_iter()
+        .map(connections::resource_name)
+        .collect();
+    let entry = crate::providers::provider(provider);
+    let availability: serde_json::Map<String, Value> = entry
+        .map(|p| p.supported_resources)
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            let status = if stored.contains(r) {
+                "available"
+            } else {
+                "unavailable"
+            };
+            ((*r).to_owned(), json!({ "status": status }))
+        })
+        .collect();
+    let provider_obj = json!({
+        "name": entry.map_or(provider, |p| p.name),
+        "slug": provider,
+        "logo": entry.map(|p| p.logo.clone()),
+    });
+    Ok(Event {
+        event_type: EventType::ConnectionCreated,
+        user: Some(EventUser {
+            id: user.id,
+            client_user_id: user.client_user_id.clone(),
+        }),
+        data: json!({
+            "user_id": user.id,
+            "provider": provider_obj,
+            "source": provider_obj,
+            "resource_availability": availability,
+        }),
+    })
 }
 
 /// Reads a dataset in a window, keeping only rows of `provider` when given.
