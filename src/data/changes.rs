@@ -81,11 +81,11 @@ fn keep_source(
 
 /// A record as compared: without the ingestion times.
 fn comparable(dataset: Dataset, mut record: Value) -> Value {
-    if matches!(dataset, Dataset::Table(t) if t != Table::Profile) {
-        if let Some(obj) = record.as_object_mut() {
-            obj.remove("created_at");
-            obj.remove("updated_at");
-        }
+    if matches!(dataset, Dataset::Table(t) if t != Table::Profile)
+        && let Some(obj) = record.as_object_mut()
+    {
+        obj.remove("created_at");
+        obj.remove("updated_at");
     }
     record
 }

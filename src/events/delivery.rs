@@ -118,10 +118,9 @@ impl Deliverer {
         self.rules.check_resolved(&url).await?;
         let mut secrets = vec![endpoint.secret.as_str()];
         if let (Some(old), Some(until)) = (&endpoint.previous_secret, endpoint.previous_expires_at)
+            && until > now
         {
-            if until > now {
-                secrets.push(old.as_str());
-            }
+            secrets.push(old.as_str());
         }
         let id = d.event_id.to_string();
         let headers = signing::headers(&secrets, &id, now.timestamp(), d.body.as_bytes());

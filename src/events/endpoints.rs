@@ -353,10 +353,10 @@ pub async fn replay(
     r.deny_unknown(&["since", "until"]);
     let since = instant(&mut r, "since", true);
     let until = instant(&mut r, "until", false);
-    if let (Some(s), Some(u)) = (since, until) {
-        if u <= s {
-            r.fail("until", "value_error", "until must be after since");
-        }
+    if let (Some(s), Some(u)) = (since, until)
+        && u <= s
+    {
+        r.fail("until", "value_error", "until must be after since");
     }
     r.finish()?;
     let since = since.unwrap_or_default();
