@@ -4,17 +4,23 @@
 -- events: the outbox and the stored event list (GET /v2/team/events). A row is written in the
 -- transaction of the change that causes it; `body` is the exact envelope JSON delivered.
 -- `ordinal` orders the events written by one transaction (they share `created_at`).
+-- Events of health data are written before the data with a `hold_token` (invisible, not
+-- delivered) and released once the data is durable; a hold left by a crash is resolved by
+-- recovery after `hold_expires_at` (src/data/held.rs).
 CREATE TABLE events (
-    id          TEXT PRIMARY KEY,
-    team_id     TEXT NOT NULL REFERENCES teams (id),
-    user_id     TEXT,
-    event_type  TEXT NOT NULL,
-    body        TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
-    ordinal     BIGINT NOT NULL
+    id               TEXT PRIMARY KEY,
+    team_id          TEXT NOT NULL REFERENCES teams (id),
+    user_id          TEXT,
+    event_type       TEXT NOT NULL,
+    body             TEXT NOT NULL,
+    created_at       TEXT NOT NULL,
+    ordinal          BIGINT NOT NULL,
+    hold_token       TEXT,
+    hold_expires_at  TEXT
 );
 
 CREATE INDEX events_by_team ON events (team_id, created_at, ordinal, id);
+CREATE INDEX events_held ON events (hold_token, hold_expires_at);
 
 -- A team's webhook endpoints. `event_types` is a JSON array of names and prefixes ending in
 -- `*`, or NULL for every type. The previous secret keeps signing until

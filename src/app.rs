@@ -71,7 +71,7 @@ pub fn webhook_hint(addr: &std::net::SocketAddr, key: &str, args: &ServeArgs) ->
     )
 }
 
-/// The job kinds this process runs: compaction and webhook delivery.
+/// The job kinds this process runs: compaction, webhook delivery, recovery of held events.
 pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
     let registry = crate::jobs::Registry::new().register(crate::jobs::compaction::Compaction::new(
         state.health.clone(),

@@ -573,3 +573,336 @@ async fn a_demo_connection_emits_connection_and_historical_events() {
     );
     assert_verified(&secret, &got);
 }
+
+/// The whole flow on PostgreSQL (`WEARHOUSE_TEST_POSTGRES_URL`, default the machine's server):
+/// outbox, fan-out, delivery streams, listings with filters and cursors, replay.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_flow_works_on_postgresql() {
+    use sqlx::Connection;
+    let admin_url = std::env::var("WEARHOUSE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let db = format!("wearhouse_events_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = sqlx::PgConnection::connect(&admin_url)
+        .await
+        .expect("PostgreSQL must be reachable at WEARHOUSE_TEST_POSTGRES_URL");
+    sqlx::query(&format!("CREATE DATABASE {db}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let base = admin_url
+        .rsplit_once('/')
+        .map_or(admin_url.as_str(), |(b, _)| b);
+    let url = format!("{base}/{db}");
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let server = Server::start(
+            dir.path(),
+            &["--webhook-allow-private", "--database-url", &url],
+            None,
+        );
+        let rx = Receiver::start(true).await;
+        let (endpoint, secret) = server.endpoint(&rx.url, None).await;
+        let user = server.user("pg").await;
+        for n in 0..3 {
+            server
+                .post(
+                    &format!("/v2/user/{user}/data"),
+                    push_body(n * 3600, 3, 60.0),
+                )
+                .await;
+        }
+        let got = rx.wait_for(WAIT, "4 events", |g| g.len() >= 4).await;
+        assert_verified(&secret, &got);
+        let all = server.events(&format!("&user_id={user}")).await;
+        assert_eq!(all.len(), 4);
+        let page = server.get("/v2/team/events?limit=2").await;
+        assert_eq!(page["events"].as_array().unwrap().len(), 2);
+        let cursor = page["next_cursor"].as_str().unwrap();
+        let rest = server
+            .get(&format!("/v2/team/events?limit=2&next_cursor={cursor}"))
+            .await;
+        assert_eq!(rest["events"][0]["id"], all[2]["id"]);
+        let deliveries = server
+            .get(&format!(
+                "/v2/team/webhooks/{endpoint}/deliveries?status=succeeded"
+            ))
+            .await;
+        assert_eq!(deliveries["deliveries"].as_array().unwrap().len(), 4);
+        let replayed = server
+            .post(
+                &format!("/v2/team/webhooks/{endpoint}/replay"),
+                json!({"since": "2020-01-01T00:00:00Z"}),
+            )
+            .await;
+        assert_eq!(replayed["replayed"], 4);
+        rx.wait_for(WAIT, "the replay", |g| g.len() >= 8).await;
+    }
+    sqlx::query(&format!("DROP DATABASE {db} WITH (FORCE)"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+}
+
+/// The retry schedule end to end, on a clock the test moves: a delivery to a receiver that
+/// always fails is tried 8 times at the spec's intervals, then marked failed; an endpoint still
+/// failing 5 days after its first failure is disabled, and its pending deliveries fail.
+#[tokio::test(flavor = "multi_thread")]
+async fn failing_deliveries_follow_the_schedule_then_fail_and_the_endpoint_is_disabled() {
+    use std::sync::Arc;
+    use wearhouse::events::{UrlRules, delivery::Deliverer, endpoints, outbox};
+    use wearhouse::jobs::{ManualClock, Registry, Runner, RunnerConfig};
+    use wearhouse::store::metadata::MetadataStore;
+    use wearhouse::store::metadata::events::list_deliveries;
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
+    let meta = MetadataStore::connect(&url).await.unwrap();
+    let (team, _) = meta.create_team("acme").await.unwrap();
+    let rx = Receiver::start(false).await;
+    let rules = UrlRules {
+        allow_private: true,
+    };
+    let endpoint = endpoints::create(&meta, &rules, team.id, &json!({"url": rx.url}))
+        .await
+        .unwrap();
+    // A little ahead of the system clock, which dates the jobs the outbox enqueues.
+    let clock = Arc::new(ManualClock::new(
+        chrono::Utc::now() + chrono::Duration::seconds(2),
+    ));
+    let config = RunnerConfig {
+        poll_interval: Duration::from_millis(20),
+        ..RunnerConfig::default()
+    };
+    let runner = Runner::new(
+        meta.clone(),
+        Registry::new().register(Deliverer::new(rules).unwrap()),
+        config,
+    )
+    .with_clock(clock.clone())
+    .spawn();
+    fn clock_now(clock: &ManualClock) -> chrono::DateTime<chrono::Utc> {
+        use wearhouse::jobs::Clock;
+        clock.now()
+    }
+    let event = |n: i64| wearhouse::events::Event {
+        event_type: wearhouse::events::EventType::DailyCreated("steps"),
+        user: None,
+        data: json!({ "n": n }),
+    };
+    outbox::publish(&meta, team.id, &[event(0)]).await.unwrap();
+    let refused = |n: usize| {
+        let rx = rx.clone();
+        async move {
+            let started = std::time::Instant::now();
+            while rx.refused.lock().unwrap().len() < n {
+                assert!(started.elapsed() < WAIT, "waiting for attempt {n}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    let delivery = || async {
+        let mut conn = meta.reader().await.unwrap();
+        list_deliveries(&mut conn, endpoint.id, None, None, 10)
+            .await
+            .unwrap()
+    };
+    // Attempt n+1 comes due after the n-th wait (plus up to 20 % jitter), not before.
+    let waits = [5u64, 300, 1800, 7200, 18_000, 36_000, 36_000];
+    refused(1).await;
+    for (i, wait) in waits.iter().enumerate() {
+        // The attempt is recorded just after the receiver answered.
+        let started = std::time::Instant::now();
+        while delivery().await[0].attempts as usize != i + 1 {
+            assert!(started.elapsed() < WAIT, "attempt {} not recorded", i + 1);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let d = &delivery().await[0];
+        let last = d.last_attempt_at.unwrap();
+        let next = d.next_attempt_at.unwrap();
+        let gap = (next - last).num_milliseconds();
+        assert!(
+            gap >= (*wait * 1000) as i64 && gap <= (*wait * 1200) as i64,
+            "wait {i}: {gap} ms"
+        );
+        clock.advance(next - last - chrono::Duration::milliseconds(100));
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert_eq!(
+            rx.refused.lock().unwrap().len(),
+            i + 1,
+            "not retried before its time"
+        );
+        clock.advance(chrono::Duration::milliseconds(200));
+        refused(i + 2).await;
+    }
+    let started = std::time::Instant::now();
+    while delivery().await[0].status.as_str() != "failed" {
+        assert!(started.elapsed() < WAIT);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(delivery().await[0].attempts, 8);
+    // Still failing 5 days after the first failure: disabled at the next failure, not before.
+    let first = endpoints::get(&meta, team.id, endpoint.id)
+        .await
+        .unwrap()
+        .failing_since
+        .unwrap();
+    let seen = rx.refused.lock().unwrap().len();
+    clock.advance(
+        first + chrono::Duration::days(5) - chrono::Duration::hours(1) - clock_now(&clock),
+    );
+    outbox::publish(&meta, team.id, &[event(1)]).await.unwrap();
+    refused(seen + 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let e = endpoints::get(&meta, team.id, endpoint.id).await.unwrap();
+    assert!(
+        e.disabled_at.is_none(),
+        "disabled before 5 days of failures"
+    );
+    assert_eq!(e.failing_since, Some(first));
+    clock.advance(chrono::Duration::hours(2));
+    refused(seen + 2).await;
+    let started = std::time::Instant::now();
+    loop {
+        let e = endpoints::get(&meta, team.id, endpoint.id).await.unwrap();
+        if e.disabled_at.is_some() {
+            assert!(e.disabled_reason.unwrap().contains("5 days"));
+            break;
+        }
+        assert!(started.elapsed() < WAIT, "not disabled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let deliveries = delivery().await;
+    assert!(
+        deliveries.iter().all(|d| d.status.as_str() == "failed"),
+        "{deliveries:?}"
+    );
+    // A disabled endpoint gets no new deliveries.
+    let out = outbox::publish(&meta, team.id, &[event(10)]).await.unwrap();
+    assert_eq!(out.deliveries, 0);
+    runner.shutdown().await;
+}
+
+/// A push whose data committed but whose process died before releasing its events (the crash
+/// window between the durable write and the outbox): recovery finds the data in the store and
+/// releases the events, with the connection; a hold whose data never landed is dropped, and a
+/// writer releasing late neither duplicates nor revives them.
+#[tokio::test(flavor = "multi_thread")]
+async fn held_events_of_a_committed_push_are_released_by_recovery_and_others_dropped() {
+    use wearhouse::data::{changes, held};
+    use wearhouse::events::{UrlRules, endpoints, outbox};
+    use wearhouse::store::health::HealthStore;
+    use wearhouse::store::metadata::{MetadataStore, NewUser};
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
+    let meta = MetadataStore::connect(&url).await.unwrap();
+    let health = HealthStore::open(
+        &dir.path().join("health").display().to_string(),
+        Default::default(),
+    )
+    .unwrap();
+    let (team, _) = meta.create_team("acme").await.unwrap();
+    let rules = UrlRules {
+        allow_private: true,
+    };
+    let endpoint = endpoints::create(
+        &meta,
+        &rules,
+        team.id,
+        &json!({"url": "http://127.0.0.1:9/h"}),
+    )
+    .await
+    .unwrap();
+    let user = meta
+        .create_user(
+            team.id,
+            NewUser {
+                client_user_id: "u".to_owned(),
+                ..NewUser::default()
+            },
+        )
+        .await
+        .unwrap();
+    let now = chrono::Utc::now();
+    let hold_push = |body: Value| {
+        let (meta, health, user) = (meta.clone(), health.clone(), user.clone());
+        async move {
+            let bytes = body.to_string().into_bytes();
+            let parsed =
+                wearhouse::ingest::parse_push_json(&bytes, &Default::default(), now).unwrap();
+            let before = changes::before(&health, &user, "oura", &parsed.batches)
+                .await
+                .unwrap();
+            let events = changes::events(&user, &parsed.batches, before);
+            assert_eq!(events.len(), 1);
+            let held = outbox::hold(&meta, user.team_id, &events, held::job)
+                .await
+                .unwrap();
+            (parsed, held)
+        }
+    };
+    // Committed, then the process "dies" before the release.
+    let (parsed, committed) = hold_push(push_body(0, 5, 60.0)).await;
+    wearhouse::data::write_parsed(&meta, &health, &user, parsed)
+        .await
+        .unwrap();
+    // Never committed.
+    let (_, lost) = hold_push(push_body(100_000, 5, 70.0)).await;
+    let listed = endpoints::events(&meta, team.id, None, None, None, None, 100)
+        .await
+        .unwrap()
+        .0;
+    assert!(listed.is_empty(), "held events are not listed");
+    let early = held::recover(&meta, &health, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        (early.released, early.dropped),
+        (0, 0),
+        "a live hold is left alone"
+    );
+    assert!(early.next.is_some());
+    let later = chrono::Utc::now() + outbox::HOLD_LEASE + chrono::Duration::seconds(1);
+    let out = held::recover(&meta, &health, later).await.unwrap();
+    assert_eq!((out.released, out.dropped, out.next), (1, 1, None));
+    let listed = endpoints::events(&meta, team.id, None, None, None, None, 100)
+        .await
+        .unwrap()
+        .0;
+    let ids: Vec<_> = listed.iter().map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        vec![committed.events[0].id],
+        "the committed push's event, with its id"
+    );
+    assert!(!ids.contains(&lost.events[0].id));
+    let (deliveries, _) = endpoints::deliveries(&meta, team.id, endpoint.id, None, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(deliveries.len(), 1);
+    assert_eq!(deliveries[0].event_id, committed.events[0].id);
+    let connections = meta.connections(user.id).await.unwrap();
+    assert_eq!(
+        connections[0].provider, "oura",
+        "the connection the push made is recorded"
+    );
+    // A late writer's release after recovery acted neither duplicates nor loses its events.
+    let mut tx = meta.begin().await.unwrap();
+    let again = outbox::release(&mut tx, team.id, &committed, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(again.deliveries, 0);
+    let revived = outbox::release(&mut tx, team.id, &lost, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(revived.deliveries, 0, "a dropped hold stays dropped");
+    tx.commit().await.unwrap();
+    assert_eq!(
+        endpoints::events(&meta, team.id, None, None, None, None, 100)
+            .await
+            .unwrap()
+            .0
+            .len(),
+        1
+    );
+}

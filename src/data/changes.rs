@@ -8,9 +8,13 @@
 //! Keys are the store's record keys (`Dataset::key_columns`): a push has one provider and
 //! source type, so only stored records of those are read, in the push's time window.
 //!
-//! One event per (resource, source, created|updated), split under 1 MiB per body.
+//! Memory stays bounded on big pushes: stored records are kept as a hash of their rendering per
+//! key, and the push's records are rendered [`CHUNK`] rows at a time into events that the
+//! caller writes one by one ([`EventStream`]). One event per (resource, source, created or
+//! updated) unless its body would pass 1 MiB, when it is split.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::ops::Range;
 
 use chrono::{DateTime, Utc};
@@ -29,26 +33,34 @@ use crate::schema::{Dataset, Table};
 use crate::store::health::HealthStore;
 use crate::store::metadata::User;
 
-/// The stored records a push's datasets may replace, rendered and keyed, read before the write.
+/// Rows rendered at once.
+pub const CHUNK: usize = 4096;
+
+/// Stored records by key: the hash of their comparable rendering.
+pub type Stored = HashMap<String, u64>;
+
+/// The stored records a push's datasets may replace, read before the write.
 #[derive(Debug, Default)]
-pub struct Before(Vec<(Dataset, HashMap<String, Value>)>);
+pub struct Before(Vec<(Dataset, Stored)>);
 
 fn time_window(dataset: Dataset, batch: &RecordBatch) -> Option<Range<DateTime<Utc>>> {
     let column = batch.column_by_name(dataset.time_column())?;
-    let micros: Vec<i64> =
-        if let Some(a) = column.as_any().downcast_ref::<TimestampMicrosecondArray>() {
-            a.iter().flatten().collect()
-        } else if let Some(a) = column.as_any().downcast_ref::<Date32Array>() {
-            a.iter()
-                .flatten()
-                .map(|d| i64::from(d) * 86_400_000_000)
-                .collect()
-        } else {
-            return None;
-        };
-    let (min, max) = (micros.iter().min()?, micros.iter().max()?);
-    let start = DateTime::from_timestamp_micros(*min)?;
-    // A day column's last day is whole; one microsecond past the last instant otherwise.
+    let (min, max) = if let Some(a) = column.as_any().downcast_ref::<TimestampMicrosecondArray>() {
+        (
+            datafusion::arrow::compute::min(a)?,
+            datafusion::arrow::compute::max(a)?,
+        )
+    } else if let Some(a) = column.as_any().downcast_ref::<Date32Array>() {
+        let day = 86_400_000_000;
+        (
+            i64::from(datafusion::arrow::compute::min(a)?) * day,
+            i64::from(datafusion::arrow::compute::max(a)?) * day,
+        )
+    } else {
+        return None;
+    };
+    let start = DateTime::from_timestamp_micros(min)?;
+    // A day column's last day is whole; past the last instant otherwise.
     let end = DateTime::from_timestamp_micros(max.saturating_add(86_400_000_000))?;
     Some(start..end)
 }
@@ -80,7 +92,7 @@ fn keep_source(
 }
 
 /// A record as compared: without the ingestion times.
-fn comparable(dataset: Dataset, mut record: Value) -> Value {
+pub(super) fn comparable(dataset: Dataset, mut record: Value) -> Value {
     if matches!(dataset, Dataset::Table(t) if t != Table::Profile)
         && let Some(obj) = record.as_object_mut()
     {
@@ -90,7 +102,15 @@ fn comparable(dataset: Dataset, mut record: Value) -> Value {
     record
 }
 
-fn key(dataset: Dataset, record: &Value) -> String {
+/// The hash a record is compared by.
+pub(super) fn fingerprint(dataset: Dataset, record: &Value) -> u64 {
+    let mut h = DefaultHasher::new();
+    comparable(dataset, record.clone()).to_string().hash(&mut h);
+    h.finish()
+}
+
+/// A record's key (`Dataset::key_columns` within one provider and source type).
+pub(super) fn key(dataset: Dataset, record: &Value) -> String {
     match dataset {
         Dataset::Table(_) => record["id"].to_string(),
         Dataset::Timeseries(_) => record["timestamp"]
@@ -110,6 +130,34 @@ fn render(dataset: Dataset, batches: &[RecordBatch], user: &User) -> Vec<Value> 
     }
 }
 
+/// The user's stored records of a dataset from one (provider, source type), in `window`,
+/// keyed and fingerprinted, rendered a chunk at a time.
+pub(super) async fn stored(
+    store: &HealthStore,
+    user: &User,
+    dataset: Dataset,
+    (provider, source_type): (&str, &str),
+    window: Option<Range<DateTime<Utc>>>,
+) -> Result<Stored, DataError> {
+    let batches = super::read(store, user, dataset, window, Some(provider)).await?;
+    let batches = keep_source(batches, source_type)?;
+    let user = user.clone();
+    let keyed = tokio::task::spawn_blocking(move || {
+        let mut keyed = Stored::new();
+        for batch in &batches {
+            for offset in (0..batch.num_rows()).step_by(CHUNK) {
+                let slice = batch.slice(offset, CHUNK.min(batch.num_rows() - offset));
+                for r in render(dataset, &[slice], &user) {
+                    keyed.insert(key(dataset, &r), fingerprint(dataset, &r));
+                }
+            }
+        }
+        keyed
+    })
+    .await?;
+    Ok(keyed)
+}
+
 /// Reads what the push's batches may replace: the user's records of the same provider and
 /// source type in each batch's time window.
 pub async fn before(
@@ -125,57 +173,133 @@ pub async fn before(
         else {
             continue;
         };
-        let stored = super::read(store, user, *dataset, Some(window), Some(provider)).await?;
-        let stored = keep_source(stored, &source_type)?;
-        let keyed = render(*dataset, &stored, user)
-            .into_iter()
-            .map(|r| (key(*dataset, &r), comparable(*dataset, r)))
-            .collect();
+        let keyed = stored(
+            store,
+            user,
+            *dataset,
+            (provider, &source_type),
+            Some(window),
+        )
+        .await?;
         out.push((*dataset, keyed));
     }
     Ok(Before(out))
 }
 
-/// The events of a written push, compared with what was stored before it.
-pub fn events(user: &User, batches: &[(Dataset, RecordBatch)], before: &Before) -> Vec<Event> {
-    let who = EventUser {
-        id: user.id,
-        client_user_id: user.client_user_id.clone(),
-    };
-    let empty = HashMap::new();
-    let mut out = Vec::new();
-    for (dataset, batch) in batches {
-        if batch.num_rows() == 0 {
-            continue;
+/// Records of one type accumulating into an event.
+#[derive(Debug, Default)]
+struct Pile {
+    records: Vec<Value>,
+    bytes: usize,
+}
+
+/// The events of a written push, made a chunk of rows at a time ([`EventStream::next_event`]).
+#[derive(Debug)]
+pub struct EventStream {
+    user: User,
+    who: EventUser,
+    batches: VecDeque<(Dataset, RecordBatch)>,
+    before: Before,
+    offset: usize,
+    piles: [Pile; 2],
+    ready: VecDeque<Event>,
+}
+
+impl EventStream {
+    /// The events of `batches` (the push), compared with `before`.
+    pub fn new(user: &User, batches: Vec<(Dataset, RecordBatch)>, before: Before) -> Self {
+        EventStream {
+            user: user.clone(),
+            who: EventUser {
+                id: user.id,
+                client_user_id: user.client_user_id.clone(),
+            },
+            batches: batches
+                .into_iter()
+                .filter(|(_, b)| b.num_rows() > 0)
+                .collect(),
+            before,
+            offset: 0,
+            piles: [Pile::default(), Pile::default()],
+            ready: VecDeque::new(),
         }
-        let stored = before
-            .0
-            .iter()
-            .find(|(d, _)| d == dataset)
-            .map_or(&empty, |(_, k)| k);
-        let (mut created, mut updated) = (Vec::new(), Vec::new());
-        for record in render(*dataset, std::slice::from_ref(batch), user) {
-            match stored.get(&key(*dataset, &record)) {
-                None => created.push(record),
-                Some(old) if *old != comparable(*dataset, record.clone()) => updated.push(record),
-                Some(_) => {}
+    }
+
+    /// The next event, or `None` when every record is accounted for. CPU work: call it off the
+    /// async threads for big pushes.
+    pub fn next_event(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some(event);
             }
-        }
-        let name = resource_name(*dataset);
-        let source = ingest::render_source(batch, 0);
-        for (records, event_type) in [
-            (created, EventType::DailyCreated(name)),
-            (updated, EventType::DailyUpdated(name)),
-        ] {
-            if !records.is_empty() {
-                out.extend(Event::records(
-                    event_type,
-                    who.clone(),
-                    records,
-                    source.clone(),
-                ));
+            let (dataset, batch) = self.batches.front()?.clone();
+            let source = ingest::render_source(&batch, 0);
+            let budget = Event::records_budget(&source);
+            let name = resource_name(dataset);
+            let types = [EventType::DailyCreated(name), EventType::DailyUpdated(name)];
+            let rows = CHUNK.min(batch.num_rows() - self.offset);
+            let slice = batch.slice(self.offset, rows);
+            self.offset += rows;
+            let empty = Stored::new();
+            let stored = self
+                .before
+                .0
+                .iter()
+                .find(|(d, _)| *d == dataset)
+                .map_or(&empty, |(_, k)| k);
+            for record in render(dataset, &[slice], &self.user) {
+                let which = match stored.get(&key(dataset, &record)) {
+                    None => 0,
+                    Some(old) if *old != fingerprint(dataset, &record) => 1,
+                    Some(_) => continue,
+                };
+                let len = record.to_string().len() + 1;
+                let pile = &mut self.piles[which];
+                if !pile.records.is_empty() && pile.bytes + len > budget {
+                    let records = std::mem::take(&mut pile.records);
+                    let who = self.who.clone();
+                    self.ready.push_back(Event::record_chunk(
+                        types[which],
+                        who,
+                        records,
+                        source.clone(),
+                    ));
+                    pile.bytes = 0;
+                }
+                pile.bytes += len;
+                pile.records.push(record);
+            }
+            if self.offset >= batch.num_rows() {
+                for (which, pile) in self.piles.iter_mut().enumerate() {
+                    if !pile.records.is_empty() {
+                        let records = std::mem::take(&mut pile.records);
+                        let who = self.who.clone();
+                        self.ready.push_back(Event::record_chunk(
+                            types[which],
+                            who,
+                            records,
+                            source.clone(),
+                        ));
+                        pile.bytes = 0;
+                    }
+                }
+                self.batches.pop_front();
+                self.offset = 0;
             }
         }
     }
-    out
+
+    /// Every remaining event (for small pushes and tests).
+    pub fn collect_all(mut self) -> Vec<Event> {
+        let mut out = Vec::new();
+        while let Some(e) = self.next_event() {
+            out.push(e);
+        }
+        out
+    }
+}
+
+/// The events of a written push, compared with what was stored before it, all at once.
+pub fn events(user: &User, batches: &[(Dataset, RecordBatch)], before: Before) -> Vec<Event> {
+    EventStream::new(user, batches.to_vec(), before).collect_all()
 }

@@ -155,7 +155,7 @@ pub async fn connect(
         .any(|c| c.provider == provider);
     connections::upsert_connection(&mut tx, user.id, provider, ConnectionStatus::Connected).await?;
     if !had {
-        events.push(super::connection_created(store, user, provider).await?);
+        events.push(super::connection_created(store, user, provider, &[]).await?);
     }
     let source = json!({
         "name": providers::provider(provider).map_or(provider, |p| p.name),

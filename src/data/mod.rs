@@ -18,6 +18,7 @@
 pub mod changes;
 pub mod connections;
 pub mod demo;
+pub mod held;
 mod pages;
 
 pub use pages::sample_page;
@@ -31,6 +32,7 @@ use datafusion::arrow::compute::kernels::cmp::eq;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use crate::events::outbox::Holder;
 use crate::events::{Event, EventType, EventUser};
 use crate::store::metadata;
 
@@ -104,7 +106,13 @@ fn push_user(user: &User) -> PushUser {
 
 /// Commits a parsed push all-or-nothing, asks for compaction of what it wrote, connects its
 /// provider and emits what changed (`changes.rs`; `provider.connection.created` for a first
-/// push of the provider) in the connection's transaction.
+/// push of the provider).
+///
+/// The data's events are computed before the write and written held (`events::outbox::hold`),
+/// then released in the connection's transaction once the data is durable; a crash between
+/// the two leaves them held, and recovery (`held.rs`) releases them when the data is in the
+/// store, so a committed push announces itself even if it was never acknowledged (its retry,
+/// being identical, would emit nothing).
 async fn store_push(
     meta: &MetadataStore,
     store: &HealthStore,
@@ -114,14 +122,39 @@ async fn store_push(
     let counts = parsed.counts();
     let provider = parsed.provider.clone();
     let before = changes::before(store, user, &provider, &parsed.batches).await?;
-    let batches = parsed.batches.clone();
-    write_parsed(meta, store, user, parsed).await?;
-    let mut events = changes::events(user, &batches, &before);
-    let mut tx = meta.begin().await?;
-    let had = metadata::connections::connections(&mut tx, user.id)
+    // Known before the write, so the connection's event comes first; two concurrent first
+    // pushes of a provider may both announce it.
+    let had = meta
+        .connections(user.id)
         .await?
         .iter()
         .any(|c| c.provider == provider);
+    let mut holder: Option<Holder> = None;
+    if !had {
+        let pushed: Vec<Dataset> = parsed.batches.iter().map(|(d, _)| *d).collect();
+        let created = connection_created(store, user, &provider, &pushed).await?;
+        hold_one(meta, user, &mut holder, &created).await?;
+    }
+    let mut stream = changes::EventStream::new(user, parsed.batches.clone(), before);
+    loop {
+        let (back, event) = tokio::task::spawn_blocking(move || {
+            let event = stream.next_event();
+            (stream, event)
+        })
+        .await?;
+        stream = back;
+        match event {
+            Some(event) => hold_one(meta, user, &mut holder, &event).await?,
+            None => break,
+        }
+    }
+    drop(stream);
+    let held = holder.map(Holder::finish).unwrap_or_default();
+    if let Err(e) = write_parsed(meta, store, user, parsed).await {
+        crate::events::outbox::abandon(meta, &held).await;
+        return Err(e);
+    }
+    let mut tx = meta.begin().await?;
     metadata::connections::upsert_connection(
         &mut tx,
         user.id,
@@ -129,21 +162,34 @@ async fn store_push(
         ConnectionStatus::Connected,
     )
     .await?;
-    if !had {
-        events.insert(0, connection_created(store, user, &provider).await?);
-    }
-    let enqueued =
-        crate::events::outbox::enqueue(&mut tx, user.team_id, &events, metadata::now()).await?;
+    let released =
+        crate::events::outbox::release(&mut tx, user.team_id, &held, metadata::now()).await?;
     tx.commit().await.map_err(MetadataError::from)?;
-    if enqueued.deliveries > 0 {
+    if released.deliveries > 0 {
         meta.jobs_wake().notify_waiters();
     }
     Ok(counts)
 }
 
+/// Adds an event to the push's hold, starting the hold at its first event.
+async fn hold_one(
+    meta: &MetadataStore,
+    user: &User,
+    holder: &mut Option<Holder>,
+    event: &Event,
+) -> Result<(), DataError> {
+    if holder.is_none() {
+        *holder = Some(Holder::begin(meta, user.team_id, held::job).await?);
+    }
+    if let Some(h) = holder.as_mut() {
+        h.add(event).await?;
+    }
+    Ok(())
+}
+
 /// Writes a parsed push all-or-nothing and asks for compaction of what it wrote; emits
 /// nothing (pulls emit their own events when the pull completes). Answers the datasets written.
-pub(crate) async fn write_parsed(
+pub async fn write_parsed(
     meta: &MetadataStore,
     store: &HealthStore,
     user: &User,
@@ -164,16 +210,19 @@ pub(crate) async fn write_parsed(
 }
 
 /// The `provider.connection.created` event of a user's new connection, with the resource
-/// availability `GET /v2/user/providers` shows.
+/// availability `GET /v2/user/providers` shows once `writing` (datasets about to be written)
+/// is stored too.
 pub(crate) async fn connection_created(
     store: &HealthStore,
     user: &User,
     provider: &str,
+    writing: &[Dataset],
 ) -> Result<Event, DataError> {
     let stored: Vec<&str> = store
         .datasets(user.team_id, user.id)
         .await?
         .into_iter()
+        .chain(writing.iter().copied())
         .map(connections::resource_name)
         .collect();
     let entry = crate::providers::provider(provider);

@@ -387,8 +387,9 @@ pub async fn replay(
         after = Some(position(last));
         for e in &page {
             if matches(endpoint.event_types.as_deref(), &e.event_type) {
-                let ordinal = i64::try_from(count).unwrap_or(i64::MAX);
-                outbox::deliver(&mut tx, &endpoint, e, at, ordinal).await?;
+                let mut r = outbox::EventRef::from(e);
+                r.ordinal = i64::try_from(count).unwrap_or(i64::MAX);
+                outbox::deliver(&mut tx, &endpoint, &r, at).await?;
                 count += 1;
             }
         }

@@ -6,8 +6,13 @@ use uuid::Uuid;
 
 use super::types::EventType;
 
-/// The largest envelope one event carries; larger data sets are split over several events.
+/// The largest envelope one event may carry (`events.md`); larger data sets are split.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Where record sets are actually split: a quarter of the limit. Bodies of a whole mebibyte,
+/// written to the outbox one after another, left ~50 MiB of heap behind on a million-sample
+/// push (the memory test's budget is 4x the push body); quarter-size bodies leave none.
+pub const SPLIT_BYTES: usize = MAX_BODY_BYTES / 4;
 
 /// Room left for the envelope around `data`'s records (type, ids, source).
 const ENVELOPE_ROOM: usize = 16 * 1024;
@@ -58,7 +63,7 @@ impl Event {
         records: Vec<Value>,
         source: Value,
     ) -> Vec<Event> {
-        let budget = MAX_BODY_BYTES - ENVELOPE_ROOM - source.to_string().len().min(ENVELOPE_ROOM);
+        let budget = Event::records_budget(&source);
         let mut chunks: Vec<Vec<Value>> = Vec::new();
         let mut current = Vec::new();
         let mut size = 0;
@@ -76,17 +81,32 @@ impl Event {
         }
         chunks
             .into_iter()
-            .map(|chunk| {
-                let mut data = Map::new();
-                data.insert("data".to_owned(), Value::Array(chunk));
-                data.insert("source".to_owned(), source.clone());
-                Event {
-                    event_type,
-                    user: Some(user.clone()),
-                    data: Value::Object(data),
-                }
-            })
+            .map(|chunk| Event::record_chunk(event_type, user.clone(), chunk, source.clone()))
             .collect()
+    }
+
+    /// The bytes of records (serialized, one separator each) one event carries with `source`:
+    /// its body stays under [`SPLIT_BYTES`], so well under [`MAX_BODY_BYTES`].
+    pub fn records_budget(source: &Value) -> usize {
+        SPLIT_BYTES - ENVELOPE_ROOM - source.to_string().len().min(ENVELOPE_ROOM)
+    }
+
+    /// One event carrying `records` as `{data: [...], source}` (the caller keeps it under
+    /// [`Event::records_budget`]).
+    pub fn record_chunk(
+        event_type: EventType,
+        user: EventUser,
+        records: Vec<Value>,
+        source: Value,
+    ) -> Event {
+        let mut data = Map::new();
+        data.insert("data".to_owned(), Value::Array(records));
+        data.insert("source".to_owned(), source);
+        Event {
+            event_type,
+            user: Some(user),
+            data: Value::Object(data),
+        }
     }
 }
 
@@ -111,9 +131,16 @@ mod tests {
         );
         assert!(events.len() >= 2, "{}", events.len());
         let mut next = 0;
-        for e in &events {
+        for (i, e) in events.iter().enumerate() {
             let body = e.envelope(Uuid::new_v4());
-            assert!(body.len() <= MAX_BODY_BYTES, "{}", body.len());
+            assert!(body.len() <= SPLIT_BYTES, "{}", body.len());
+            if i + 1 < events.len() {
+                assert!(
+                    body.len() > SPLIT_BYTES / 2,
+                    "events are filled: {}",
+                    body.len()
+                );
+            }
             for r in e.data["data"].as_array().unwrap_or(&Vec::new()) {
                 assert_eq!(r["timestamp"], next);
                 next += 1;

@@ -29,9 +29,15 @@ pub struct Server {
 
 /// Creates a team with the CLI and answers its key.
 pub fn create_team(data_dir: &Path, name: &str) -> String {
+    create_team_in(data_dir, name, &[])
+}
+
+/// Creates a team with the CLI, with store flags (`--database-url ...`), and answers its key.
+pub fn create_team_in(data_dir: &Path, name: &str, store: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
         .args(["team", "create", name, "--data-dir"])
         .arg(data_dir)
+        .args(store)
         .output()
         .expect("team create");
     assert!(out.status.success(), "{out:?}");
@@ -45,7 +51,12 @@ pub fn create_team(data_dir: &Path, name: &str) -> String {
 impl Server {
     /// Starts the binary on `data_dir` (a team is created on first start) with extra flags.
     pub fn start(data_dir: &Path, flags: &[&str], key: Option<String>) -> Server {
-        let key = key.unwrap_or_else(|| create_team(data_dir, "acme"));
+        let store: Vec<&str> = flags
+            .windows(2)
+            .filter(|w| w[0] == "--database-url")
+            .flat_map(|w| w.iter().copied())
+            .collect();
+        let key = key.unwrap_or_else(|| create_team_in(data_dir, "acme", &store));
         let mut child = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
