@@ -46,10 +46,12 @@ CREATE INDEX webhook_endpoints_by_team ON webhook_endpoints (team_id, created_at
 
 -- One event to one endpoint. Deliveries of a stream (endpoint, user_key: the user id or '')
 -- are sent in (created_at, ordinal, id) order by one `webhook.deliver` job per stream.
--- status: pending -> succeeded | failed.
+-- status: pending -> succeeded | failed. No foreign key on endpoint_id: a push fanning out
+-- while its endpoint is deleted must not fail; the stream's job removes what such a race
+-- leaves.
 CREATE TABLE webhook_deliveries (
     id                TEXT PRIMARY KEY,
-    endpoint_id       TEXT NOT NULL REFERENCES webhook_endpoints (id),
+    endpoint_id       TEXT NOT NULL,
     event_id          TEXT NOT NULL REFERENCES events (id),
     user_key          TEXT NOT NULL,
     status            TEXT NOT NULL,

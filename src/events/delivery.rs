@@ -21,7 +21,8 @@ use super::signing;
 use super::url_rules::UrlRules;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::store::metadata::events::{
-    AttemptRecord, Delivery, DeliveryStatus, fail_pending, record_attempt, stream_head,
+    AttemptRecord, Delivery, DeliveryStatus, delete_deliveries, fail_pending, record_attempt,
+    stream_head,
 };
 use crate::store::metadata::webhooks::{Endpoint, endpoint_by_id, set_health};
 use crate::store::metadata::{MetadataError, MetadataStore};
@@ -172,7 +173,12 @@ impl JobHandler for Deliverer {
                 .map_err(retry)?
         };
         let Some(mut endpoint) = endpoint else {
-            return Ok(Outcome::Done); // deleted, with its deliveries
+            // Deleted with its deliveries; a fan-out racing the delete may have added some.
+            let mut conn = meta.writer().await.map_err(retry)?;
+            delete_deliveries(&mut conn, endpoint_id)
+                .await
+                .map_err(retry)?;
+            return Ok(Outcome::Done);
         };
         loop {
             if endpoint.disabled_at.is_some() {
