@@ -652,7 +652,7 @@ async fn failing_deliveries_follow_the_schedule_then_fail_and_the_endpoint_is_di
     use wearhouse::events::{UrlRules, delivery::Deliverer, endpoints, outbox};
     use wearhouse::jobs::{ManualClock, Registry, Runner, RunnerConfig};
     use wearhouse::store::metadata::MetadataStore;
-    use wearhouse::store::metadata::events::list_deliveries;
+    use wearhouse::store::metadata::deliveries::list_deliveries;
 
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
@@ -789,7 +789,7 @@ async fn failing_deliveries_follow_the_schedule_then_fail_and_the_endpoint_is_di
 #[tokio::test(flavor = "multi_thread")]
 async fn held_events_of_a_committed_push_are_released_by_recovery_and_others_dropped() {
     use wearhouse::data::{changes, held};
-    use wearhouse::events::{UrlRules, endpoints, outbox};
+    use wearhouse::events::{UrlRules, endpoints, history, outbox};
     use wearhouse::store::health::HealthStore;
     use wearhouse::store::metadata::{MetadataStore, NewUser};
 
@@ -848,7 +848,7 @@ async fn held_events_of_a_committed_push_are_released_by_recovery_and_others_dro
         .unwrap();
     // Never committed.
     let (_, lost) = hold_push(push_body(100_000, 5, 70.0)).await;
-    let listed = endpoints::events(&meta, team.id, None, None, None, None, 100)
+    let listed = history::events(&meta, team.id, None, None, None, None, 100)
         .await
         .unwrap()
         .0;
@@ -865,7 +865,7 @@ async fn held_events_of_a_committed_push_are_released_by_recovery_and_others_dro
     let later = chrono::Utc::now() + outbox::HOLD_LEASE + chrono::Duration::seconds(1);
     let out = held::recover(&meta, &health, later).await.unwrap();
     assert_eq!((out.released, out.dropped, out.next), (1, 1, None));
-    let listed = endpoints::events(&meta, team.id, None, None, None, None, 100)
+    let listed = history::events(&meta, team.id, None, None, None, None, 100)
         .await
         .unwrap()
         .0;
@@ -876,7 +876,7 @@ async fn held_events_of_a_committed_push_are_released_by_recovery_and_others_dro
         "the committed push's event, with its id"
     );
     assert!(!ids.contains(&lost.events[0].id));
-    let (deliveries, _) = endpoints::deliveries(&meta, team.id, endpoint.id, None, None, 10)
+    let (deliveries, _) = history::deliveries(&meta, team.id, endpoint.id, None, None, 10)
         .await
         .unwrap();
     assert_eq!(deliveries.len(), 1);
@@ -898,7 +898,7 @@ async fn held_events_of_a_committed_push_are_released_by_recovery_and_others_dro
     assert_eq!(revived.deliveries, 0, "a dropped hold stays dropped");
     tx.commit().await.unwrap();
     assert_eq!(
-        endpoints::events(&meta, team.id, None, None, None, None, 100)
+        history::events(&meta, team.id, None, None, None, None, 100)
             .await
             .unwrap()
             .0

@@ -20,7 +20,7 @@ use super::schedule::{self, ATTEMPT_TIMEOUT, DISABLE_AFTER, MAX_ATTEMPTS};
 use super::signing;
 use super::url_rules::UrlRules;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
-use crate::store::metadata::events::{
+use crate::store::metadata::deliveries::{
     AttemptRecord, Delivery, DeliveryStatus, delete_deliveries, fail_pending, record_attempt,
     stream_head,
 };

@@ -9,13 +9,15 @@
 //!   subscribed endpoint, and the job of each (endpoint, user) stream;
 //! - [`delivery`]: the `webhook.deliver` job kind on the durable runner ([`crate::jobs`]);
 //! - [`signing`], [`schedule`], [`url_rules`]: signatures, the retry schedule, SSRF rules;
-//! - [`endpoints`]: the team's operations behind `/v2/team/webhooks` and `/v2/team/events`.
+//! - [`endpoints`], [`history`]: the team's operations behind `/v2/team/webhooks` and
+//!   `/v2/team/events`.
 //!
 //! This module imports no domain: payloads are rendered by the domains that emit (`data`).
 
 pub mod delivery;
 pub mod endpoints;
 pub mod envelope;
+pub mod history;
 pub mod outbox;
 pub mod schedule;
 pub mod signing;

@@ -10,8 +10,9 @@ use uuid::Uuid;
 use super::Event;
 use super::delivery;
 use super::types::matches;
+use crate::store::metadata::deliveries::insert_delivery;
 use crate::store::metadata::events::{
-    StoredEvent, drop_hold, event, insert_delivery, insert_event, insert_held_event, release_hold,
+    StoredEvent, drop_hold, event, insert_event, insert_held_event, release_hold,
 };
 use crate::store::metadata::webhooks::{Endpoint, endpoints};
 use crate::store::metadata::{MetadataError, MetadataStore};

@@ -12,8 +12,9 @@ use super::AppState;
 use super::error::ApiError;
 use super::extract::{AuthTeam, JsonBody, PathId, QueryParams, parse_uuid};
 use crate::events::endpoints::{self as api, EventsError};
+use crate::events::history;
 use crate::loc;
-use crate::store::metadata::events::DeliveryStatus;
+use crate::store::metadata::deliveries::DeliveryStatus;
 use crate::validation::Violation;
 
 /// Documented routes of this module.
@@ -164,8 +165,9 @@ async fn list_deliveries(
     };
     let limit = query.int("limit", 50, 1, 100)?;
     let cursor = cursor_param(&query)?;
-    let (page, next) = api::deliveries(&state.meta, team.0.id, id, status, cursor, limit).await?;
-    let rendered: Vec<Value> = page.iter().map(api::render_delivery).collect();
+    let (page, next) =
+        history::deliveries(&state.meta, team.0.id, id, status, cursor, limit).await?;
+    let rendered: Vec<Value> = page.iter().map(history::render_delivery).collect();
     Ok(Json(json!({ "deliveries": rendered, "next_cursor": next })))
 }
 
@@ -181,7 +183,7 @@ async fn replay(
     PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let n = api::replay(&state.meta, team.0.id, id, &body).await?;
+    let n = history::replay(&state.meta, team.0.id, id, &body).await?;
     Ok(Json(json!({ "replayed": n })))
 }
 
@@ -195,7 +197,7 @@ async fn test_event(
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let (id, deliveries) = api::test_event(&state.meta, team.0.id, &body).await?;
+    let (id, deliveries) = history::test_event(&state.meta, team.0.id, &body).await?;
     Ok(Json(json!({ "event_id": id, "deliveries": deliveries })))
 }
 
@@ -237,7 +239,7 @@ async fn list_events(
     };
     let limit = query.int("limit", 50, 1, 100)?;
     let cursor = cursor_param(&query)?;
-    let (page, next) = api::events(
+    let (page, next) = history::events(
         &state.meta,
         team.0.id,
         user,
@@ -247,6 +249,6 @@ async fn list_events(
         limit,
     )
     .await?;
-    let rendered: Vec<Value> = page.iter().map(api::render_event).collect();
+    let rendered: Vec<Value> = page.iter().map(history::render_event).collect();
     Ok(Json(json!({ "events": rendered, "next_cursor": next })))
 }

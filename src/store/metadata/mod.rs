@@ -23,6 +23,7 @@
 //! waiting for a writer's commit and fsync. PostgreSQL uses one pool for both.
 
 pub mod connections;
+pub mod deliveries;
 pub mod events;
 pub mod jobs;
 pub mod keys;

@@ -211,7 +211,7 @@ pub async fn delete_endpoint(
     if endpoint(&mut *conn, team, id).await?.is_none() {
         return Ok(false);
     }
-    super::events::delete_deliveries(&mut *conn, id).await?;
+    super::deliveries::delete_deliveries(&mut *conn, id).await?;
     let done = sqlx::query("DELETE FROM webhook_endpoints WHERE team_id = $1 AND id = $2")
         .bind(team.to_string())
         .bind(id.to_string())
