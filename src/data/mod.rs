@@ -12,6 +12,11 @@
 //!   replacement by record key makes the retry idempotent;
 //! - a push connects its provider to the user (status `connected`), so pushed data shows under
 //!   `GET /v2/user/providers/{user_id}`;
+//! - a push emits `daily.data.<resource>.created` / `.updated` for what it changed
+//!   ([`changes`]) and `provider.connection.created` for a first push of a provider; the
+//!   events are held before the write and released after it ([`held`] recovers a crash in
+//!   between); a demo connection emits `provider.connection.created` and one
+//!   `historical.data.<resource>.created` per resource, not daily events;
 //! - `ingestion_start`/`ingestion_end` do not reject pushed records; they bound the window the
 //!   aggregate engine reads.
 
@@ -149,7 +154,10 @@ async fn store_push(
         }
     }
     drop(stream);
-    let held = holder.map(Holder::finish).unwrap_or_default();
+    let held = match holder {
+        Some(h) => h.finish().await?,
+        None => Default::default(),
+    };
     if let Err(e) = write_parsed(meta, store, user, parsed).await {
         crate::events::outbox::abandon(meta, &held).await;
         return Err(e);
@@ -179,7 +187,7 @@ async fn hold_one(
     event: &Event,
 ) -> Result<(), DataError> {
     if holder.is_none() {
-        *holder = Some(Holder::begin(meta, user.team_id, held::job).await?);
+        *holder = Some(Holder::begin(meta, user.team_id, held::job));
     }
     if let Some(h) = holder.as_mut() {
         h.add(event).await?;

@@ -126,29 +126,44 @@ pub struct Held {
     pub events: Vec<EventRef>,
 }
 
-/// Writes held events one at a time, so a push of a million samples never has all its event
-/// bodies in memory at once. A hold needs no atomicity: until it is released nothing of it is
-/// visible, and recovery resolves whatever part of it a crash left.
-#[derive(Debug)]
+/// Writes held events as they are made, so a push of a million samples never has all its
+/// event bodies in memory at once: in one transaction per [`HOLD_BATCH_BYTES`] of bodies (one
+/// commit for an ordinary push), the first also enqueuing the recovery job. A hold needs no
+/// atomicity beyond that: until it is released nothing of it is visible, and recovery resolves
+/// whatever part of it a crash left.
 pub struct Holder {
     meta: MetadataStore,
     team: Uuid,
     now: DateTime<Utc>,
     held: Held,
+    recovery: Option<crate::jobs::NewJob>,
+    tx: Option<sqlx::Transaction<'static, sqlx::Any>>,
+    batch_bytes: usize,
 }
 
+impl std::fmt::Debug for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Holder")
+            .field("token", &self.held.token)
+            .field("events", &self.held.events.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Bodies written per transaction of a hold: bounds how long a hold keeps the writer.
+pub const HOLD_BATCH_BYTES: usize = 4 * 1024 * 1024;
+
 impl Holder {
-    /// Starts a hold for `team`, enqueuing `recovery` (the job that resolves the hold if it is
-    /// still there when it expires), so a hold never outlives every process that could resolve
-    /// it.
-    pub async fn begin(
+    /// Starts a hold for `team`; `recovery` is the job that resolves the hold if it is still
+    /// there when it expires, enqueued with its first events, so a hold never outlives every
+    /// process that could resolve it.
+    pub fn begin(
         meta: &MetadataStore,
         team: Uuid,
         recovery: impl FnOnce(DateTime<Utc>) -> crate::jobs::NewJob,
-    ) -> Result<Holder, MetadataError> {
+    ) -> Holder {
         let now = crate::store::metadata::now();
-        crate::jobs::enqueue(&mut *meta.writer().await?, &recovery(now + HOLD_LEASE)).await?;
-        Ok(Holder {
+        Holder {
             meta: meta.clone(),
             team,
             now,
@@ -156,7 +171,10 @@ impl Holder {
                 token: Uuid::new_v4(),
                 events: Vec::new(),
             },
-        })
+            recovery: Some(recovery(now + HOLD_LEASE)),
+            tx: None,
+            batch_bytes: 0,
+        }
     }
 
     /// Writes one more held event.
@@ -164,20 +182,34 @@ impl Holder {
         let ordinal = i64::try_from(self.held.events.len()).unwrap_or(i64::MAX);
         let stored = stored_event(self.team, event, self.now, ordinal);
         let expires = self.now + HOLD_LEASE;
-        insert_held_event(
-            &mut *self.meta.writer().await?,
-            &stored,
-            self.held.token,
-            expires,
-        )
-        .await?;
+        let tx = match &mut self.tx {
+            Some(tx) => tx,
+            slot => slot.insert(self.meta.begin().await?),
+        };
+        if let Some(job) = self.recovery.take() {
+            crate::jobs::enqueue(&mut *tx, &job).await?;
+        }
+        insert_held_event(&mut *tx, &stored, self.held.token, expires).await?;
+        self.batch_bytes += stored.body.len();
         self.held.events.push(EventRef::from(&stored));
+        if self.batch_bytes >= HOLD_BATCH_BYTES {
+            self.commit().await?;
+        }
         Ok(())
     }
 
-    /// The hold, to [`release`] once the change is durable.
-    pub fn finish(self) -> Held {
-        self.held
+    async fn commit(&mut self) -> Result<(), MetadataError> {
+        if let Some(tx) = self.tx.take() {
+            tx.commit().await?;
+        }
+        self.batch_bytes = 0;
+        Ok(())
+    }
+
+    /// Commits what is written: the hold, to [`release`] once the change is durable.
+    pub async fn finish(mut self) -> Result<Held, MetadataError> {
+        self.commit().await?;
+        Ok(self.held)
     }
 }
 
@@ -191,11 +223,11 @@ pub async fn hold(
     if events.is_empty() {
         return Ok(Held::default());
     }
-    let mut holder = Holder::begin(meta, team, recovery).await?;
+    let mut holder = Holder::begin(meta, team, recovery);
     for event in events {
         holder.add(event).await?;
     }
-    Ok(holder.finish())
+    holder.finish().await
 }
 
 /// Releases held events on `conn` (the caller's transaction) and fans them out. If recovery
