@@ -50,14 +50,40 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
             bytes: usize::try_from(args.getter_max_bytes).unwrap_or(usize::MAX),
         },
     };
-    Ok(AppState::new(meta, health, config)?)
+    let rules = crate::events::UrlRules {
+        allow_private: args.webhook_allow_private,
+    };
+    Ok(AppState::new(meta, health, config)?.with_webhook_rules(rules))
 }
 
-/// The job kinds this process runs.
+/// How to register a webhook endpoint on this server (printed by `serve --demo`).
+pub fn webhook_hint(addr: &std::net::SocketAddr, key: &str, args: &ServeArgs) -> String {
+    let example = if args.webhook_allow_private {
+        "http://127.0.0.1:9000/webhooks"
+    } else {
+        "https://your-receiver.example.com/webhooks"
+    };
+    format!(
+        "receive events: register a webhook endpoint (its signing secret is in the answer):\n  \
+         curl -X POST http://{addr}/v2/team/webhooks -H 'x-service-api-key: {key}' \\\n    \
+         -H 'content-type: application/json' -d '{{\"url\": \"{example}\"}}'\n  \
+         (http and local receivers need --webhook-allow-private; see README \"Receiving events\")"
+    )
+}
+
+/// The job kinds this process runs: compaction, webhook delivery, recovery of held events.
 pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
-    crate::jobs::Registry::new().register(crate::jobs::compaction::Compaction::new(
+    let registry = crate::jobs::Registry::new().register(crate::jobs::compaction::Compaction::new(
         state.health.clone(),
-    ))
+    ));
+    match crate::events::delivery::Deliverer::new(state.webhooks) {
+        Ok(deliverer) => registry.register(deliverer),
+        Err(error) => {
+            // Without an HTTP client deliveries wait (their jobs retry) until a process has one.
+            tracing::error!(%error, "no HTTP client for webhook deliveries");
+            registry
+        }
+    }
 }
 
 /// Starts the background job runner; stop it with `shutdown` after the server stopped.

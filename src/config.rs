@@ -170,6 +170,10 @@ pub struct ServeArgs {
     /// Memory limit of one aggregate request's execution, in MiB.
     #[arg(long, env = "WEARHOUSE_QUERY_MEMORY_MB", default_value_t = 1024)]
     pub query_memory_mb: usize,
+    /// Allow webhook endpoints on `http` and on private, loopback and link-local addresses
+    /// (development and tests; refused by default against server-side request forgery).
+    #[arg(long, env = "WEARHOUSE_WEBHOOK_ALLOW_PRIVATE")]
+    pub webhook_allow_private: bool,
     /// Where data lives.
     #[command(flatten)]
     pub store: StoreArgs,

@@ -9,6 +9,7 @@
 //! - [`store`]: health data (Parquet on an object store) and metadata (sqlx);
 //! - [`data`]: the data plane's operations (push, getter reads), over ingest and the store;
 //! - [`ingest`]: push API records to Arrow batches and back, and the demo data generator;
+//! - [`events`]: events, their outbox and webhook delivery (Standard Webhooks signatures);
 //! - [`jobs`]: the durable background job runner (leases, retries, kinds; compaction);
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
@@ -19,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod data;
 pub mod engine;
+pub mod events;
 pub mod http;
 pub mod ingest;
 pub mod jobs;

@@ -18,6 +18,7 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve(args) => {
             let state = wearhouse::app::open_state(&args).await?;
+            let mut demo_key = None;
             if args.demo {
                 let key = wearhouse::app::demo_key(&state.meta, &args.store.data_dir).await?;
                 println!("demo team API key: {key}");
@@ -26,11 +27,16 @@ async fn main() -> anyhow::Result<()> {
                 {
                     println!("demo user {client_user_id}: {id}");
                 }
+                demo_key = Some(key);
             }
             let shutdown = wearhouse::app::shutdown_signal()?;
             let jobs = wearhouse::app::spawn_jobs(&state);
             let listener = tokio::net::TcpListener::bind(args.listen).await?;
             println!("listening on http://{}", listener.local_addr()?);
+            if let Some(key) = demo_key {
+                let hint = wearhouse::app::webhook_hint(&listener.local_addr()?, &key, &args);
+                println!("{hint}");
+            }
             let served = wearhouse::http::serve(listener, state, shutdown).await;
             jobs.shutdown().await;
             served?;

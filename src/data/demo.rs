@@ -9,10 +9,18 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Map, Value};
 
-use super::{DataError, push};
+use serde_json::json;
+
+use super::DataError;
+use super::connections::resource_name;
+use crate::events::{Event, EventType, EventUser, outbox};
 use crate::ingest::demo::{self, Persona};
+use crate::ingest::{PushUser, parse_push};
+use crate::providers;
 use crate::store::health::HealthStore;
-use crate::store::metadata::{ConnectionStatus, MetadataStore, User};
+use crate::store::metadata::{
+    self, ConnectionStatus, MetadataError, MetadataStore, User, connections,
+};
 use crate::validation::{Invalid, Violation};
 
 /// Default history length of a demo connection, in days.
@@ -99,7 +107,9 @@ fn append(slot: &mut Value, more: Value) {
 }
 
 /// Connects a demo provider: generates `days` days ending `end`, stores them, records the
-/// connection. Answers the counts stored.
+/// connection, and emits `provider.connection.created` (a new connection) and one
+/// `historical.data.<resource>.created` per resource written, after the last chunk, in the
+/// connection's transaction. Answers the counts stored.
 #[allow(clippy::too_many_arguments)]
 pub async fn connect(
     meta: &MetadataStore,
@@ -117,11 +127,57 @@ pub async fn connect(
             e.to_string(),
         )])
     })?;
+    let zone = PushUser {
+        fallback_time_zone: super::fallback_zone(user),
+    };
     let mut counts = Vec::new();
+    let mut written: Vec<&'static str> = Vec::new();
     for body in merge_bodies(bodies) {
-        counts.push(push(meta, store, user, &body, now).await?);
+        let parsed = parse_push(&body, &zone, now)?;
+        counts.push(parsed.counts());
+        for dataset in super::write_parsed(meta, store, user, parsed).await? {
+            let name = resource_name(dataset);
+            if !written.contains(&name) {
+                written.push(name);
+            }
+        }
     }
-    meta.upsert_connection(user.id, provider, ConnectionStatus::Connected)
-        .await?;
+    let who = EventUser {
+        id: user.id,
+        client_user_id: user.client_user_id.clone(),
+    };
+    let start = end - chrono::Days::new(u64::from(days.saturating_sub(1)));
+    let mut events = Vec::new();
+    let mut tx = meta.begin().await?;
+    let had = connections::connections(&mut tx, user.id)
+        .await?
+        .iter()
+        .any(|c| c.provider == provider);
+    connections::upsert_connection(&mut tx, user.id, provider, ConnectionStatus::Connected).await?;
+    if !had {
+        events.push(super::connection_created(store, user, provider, &[]).await?);
+    }
+    let source = json!({
+        "name": providers::provider(provider).map_or(provider, |p| p.name),
+        "slug": provider,
+        "logo": providers::provider(provider).map(|p| p.logo.clone()),
+    });
+    for name in written {
+        events.push(Event {
+            event_type: EventType::HistoricalCreated(name),
+            user: Some(who.clone()),
+            data: json!({
+                "user_id": user.id,
+                "start_date": start.to_string(),
+                "end_date": end.to_string(),
+                "provider": source,
+            }),
+        });
+    }
+    let enqueued = outbox::enqueue(&mut tx, user.team_id, &events, metadata::now()).await?;
+    tx.commit().await.map_err(MetadataError::from)?;
+    if enqueued.deliveries > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
     Ok(counts)
 }

@@ -22,6 +22,7 @@ mod meta;
 mod stream;
 mod teams;
 mod users;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -78,6 +79,8 @@ pub struct AppState {
     pub engine: Engine,
     /// HTTP limits.
     pub config: Arc<HttpConfig>,
+    /// Which webhook URLs teams may register (`--webhook-allow-private`).
+    pub webhooks: crate::events::UrlRules,
 }
 
 impl AppState {
@@ -93,7 +96,14 @@ impl AppState {
             health,
             engine: Engine::new(config.query_limits.clone())?,
             config: Arc::new(config),
+            webhooks: crate::events::UrlRules::default(),
         })
+    }
+
+    /// The same state with these webhook URL rules.
+    pub fn with_webhook_rules(mut self, rules: crate::events::UrlRules) -> AppState {
+        self.webhooks = rules;
+        self
     }
 
     /// Removes a user's health data (called after the user's metadata is gone, so no new
@@ -131,6 +141,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(users::routes())
         .merge(teams::routes())
         .merge(jobs::routes())
+        .merge(webhooks::routes())
         .merge(data::routes())
         .merge(aggregate::routes())
         .merge(link::routes())

@@ -63,5 +63,6 @@ pub use fields::{SOURCE_TYPES, push_key};
 pub use grouped::render_grouped;
 pub use page::{Cursor, PageBuilder, PageLimits, SamplePage};
 pub use push::{PushBatches, PushUser, parse_push, parse_push_json};
+pub(crate) use render::source as render_source;
 pub use render::{render_profile, render_samples, render_summaries};
 pub use summary::derive_id;

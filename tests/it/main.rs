@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // tests: a panic is the failure report
 
+mod events_support;
 mod jobs_support;
 mod provision;
 mod server;
@@ -22,6 +23,7 @@ mod data_api;
 mod e2e;
 mod engine;
 mod engine_memory;
+mod events;
 mod ingest;
 mod jobs;
 mod jobs_api;

@@ -2,7 +2,8 @@
 //! priorities and the job queue, in a relational database through sqlx.
 //!
 //! One file per table group (`teams`, `keys`, `users`, `user_info`, `connections`,
-//! `priorities`, and `jobs`, the durable job queue of [`crate::jobs`]) owns that group's SQL. Each exposes free functions over a
+//! `priorities`, `jobs`, the durable job queue of [`crate::jobs`], and `events` and `webhooks`, the outbox
+//! and endpoints of [`crate::events`]) owns that group's SQL. Each exposes free functions over a
 //! [`sqlx::AnyConnection`], so a domain composes several changes and its outbox or job rows in
 //! one transaction (`let mut tx = meta.begin().await?; users::update_user(&mut tx, ..);
 //! jobs::enqueue(&mut tx, ..); tx.commit()`), and [`MetadataStore`] methods that run one such
@@ -22,12 +23,15 @@
 //! waiting for a writer's commit and fsync. PostgreSQL uses one pool for both.
 
 pub mod connections;
+pub mod deliveries;
+pub mod events;
 pub mod jobs;
 pub mod keys;
 pub mod priorities;
 pub mod teams;
 pub mod user_info;
 pub mod users;
+pub mod webhooks;
 
 pub use connections::{Connection, ConnectionStatus};
 pub use keys::ApiKey;

@@ -1,0 +1,273 @@
+//! Events bench (criterion, seeded, self-checking): `cargo bench --bench events`.
+//!
+//! Scenarios:
+//! - `push of 10,000 heart-rate samples, write only` against `..., with events`: the same
+//!   parsed push written without emitting (the pull path) and through the push path (read of
+//!   what it may replace, comparison, outbox rows in the connection's transaction, one endpoint
+//!   subscribed). Each iteration pushes a new time range, so every sample is created; the
+//!   events bench checks the push's `daily.data.heartrate.created` events carry its 10,000
+//!   samples. The target: the
+//!   difference at most 5 % of the push.
+//! - `delivery to a local receiver, 8 endpoints`: 100 events of 16 users fanned out to 8
+//!   endpoints (800 deliveries, 128 streams) on the durable runner (SQLite as the only queue),
+//!   timed from the enqueue until the receiver has every delivery; checks exactly 800 arrive.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group};
+use serde_json::{Value, json};
+use wearhouse::events::{Event, EventType, EventUser, UrlRules, delivery::Deliverer, outbox};
+use wearhouse::jobs::{Registry, Runner, RunnerConfig};
+use wearhouse::store::health::HealthStore;
+use wearhouse::store::metadata::{MetadataStore, NewUser};
+
+const SAMPLES: i64 = 10_000;
+
+fn push_body(round: i64) -> Vec<u8> {
+    let base = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z").unwrap();
+    let start = round * SAMPLES;
+    let samples: Vec<Value> = (0..SAMPLES)
+        .map(|i| {
+            let at = base + chrono::Duration::seconds(start + i);
+            json!({"timestamp": at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                   "value": 50.0 + (i % 60) as f64, "unit": "bpm"})
+        })
+        .collect();
+    json!({"provider": "oura", "timeseries": {"heartrate": samples}})
+        .to_string()
+        .into_bytes()
+}
+
+async fn open(dir: &std::path::Path) -> (MetadataStore, HealthStore) {
+    let url = format!("sqlite://{}?mode=rwc", dir.join("meta.db").display());
+    let meta = MetadataStore::connect(&url).await.unwrap();
+    let health = HealthStore::open(
+        &dir.join("health").display().to_string(),
+        Default::default(),
+    )
+    .unwrap();
+    (meta, health)
+}
+
+fn push_cost(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (meta, health, user) = rt.block_on(async {
+        let (meta, health) = open(dir.path()).await;
+        let (team, _) = meta.create_team("bench").await.unwrap();
+        let user = meta
+            .create_user(
+                team.id,
+                NewUser {
+                    client_user_id: "u".to_owned(),
+                    ..NewUser::default()
+                },
+            )
+            .await
+            .unwrap();
+        let mut tx = meta.begin().await.unwrap();
+        let endpoint = wearhouse::store::metadata::webhooks::Endpoint {
+            id: uuid::Uuid::new_v4(),
+            team_id: team.id,
+            url: "https://example.com/hook".to_owned(),
+            event_types: Some(vec!["daily.data.*".to_owned()]),
+            description: None,
+            secret: wearhouse::events::signing::new_secret(),
+            previous_secret: None,
+            previous_expires_at: None,
+            failing_since: None,
+            disabled_at: None,
+            disabled_reason: None,
+            created_at: chrono::Utc::now(),
+            updated_at: chrono::Utc::now(),
+        };
+        wearhouse::store::metadata::webhooks::insert_endpoint(&mut tx, &endpoint)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        (meta, health, user)
+    });
+    let mut group = c.benchmark_group("events");
+    group.throughput(Throughput::Elements(SAMPLES as u64));
+    group.sample_size(20);
+    let mut round = 0;
+    group.bench_function("push of 10,000 heart-rate samples, write only", |b| {
+        b.iter_batched(
+            || {
+                round += 1;
+                push_body(round)
+            },
+            |body| {
+                rt.block_on(async {
+                    let parsed = wearhouse::ingest::parse_push_json(
+                        &body,
+                        &Default::default(),
+                        chrono::Utc::now(),
+                    )
+                    .unwrap();
+                    assert_eq!(parsed.total_rows(), SAMPLES as usize);
+                    wearhouse::data::write_parsed(&meta, &health, &user, parsed)
+                        .await
+                        .unwrap();
+                })
+            },
+            criterion::BatchSize::PerIteration,
+        )
+    });
+    let mut pushed = 0usize;
+    group.bench_function("push of 10,000 heart-rate samples, with events", |b| {
+        b.iter_batched(
+            || {
+                round += 1;
+                push_body(round)
+            },
+            |body| {
+                pushed += 1;
+                rt.block_on(async {
+                    wearhouse::data::push_json(
+                        &meta,
+                        &health,
+                        &user,
+                        body.into(),
+                        chrono::Utc::now(),
+                    )
+                    .await
+                    .unwrap();
+                })
+            },
+            criterion::BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+    let created = rt.block_on(count_events(&meta));
+    assert_eq!(
+        created,
+        pushed * SAMPLES as usize,
+        "every pushed sample created once"
+    );
+}
+
+/// Samples carried by every stored `daily.data.heartrate.created` event.
+async fn count_events(meta: &MetadataStore) -> usize {
+    let mut conn = meta.reader().await.unwrap();
+    let bodies: Vec<String> = sqlx::query_scalar(
+        "SELECT body FROM events WHERE event_type = 'daily.data.heartrate.created'",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    bodies
+        .iter()
+        .map(|b| {
+            let body: Value = serde_json::from_str(b).unwrap();
+            body["data"]["data"].as_array().unwrap().len()
+        })
+        .sum()
+}
+
+const ENDPOINTS: usize = 8;
+const EVENTS: usize = 100;
+const USERS: usize = 16;
+
+fn delivery_throughput(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let received = Arc::new(AtomicUsize::new(0));
+    let (meta, team, users, runner) = rt.block_on(async {
+        let (meta, _) = open(dir.path()).await;
+        let (team, _) = meta.create_team("bench").await.unwrap();
+        let counter = received.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move || {
+                let counter = counter.clone();
+                async move {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    axum::http::StatusCode::NO_CONTENT
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let rules = UrlRules {
+            allow_private: true,
+        };
+        for _ in 0..ENDPOINTS {
+            wearhouse::events::endpoints::create(&meta, &rules, team.id, &json!({"url": url}))
+                .await
+                .unwrap();
+        }
+        let mut users = Vec::new();
+        for i in 0..USERS {
+            let new = NewUser {
+                client_user_id: format!("u{i}"),
+                ..NewUser::default()
+            };
+            let user = meta.create_user(team.id, new).await.unwrap();
+            users.push(EventUser {
+                id: user.id,
+                client_user_id: user.client_user_id,
+            });
+        }
+        let registry = Registry::new().register(Deliverer::new(rules).unwrap());
+        let config = RunnerConfig {
+            concurrency: 16,
+            ..RunnerConfig::default()
+        };
+        let runner = Runner::new(meta.clone(), registry, config).spawn();
+        (meta, team.id, users, runner)
+    });
+    let events: Vec<Event> = (0..EVENTS)
+        .map(|i| Event {
+            event_type: EventType::DailyCreated("heartrate"),
+            user: Some(users[i % USERS].clone()),
+            data: json!({"data": [{"timestamp": "2025-01-01T00:00:00Z", "value": i, "unit": "bpm"}],
+                         "source": {"provider": "oura"}}),
+        })
+        .collect();
+    let mut group = c.benchmark_group("events");
+    group.throughput(Throughput::Elements((EVENTS * ENDPOINTS) as u64));
+    group.sample_size(10);
+    group.bench_function("delivery to a local receiver, 8 endpoints", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let start = received.load(Ordering::SeqCst);
+                let out = outbox::publish(&meta, team, &events).await.unwrap();
+                assert_eq!(out.deliveries, EVENTS * ENDPOINTS);
+                let target = start + EVENTS * ENDPOINTS;
+                let began = std::time::Instant::now();
+                while received.load(Ordering::SeqCst) < target {
+                    assert!(
+                        began.elapsed() < Duration::from_secs(120),
+                        "deliveries stalled"
+                    );
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                assert_eq!(
+                    received.load(Ordering::SeqCst),
+                    target,
+                    "every delivery exactly once"
+                );
+            })
+        })
+    });
+    group.finish();
+    rt.block_on(runner.shutdown());
+}
+
+criterion_group!(benches, push_cost, delivery_throughput);
+criterion::criterion_main!(benches);

@@ -1,0 +1,293 @@
+//! The delivery worker: the `webhook.deliver` job kind on the durable job runner.
+//!
+//! One job per (endpoint, user) stream (unique key), so a stream's deliveries are sent one
+//! after another in creation order while streams run concurrently, bounded by the runner's
+//! slots, and a slow endpoint holds only its own streams' slots. A run sends the stream's due
+//! deliveries in order; the first that fails is scheduled again (`schedule.rs`) and, being the
+//! head, holds the ones behind it until it succeeds or fails for good, so a receiver sees a
+//! user's events in order. The outcomes of a run's attempts are written in one transaction per
+//! batch. The job itself answers `RetryAt(next attempt)`, so a delivery's retries never use the
+//! job's attempts; a crash between a send and its record re-sends it (at least once, same
+//! `webhook-id`).
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::schedule::{self, ATTEMPT_TIMEOUT, DISABLE_AFTER, MAX_ATTEMPTS};
+use super::signing;
+use super::url_rules::UrlRules;
+use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
+use crate::store::metadata::deliveries::{
+    AttemptRecord, Delivery, DeliveryStatus, delete_deliveries, fail_pending, record_attempt,
+    stream_head,
+};
+use crate::store::metadata::webhooks::{Endpoint, endpoint_by_id, set_health};
+use crate::store::metadata::{MetadataError, MetadataStore};
+
+/// The kind's name.
+pub const KIND: &str = "webhook.deliver";
+
+/// Deliveries read (and their outcomes written) per batch.
+const BATCH: i64 = 64;
+
+/// The job sending one stream, due at `at` (the team sees it under `GET /v2/team/jobs`; the
+/// payload holds ids only, never a secret).
+pub fn job(endpoint: &Endpoint, user_key: &str, at: DateTime<Utc>) -> NewJob {
+    NewJob {
+        kind: KIND.to_owned(),
+        team_id: Some(endpoint.team_id),
+        payload: json!({ "endpoint_id": endpoint.id, "user_key": user_key }),
+        run_at: at,
+        unique_key: Some(format!("{KIND}:{}:{user_key}", endpoint.id)),
+        max_attempts: 20,
+    }
+}
+
+/// The `webhook.deliver` handler.
+#[derive(Debug, Clone)]
+pub struct Deliverer {
+    client: reqwest::Client,
+    rules: UrlRules,
+}
+
+impl Deliverer {
+    /// A handler posting with its own HTTP client (15 s per attempt, no redirects followed:
+    /// a redirect could lead inside the network).
+    pub fn new(rules: UrlRules) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .timeout(ATTEMPT_TIMEOUT)
+            .connect_timeout(ATTEMPT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("wearhouse-webhooks/", env!("CARGO_PKG_VERSION")))
+            .pool_max_idle_per_host(4)
+            .build()?;
+        Ok(Deliverer { client, rules })
+    }
+}
+
+fn parse_payload(payload: &Value) -> Option<(Uuid, String)> {
+    let endpoint = payload.get("endpoint_id")?.as_str()?.parse().ok()?;
+    let user_key = payload.get("user_key")?.as_str()?.to_owned();
+    Some((endpoint, user_key))
+}
+
+fn retry(e: MetadataError) -> JobError {
+    JobError::Retry(format!("metadata store: {e}"))
+}
+
+/// The result of one attempt.
+struct Attempt {
+    status_code: Option<i64>,
+    error: Option<String>,
+    duration_ms: i64,
+}
+
+impl Deliverer {
+    async fn attempt(&self, endpoint: &Endpoint, d: &Delivery, now: DateTime<Utc>) -> Attempt {
+        let started = Instant::now();
+        let result = self.send(endpoint, d, now).await;
+        let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        match result {
+            Ok(code) if (200..300).contains(&code) => Attempt {
+                status_code: Some(i64::from(code)),
+                error: None,
+                duration_ms,
+            },
+            Ok(code) => Attempt {
+                status_code: Some(i64::from(code)),
+                error: Some(format!("the endpoint answered {code}")),
+                duration_ms,
+            },
+            Err(error) => Attempt {
+                status_code: None,
+                error: Some(error),
+                duration_ms,
+            },
+        }
+    }
+
+    async fn send(
+        &self,
+        endpoint: &Endpoint,
+        d: &Delivery,
+        now: DateTime<Utc>,
+    ) -> Result<u16, String> {
+        let url = self.rules.check(&endpoint.url)?;
+        self.rules.check_resolved(&url).await?;
+        let mut secrets = vec![endpoint.secret.as_str()];
+        if let (Some(old), Some(until)) = (&endpoint.previous_secret, endpoint.previous_expires_at)
+            && until > now
+        {
+            secrets.push(old.as_str());
+        }
+        let id = d.event_id.to_string();
+        let headers = signing::headers(&secrets, &id, now.timestamp(), d.body.as_bytes());
+        let mut request = self
+            .client
+            .post(url)
+            .header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let response = request
+            .body(d.body.clone())
+            .send()
+            .await
+            .map_err(|e| describe(&e))?;
+        Ok(response.status().as_u16())
+    }
+}
+
+/// A transport failure as a sentence (never the URL's query, which may carry a token).
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs())
+    } else if e.is_connect() {
+        "could not connect to the endpoint".to_owned()
+    } else {
+        "the request failed before an answer".to_owned()
+    }
+}
+
+fn span(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+#[async_trait::async_trait]
+impl JobHandler for Deliverer {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
+        let (endpoint_id, user_key) = parse_payload(&payload)
+            .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+        let meta = &ctx.meta;
+        let endpoint = {
+            let mut conn = meta.reader().await.map_err(retry)?;
+            endpoint_by_id(&mut conn, endpoint_id)
+                .await
+                .map_err(retry)?
+        };
+        let Some(mut endpoint) = endpoint else {
+            // Deleted with its deliveries; a fan-out racing the delete may have added some.
+            let mut conn = meta.writer().await.map_err(retry)?;
+            delete_deliveries(&mut conn, endpoint_id)
+                .await
+                .map_err(retry)?;
+            return Ok(Outcome::Done);
+        };
+        loop {
+            if endpoint.disabled_at.is_some() {
+                let reason = endpoint.disabled_reason.clone().unwrap_or_default();
+                let mut conn = meta.writer().await.map_err(retry)?;
+                fail_pending(&mut conn, endpoint.id, &reason)
+                    .await
+                    .map_err(retry)?;
+                return Ok(Outcome::Done);
+            }
+            if ctx.is_draining() {
+                return Ok(Outcome::RetryAt(ctx.now()));
+            }
+            let head = {
+                let mut conn = meta.reader().await.map_err(retry)?;
+                stream_head(&mut conn, endpoint.id, &user_key, BATCH)
+                    .await
+                    .map_err(retry)?
+            };
+            if head.is_empty() {
+                return Ok(Outcome::Done);
+            }
+            let (records, wait) = self.send_batch(ctx, &mut endpoint, &head).await;
+            save(meta, &endpoint, &records).await.map_err(retry)?;
+            if let Some(at) = wait {
+                return Ok(Outcome::RetryAt(at));
+            }
+        }
+    }
+}
+
+impl Deliverer {
+    /// Sends the due deliveries of `head` in order until one fails (it becomes the head) or one
+    /// is not due; answers their records and when to run again, if the stream must wait.
+    async fn send_batch(
+        &self,
+        ctx: &JobContext,
+        endpoint: &mut Endpoint,
+        head: &[Delivery],
+    ) -> (Vec<AttemptRecord>, Option<DateTime<Utc>>) {
+        let mut records = Vec::with_capacity(head.len());
+        for d in head {
+            let now = ctx.now();
+            if let Some(next) = d.next_attempt_at.filter(|t| *t > now) {
+                return (records, Some(next));
+            }
+            let attempt = self.attempt(endpoint, d, now).await;
+            let attempts = d.attempts + 1;
+            let mut record = AttemptRecord {
+                delivery: d.id,
+                status: DeliveryStatus::Succeeded,
+                attempts,
+                next_attempt_at: None,
+                attempted_at: now,
+                status_code: attempt.status_code,
+                duration_ms: attempt.duration_ms,
+                error: attempt.error.clone(),
+            };
+            if attempt.error.is_none() {
+                endpoint.failing_since = None;
+                records.push(record);
+                continue;
+            }
+            let since = *endpoint.failing_since.get_or_insert(now);
+            if now - since >= span(DISABLE_AFTER) {
+                endpoint.disabled_at = Some(now);
+                endpoint.disabled_reason = Some(format!(
+                    "every delivery failed since {since}; disabled after {} days",
+                    DISABLE_AFTER.as_secs() / 86_400
+                ));
+            }
+            let wait = (attempts < MAX_ATTEMPTS)
+                .then(|| schedule::retry_after(attempts, &mut rand::thread_rng()))
+                .flatten();
+            match wait {
+                Some(wait) if endpoint.disabled_at.is_none() => {
+                    let at = now + span(wait);
+                    record.status = DeliveryStatus::Pending;
+                    record.next_attempt_at = Some(at);
+                    records.push(record);
+                    return (records, Some(at));
+                }
+                _ => {
+                    record.status = DeliveryStatus::Failed;
+                    records.push(record);
+                    if endpoint.disabled_at.is_some() {
+                        return (records, None);
+                    }
+                }
+            }
+        }
+        (records, None)
+    }
+}
+
+/// Writes a batch's attempt records and the endpoint's health in one transaction.
+async fn save(
+    meta: &MetadataStore,
+    endpoint: &Endpoint,
+    records: &[AttemptRecord],
+) -> Result<(), MetadataError> {
+    let mut tx = meta.begin().await?;
+    for record in records {
+        record_attempt(&mut tx, record).await?;
+    }
+    let disabled = endpoint
+        .disabled_at
+        .map(|at| (at, endpoint.disabled_reason.as_deref().unwrap_or("")));
+    set_health(&mut tx, endpoint.id, endpoint.failing_since, disabled).await?;
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! An event as the caller builds it ([`Event`]) and as receivers get it: the envelope
+//! `{event_type, data, user_id, client_user_id, team_id}` of `events.md`.
+
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::types::EventType;
+
+/// The largest envelope one event may carry (`events.md`); larger data sets are split.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Where record sets are actually split: a quarter of the limit. Bodies of a whole mebibyte,
+/// written to the outbox one after another, left ~50 MiB of heap behind on a million-sample
+/// push (the memory test's budget is 4x the push body); quarter-size bodies leave none.
+pub const SPLIT_BYTES: usize = MAX_BODY_BYTES / 4;
+
+/// Room left for the envelope around `data`'s records (type, ids, source).
+const ENVELOPE_ROOM: usize = 16 * 1024;
+
+/// The user an event concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventUser {
+    /// The service's user id.
+    pub id: Uuid,
+    /// The team's id for the user.
+    pub client_user_id: String,
+}
+
+/// An event to emit: its type, the user it concerns (if any) and its `data`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The type.
+    pub event_type: EventType,
+    /// The user.
+    pub user: Option<EventUser>,
+    /// The `data` member, rendered by the domain that emits it.
+    pub data: Value,
+}
+
+impl Event {
+    /// The envelope of this event for `team`, as the JSON text every delivery sends.
+    pub fn envelope(&self, team: Uuid) -> String {
+        let (user_id, client_user_id) = match &self.user {
+            Some(u) => (json!(u.id), json!(u.client_user_id)),
+            None => (Value::Null, Value::Null),
+        };
+        json!({
+            "event_type": self.event_type.name(),
+            "data": self.data,
+            "user_id": user_id,
+            "client_user_id": client_user_id,
+            "team_id": team,
+        })
+        .to_string()
+    }
+
+    /// The events carrying `records` as `{data: [...], source}`: one event, or several when the
+    /// records would make a body over [`MAX_BODY_BYTES`] (each record stays whole; records are
+    /// kept in order).
+    pub fn records(
+        event_type: EventType,
+        user: EventUser,
+        records: Vec<Value>,
+        source: Value,
+    ) -> Vec<Event> {
+        let budget = Event::records_budget(&source);
+        let mut chunks: Vec<Vec<Value>> = Vec::new();
+        let mut current = Vec::new();
+        let mut size = 0;
+        for record in records {
+            let len = record.to_string().len() + 1;
+            if !current.is_empty() && size + len > budget {
+                chunks.push(std::mem::take(&mut current));
+                size = 0;
+            }
+            size += len;
+            current.push(record);
+        }
+        if !current.is_empty() {
+            chunks.push(current);
+        }
+        chunks
+            .into_iter()
+            .map(|chunk| Event::record_chunk(event_type, user.clone(), chunk, source.clone()))
+            .collect()
+    }
+
+    /// The bytes of records (serialized, one separator each) one event carries with `source`:
+    /// its body stays under [`SPLIT_BYTES`], so well under [`MAX_BODY_BYTES`].
+    pub fn records_budget(source: &Value) -> usize {
+        SPLIT_BYTES - ENVELOPE_ROOM - source.to_string().len().min(ENVELOPE_ROOM)
+    }
+
+    /// One event carrying `records` as `{data: [...], source}` (the caller keeps it under
+    /// [`Event::records_budget`]).
+    pub fn record_chunk(
+        event_type: EventType,
+        user: EventUser,
+        records: Vec<Value>,
+        source: Value,
+    ) -> Event {
+        let mut data = Map::new();
+        data.insert("data".to_owned(), Value::Array(records));
+        data.insert("source".to_owned(), source);
+        Event {
+            event_type,
+            user: Some(user),
+            data: Value::Object(data),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_record_sets_split_under_the_body_limit_in_order() {
+        let user = EventUser {
+            id: Uuid::new_v4(),
+            client_user_id: "c".to_owned(),
+        };
+        let records: Vec<Value> = (0..40_000)
+            .map(|i| json!({"timestamp": i, "value": 60.5, "unit": "bpm", "pad": "x".repeat(20)}))
+            .collect();
+        let events = Event::records(
+            EventType::DailyCreated("heartrate"),
+            user.clone(),
+            records,
+            json!({"provider": "oura"}),
+        );
+        assert!(events.len() >= 2, "{}", events.len());
+        let mut next = 0;
+        for (i, e) in events.iter().enumerate() {
+            let body = e.envelope(Uuid::new_v4());
+            assert!(body.len() <= SPLIT_BYTES, "{}", body.len());
+            if i + 1 < events.len() {
+                assert!(
+                    body.len() > SPLIT_BYTES / 2,
+                    "events are filled: {}",
+                    body.len()
+                );
+            }
+            for r in e.data["data"].as_array().unwrap_or(&Vec::new()) {
+                assert_eq!(r["timestamp"], next);
+                next += 1;
+            }
+        }
+        assert_eq!(next, 40_000);
+        let one = Event::records(
+            EventType::DailyCreated("sleep"),
+            user,
+            vec![json!({})],
+            json!({}),
+        );
+        let body: Value = serde_json::from_str(&one[0].envelope(Uuid::nil())).unwrap_or_default();
+        assert_eq!(body["event_type"], "daily.data.sleep.created");
+        for key in ["data", "user_id", "client_user_id", "team_id"] {
+            assert!(body.get(key).is_some(), "{key}");
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! What the team's endpoints were sent and what happened: deliveries, replay of a window, the
+//! test event, and the stored event list (`GET /v2/team/events`).
+//!
+//! Decisions where the spec is silent:
+//! - Replay sends the window's stored events that the endpoint subscribes to, as new deliveries
+//!   after the stream's pending ones, with the events' own ids; a disabled endpoint must be
+//!   re-enabled first.
+//! - The test event is stored and delivered like any other, to every enabled endpoint that
+//!   subscribes to its type, with a sample `data` and no user.
+//! - Events are listed oldest first from `since` (default and earliest: the 30 days kept); the
+//!   cursor is the last event's id. Deliveries are listed newest first, one row per (event,
+//!   endpoint) with its last attempt (status code, time, duration, error) and next attempt.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::endpoints::EventsError;
+use super::types::{EventType, matches};
+use super::{Event, outbox};
+use crate::loc;
+use crate::store::metadata::deliveries::{Delivery, DeliveryStatus, list_deliveries};
+use crate::store::metadata::events::{EventFilter, EventPosition, StoredEvent, event, list_events};
+use crate::store::metadata::webhooks;
+use crate::store::metadata::{MetadataError, MetadataStore, now};
+use crate::users::render_time;
+use crate::validation::{Invalid, ObjectReader, Violation};
+
+/// How long events are kept (and listed).
+pub const RETENTION: Duration = Duration::days(30);
+
+/// A delivery as the API shows it.
+pub fn render_delivery(d: &Delivery) -> Value {
+    json!({
+        "id": d.id,
+        "event_id": d.event_id,
+        "event_type": d.event_type,
+        "status": d.status.as_str(),
+        "attempts": d.attempts,
+        "last_attempt_at": d.last_attempt_at.map(render_time),
+        "status_code": d.last_status_code,
+        "duration_ms": d.last_duration_ms,
+        "error": d.last_error,
+        "next_attempt_at": d.next_attempt_at.filter(|_| d.status == DeliveryStatus::Pending).map(render_time),
+        "created_at": render_time(d.created_at),
+    })
+}
+
+/// A page of an endpoint's deliveries, newest first, and the cursor of the next page.
+pub async fn deliveries(
+    meta: &MetadataStore,
+    team: Uuid,
+    id: Uuid,
+    status: Option<DeliveryStatus>,
+    cursor: Option<Uuid>,
+    limit: i64,
+) -> Result<(Vec<Delivery>, Option<Uuid>), EventsError> {
+    let mut conn = meta.reader().await?;
+    webhooks::endpoint(&mut conn, team, id)
+        .await?
+        .ok_or(EventsError::EndpointNotFound)?;
+    let after = match cursor {
+        None => None,
+        Some(c) => {
+            let d = crate::store::metadata::deliveries::delivery(&mut conn, id, c)
+                .await?
+                .ok_or_else(|| bad_cursor("next_cursor"))?;
+            Some((d.created_at, d.id))
+        }
+    };
+    let page = list_deliveries(&mut conn, id, status, after, limit + 1).await?;
+    Ok(split_page(page, limit, |d| d.id))
+}
+
+fn split_page<T>(mut page: Vec<T>, limit: i64, id: impl Fn(&T) -> Uuid) -> (Vec<T>, Option<Uuid>) {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    if page.len() > limit {
+        page.truncate(limit);
+        let next = page.last().map(id);
+        (page, next)
+    } else {
+        (page, None)
+    }
+}
+
+fn bad_cursor(name: &str) -> EventsError {
+    Invalid(vec![Violation::value(
+        loc!["query", name],
+        "unknown cursor; pass the next_cursor of a previous answer",
+    )])
+    .into()
+}
+
+fn instant(r: &mut ObjectReader, key: &str, required: bool) -> Option<DateTime<Utc>> {
+    let s = r.string(key, required)?;
+    match DateTime::parse_from_rfc3339(s) {
+        Ok(t) => Some(t.with_timezone(&Utc)),
+        Err(_) => {
+            r.fail(
+                key,
+                "datetime_parsing",
+                format!("Input should be an ISO 8601 date-time with offset, got {s:?}"),
+            );
+            None
+        }
+    }
+}
+
+/// Re-sends an endpoint's subscribed events created in `[since, until)`; answers how many.
+pub async fn replay(
+    meta: &MetadataStore,
+    team: Uuid,
+    id: Uuid,
+    body: &Value,
+) -> Result<usize, EventsError> {
+    let mut r = ObjectReader::new(body, loc!["body"]);
+    r.deny_unknown(&["since", "until"]);
+    let since = instant(&mut r, "since", true);
+    let until = instant(&mut r, "until", false);
+    if let (Some(s), Some(u)) = (since, until)
+        && u <= s
+    {
+        r.fail("until", "value_error", "until must be after since");
+    }
+    r.finish()?;
+    let since = since.unwrap_or_default();
+    let mut tx = meta.begin().await?;
+    let endpoint = webhooks::endpoint(&mut tx, team, id)
+        .await?
+        .ok_or(EventsError::EndpointNotFound)?;
+    if endpoint.disabled_at.is_some() {
+        return Err(Invalid(vec![Violation::value(
+            loc!["path", "id"],
+            "the endpoint is disabled; re-enable it (PATCH disabled: false) before replaying",
+        )])
+        .into());
+    }
+    let filter = EventFilter {
+        team,
+        user: None,
+        event_type: None,
+        since,
+        until,
+    };
+    let at = now();
+    let mut after: Option<EventPosition> = None;
+    let mut count = 0usize;
+    loop {
+        let page = list_events(&mut tx, &filter, after.as_ref(), 500).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(position(last));
+        for e in &page {
+            if matches(endpoint.event_types.as_deref(), &e.event_type) {
+                let mut r = outbox::EventRef::from(e);
+                r.ordinal = i64::try_from(count).unwrap_or(i64::MAX);
+                outbox::deliver(&mut tx, &endpoint, &r, at).await?;
+                count += 1;
+            }
+        }
+    }
+    tx.commit().await.map_err(MetadataError::from)?;
+    if count > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
+    Ok(count)
+}
+
+fn position(e: &StoredEvent) -> EventPosition {
+    EventPosition {
+        created_at: e.created_at,
+        ordinal: e.ordinal,
+        id: e.id,
+    }
+}
+
+/// Stores and sends a sample event of the type a `POST /v2/team/events/test` body names;
+/// answers its id and how many endpoints it goes to.
+pub async fn test_event(
+    meta: &MetadataStore,
+    team: Uuid,
+    body: &Value,
+) -> Result<(Uuid, usize), EventsError> {
+    let mut r = ObjectReader::new(body, loc!["body"]);
+    r.deny_unknown(&["event_type"]);
+    let name = r.string("event_type", true);
+    let event_type = name.and_then(EventType::parse);
+    if name.is_some() && event_type.is_none() {
+        r.fail(
+            "event_type",
+            "enum",
+            "unknown event type; expected a name of events.md such as daily.data.sleep.created",
+        );
+    }
+    r.finish()?;
+    let Some(event_type) = event_type else {
+        return Err(Invalid(vec![Violation::value(
+            loc!["body", "event_type"],
+            "missing",
+        )])
+        .into());
+    };
+    let event = Event {
+        event_type,
+        user: None,
+        data: json!({ "test": true, "message": "a sample event sent by POST /v2/team/events/test" }),
+    };
+    let out = outbox::publish(meta, team, &[event]).await?;
+    let id = out.events.first().copied().unwrap_or_default();
+    Ok((id, out.deliveries))
+}
+
+/// A stored event as the list shows it: its id and time, then the envelope's members.
+pub fn render_event(e: &StoredEvent) -> Value {
+    let mut v = serde_json::from_str::<Value>(&e.body).unwrap_or_else(|_| json!({}));
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("id".to_owned(), json!(e.id));
+        obj.insert("created_at".to_owned(), json!(render_time(e.created_at)));
+    }
+    v
+}
+
+/// A page of the team's stored events, oldest first, and the cursor of the next page.
+pub async fn events(
+    meta: &MetadataStore,
+    team: Uuid,
+    user: Option<Uuid>,
+    event_type: Option<String>,
+    since: Option<DateTime<Utc>>,
+    cursor: Option<Uuid>,
+    limit: i64,
+) -> Result<(Vec<StoredEvent>, Option<Uuid>), EventsError> {
+    let kept_from = now() - RETENTION;
+    let filter = EventFilter {
+        team,
+        user,
+        event_type,
+        since: since.map_or(kept_from, |s| s.max(kept_from)),
+        until: None,
+    };
+    let mut conn = meta.reader().await?;
+    let after = match cursor {
+        None => None,
+        Some(c) => {
+            let e = event(&mut conn, c)
+                .await?
+                .filter(|e| e.team_id == team)
+                .ok_or_else(|| bad_cursor("next_cursor"))?;
+            Some(position(&e))
+        }
+    };
+    let page = list_events(&mut conn, &filter, after.as_ref(), limit + 1).await?;
+    Ok(split_page(page, limit, |e| e.id))
+}

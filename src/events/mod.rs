@@ -1,0 +1,29 @@
+//! Events and webhooks (`spec/events.md`): every change a team cares about becomes an event,
+//! stored durably and delivered to the team's webhook endpoints, signed the Standard Webhooks
+//! way, retried, in order per (endpoint, user).
+//!
+//! - [`types`]: every event type, names built and parsed in one place;
+//! - [`envelope`]: [`Event`] (type, user, `data` rendered by the emitting domain) and the
+//!   envelope receivers get; large record sets split under 1 MiB per body;
+//! - [`outbox`]: `enqueue` in the caller's transaction: the event row, one delivery per
+//!   subscribed endpoint, and the job of each (endpoint, user) stream;
+//! - [`delivery`]: the `webhook.deliver` job kind on the durable runner ([`crate::jobs`]);
+//! - [`signing`], [`schedule`], [`url_rules`]: signatures, the retry schedule, SSRF rules;
+//! - [`endpoints`], [`history`]: the team's operations behind `/v2/team/webhooks` and
+//!   `/v2/team/events`.
+//!
+//! This module imports no domain: payloads are rendered by the domains that emit (`data`).
+
+pub mod delivery;
+pub mod endpoints;
+pub mod envelope;
+pub mod history;
+pub mod outbox;
+pub mod schedule;
+pub mod signing;
+pub mod types;
+pub mod url_rules;
+
+pub use envelope::{Event, EventUser};
+pub use types::EventType;
+pub use url_rules::UrlRules;
