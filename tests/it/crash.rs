@@ -6,8 +6,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
-use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use crate::server::Server;
+use crate::server::{Server, create_team};
 
 const ROUNDS: usize = 20;
 const WRITERS: usize = 4;
@@ -28,20 +26,6 @@ const RESOURCES: [(&str, &str); 3] = [
     ("steps", "count"),
     ("respiratory_rate", "breaths/min"),
 ];
-
-fn create_team(data_dir: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
-        .args(["team", "create", "crash", "--data-dir"])
-        .arg(data_dir)
-        .output()
-        .expect("team create");
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("api_key: ").map(|k| k.trim().to_owned()))
-        .expect("api key printed")
-}
 
 /// Seconds after 2025-01-01T00:00:00Z of push `n`'s first sample: pushes never overlap.
 fn first_second(n: u64) -> u64 {
@@ -136,7 +120,7 @@ async fn multi_dataset_pushes_are_all_or_nothing_across_sigkill() {
         .unwrap_or(13);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
-    let key = create_team(dir.path());
+    let key = create_team(dir.path(), "crash", &[]);
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()

@@ -12,6 +12,23 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// Creates a team with the CLI (`wearhouse team create NAME --data-dir DIR` plus `store` flags
+/// such as `--database-url ...`); its API key.
+pub fn create_team(data_dir: &Path, name: &str, store: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
+        .args(["team", "create", name, "--data-dir"])
+        .arg(data_dir)
+        .args(store)
+        .output()
+        .expect("team create");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("api_key: ").map(|k| k.trim().to_owned()))
+        .expect("api key printed")
+}
+
 /// A running server process and what it printed at start-up. Killed when dropped.
 pub struct Server {
     child: Child,

@@ -4,9 +4,9 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,9 +17,9 @@ use serde_json::{Value, json};
 
 use crate::provision;
 
-/// A running server.
+/// A running server with a team's key and an HTTP client.
 pub struct Server {
-    child: Child,
+    process: crate::server::Server,
     pub base: String,
     pub key: String,
     pub data_dir: PathBuf,
@@ -28,23 +28,7 @@ pub struct Server {
 
 /// Creates a team with the CLI and answers its key.
 pub fn create_team(data_dir: &Path, name: &str) -> String {
-    create_team_in(data_dir, name, &[])
-}
-
-/// Creates a team with the CLI, with store flags (`--database-url ...`), and answers its key.
-pub fn create_team_in(data_dir: &Path, name: &str, store: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
-        .args(["team", "create", name, "--data-dir"])
-        .arg(data_dir)
-        .args(store)
-        .output()
-        .expect("team create");
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("api_key: ").map(|k| k.trim().to_owned()))
-        .expect("api key printed")
+    crate::server::create_team(data_dir, name, &[])
 }
 
 impl Server {
@@ -55,31 +39,11 @@ impl Server {
             .filter(|w| w[0] == "--database-url")
             .flat_map(|w| w.iter().copied())
             .collect();
-        let key = key.unwrap_or_else(|| create_team_in(data_dir, "acme", &store));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .args(flags)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn wearhouse");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let base = loop {
-            match lines.next() {
-                Some(Ok(line)) => {
-                    if let Some(addr) = line.strip_prefix("listening on ") {
-                        break addr.trim().to_owned();
-                    }
-                }
-                _ => panic!("server exited before it was ready: {:?}", child.wait()),
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
+        let key = key.unwrap_or_else(|| crate::server::create_team(data_dir, "acme", &store));
+        let process = crate::server::Server::start(data_dir, flags);
         Server {
-            child,
-            base,
+            base: process.base.clone(),
+            process,
             key,
             data_dir: data_dir.to_owned(),
             client: reqwest::Client::new(),
@@ -87,9 +51,8 @@ impl Server {
     }
 
     /// SIGKILL: no shutdown path runs.
-    pub fn kill(mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("wait");
+    pub fn kill(self) {
+        self.process.kill();
     }
 
     pub async fn call(
@@ -162,13 +125,6 @@ impl Server {
                 None => return out,
             }
         }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
