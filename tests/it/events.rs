@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::events_support;
+use crate::postgres::ScratchDb;
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -577,21 +578,8 @@ async fn a_demo_connection_emits_connection_and_historical_events() {
 /// outbox, fan-out, delivery streams, listings with filters and cursors, replay.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_flow_works_on_postgresql() {
-    use sqlx::Connection;
-    let admin_url = std::env::var("WEARHOUSE_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let db = format!("wearhouse_events_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = sqlx::PgConnection::connect(&admin_url)
-        .await
-        .expect("PostgreSQL must be reachable at WEARHOUSE_TEST_POSTGRES_URL");
-    sqlx::query(&format!("CREATE DATABASE {db}"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let base = admin_url
-        .rsplit_once('/')
-        .map_or(admin_url.as_str(), |(b, _)| b);
-    let url = format!("{base}/{db}");
+    let db = ScratchDb::create("wearhouse_events").await;
+    let url = db.url.clone();
     let dir = tempfile::tempdir().unwrap();
     {
         let server = Server::start(
@@ -636,10 +624,7 @@ async fn the_flow_works_on_postgresql() {
         assert_eq!(replayed["replayed"], 4);
         rx.wait_for(WAIT, "the replay", |g| g.len() >= 8).await;
     }
-    sqlx::query(&format!("DROP DATABASE {db} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
+    db.drop_db().await;
 }
 
 /// The retry schedule end to end, on a clock the test moves: a delivery to a receiver that

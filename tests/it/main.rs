@@ -9,6 +9,7 @@
 
 mod events_support;
 mod jobs_support;
+mod postgres;
 mod provision;
 mod server;
 mod store_support;

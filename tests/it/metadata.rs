@@ -4,9 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::postgres::ScratchDb;
 use chrono::NaiveDate;
 use serde_json::json;
-use sqlx::Connection;
 use wearhouse::store::metadata::{
     ConnectionStatus, MetadataError, MetadataStore, NewUser, UserPatch,
 };
@@ -207,28 +207,11 @@ async fn sqlite_backend() {
 
 #[tokio::test]
 async fn postgres_backend() {
-    let admin_url = std::env::var("WEARHOUSE_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let db = format!("wearhouse_test_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = sqlx::PgConnection::connect(&admin_url)
-        .await
-        .expect("PostgreSQL must be reachable at WEARHOUSE_TEST_POSTGRES_URL");
-    sqlx::query(&format!("CREATE DATABASE {db}"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let base = admin_url
-        .rsplit_once('/')
-        .map_or(admin_url.as_str(), |(b, _)| b);
-    let store = MetadataStore::connect(&format!("{base}/{db}"))
-        .await
-        .unwrap();
+    let db = ScratchDb::create("wearhouse_test").await;
+    let store = MetadataStore::connect(&db.url).await.unwrap();
     exercise(&store).await;
     store.close().await;
-    sqlx::query(&format!("DROP DATABASE {db} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
+    db.drop_db().await;
 }
 
 #[tokio::test]

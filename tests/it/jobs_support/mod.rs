@@ -10,19 +10,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sqlx::Connection;
 use uuid::Uuid;
 use wearhouse::jobs::{
     Backoff, Job, JobContext, JobError, JobHandler, JobState, Outcome, RunnerConfig,
 };
 use wearhouse::store::metadata::MetadataStore;
 
+use crate::postgres::ScratchDb;
+
 /// A private database: a SQLite file in a temporary dir, or a fresh PostgreSQL database
 /// (`WEARHOUSE_TEST_POSTGRES_URL`, default the machine's server) dropped by `close`.
 pub struct Db {
     pub url: String,
     pub dir: tempfile::TempDir,
-    postgres: Option<(String, String)>,
+    postgres: Option<ScratchDb>,
 }
 
 impl Db {
@@ -37,21 +38,11 @@ impl Db {
     }
 
     pub async fn postgres() -> Db {
-        let admin = std::env::var("WEARHOUSE_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-        let name = format!("wearhouse_jobs_{}", Uuid::new_v4().simple());
-        let mut conn = sqlx::PgConnection::connect(&admin)
-            .await
-            .expect("PostgreSQL must be reachable at WEARHOUSE_TEST_POSTGRES_URL");
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+        let db = ScratchDb::create("wearhouse_jobs").await;
         Db {
-            url: format!("{base}/{name}"),
+            url: db.url.clone(),
             dir: tempfile::tempdir().unwrap(),
-            postgres: Some((admin.clone(), name)),
+            postgres: Some(db),
         }
     }
 
@@ -61,12 +52,8 @@ impl Db {
 
     /// Drops the PostgreSQL database (closing other sessions on it).
     pub async fn close(self) {
-        if let Some((admin, name)) = &self.postgres {
-            let mut conn = sqlx::PgConnection::connect(admin).await.unwrap();
-            sqlx::query(&format!("DROP DATABASE {name} WITH (FORCE)"))
-                .execute(&mut conn)
-                .await
-                .unwrap();
+        if let Some(db) = self.postgres {
+            db.drop_db().await;
         }
     }
 }
