@@ -121,10 +121,7 @@ async fn multi_dataset_pushes_are_all_or_nothing_across_sigkill() {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
     let key = create_team(dir.path(), "crash", &[]);
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
+    let http = crate::server::http_client(30);
     let mut server = Server::start(dir.path(), &[]);
     let user = server
         .create_user(&http, Some(&key), json!({"client_user_id": "crash"}))

@@ -17,10 +17,7 @@ const DEMO: &[&str] = &["--demo", "--demo-days", "3"];
 #[tokio::test]
 async fn users_survive_a_restart_of_the_real_server() {
     let dir = tempfile::tempdir().unwrap();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
+    let http = crate::server::http_client(30);
 
     let server = Server::start(dir.path(), DEMO);
     let health = http.get(server.url("/health")).send().await.unwrap();
@@ -102,10 +99,7 @@ async fn acknowledged_pushes_survive_sigkill() {
     const WRITERS: i64 = 4;
     const PER_PUSH: i64 = 200;
     let dir = tempfile::tempdir().unwrap();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
+    let http = crate::server::http_client(30);
     let server = Server::start(dir.path(), DEMO);
     let user = server
         .create_user(&http, None, json!({"client_user_id": "durable"}))
@@ -196,10 +190,7 @@ async fn acknowledged_pushes_survive_sigkill() {
 #[tokio::test]
 async fn parquet_answers_read_by_pyarrow_and_pandas_match_the_json_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let http = crate::server::http_client(60);
     let server = Server::start(dir.path(), DEMO);
     let user = server.demo_user("demo-ring-and-watch").to_owned();
     let anchor = chrono::Utc::now().date_naive().to_string();

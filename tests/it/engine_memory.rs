@@ -9,7 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -33,10 +32,7 @@ fn peak_mib(server: &Server) -> u64 {
 
 /// Posts `body` as the demo ring-and-watch user's aggregate query; status and JSON answer.
 async fn query(server: &Server, body: &Value) -> (u16, Value) {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(300))
-        .build()
-        .unwrap();
+    let http = crate::server::http_client(300);
     let user = server.demo_user("demo-ring-and-watch");
     let answer = http
         .post(server.url(&format!("/aggregate/v1/user/{user}/query")))

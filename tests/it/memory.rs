@@ -13,7 +13,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use datafusion::arrow::array::{
     ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray, new_null_array,
@@ -32,10 +31,7 @@ const GETTER_BOUND: u64 = 400 * MIB;
 const DEMO: &[&str] = &["--demo", "--demo-days", "1"];
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(600))
-        .build()
-        .unwrap()
+    crate::server::http_client(600)
 }
 
 /// The part of a sample the walk checks (the rest is skipped unparsed).

@@ -12,6 +12,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// An HTTP client whose requests give up after `seconds`.
+pub fn http_client(seconds: u64) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(seconds))
+        .build()
+        .unwrap()
+}
+
 /// Creates a team with the CLI (`wearhouse team create NAME --data-dir DIR` plus `store` flags
 /// such as `--database-url ...`); its API key.
 pub fn create_team(data_dir: &Path, name: &str, store: &[&str]) -> String {
