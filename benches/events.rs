@@ -1,13 +1,15 @@
 //! Events bench (criterion, seeded, self-checking): `cargo bench --bench events`.
 //!
 //! Scenarios:
-//! - `push of 10,000 heart-rate samples, write only` against `..., with events`: the same
-//!   parsed push written without emitting (the pull path) and through the push path (read of
-//!   what it may replace, comparison, outbox rows in the connection's transaction, one endpoint
-//!   subscribed). Each iteration pushes a new time range, so every sample is created; the
-//!   events bench checks the push's `daily.data.heartrate.created` events carry its 10,000
-//!   samples. The target: the
-//!   difference at most 5 % of the push.
+//! - `push of 10,000 heart-rate samples, without events` against `..., with events`: a push
+//!   as it was before events existed (parse, durable write, then the compaction's and the
+//!   connection's commits) and the push path itself (`data::push_json`: plus the read of what
+//!   the push may replace, the classification and its plan row; one endpoint subscribed).
+//!   Each iteration pushes a new time range, so every sample is created. The target:
+//!   the difference at most 5 % of the push.
+//! - `announcing a push of 10,000 samples`: what the push no longer pays, measured on its own:
+//!   the `events.push` job reading the push back, rendering its events and writing them with
+//!   their delivery. It checks every pushed sample ends up in exactly one created event.
 //! - `delivery to a local receiver, 8 endpoints`: 100 events of 16 users fanned out to 8
 //!   endpoints (800 deliveries, 128 streams) on the durable runner (SQLite as the only queue),
 //!   timed from the enqueue until the receiver has every delivery; checks exactly 800 arrive.
@@ -99,26 +101,13 @@ fn push_cost(c: &mut Criterion) {
     group.throughput(Throughput::Elements(SAMPLES as u64));
     group.sample_size(20);
     let mut round = 0;
-    group.bench_function("push of 10,000 heart-rate samples, write only", |b| {
+    group.bench_function("push of 10,000 heart-rate samples, without events", |b| {
         b.iter_batched(
             || {
                 round += 1;
                 push_body(round)
             },
-            |body| {
-                rt.block_on(async {
-                    let parsed = wearhouse::ingest::parse_push_json(
-                        &body,
-                        &Default::default(),
-                        chrono::Utc::now(),
-                    )
-                    .unwrap();
-                    assert_eq!(parsed.total_rows(), SAMPLES as usize);
-                    wearhouse::data::write_parsed(&meta, &health, &user, parsed)
-                        .await
-                        .unwrap();
-                })
-            },
+            |body| rt.block_on(push_without_events(&meta, &health, &user, &body)),
             criterion::BatchSize::PerIteration,
         )
     });
@@ -146,6 +135,35 @@ fn push_cost(c: &mut Criterion) {
             criterion::BatchSize::PerIteration,
         )
     });
+    // Announce what the timed pushes left, then time announcing one push at a time.
+    rt.block_on(announce_all(&meta, &health, &user));
+    assert_eq!(
+        rt.block_on(count_events(&meta)),
+        pushed * SAMPLES as usize,
+        "every sample of the pushes with events created once"
+    );
+    group.bench_function("announcing a push of 10,000 samples", |b| {
+        b.iter_batched(
+            || {
+                round += 1;
+                pushed += 1;
+                let body = push_body(round);
+                rt.block_on(async {
+                    wearhouse::data::push_json(
+                        &meta,
+                        &health,
+                        &user,
+                        body.into(),
+                        chrono::Utc::now(),
+                    )
+                    .await
+                    .unwrap();
+                })
+            },
+            |()| rt.block_on(announce_all(&meta, &health, &user)),
+            criterion::BatchSize::PerIteration,
+        )
+    });
     group.finish();
     let created = rt.block_on(count_events(&meta));
     assert_eq!(
@@ -153,6 +171,44 @@ fn push_cost(c: &mut Criterion) {
         pushed * SAMPLES as usize,
         "every pushed sample created once"
     );
+}
+
+/// A push as it was before events: parse, durable write, compaction's commit, connection's.
+async fn push_without_events(
+    meta: &MetadataStore,
+    health: &HealthStore,
+    user: &wearhouse::store::metadata::User,
+    body: &[u8],
+) {
+    let parsed =
+        wearhouse::ingest::parse_push_json(body, &Default::default(), chrono::Utc::now()).unwrap();
+    assert_eq!(parsed.total_rows(), SAMPLES as usize);
+    let provider = parsed.provider.clone();
+    wearhouse::data::write_parsed(meta, health, user, parsed)
+        .await
+        .unwrap();
+    let mut tx = meta.begin().await.unwrap();
+    wearhouse::store::metadata::connections::upsert_connection(
+        &mut tx,
+        user.id,
+        &provider,
+        wearhouse::store::metadata::ConnectionStatus::Connected,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+}
+
+/// Runs the user's announcing job's work until nothing is pending.
+async fn announce_all(
+    meta: &MetadataStore,
+    health: &HealthStore,
+    user: &wearhouse::store::metadata::User,
+) {
+    let out = wearhouse::data::announce::announce(meta, health, user.id, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(out.next, None, "every push was released");
 }
 
 /// Samples carried by every stored `daily.data.heartrate.created` event.

@@ -71,11 +71,13 @@ pub fn webhook_hint(addr: &std::net::SocketAddr, key: &str, args: &ServeArgs) ->
     )
 }
 
-/// The job kinds this process runs: compaction, webhook delivery, recovery of held events.
+/// The job kinds this process runs: compaction, announcing pushes, webhook delivery.
 pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
-    let registry = crate::jobs::Registry::new().register(crate::jobs::compaction::Compaction::new(
-        state.health.clone(),
-    ));
+    let registry = crate::jobs::Registry::new()
+        .register(crate::jobs::compaction::Compaction::new(
+            state.health.clone(),
+        ))
+        .register(crate::data::announce::Announcer::new(state.health.clone()));
     match crate::events::delivery::Deliverer::new(state.webhooks) {
         Ok(deliverer) => registry.register(deliverer),
         Err(error) => {

@@ -2,67 +2,111 @@
 //! key the user had no record of are created, records replacing one with different content are
 //! updated, and records equal to the stored ones (an identical re-push) emit nothing.
 //!
-//! Records are compared as the getters render them (`ingest::render_*`), so an event's `data`
-//! is exactly what `GET /v2/summary/<kind>` or `/v2/timeseries/...` shows for those records;
-//! summaries' `created_at`/`updated_at` (the ingestion time) are left out of the comparison.
-//! Keys are the store's record keys (`Dataset::key_columns`): a push has one provider and
-//! source type, so only stored records of those are read, in the push's time window.
+//! The work is split so that the push pays only for what cannot wait:
+//! - **before the write** ([`plan`]), the push's records are classified against what the
+//!   store holds: by key in Arrow, and only records whose key is already stored are rendered
+//!   and compared. The result, a [`Plan`], is small: runs of timestamps for samples (a push of
+//!   new samples is one run), ids for summaries. It must be taken before the write, which
+//!   replaces the old versions;
+//! - **after the write**, off the push's path (`announce.rs`), the push's records are read back
+//!   from the store (found by their `ingested_at`, the push's stamp), rendered as the getters
+//!   render them (`ingest::render_*`) and made into events ([`EventStream`]), so an event's
+//!   `data` is exactly what `GET /v2/summary/<kind>` or `/v2/timeseries/...` shows for those
+//!   records. Summaries' `created_at`/`updated_at` (the ingestion time) are left out of the
+//!   comparison.
 //!
-//! Memory stays bounded on big pushes: stored records are kept as a hash of their rendering per
-//! key, and the push's records are rendered [`CHUNK`] rows at a time into events that the
-//! caller writes one by one ([`EventStream`]). One event per (resource, source, created or
-//! updated) unless its body would pass 1 MiB, when it is split.
+//! Keys are the store's record keys (`Dataset::key_columns`): a push has one provider and
+//! source type, so only stored records of those are compared. One event per (resource, source,
+//! created or updated) unless its body would pass 1 MiB, when it is split; records are
+//! rendered [`CHUNK`] rows at a time, so memory stays bounded on big pushes.
+//!
+//! Decision where the spec is silent: a record pushed again (with other content) before its
+//! first push was announced is announced with the content it has when the announcement is
+//! made, by both pushes (`created` by the first, `updated` by the second).
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::ops::Range;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hash;
 
-use chrono::{DateTime, Utc};
 use datafusion::arrow::array::{
-    Array, Date32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    Array, BooleanArray, RecordBatch, Scalar, StringArray, TimestampMicrosecondArray, UInt32Array,
 };
-use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::kernels::cmp::eq;
+use datafusion::arrow::compute::{filter_record_batch, take_record_batch};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::DataError;
 use super::connections::resource_name;
 use crate::events::{Event, EventType, EventUser};
 use crate::ingest;
-use crate::schema::{Dataset, Table};
+use crate::schema::{Dataset, INGESTED_AT, Table};
 use crate::store::health::HealthStore;
 use crate::store::metadata::User;
 
 /// Rows rendered at once.
 pub const CHUNK: usize = 4096;
 
-/// Stored records by key: the hash of their comparable rendering.
-pub type Stored = HashMap<String, u64>;
+/// What a pushed record is to the events (unchanged records are in no list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// Its key was new.
+    Created,
+    /// It replaced a record with different content.
+    Updated,
+}
 
-/// The stored records a push's datasets may replace, read before the write.
-#[derive(Debug, Default)]
-pub struct Before(Vec<(Dataset, Stored)>);
+/// Which records of one dataset of a push changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "by")]
+pub enum Changed {
+    /// Samples by timestamp (µs): inclusive runs `(first, last, change)` in time order.
+    Time {
+        /// The runs.
+        runs: Vec<(i64, i64, Change)>,
+    },
+    /// Summary records by id.
+    Id {
+        /// Ids of created records.
+        created: Vec<String>,
+        /// Ids of updated records.
+        updated: Vec<String>,
+    },
+}
 
-fn time_window(dataset: Dataset, batch: &RecordBatch) -> Option<Range<DateTime<Utc>>> {
-    let column = batch.column_by_name(dataset.time_column())?;
-    let (min, max) = if let Some(a) = column.as_any().downcast_ref::<TimestampMicrosecondArray>() {
-        (
-            datafusion::arrow::compute::min(a)?,
-            datafusion::arrow::compute::max(a)?,
-        )
-    } else if let Some(a) = column.as_any().downcast_ref::<Date32Array>() {
-        let day = 86_400_000_000;
-        (
-            i64::from(datafusion::arrow::compute::min(a)?) * day,
-            i64::from(datafusion::arrow::compute::max(a)?) * day,
-        )
-    } else {
-        return None;
-    };
-    let start = DateTime::from_timestamp_micros(min)?;
-    // A day column's last day is whole; past the last instant otherwise.
-    let end = DateTime::from_timestamp_micros(max.saturating_add(86_400_000_000))?;
-    Some(start..end)
+/// One dataset of a push.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// `Dataset::path`.
+    pub dataset: String,
+    /// The push's source type for it.
+    pub source_type: String,
+    /// What changed.
+    pub changed: Changed,
+}
+
+/// What a push changed, taken before its write; made into events after it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The push's provider.
+    pub provider: String,
+    /// The push's `ingested_at` (µs): how its records are found again in the store.
+    pub stamp: i64,
+    /// Whether the push connects the provider (`provider.connection.created` first).
+    pub first_connection: bool,
+    /// Per dataset, what changed.
+    pub entries: Vec<Entry>,
+}
+
+impl Plan {
+    /// Whether announcing it can emit nothing.
+    pub fn is_empty(&self) -> bool {
+        !self.first_connection
+            && self.entries.iter().all(|e| match &e.changed {
+                Changed::Time { runs } => runs.is_empty(),
+                Changed::Id { created, updated } => created.is_empty() && updated.is_empty(),
+            })
+    }
 }
 
 fn str_at(batch: &RecordBatch, column: &str) -> Option<String> {
@@ -92,7 +136,7 @@ fn keep_source(
 }
 
 /// A record as compared: without the ingestion times.
-pub(super) fn comparable(dataset: Dataset, mut record: Value) -> Value {
+fn comparable(dataset: Dataset, mut record: Value) -> Value {
     if matches!(dataset, Dataset::Table(t) if t != Table::Profile)
         && let Some(obj) = record.as_object_mut()
     {
@@ -102,20 +146,13 @@ pub(super) fn comparable(dataset: Dataset, mut record: Value) -> Value {
     record
 }
 
-/// The hash a record is compared by.
-pub(super) fn fingerprint(dataset: Dataset, record: &Value) -> u64 {
-    let mut h = DefaultHasher::new();
-    comparable(dataset, record.clone()).to_string().hash(&mut h);
-    h.finish()
-}
-
-/// A record's key (`Dataset::key_columns` within one provider and source type).
-pub(super) fn key(dataset: Dataset, record: &Value) -> String {
+/// A rendered record's key (`Dataset::key_columns` within one provider and source type).
+fn rendered_key(dataset: Dataset, record: &Value) -> String {
     match dataset {
         Dataset::Table(_) => record["id"].to_string(),
         Dataset::Timeseries(_) => record["timestamp"]
             .as_str()
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
             .map_or_else(
                 || record["timestamp"].to_string(),
                 |t| t.timestamp_micros().to_string(),
@@ -130,60 +167,320 @@ fn render(dataset: Dataset, batches: &[RecordBatch], user: &User) -> Vec<Value> 
     }
 }
 
-/// The user's stored records of a dataset from one (provider, source type), in `window`,
-/// keyed and fingerprinted, rendered a chunk at a time.
-pub(super) async fn stored(
-    store: &HealthStore,
-    user: &User,
-    dataset: Dataset,
-    (provider, source_type): (&str, &str),
-    window: Option<Range<DateTime<Utc>>>,
-) -> Result<Stored, DataError> {
-    let batches = super::read(store, user, dataset, window, Some(provider)).await?;
-    let batches = keep_source(batches, source_type)?;
-    let user = user.clone();
-    let keyed = tokio::task::spawn_blocking(move || {
-        let mut keyed = Stored::new();
-        for batch in &batches {
-            for offset in (0..batch.num_rows()).step_by(CHUNK) {
-                let slice = batch.slice(offset, CHUNK.min(batch.num_rows() - offset));
-                for r in render(dataset, &[slice], &user) {
-                    keyed.insert(key(dataset, &r), fingerprint(dataset, &r));
-                }
-            }
-        }
-        keyed
-    })
-    .await?;
-    Ok(keyed)
+fn times(batch: &RecordBatch) -> Option<&TimestampMicrosecondArray> {
+    batch
+        .column_by_name("timestamp")?
+        .as_any()
+        .downcast_ref::<TimestampMicrosecondArray>()
 }
 
-/// Reads what the push's batches may replace: the user's records of the same provider and
-/// source type in each batch's time window.
-pub async fn before(
+fn ids(batch: &RecordBatch) -> Option<&StringArray> {
+    batch.column_by_name("id")?.as_any().downcast_ref()
+}
+
+/// A record key as Arrow holds it: the sample time, or the summary id.
+trait Keys {
+    type Key: Hash + Eq + Clone;
+    fn keys(batch: &RecordBatch) -> Vec<Option<Self::Key>>;
+    /// The key as [`rendered_key`] gives it for the rendered record.
+    fn rendered(key: &Self::Key) -> String;
+}
+
+struct ByTime;
+impl Keys for ByTime {
+    type Key = i64;
+    fn keys(batch: &RecordBatch) -> Vec<Option<i64>> {
+        times(batch).map_or_else(|| vec![None; batch.num_rows()], |a| a.iter().collect())
+    }
+    fn rendered(key: &i64) -> String {
+        key.to_string()
+    }
+}
+
+struct ById;
+impl Keys for ById {
+    type Key = String;
+    fn keys(batch: &RecordBatch) -> Vec<Option<String>> {
+        ids(batch).map_or_else(
+            || vec![None; batch.num_rows()],
+            |a| a.iter().map(|v| v.map(str::to_owned)).collect(),
+        )
+    }
+    fn rendered(key: &String) -> String {
+        Value::String(key.clone()).to_string()
+    }
+}
+
+/// Each keyed pushed row's change (`None`: unchanged).
+type Classified<K> = Vec<(K, Option<Change>)>;
+
+/// Classifies each keyed row of `pushed` against `stored` (same provider and source type):
+/// `Some(change)`, or `None` when the stored record renders the same.
+fn classify<K: Keys>(
+    dataset: Dataset,
+    pushed: &RecordBatch,
+    stored: &[RecordBatch],
+    user: &User,
+) -> Result<Classified<K::Key>, DataError> {
+    let pushed_keys = K::keys(pushed);
+    let mut stored_at: HashMap<K::Key, (usize, usize)> = HashMap::new();
+    for (b, batch) in stored.iter().enumerate() {
+        for (r, key) in K::keys(batch).into_iter().enumerate() {
+            if let Some(key) = key {
+                stored_at.insert(key, (b, r));
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(pushed_keys.len());
+    let (mut both_pushed, mut both_stored) = (Vec::new(), Vec::new());
+    for (row, key) in pushed_keys.into_iter().enumerate() {
+        let Some(key) = key else { continue };
+        match stored_at.get(&key) {
+            None => out.push((key, Some(Change::Created))),
+            Some(&at) => {
+                both_pushed.push(row);
+                both_stored.push(at);
+                out.push((key, Some(Change::Updated)));
+            }
+        }
+    }
+    if both_pushed.is_empty() {
+        return Ok(out);
+    }
+    // Only records present on both sides are rendered and compared.
+    let old = take_rows(stored, &both_stored)?;
+    let new = take_record_batch(pushed, &indices(both_pushed.iter().copied()))?;
+    let old: HashMap<String, Value> = render(dataset, &old, user)
+        .into_iter()
+        .map(|r| (rendered_key(dataset, &r), comparable(dataset, r)))
+        .collect();
+    let unchanged: HashSet<String> = render(dataset, &[new], user)
+        .into_iter()
+        .filter_map(|r| {
+            let key = rendered_key(dataset, &r);
+            (old.get(&key) == Some(&comparable(dataset, r))).then_some(key)
+        })
+        .collect();
+    for (key, change) in &mut out {
+        if *change == Some(Change::Updated) && unchanged.contains(&K::rendered(key)) {
+            *change = None;
+        }
+    }
+    Ok(out)
+}
+
+fn indices(rows: impl Iterator<Item = usize>) -> UInt32Array {
+    rows.map(|r| u32::try_from(r).unwrap_or(u32::MAX)).collect()
+}
+
+/// The rows `(batch, row)` of `batches`, as batches.
+fn take_rows(
+    batches: &[RecordBatch],
+    at: &[(usize, usize)],
+) -> Result<Vec<RecordBatch>, DataError> {
+    let mut out = Vec::new();
+    for (b, batch) in batches.iter().enumerate() {
+        let rows: Vec<usize> = at
+            .iter()
+            .filter(|(x, _)| *x == b)
+            .map(|(_, r)| *r)
+            .collect();
+        if !rows.is_empty() {
+            out.push(take_record_batch(batch, &indices(rows.into_iter()))?);
+        }
+    }
+    Ok(out)
+}
+
+/// Classified samples as runs of equal change, in time order.
+fn runs(mut rows: Vec<(i64, Option<Change>)>) -> Vec<(i64, i64, Change)> {
+    rows.sort_by_key(|(t, _)| *t);
+    let mut out: Vec<(i64, i64, Change)> = Vec::new();
+    let mut open = false;
+    for (t, change) in rows {
+        match (change, out.last_mut()) {
+            (None, _) => open = false,
+            (Some(c), Some(last)) if open && last.2 == c => last.1 = t,
+            (Some(c), _) => {
+                out.push((t, t, c));
+                open = true;
+            }
+        }
+    }
+    out
+}
+
+/// What `batch` (one dataset of a push, one source type) changes in the store.
+async fn changed(
+    store: &HealthStore,
+    user: &User,
+    provider: &str,
+    dataset: Dataset,
+    batch: &RecordBatch,
+    source_type: &str,
+) -> Result<Option<Changed>, DataError> {
+    let window = match dataset {
+        Dataset::Timeseries(_) => {
+            let Some(t) = times(batch) else {
+                return Ok(None);
+            };
+            let (Some(min), Some(max)) = (
+                datafusion::arrow::compute::min(t),
+                datafusion::arrow::compute::max(t),
+            ) else {
+                return Ok(None);
+            };
+            Some(time_range(min, max))
+        }
+        // Summaries are keyed by id, not time: a stored version may be anywhere.
+        Dataset::Table(_) => None,
+    };
+    let stored = super::read(store, user, dataset, window, Some(provider)).await?;
+    let stored = keep_source(stored, source_type)?;
+    let (batch, user) = (batch.clone(), user.clone());
+    let changed = tokio::task::spawn_blocking(move || match dataset {
+        Dataset::Timeseries(_) => Ok::<_, DataError>(Changed::Time {
+            runs: runs(classify::<ByTime>(dataset, &batch, &stored, &user)?),
+        }),
+        Dataset::Table(_) => {
+            let (mut created, mut updated) = (Vec::new(), Vec::new());
+            for (id, change) in classify::<ById>(dataset, &batch, &stored, &user)? {
+                match change {
+                    Some(Change::Created) => created.push(id),
+                    Some(Change::Updated) => updated.push(id),
+                    None => {}
+                }
+            }
+            Ok(Changed::Id { created, updated })
+        }
+    })
+    .await??;
+    Ok(Some(changed))
+}
+
+fn time_range(first: i64, last: i64) -> std::ops::Range<chrono::DateTime<chrono::Utc>> {
+    let at = |t: i64| chrono::DateTime::from_timestamp_micros(t).unwrap_or_default();
+    at(first)..at(last.saturating_add(1))
+}
+
+/// Classifies a push's batches against the store, before they are written.
+pub async fn plan(
     store: &HealthStore,
     user: &User,
     provider: &str,
     batches: &[(Dataset, RecordBatch)],
-) -> Result<Before, DataError> {
-    let mut out = Vec::with_capacity(batches.len());
+    stamp: i64,
+    first_connection: bool,
+) -> Result<Plan, DataError> {
+    let mut entries = Vec::with_capacity(batches.len());
     for (dataset, batch) in batches {
-        let (Some(window), Some(source_type)) =
-            (time_window(*dataset, batch), str_at(batch, "source_type"))
-        else {
+        let Some(source_type) = str_at(batch, "source_type") else {
             continue;
         };
-        let keyed = stored(
-            store,
-            user,
-            *dataset,
-            (provider, &source_type),
-            Some(window),
-        )
-        .await?;
-        out.push((*dataset, keyed));
+        if let Some(changed) = changed(store, user, provider, *dataset, batch, &source_type).await?
+        {
+            entries.push(Entry {
+                dataset: dataset.path(),
+                source_type,
+                changed,
+            });
+        }
     }
-    Ok(Before(out))
+    Ok(Plan {
+        provider: provider.to_owned(),
+        stamp,
+        first_connection,
+        entries,
+    })
+}
+
+/// The changed records a plan describes, read back from the store after the write: per
+/// dataset, the created then the updated ones. Records no longer stored with the push's stamp
+/// (replaced since) are left out.
+pub async fn changed_records(
+    store: &HealthStore,
+    user: &User,
+    plan: &Plan,
+) -> Result<Vec<(Dataset, Change, Vec<RecordBatch>)>, DataError> {
+    let mut out = Vec::new();
+    for entry in &plan.entries {
+        let Some(dataset) = Dataset::from_path(&entry.dataset) else {
+            continue;
+        };
+        let window = match &entry.changed {
+            Changed::Time { runs } => match (runs.first(), runs.last()) {
+                (Some(first), Some(last)) => Some(time_range(first.0, last.1)),
+                _ => continue,
+            },
+            Changed::Id { created, updated } if created.is_empty() && updated.is_empty() => {
+                continue;
+            }
+            Changed::Id { .. } => None,
+        };
+        let batches = super::read(store, user, dataset, window, Some(&plan.provider)).await?;
+        let batches = keep_source(batches, &entry.source_type)?;
+        let mut split: [Vec<RecordBatch>; 2] = [Vec::new(), Vec::new()];
+        for batch in batches {
+            let Some(ingested) = batch.column_by_name(INGESTED_AT) else {
+                continue;
+            };
+            // The stamp in the column's own type (with its time zone).
+            let stamp = Scalar::new(
+                TimestampMicrosecondArray::from(vec![plan.stamp])
+                    .with_data_type(ingested.data_type().clone()),
+            );
+            let ours = filter_record_batch(&batch, &eq(ingested, &stamp)?)?;
+            if ours.num_rows() == 0 {
+                continue;
+            }
+            let changes = row_changes(&entry.changed, &ours);
+            for (slot, wanted) in [Change::Created, Change::Updated].into_iter().enumerate() {
+                let mask: BooleanArray = changes.iter().map(|c| Some(*c == Some(wanted))).collect();
+                let part = filter_record_batch(&ours, &mask)?;
+                if part.num_rows() > 0 {
+                    split[slot].push(part);
+                }
+            }
+        }
+        let [created, updated] = split;
+        for (change, batches) in [(Change::Created, created), (Change::Updated, updated)] {
+            if !batches.is_empty() {
+                out.push((dataset, change, batches));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The change of each row of `batch` under `changed`.
+fn row_changes(changed: &Changed, batch: &RecordBatch) -> Vec<Option<Change>> {
+    match changed {
+        Changed::Time { runs } => ByTime::keys(batch)
+            .into_iter()
+            .map(|t| {
+                let t = t?;
+                let i = runs.partition_point(|r| r.1 < t);
+                runs.get(i).filter(|r| r.0 <= t).map(|r| r.2)
+            })
+            .collect(),
+        Changed::Id { created, updated } => {
+            let created: HashSet<&str> = created.iter().map(String::as_str).collect();
+            let updated: HashSet<&str> = updated.iter().map(String::as_str).collect();
+            ById::keys(batch)
+                .into_iter()
+                .map(|id| {
+                    let id = id?;
+                    if created.contains(id.as_str()) {
+                        Some(Change::Created)
+                    } else if updated.contains(id.as_str()) {
+                        Some(Change::Updated)
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        }
+    }
 }
 
 /// Records of one type accumulating into an event.
@@ -193,34 +490,33 @@ struct Pile {
     bytes: usize,
 }
 
-/// The events of a written push, made a chunk of rows at a time ([`EventStream::next_event`]).
+/// The events of changed records ([`changed_records`]), made a chunk of rows at a time
+/// ([`EventStream::next_event`]).
 #[derive(Debug)]
 pub struct EventStream {
     user: User,
     who: EventUser,
-    batches: VecDeque<(Dataset, RecordBatch)>,
-    before: Before,
+    groups: VecDeque<(Dataset, Change, VecDeque<RecordBatch>)>,
     offset: usize,
-    piles: [Pile; 2],
+    pile: Pile,
     ready: VecDeque<Event>,
 }
 
 impl EventStream {
-    /// The events of `batches` (the push), compared with `before`.
-    pub fn new(user: &User, batches: Vec<(Dataset, RecordBatch)>, before: Before) -> Self {
+    /// The events of `groups`, in order.
+    pub fn new(user: &User, groups: Vec<(Dataset, Change, Vec<RecordBatch>)>) -> Self {
         EventStream {
             user: user.clone(),
             who: EventUser {
                 id: user.id,
                 client_user_id: user.client_user_id.clone(),
             },
-            batches: batches
+            groups: groups
                 .into_iter()
-                .filter(|(_, b)| b.num_rows() > 0)
+                .map(|(d, c, b)| (d, c, b.into_iter().filter(|b| b.num_rows() > 0).collect()))
                 .collect(),
-            before,
             offset: 0,
-            piles: [Pile::default(), Pile::default()],
+            pile: Pile::default(),
             ready: VecDeque::new(),
         }
     }
@@ -232,61 +528,56 @@ impl EventStream {
             if let Some(event) = self.ready.pop_front() {
                 return Some(event);
             }
-            let (dataset, batch) = self.batches.front()?.clone();
+            let (dataset, change, batches) = self.groups.front()?;
+            let (dataset, change) = (*dataset, *change);
+            let Some(batch) = batches.front().cloned() else {
+                self.groups.pop_front();
+                continue;
+            };
             let source = ingest::render_source(&batch, 0);
             let budget = Event::records_budget(&source);
             let name = resource_name(dataset);
-            let types = [EventType::DailyCreated(name), EventType::DailyUpdated(name)];
+            let event_type = match change {
+                Change::Created => EventType::DailyCreated(name),
+                Change::Updated => EventType::DailyUpdated(name),
+            };
             let rows = CHUNK.min(batch.num_rows() - self.offset);
             let slice = batch.slice(self.offset, rows);
             self.offset += rows;
-            let empty = Stored::new();
-            let stored = self
-                .before
-                .0
-                .iter()
-                .find(|(d, _)| *d == dataset)
-                .map_or(&empty, |(_, k)| k);
             for record in render(dataset, &[slice], &self.user) {
-                let which = match stored.get(&key(dataset, &record)) {
-                    None => 0,
-                    Some(old) if *old != fingerprint(dataset, &record) => 1,
-                    Some(_) => continue,
-                };
                 let len = record.to_string().len() + 1;
-                let pile = &mut self.piles[which];
-                if !pile.records.is_empty() && pile.bytes + len > budget {
-                    let records = std::mem::take(&mut pile.records);
-                    let who = self.who.clone();
-                    self.ready.push_back(Event::record_chunk(
-                        types[which],
-                        who,
-                        records,
-                        source.clone(),
-                    ));
-                    pile.bytes = 0;
+                if !self.pile.records.is_empty() && self.pile.bytes + len > budget {
+                    self.flush(event_type, &source);
                 }
-                pile.bytes += len;
-                pile.records.push(record);
+                self.pile.bytes += len;
+                self.pile.records.push(record);
             }
             if self.offset >= batch.num_rows() {
-                for (which, pile) in self.piles.iter_mut().enumerate() {
-                    if !pile.records.is_empty() {
-                        let records = std::mem::take(&mut pile.records);
-                        let who = self.who.clone();
-                        self.ready.push_back(Event::record_chunk(
-                            types[which],
-                            who,
-                            records,
-                            source.clone(),
-                        ));
-                        pile.bytes = 0;
-                    }
-                }
-                self.batches.pop_front();
                 self.offset = 0;
+                let last = self.groups.front_mut().is_none_or(|(_, _, batches)| {
+                    batches.pop_front();
+                    batches.is_empty()
+                });
+                if last {
+                    self.groups.pop_front();
+                    self.flush(event_type, &source);
+                }
             }
         }
+    }
+
+    fn flush(&mut self, event_type: EventType, source: &Value) {
+        if self.pile.records.is_empty() {
+            return;
+        }
+        let records = std::mem::take(&mut self.pile.records);
+        self.pile.bytes = 0;
+        self.ready.push_back(Event::record_chunk(
+            event_type,
+            self.who.clone(),
+            records,
+            source.clone(),
+        ));
     }
 
     /// Every remaining event (for small pushes and tests).
@@ -299,7 +590,47 @@ impl EventStream {
     }
 }
 
-/// The events of a written push, compared with what was stored before it, all at once.
-pub fn events(user: &User, batches: &[(Dataset, RecordBatch)], before: Before) -> Vec<Event> {
-    EventStream::new(user, batches.to_vec(), before).collect_all()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_merge_equal_neighbours_and_break_on_unchanged() {
+        let c = Some(Change::Created);
+        let u = Some(Change::Updated);
+        let rows = vec![(5, c), (1, c), (2, c), (3, None), (4, u), (6, c), (7, c)];
+        assert_eq!(
+            runs(rows),
+            vec![
+                (1, 2, Change::Created),
+                (4, 4, Change::Updated),
+                (5, 7, Change::Created)
+            ]
+        );
+        assert!(runs(vec![(1, None)]).is_empty());
+    }
+
+    #[test]
+    fn row_changes_follow_the_runs() {
+        let changed = Changed::Time {
+            runs: vec![(10, 20, Change::Created), (30, 30, Change::Updated)],
+        };
+        let schema = std::sync::Arc::new(datafusion::arrow::datatypes::Schema::new(vec![
+            datafusion::arrow::datatypes::Field::new(
+                "timestamp",
+                datafusion::arrow::datatypes::DataType::Timestamp(
+                    datafusion::arrow::datatypes::TimeUnit::Microsecond,
+                    None,
+                ),
+                false,
+            ),
+        ]));
+        let t = TimestampMicrosecondArray::from(vec![9, 10, 15, 20, 25, 30, 31]);
+        let batch = RecordBatch::try_new(schema, vec![std::sync::Arc::new(t)]).expect("batch");
+        let c = Some(Change::Created);
+        assert_eq!(
+            row_changes(&changed, &batch),
+            vec![None, c, c, c, None, Some(Change::Updated), None]
+        );
+    }
 }

@@ -13,33 +13,32 @@
 //! - a push connects its provider to the user (status `connected`), so pushed data shows under
 //!   `GET /v2/user/providers/{user_id}`;
 //! - a push emits `daily.data.<resource>.created` / `.updated` for what it changed
-//!   ([`changes`]) and `provider.connection.created` for a first push of a provider; the
-//!   events are held before the write and released after it ([`held`] recovers a crash in
-//!   between); a demo connection emits `provider.connection.created` and one
+//!   ([`changes`]) and `provider.connection.created` for a first push of a provider; what
+//!   changed is taken before the write, the events are made after it by a durable job
+//!   ([`announce`], which also resolves a crash in between); a demo connection emits `provider.connection.created` and one
 //!   `historical.data.<resource>.created` per resource, not daily events;
 //! - `ingestion_start`/`ingestion_end` do not reject pushed records; they bound the window the
 //!   aggregate engine reads.
 
+pub mod announce;
 pub mod changes;
 pub mod connections;
 pub mod demo;
-pub mod held;
 mod pages;
 
 pub use pages::sample_page;
 
 use std::ops::Range;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::kernels::cmp::eq;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::events::outbox::Holder;
 use crate::events::{Event, EventType, EventUser};
-use crate::store::metadata;
+use crate::store::metadata::{self, push_events, push_events::PendingPush};
 
 use crate::ingest::{self, PushBatches, PushUser};
 use crate::schema::Dataset;
@@ -83,7 +82,7 @@ pub async fn push(
     now: DateTime<Utc>,
 ) -> Result<Value, DataError> {
     let parsed = ingest::parse_push(body, &push_user(user), now)?;
-    store_push(meta, store, user, parsed).await
+    store_push(meta, store, user, parsed, now).await
 }
 
 /// Validates a push body given as JSON text and stores it durably; answers the counts per
@@ -100,7 +99,7 @@ pub async fn push_json(
     let parsed =
         tokio::task::spawn_blocking(move || ingest::parse_push_json(&body, &push_user, now))
             .await??;
-    store_push(meta, store, user, parsed).await
+    store_push(meta, store, user, parsed, now).await
 }
 
 fn push_user(user: &User) -> PushUser {
@@ -110,58 +109,32 @@ fn push_user(user: &User) -> PushUser {
 }
 
 /// Commits a parsed push all-or-nothing, asks for compaction of what it wrote, connects its
-/// provider and emits what changed (`changes.rs`; `provider.connection.created` for a first
-/// push of the provider).
-///
-/// The data's events are computed before the write and written held (`events::outbox::hold`),
-/// then released in the connection's transaction once the data is durable; a crash between
-/// the two leaves them held, and recovery (`held.rs`) releases them when the data is in the
-/// store, so a committed push announces itself even if it was never acknowledged (its retry,
-/// being identical, would emit nothing).
+/// provider and has what changed announced (`changes.rs`, `announce.rs`): the push's plan is
+/// taken and written before the data ([`begin_push`]), its events made after it by the
+/// `events.push` job, so the push itself pays for one small row and a read of what it may
+/// replace, not for rendering its events.
 async fn store_push(
     meta: &MetadataStore,
     store: &HealthStore,
     user: &User,
     parsed: PushBatches,
+    now: DateTime<Utc>,
 ) -> Result<Value, DataError> {
     let counts = parsed.counts();
     let provider = parsed.provider.clone();
-    let before = changes::before(store, user, &provider, &parsed.batches).await?;
-    // Known before the write, so the connection's event comes first; two concurrent first
-    // pushes of a provider may both announce it.
-    let had = meta
-        .connections(user.id)
-        .await?
-        .iter()
-        .any(|c| c.provider == provider);
-    let mut holder: Option<Holder> = None;
-    if !had {
-        let pushed: Vec<Dataset> = parsed.batches.iter().map(|(d, _)| *d).collect();
-        let created = connection_created(store, user, &provider, &pushed).await?;
-        hold_one(meta, user, &mut holder, &created).await?;
-    }
-    let mut stream = changes::EventStream::new(user, parsed.batches.clone(), before);
-    loop {
-        let (back, event) = tokio::task::spawn_blocking(move || {
-            let event = stream.next_event();
-            (stream, event)
-        })
-        .await?;
-        stream = back;
-        match event {
-            Some(event) => hold_one(meta, user, &mut holder, &event).await?,
-            None => break,
+    let pending = begin_push(meta, store, user, &parsed, now).await?;
+    let written: Vec<Dataset> = parsed.batches.iter().map(|(dataset, _)| *dataset).collect();
+    if let Err(e) = store
+        .write_push(user.team_id, user.id, parsed.batches)
+        .await
+    {
+        if let Some(pending) = &pending {
+            forget(meta, pending.id).await;
         }
+        return Err(e.into());
     }
-    drop(stream);
-    let held = match holder {
-        Some(h) => h.finish().await?,
-        None => Default::default(),
-    };
-    if let Err(e) = write_parsed(meta, store, user, parsed).await {
-        crate::events::outbox::abandon(meta, &held).await;
-        return Err(e);
-    }
+    // One transaction for everything after the write: a push costs two commits, as it did
+    // before it had events (the compaction's and the connection's).
     let mut tx = meta.begin().await?;
     metadata::connections::upsert_connection(
         &mut tx,
@@ -170,29 +143,84 @@ async fn store_push(
         ConnectionStatus::Connected,
     )
     .await?;
-    let released =
-        crate::events::outbox::release(&mut tx, user.team_id, &held, metadata::now()).await?;
+    let delay = crate::jobs::compaction::DEFAULT_DELAY;
+    crate::jobs::compaction::schedule_on(&mut tx, user.team_id, user.id, &written, delay).await?;
+    if let Some(pending) = &pending {
+        let released_at = metadata::now();
+        if push_events::release_pending(&mut tx, pending.id, released_at).await? {
+            crate::jobs::enqueue(&mut tx, &announce::job(user.team_id, user.id, released_at))
+                .await?;
+        } else {
+            tracing::error!(id = %pending.id, user = %user.id,
+                "a push's write outlived its lease; its events were resolved without it");
+        }
+    }
     tx.commit().await.map_err(MetadataError::from)?;
-    if released.deliveries > 0 {
+    if pending.is_some() {
         meta.jobs_wake().notify_waiters();
     }
     Ok(counts)
 }
 
-/// Adds an event to the push's hold, starting the hold at its first event.
-async fn hold_one(
+/// The first step of a push, before its data is written: classifies its records against the
+/// store and writes the plan (`announce.rs`), unless it would announce nothing (an identical
+/// re-push of a connected provider). Answers the row to release once the data is durable.
+pub async fn begin_push(
     meta: &MetadataStore,
+    store: &HealthStore,
     user: &User,
-    holder: &mut Option<Holder>,
-    event: &Event,
-) -> Result<(), DataError> {
-    if holder.is_none() {
-        *holder = Some(Holder::begin(meta, user.team_id, held::job));
+    parsed: &PushBatches,
+    now: DateTime<Utc>,
+) -> Result<Option<PendingPush>, DataError> {
+    let now = now.trunc_subsecs(6); // as the database keeps instants
+    // Two concurrent first pushes of a provider may both announce the connection.
+    let first_connection = !meta
+        .connections(user.id)
+        .await?
+        .iter()
+        .any(|c| c.provider == parsed.provider);
+    let plan = changes::plan(
+        store,
+        user,
+        &parsed.provider,
+        &parsed.batches,
+        now.timestamp_micros(),
+        first_connection,
+    )
+    .await?;
+    if plan.is_empty() {
+        return Ok(None);
     }
-    if let Some(h) = holder.as_mut() {
-        h.add(event).await?;
+    let pending = PendingPush {
+        id: Uuid::new_v4(),
+        team_id: user.team_id,
+        user_id: user.id,
+        plan: serde_json::to_string(&plan).unwrap_or_default(),
+        created_at: now,
+        expires_at: now + announce::LEASE,
+        released_at: None,
+    };
+    let mut tx = meta.begin().await?;
+    push_events::insert_pending(&mut tx, &pending).await?;
+    crate::jobs::enqueue(
+        &mut tx,
+        &announce::job(user.team_id, user.id, pending.expires_at),
+    )
+    .await?;
+    tx.commit().await.map_err(MetadataError::from)?;
+    Ok(Some(pending))
+}
+
+/// Removes the plan of a push whose write failed (best effort: the announcing job drops it at
+/// its expiry otherwise).
+async fn forget(meta: &MetadataStore, id: Uuid) {
+    let result = match meta.writer().await {
+        Ok(mut conn) => push_events::delete_pending(&mut conn, id).await,
+        Err(e) => Err(e),
+    };
+    if let Err(error) = result {
+        tracing::warn!(%error, "could not remove a failed push's plan; its expiry will");
     }
-    Ok(())
 }
 
 /// Writes a parsed push all-or-nothing and asks for compaction of what it wrote; emits

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::handler::{JobContext, JobError, JobHandler, Outcome};
-use crate::schema::{Dataset, Table, resource};
+use crate::schema::Dataset;
 use crate::store::health::HealthStore;
 use crate::store::metadata::jobs::{Enqueued, NewJob, enqueue_job};
 use crate::store::metadata::{MetadataError, MetadataStore};
@@ -48,14 +48,27 @@ pub async fn schedule(
     datasets: &[Dataset],
     delay: Duration,
 ) -> Result<Vec<Enqueued>, MetadataError> {
+    let mut tx = meta.begin().await?;
+    let out = schedule_on(&mut tx, team, user, datasets, delay).await?;
+    tx.commit().await?;
+    Ok(out)
+}
+
+/// Asks for the compaction of each dataset, `delay` from now, on `conn` (the caller's
+/// transaction).
+pub async fn schedule_on(
+    conn: &mut sqlx::AnyConnection,
+    team: Uuid,
+    user: Uuid,
+    datasets: &[Dataset],
+    delay: Duration,
+) -> Result<Vec<Enqueued>, MetadataError> {
     let now = crate::store::metadata::now();
     let run_at = now + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
-    let mut tx = meta.begin().await?;
     let mut out = Vec::new();
     for dataset in datasets {
-        out.push(enqueue_job(&mut tx, &job(team, user, *dataset, run_at), now).await?);
+        out.push(enqueue_job(&mut *conn, &job(team, user, *dataset, run_at), now).await?);
     }
-    tx.commit().await?;
     Ok(out)
 }
 
@@ -75,11 +88,7 @@ impl Compaction {
 fn parse_payload(payload: &Value) -> Option<(Uuid, Uuid, Dataset)> {
     let id = |name: &str| payload.get(name)?.as_str()?.parse::<Uuid>().ok();
     let path = payload.get("dataset")?.as_str()?;
-    let dataset = match path.split_once('/') {
-        None => Dataset::Table(Table::from_name(path)?),
-        Some(("timeseries", name)) => Dataset::Timeseries(resource(name)?),
-        Some(_) => return None,
-    };
+    let dataset = Dataset::from_path(path)?;
     Some((id("team")?, id("user")?, dataset))
 }
 
@@ -105,6 +114,7 @@ impl JobHandler for Compaction {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::Table;
 
     #[test]
     fn payloads_round_trip_and_bad_ones_are_refused() {

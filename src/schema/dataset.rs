@@ -4,7 +4,7 @@
 
 use datafusion::arrow::datatypes::SchemaRef;
 
-use super::{Resource, Table, timeseries_schema};
+use super::{Resource, Table, resource, timeseries_schema};
 
 /// A summary table or one timeseries resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -21,6 +21,15 @@ impl Dataset {
         match self {
             Dataset::Table(t) => t.name().to_owned(),
             Dataset::Timeseries(r) => format!("timeseries/{}", r.name),
+        }
+    }
+
+    /// The dataset of a [`Dataset::path`].
+    pub fn from_path(path: &str) -> Option<Dataset> {
+        match path.split_once('/') {
+            None => Table::from_name(path).map(Dataset::Table),
+            Some(("timeseries", name)) => resource(name).map(Dataset::Timeseries),
+            Some(_) => None,
         }
     }
 

@@ -10,11 +10,10 @@ use crate::postgres::ScratchDb;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use events_support::{Received, Receiver, Server, assert_verified, push_body, verify};
+use events_support::{Received, Receiver, Server, WAIT, assert_verified, push_body, verify};
 use serde_json::{Value, json};
 
 const ALLOW: &[&str] = &["--webhook-allow-private"];
-const WAIT: Duration = Duration::from_secs(30);
 
 fn of_type<'a>(got: &'a [Received], t: &str) -> Vec<&'a Received> {
     got.iter().filter(|r| r.event_type() == t).collect()
@@ -71,22 +70,22 @@ async fn push_events_are_signed_shaped_like_the_getters_and_created_once() {
     assert_ne!(wrong[0], "ok");
 
     // The same push again: nothing new. One changed value: one updated event with one record.
+    // A user's pushes are announced in order, so once the change's event is listed, the
+    // identical push before it was announced (as nothing).
     let before = server.events("").await.len();
     server
         .post(&format!("/v2/user/{user}/data"), full.clone())
         .await;
-    assert_eq!(
-        server.events("").await.len(),
-        before,
-        "an identical re-push emits nothing"
-    );
     let mut changed =
         json!({ "provider": full["provider"], "source": full["source"], "sleep": full["sleep"] });
     changed["sleep"][0]["rem"] = json!(6300);
     server.post(&format!("/v2/user/{user}/data"), changed).await;
+    server
+        .events_until("&event_type=daily.data.sleep.updated", 1)
+        .await;
     let events = server.events("").await;
     let new: Vec<&Value> = events[before..].iter().collect();
-    assert_eq!(new.len(), 1, "{new:?}");
+    assert_eq!(new.len(), 1, "an identical re-push emits nothing: {new:?}");
     assert_eq!(new[0]["event_type"], "daily.data.sleep.updated");
     assert_eq!(new[0]["data"]["data"].as_array().unwrap().len(), 1);
     assert_eq!(new[0]["data"]["data"][0]["rem"], 6300);
@@ -114,6 +113,9 @@ async fn new_samples_are_created_and_changed_samples_updated() {
     let mut body = push_body(0, 10, 60.0);
     body["timeseries"]["heartrate"][3]["value"] = json!(61.0);
     server.post(&format!("/v2/user/{user}/data"), body).await;
+    server
+        .events_until("&event_type=daily.data.heartrate.updated", 1)
+        .await;
     let events = server.events(&format!("&user_id={user}")).await;
     let types: Vec<&str> = events
         .iter()
@@ -200,17 +202,17 @@ async fn events_pending_at_a_sigkill_are_all_delivered_after_restart() {
             )
             .await;
     }
-    // The last push is acknowledged just before the kill.
+    // The last push is acknowledged just before the kill, likely before it was announced.
+    server.kill();
+    rx.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    let server = Server::start(dir.path(), ALLOW, Some(key));
     let expected: HashSet<String> = server
-        .events("&event_type=daily.data.heartrate.created")
+        .events_until("&event_type=daily.data.heartrate.created", 5)
         .await
         .iter()
         .map(|e| e["id"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(expected.len(), 5);
-    server.kill();
-    rx.up.store(true, std::sync::atomic::Ordering::SeqCst);
-    let server = Server::start(dir.path(), ALLOW, Some(key));
+    assert_eq!(expected.len(), 5, "one created event per acknowledged push");
     let jobs = server.get("/v2/team/jobs?kind=webhook.deliver").await;
     eprintln!("jobs after restart: {jobs}");
     // A stream whose job was running at the kill is taken over once the dead runner's lease
@@ -766,14 +768,14 @@ async fn failing_deliveries_follow_the_schedule_then_fail_and_the_endpoint_is_di
     runner.shutdown().await;
 }
 
-/// A push whose data committed but whose process died before releasing its events (the crash
-/// window between the durable write and the outbox): recovery finds the data in the store and
-/// releases the events, with the connection; a hold whose data never landed is dropped, and a
-/// writer releasing late neither duplicates nor revives them.
+/// A push whose data committed but whose process died before releasing its plan (the crash
+/// window between the durable write and the connection's transaction): at the plan's expiry,
+/// announcing finds the push's records in the store and announces them, with the connection; a
+/// plan whose data never landed is dropped; a live plan holds back the user's later pushes.
 #[tokio::test(flavor = "multi_thread")]
-async fn held_events_of_a_committed_push_are_released_by_recovery_and_others_dropped() {
-    use wearhouse::data::{changes, held};
-    use wearhouse::events::{UrlRules, endpoints, history, outbox};
+async fn an_unreleased_push_is_announced_at_its_expiry_if_it_committed_and_dropped_if_not() {
+    use wearhouse::data::announce;
+    use wearhouse::events::{UrlRules, endpoints, history};
     use wearhouse::store::health::HealthStore;
     use wearhouse::store::metadata::{MetadataStore, NewUser};
 
@@ -807,86 +809,74 @@ async fn held_events_of_a_committed_push_are_released_by_recovery_and_others_dro
         )
         .await
         .unwrap();
-    let now = chrono::Utc::now();
-    let hold_push = |body: Value| {
+    let begin = |body: Value, at: chrono::DateTime<chrono::Utc>| {
         let (meta, health, user) = (meta.clone(), health.clone(), user.clone());
         async move {
             let bytes = body.to_string().into_bytes();
             let parsed =
-                wearhouse::ingest::parse_push_json(&bytes, &Default::default(), now).unwrap();
-            let before = changes::before(&health, &user, "oura", &parsed.batches)
+                wearhouse::ingest::parse_push_json(&bytes, &Default::default(), at).unwrap();
+            let pending = wearhouse::data::begin_push(&meta, &health, &user, &parsed, at)
                 .await
-                .unwrap();
-            let events = changes::events(&user, &parsed.batches, before);
-            assert_eq!(events.len(), 1);
-            let held = outbox::hold(&meta, user.team_id, &events, held::job)
-                .await
-                .unwrap();
-            (parsed, held)
+                .unwrap()
+                .expect("a push of new samples has something to announce");
+            (parsed, pending)
         }
     };
+    let now = chrono::Utc::now();
     // Committed, then the process "dies" before the release.
-    let (parsed, committed) = hold_push(push_body(0, 5, 60.0)).await;
+    let (parsed, committed) = begin(push_body(0, 5, 60.0), now).await;
     wearhouse::data::write_parsed(&meta, &health, &user, parsed)
         .await
         .unwrap();
     // Never committed.
-    let (_, lost) = hold_push(push_body(100_000, 5, 70.0)).await;
-    let listed = history::events(&meta, team.id, None, None, None, None, 100)
-        .await
-        .unwrap()
-        .0;
-    assert!(listed.is_empty(), "held events are not listed");
-    let early = held::recover(&meta, &health, chrono::Utc::now())
+    let later_push = now + chrono::Duration::milliseconds(1);
+    let (_, lost) = begin(push_body(100_000, 5, 70.0), later_push).await;
+    let early = announce::announce(&meta, &health, user.id, chrono::Utc::now())
         .await
         .unwrap();
     assert_eq!(
-        (early.released, early.dropped),
-        (0, 0),
-        "a live hold is left alone"
+        (early.pushes, early.dropped, early.next),
+        (0, 0, Some(committed.expires_at)),
+        "a live plan is left alone, and waits for its expiry"
     );
-    assert!(early.next.is_some());
-    let later = chrono::Utc::now() + outbox::HOLD_LEASE + chrono::Duration::seconds(1);
-    let out = held::recover(&meta, &health, later).await.unwrap();
-    assert_eq!((out.released, out.dropped, out.next), (1, 1, None));
+    let expired = lost.expires_at + chrono::Duration::seconds(1);
+    let out = announce::announce(&meta, &health, user.id, expired)
+        .await
+        .unwrap();
+    assert_eq!((out.pushes, out.dropped, out.next), (1, 1, None));
     let listed = history::events(&meta, team.id, None, None, None, None, 100)
         .await
         .unwrap()
         .0;
-    let ids: Vec<_> = listed.iter().map(|e| e.id).collect();
+    let types: Vec<&str> = listed.iter().map(|e| e.event_type.as_str()).collect();
     assert_eq!(
-        ids,
-        vec![committed.events[0].id],
-        "the committed push's event, with its id"
+        types,
+        [
+            "provider.connection.created",
+            "daily.data.heartrate.created"
+        ],
+        "the committed push is announced, the lost one is not"
     );
-    assert!(!ids.contains(&lost.events[0].id));
+    let body: Value = serde_json::from_str(&listed[1].body).unwrap();
+    let values: Vec<f64> = body["data"]["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(values, [60.0; 5], "the committed push's own samples");
     let (deliveries, _) = history::deliveries(&meta, team.id, endpoint.id, None, None, 10)
         .await
         .unwrap();
-    assert_eq!(deliveries.len(), 1);
-    assert_eq!(deliveries[0].event_id, committed.events[0].id);
+    assert_eq!(deliveries.len(), 2);
     let connections = meta.connections(user.id).await.unwrap();
     assert_eq!(
         connections[0].provider, "oura",
         "the connection the push made is recorded"
     );
-    // A late writer's release after recovery acted neither duplicates nor loses its events.
-    let mut tx = meta.begin().await.unwrap();
-    let again = outbox::release(&mut tx, team.id, &committed, chrono::Utc::now())
+    // Nothing is left to announce: a second pass writes nothing.
+    let again = announce::announce(&meta, &health, user.id, expired)
         .await
         .unwrap();
-    assert_eq!(again.deliveries, 0);
-    let revived = outbox::release(&mut tx, team.id, &lost, chrono::Utc::now())
-        .await
-        .unwrap();
-    assert_eq!(revived.deliveries, 0, "a dropped hold stays dropped");
-    tx.commit().await.unwrap();
-    assert_eq!(
-        history::events(&meta, team.id, None, None, None, None, 100)
-            .await
-            .unwrap()
-            .0
-            .len(),
-        1
-    );
+    assert_eq!((again.pushes, again.dropped, again.events), (0, 0, 0));
 }

@@ -1,6 +1,5 @@
-//! The `events` table: the outbox and the stored event list, and holds (events written before
-//! the health data they announce; see `events::outbox::Held`). `deliveries` holds the rows of
-//! one event to one endpoint.
+//! The `events` table: the outbox and the stored event list. `deliveries` holds the rows of one
+//! event to one endpoint.
 //!
 //! Like every table group, functions take a connection, so an event and its deliveries are
 //! written in the transaction of the change that causes them.
@@ -78,28 +77,9 @@ pub async fn insert_event(
     conn: &mut AnyConnection,
     event: &StoredEvent,
 ) -> Result<(), MetadataError> {
-    insert(conn, event, None).await
-}
-
-/// Writes an event held under `token` until `expires` (see [`release_hold`]): invisible to
-/// listings and not delivered.
-pub async fn insert_held_event(
-    conn: &mut AnyConnection,
-    event: &StoredEvent,
-    token: Uuid,
-    expires: DateTime<Utc>,
-) -> Result<(), MetadataError> {
-    insert(conn, event, Some((token, expires))).await
-}
-
-async fn insert(
-    conn: &mut AnyConnection,
-    event: &StoredEvent,
-    hold: Option<(Uuid, DateTime<Utc>)>,
-) -> Result<(), MetadataError> {
     sqlx::query(
-        "INSERT INTO events (id, team_id, user_id, event_type, body, created_at, ordinal, \
-         hold_token, hold_expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO events (id, team_id, user_id, event_type, body, created_at, ordinal) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(event.id.to_string())
     .bind(event.team_id.to_string())
@@ -108,61 +88,9 @@ async fn insert(
     .bind(&event.body)
     .bind(ts(event.created_at))
     .bind(event.ordinal)
-    .bind(hold.map(|h| h.0.to_string()))
-    .bind(hold.map(|h| ts(h.1)))
     .execute(conn)
     .await?;
     Ok(())
-}
-
-/// Makes the events held under `token` ordinary events; answers how many it released.
-pub async fn release_hold(conn: &mut AnyConnection, token: Uuid) -> Result<u64, MetadataError> {
-    let done = sqlx::query(
-        "UPDATE events SET hold_token = NULL, hold_expires_at = NULL WHERE hold_token = $1",
-    )
-    .bind(token.to_string())
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-/// Removes the events held under `token` (their change never became durable).
-pub async fn drop_hold(conn: &mut AnyConnection, token: Uuid) -> Result<u64, MetadataError> {
-    let done = sqlx::query("DELETE FROM events WHERE hold_token = $1")
-        .bind(token.to_string())
-        .execute(conn)
-        .await?;
-    Ok(done.rows_affected())
-}
-
-/// Held events, by hold: those whose hold expired at `now` (their writer died or is very
-/// late), oldest first, and the earliest expiry of the others.
-pub async fn expired_holds(
-    conn: &mut AnyConnection,
-    now: DateTime<Utc>,
-) -> Result<(Vec<(Uuid, Vec<StoredEvent>)>, Option<DateTime<Utc>>), MetadataError> {
-    let rows = sqlx::query(&format!(
-        "SELECT {EVENT_COLUMNS}, hold_token, hold_expires_at FROM events \
-         WHERE hold_token IS NOT NULL ORDER BY created_at, ordinal, id"
-    ))
-    .fetch_all(conn)
-    .await?;
-    let mut expired: Vec<(Uuid, Vec<StoredEvent>)> = Vec::new();
-    let mut next: Option<DateTime<Utc>> = None;
-    for row in &rows {
-        let token: Uuid = parse("hold_token", get_str(row, "hold_token")?)?;
-        let expires = get_time(row, "hold_expires_at")?;
-        if expires > now {
-            next = Some(next.map_or(expires, |n| n.min(expires)));
-            continue;
-        }
-        let event = event_from_row(row)?;
-        match expired.iter_mut().find(|(t, _)| *t == token) {
-            Some((_, events)) => events.push(event),
-            None => expired.push((token, vec![event])),
-        }
-    }
-    Ok((expired, next))
 }
 
 /// One event by id.
@@ -189,7 +117,7 @@ pub async fn list_events(
         (ts(p.created_at), p.ordinal, p.id.to_string())
     });
     let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM events WHERE team_id = $1 AND hold_token IS NULL \
+        "SELECT {EVENT_COLUMNS} FROM events WHERE team_id = $1 \
          AND ($2 = '' OR user_id = $2) AND ($3 = '' OR event_type = $3) \
          AND created_at >= $4 AND ($5 = '' OR created_at < $5) \
          AND ($6 = '' OR created_at > $6 OR (created_at = $6 AND (ordinal > $7 \

@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 
 use crate::provision;
 
+/// How long a test waits for deliveries and announcements.
+pub const WAIT: Duration = Duration::from_secs(30);
+
 /// A running server with a team's key and an HTTP client.
 pub struct Server {
     process: crate::server::Server,
@@ -110,6 +113,24 @@ impl Server {
     }
 
     /// Every stored event of the team, oldest first, following cursors.
+    /// The stored events once there are at least `n` (announcing a push happens just after
+    /// it, on the job runner), or panics after `WAIT`.
+    pub async fn events_until(&self, query: &str, n: usize) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let events = self.events(query).await;
+            if events.len() >= n {
+                return events;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} events of {query:?} after {WAIT:?}, expected {n}",
+                events.len()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     pub async fn events(&self, query: &str) -> Vec<Value> {
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;

@@ -1,0 +1,174 @@
+//! Announcing pushes: the `events.push` job turns a push's [`Plan`] into its events, after the
+//! push's data is durable and off the push's path.
+//!
+//! A push (`data::store_push`) writes, in order:
+//! 1. its plan, as a `push_events` row due to expire [`LEASE`] later, with this job due then;
+//! 2. its data (`HealthStore::write_push`);
+//! 3. in one transaction: its connection, the compaction of what it wrote, the row's release
+//!    and this job due now.
+//!
+//! The job works one user at a time (one job per user, `unique_key`), oldest row first, so a
+//! user's pushes are announced in the order they were made; each row's events and their
+//! deliveries are written in one transaction with the row's removal, so a crash repeats a whole
+//! announcement or none. A row left unreleased by a process that died between 1 and 3 waits
+//! for its expiry (the rows behind it wait too), then is resolved by looking at the store: if
+//! records with the push's stamp are there, the push committed (merely unacknowledged) and is
+//! announced, with its connection; otherwise it never committed and the row is dropped (the
+//! client's retry announces afresh). A write that outlives [`LEASE`] (none does in practice)
+//! loses its events; its release logs it.
+
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::DataError;
+use super::changes::{EventStream, Plan, changed_records};
+use crate::events::outbox;
+use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
+use crate::store::health::HealthStore;
+use crate::store::metadata::push_events::{delete_pending, oldest_pending};
+use crate::store::metadata::{self, ConnectionStatus, MetadataError, MetadataStore};
+
+/// The kind's name.
+pub const KIND: &str = "events.push";
+
+/// How long a push's write may take before recovery resolves its row without it: far longer
+/// than any write.
+pub const LEASE: chrono::Duration = chrono::Duration::minutes(5);
+
+/// The user's announcing job, due at `at` (one pending per user: its due time only moves
+/// earlier).
+pub fn job(team: Uuid, user: Uuid, at: chrono::DateTime<chrono::Utc>) -> NewJob {
+    NewJob {
+        kind: KIND.to_owned(),
+        team_id: Some(team),
+        payload: json!({ "user": user }),
+        run_at: at,
+        unique_key: Some(format!("{KIND}:{user}")),
+        max_attempts: 10,
+    }
+}
+
+/// What a pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Announced {
+    /// Pushes announced.
+    pub pushes: usize,
+    /// Unreleased rows dropped (their push never committed).
+    pub dropped: usize,
+    /// Events written.
+    pub events: usize,
+    /// Deliveries written.
+    pub deliveries: usize,
+    /// When the oldest row left (unreleased, unexpired) expires.
+    pub next: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Announces the user's pushes, oldest first, up to the first one still being written.
+pub async fn announce(
+    meta: &MetadataStore,
+    store: &HealthStore,
+    user_id: Uuid,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Announced, DataError> {
+    let mut out = Announced::default();
+    loop {
+        let pending = oldest_pending(&mut *meta.reader().await?, user_id).await?;
+        let Some(pending) = pending else { break };
+        let recovered = pending.released_at.is_none();
+        let dropped = out.dropped;
+        if recovered && pending.expires_at > now {
+            out.next = Some(pending.expires_at);
+            break;
+        }
+        let plan: Option<Plan> = serde_json::from_str(&pending.plan)
+            .inspect_err(|error| tracing::error!(%error, id = %pending.id, "unreadable push plan"))
+            .ok();
+        let user = meta.user(pending.team_id, pending.user_id).await?;
+        let mut tx = meta.begin().await?;
+        if let (Some(plan), Some(user)) = (plan, user) {
+            let groups = changed_records(store, &user, &plan).await?;
+            // A push that never committed left no record with its stamp.
+            if recovered && groups.is_empty() {
+                out.dropped += 1;
+            } else {
+                let mut refs = Vec::new();
+                if plan.first_connection {
+                    let event =
+                        super::connection_created(store, &user, &plan.provider, &[]).await?;
+                    refs.push(outbox::insert(&mut tx, user.team_id, &event, now, 0).await?);
+                }
+                let mut stream = EventStream::new(&user, groups);
+                loop {
+                    let (back, event) = tokio::task::spawn_blocking(move || {
+                        let event = stream.next_event();
+                        (stream, event)
+                    })
+                    .await?;
+                    stream = back;
+                    let Some(event) = event else { break };
+                    let ordinal = refs.len();
+                    refs.push(outbox::insert(&mut tx, user.team_id, &event, now, ordinal).await?);
+                }
+                if recovered {
+                    metadata::connections::upsert_connection(
+                        &mut tx,
+                        user.id,
+                        &plan.provider,
+                        ConnectionStatus::Connected,
+                    )
+                    .await?;
+                }
+                out.events += refs.len();
+                out.deliveries += outbox::fan_out(&mut tx, user.team_id, refs, now)
+                    .await?
+                    .deliveries;
+                out.pushes += 1;
+            }
+        }
+        delete_pending(&mut tx, pending.id).await?;
+        tx.commit().await.map_err(MetadataError::from)?;
+        if recovered {
+            tracing::info!(id = %pending.id, user = %user_id, announced = out.dropped == dropped,
+                "resolved a push whose writer did not finish");
+        }
+    }
+    if out.deliveries > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
+    Ok(out)
+}
+
+/// The `events.push` handler.
+#[derive(Debug, Clone)]
+pub struct Announcer {
+    health: HealthStore,
+}
+
+impl Announcer {
+    /// A handler reading pushes back from `health`.
+    pub fn new(health: HealthStore) -> Self {
+        Announcer { health }
+    }
+}
+
+#[async_trait::async_trait]
+impl JobHandler for Announcer {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
+        let user = payload
+            .get("user")
+            .and_then(Value::as_str)
+            .and_then(|u| u.parse::<Uuid>().ok())
+            .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+        let out = announce(&ctx.meta, &self.health, user, ctx.now())
+            .await
+            .map_err(|e| JobError::Retry(format!("announcing pushes: {e}")))?;
+        Ok(match out.next {
+            Some(at) => Outcome::RetryAt(at),
+            None => Outcome::Done,
+        })
+    }
+}
