@@ -63,6 +63,7 @@ impl Deliverer {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("wearhouse-webhooks/", env!("CARGO_PKG_VERSION")))
             .pool_max_idle_per_host(4)
+            .dns_resolver(std::sync::Arc::new(super::url_rules::PinnedResolver(rules)))
             .build()?;
         Ok(Deliverer { client, rules })
     }
@@ -116,7 +117,6 @@ impl Deliverer {
         now: DateTime<Utc>,
     ) -> Result<u16, String> {
         let url = self.rules.check(&endpoint.url)?;
-        self.rules.check_resolved(&url).await?;
         let mut secrets = vec![endpoint.secret.as_str()];
         if let (Some(old), Some(until)) = (&endpoint.previous_secret, endpoint.previous_expires_at)
             && until > now
@@ -146,7 +146,12 @@ fn describe(e: &reqwest::Error) -> String {
     if e.is_timeout() {
         format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs())
     } else if e.is_connect() {
-        "could not connect to the endpoint".to_owned()
+        // The innermost cause says why (a refused address names itself; see `url_rules`).
+        let mut cause: &dyn std::error::Error = e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        format!("could not connect to the endpoint: {cause}")
     } else {
         "the request failed before an answer".to_owned()
     }

@@ -5,9 +5,11 @@
 //! (cloud metadata at 169.254.169.254), carrier-grade NAT, unspecified, broadcast and multicast
 //! addresses are refused, as is `http`, unless the deployment runs with
 //! `--webhook-allow-private` (development, tests, receivers on the same network). Names are
-//! checked again when a delivery resolves them, so a name that points inside is refused too.
+//! checked again by the delivery client's own resolver ([`PinnedResolver`]), which hands the
+//! connection only allowed addresses, so a name that points inside, even by changing its
+//! answer between a check and the connection, is refused too.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use url::{Host, Url};
 
@@ -79,25 +81,47 @@ impl UrlRules {
         }
     }
 
-    /// Checks where a delivery's URL resolves now; the error names the refused address.
-    pub async fn check_resolved(&self, url: &Url) -> Result<(), String> {
+    /// The addresses a delivery may connect to among those `name` resolves to; the error names
+    /// the refused address when none is left.
+    pub fn allowed_addresses(
+        &self,
+        name: &str,
+        addrs: impl IntoIterator<Item = SocketAddr>,
+    ) -> Result<Vec<SocketAddr>, String> {
+        let all: Vec<SocketAddr> = addrs.into_iter().collect();
         if self.allow_private {
-            return Ok(());
+            return Ok(all);
         }
-        let Some(Host::Domain(name)) = url.host() else {
-            // Literal addresses were checked at registration.
-            return Ok(());
-        };
-        let port = url.port_or_known_default().unwrap_or(443);
-        let addrs = tokio::net::lookup_host((name, port))
-            .await
-            .map_err(|e| format!("cannot resolve {name}: {e}"))?;
-        for addr in addrs {
-            if is_internal(addr.ip()) {
-                return Err(format!("{name} resolves to {}; {HINT}", addr.ip()));
-            }
+        let allowed: Vec<SocketAddr> = all
+            .iter()
+            .copied()
+            .filter(|a| !is_internal(a.ip()))
+            .collect();
+        match (allowed.is_empty(), all.first()) {
+            (false, _) => Ok(allowed),
+            (true, Some(refused)) => Err(format!("{name} resolves to {}; {HINT}", refused.ip())),
+            (true, None) => Err(format!("{name} resolves to no address")),
         }
-        Ok(())
+    }
+}
+
+/// The delivery client's resolver: connections go only to the addresses the rules allow, as
+/// resolved for that connection, so a name cannot pass a check and then point inside when the
+/// client resolves it again (DNS rebinding).
+#[derive(Debug, Clone, Copy)]
+pub struct PinnedResolver(pub UrlRules);
+
+impl reqwest::dns::Resolve for PinnedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let rules = self.0;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let resolved = tokio::net::lookup_host((host.as_str(), 0))
+                .await
+                .map_err(|e| format!("cannot resolve {host}: {e}"))?;
+            let allowed = rules.allowed_addresses(&host, resolved)?;
+            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
+        })
     }
 }
 
@@ -135,5 +159,49 @@ mod tests {
         assert!(open.check("http://127.0.0.1:9000/").is_ok());
         assert!(open.check("http://10.0.0.1/").is_ok());
         assert!(open.check("ftp://example.com/").is_err());
+    }
+
+    #[test]
+    fn resolved_addresses_inside_are_dropped_and_a_name_with_only_those_is_refused() {
+        let strict = UrlRules::default();
+        let inside: SocketAddr = "10.1.2.3:0".parse().expect("address");
+        let outside: SocketAddr = "93.184.216.34:0".parse().expect("address");
+        assert_eq!(
+            strict.allowed_addresses("mixed.example", [inside, outside]),
+            Ok(vec![outside])
+        );
+        let refused = strict
+            .allowed_addresses("rebound.example", [inside])
+            .expect_err("only an internal address");
+        assert!(
+            refused.contains("rebound.example resolves to 10.1.2.3"),
+            "{refused}"
+        );
+        let open = UrlRules {
+            allow_private: true,
+        };
+        assert_eq!(open.allowed_addresses("x", [inside]), Ok(vec![inside]));
+    }
+
+    #[tokio::test]
+    async fn the_delivery_resolver_refuses_a_name_that_resolves_to_loopback() {
+        use reqwest::dns::Resolve;
+        let name = || "localhost".parse::<reqwest::dns::Name>().expect("name");
+        let refused = PinnedResolver(UrlRules::default())
+            .resolve(name())
+            .await
+            .err()
+            .expect("loopback only");
+        assert!(
+            refused.to_string().contains("localhost resolves to"),
+            "{refused}"
+        );
+        let allowed = PinnedResolver(UrlRules {
+            allow_private: true,
+        })
+        .resolve(name())
+        .await
+        .expect("allowed");
+        assert!(allowed.into_iter().all(|a| a.ip().is_loopback()));
     }
 }
