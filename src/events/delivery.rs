@@ -2,7 +2,8 @@
 //!
 //! One job per (endpoint, user) stream (unique key), so a stream's deliveries are sent one
 //! after another in creation order while streams run concurrently, bounded by the runner's
-//! slots, and a slow endpoint holds only its own streams' slots. A run sends the stream's due
+//! slots; an endpoint has at most [`STREAMS_PER_ENDPOINT`] streams in flight per process (the
+//! others wait their turn), so a slow endpoint cannot take every slot from the others. A run sends the stream's due
 //! deliveries in order; the first that fails is scheduled again (`schedule.rs`) and, being the
 //! head, holds the ones behind it until it succeeds or fails for good, so a receiver sees a
 //! user's events in order. The outcomes of a run's attempts are written in one transaction per
@@ -10,6 +11,8 @@
 //! job's attempts; a crash between a send and its record re-sends it (at least once, same
 //! `webhook-id`).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -46,11 +49,37 @@ pub fn job(endpoint: &Endpoint, user_key: &str, at: DateTime<Utc>) -> NewJob {
     }
 }
 
+/// Streams of one endpoint sent at once by one process: a slow endpoint holds at most this
+/// many of the runner's slots (8 by default), so the others keep serving every other endpoint.
+pub const STREAMS_PER_ENDPOINT: usize = 2;
+
+/// How long a stream waits when its endpoint has [`STREAMS_PER_ENDPOINT`] streams in flight.
+const BUSY_WAIT: Duration = Duration::from_millis(500);
+
 /// The `webhook.deliver` handler.
 #[derive(Debug, Clone)]
 pub struct Deliverer {
     client: reqwest::Client,
     rules: UrlRules,
+    in_flight: Arc<Mutex<HashMap<Uuid, usize>>>,
+}
+
+/// One of an endpoint's [`STREAMS_PER_ENDPOINT`] places, given back when dropped.
+struct Place {
+    in_flight: Arc<Mutex<HashMap<Uuid, usize>>>,
+    endpoint: Uuid,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.endpoint) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.endpoint);
+            }
+        }
+    }
 }
 
 impl Deliverer {
@@ -65,7 +94,25 @@ impl Deliverer {
             .pool_max_idle_per_host(4)
             .dns_resolver(std::sync::Arc::new(super::url_rules::PinnedResolver(rules)))
             .build()?;
-        Ok(Deliverer { client, rules })
+        Ok(Deliverer {
+            client,
+            rules,
+            in_flight: Arc::default(),
+        })
+    }
+
+    /// A place among the endpoint's streams in flight, if one is free.
+    fn place(&self, endpoint: Uuid) -> Option<Place> {
+        let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(endpoint).or_default();
+        if *n >= STREAMS_PER_ENDPOINT {
+            return None;
+        }
+        *n += 1;
+        Some(Place {
+            in_flight: self.in_flight.clone(),
+            endpoint,
+        })
     }
 }
 
@@ -170,6 +217,9 @@ impl JobHandler for Deliverer {
     async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
         let (endpoint_id, user_key) = parse_payload(&payload)
             .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+        let Some(_place) = self.place(endpoint_id) else {
+            return Ok(Outcome::RetryAt(ctx.now() + span(BUSY_WAIT)));
+        };
         let meta = &ctx.meta;
         let endpoint = {
             let mut conn = meta.reader().await.map_err(retry)?;

@@ -271,6 +271,56 @@ async fn deliveries_keep_creation_order_per_endpoint_and_user() {
     assert_verified(&secret, &got);
 }
 
+/// A slow endpoint (2 s per answer) with streams for eight users holds at most
+/// `STREAMS_PER_ENDPOINT` of the runner's eight slots: another team's event is delivered while
+/// the slow endpoint's first answers are still outstanding, not after them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_endpoint_does_not_delay_another_teams_deliveries() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), ALLOW, None);
+    let other = events_support::create_team(dir.path(), "globex");
+    let slow = Receiver::start_slow(true, Duration::from_secs(2)).await;
+    let fast = Receiver::start(true).await;
+    server.endpoint(&slow.url, None).await;
+    let (status, _) = server
+        .call(
+            "POST",
+            "/v2/team/webhooks",
+            &other,
+            Some(json!({ "url": fast.url })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    for n in 0..8 {
+        let user = server.user(&format!("u{n}")).await;
+        server
+            .post(&format!("/v2/user/{user}/data"), push_body(0, 3, 60.0))
+            .await;
+    }
+    server.events_until("", 16).await;
+    let (status, _) = server
+        .call(
+            "POST",
+            "/v2/team/events/test",
+            &other,
+            Some(json!({"event_type": "provider.connection.created"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let got = fast
+        .wait_for(WAIT, "the other team's event", |g| !g.is_empty())
+        .await;
+    let slow_got = slow
+        .wait_for(WAIT, "three slow answers", |g| g.len() >= 3)
+        .await;
+    let mut answered: Vec<std::time::Instant> = slow_got.iter().map(|r| r.at).collect();
+    answered.sort();
+    assert!(
+        got[0].at < answered[2],
+        "the other team's event waited for the slow endpoint"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rotation_signs_with_both_secrets_during_the_overlap() {
     let dir = tempfile::tempdir().unwrap();

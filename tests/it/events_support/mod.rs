@@ -154,6 +154,8 @@ impl Server {
 pub struct Received {
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// When the receiver answered it.
+    pub at: Instant,
 }
 
 impl Received {
@@ -180,7 +182,8 @@ impl Received {
     }
 }
 
-/// A webhook receiver: records every request; answers 503 while down (counted as refused).
+/// A webhook receiver: records every request; answers 503 while down (counted as refused),
+/// after `delay` when it is slow.
 #[derive(Clone)]
 pub struct Receiver {
     pub url: String,
@@ -191,6 +194,10 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn start(up: bool) -> Receiver {
+        Receiver::start_slow(up, Duration::ZERO).await
+    }
+
+    pub async fn start_slow(up: bool, delay: Duration) -> Receiver {
         let got: Arc<Mutex<Vec<Received>>> = Arc::default();
         let refused: Arc<Mutex<Vec<Received>>> = Arc::default();
         let flag = Arc::new(AtomicBool::new(up));
@@ -200,7 +207,9 @@ impl Receiver {
             axum::routing::post(move |headers: HeaderMap, body: Bytes| {
                 let (g, r, f) = (g.clone(), r.clone(), f.clone());
                 async move {
+                    tokio::time::sleep(delay).await;
                     let received = Received {
+                        at: Instant::now(),
                         headers: headers
                             .iter()
                             .map(|(k, v)| {
