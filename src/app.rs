@@ -71,13 +71,15 @@ pub fn webhook_hint(addr: &std::net::SocketAddr, key: &str, args: &ServeArgs) ->
     )
 }
 
-/// The job kinds this process runs: compaction, announcing pushes, webhook delivery.
+/// The job kinds this process runs: compaction, announcing pushes, webhook delivery, event
+/// retention.
 pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
     let registry = crate::jobs::Registry::new()
         .register(crate::jobs::compaction::Compaction::new(
             state.health.clone(),
         ))
-        .register(crate::data::announce::Announcer::new(state.health.clone()));
+        .register(crate::data::announce::Announcer::new(state.health.clone()))
+        .register(crate::events::retention::Pruner);
     match crate::events::delivery::Deliverer::new(state.webhooks) {
         Ok(deliverer) => registry.register(deliverer),
         Err(error) => {
@@ -88,14 +90,17 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
     }
 }
 
-/// Starts the background job runner; stop it with `shutdown` after the server stopped.
-pub fn spawn_jobs(state: &AppState) -> crate::jobs::RunnerHandle {
-    crate::jobs::Runner::new(
+/// Starts the background job runner, after making sure the standing jobs exist (event
+/// retention); stop it with `shutdown` after the server stopped.
+pub async fn spawn_jobs(state: &AppState) -> anyhow::Result<crate::jobs::RunnerHandle> {
+    let prune = crate::events::retention::job(crate::store::metadata::now());
+    crate::jobs::enqueue_now(&state.meta, &prune).await?;
+    Ok(crate::jobs::Runner::new(
         state.meta.clone(),
         job_registry(state),
         crate::jobs::RunnerConfig::default(),
     )
-    .spawn()
+    .spawn())
 }
 
 /// The demo team's key: read from the data dir, or (first start) a new team `demo` and key,

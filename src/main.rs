@@ -30,7 +30,7 @@ async fn main() -> anyhow::Result<()> {
                 demo_key = Some(key);
             }
             let shutdown = wearhouse::app::shutdown_signal()?;
-            let jobs = wearhouse::app::spawn_jobs(&state);
+            let jobs = wearhouse::app::spawn_jobs(&state).await?;
             let listener = tokio::net::TcpListener::bind(args.listen).await?;
             println!("listening on http://{}", listener.local_addr()?);
             if let Some(key) = demo_key {

@@ -11,7 +11,7 @@
 //!   cursor is the last event's id. Deliveries are listed newest first, one row per (event,
 //!   endpoint) with its last attempt (status code, time, duration, error) and next attempt.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -25,9 +25,6 @@ use crate::store::metadata::webhooks;
 use crate::store::metadata::{MetadataError, MetadataStore, now};
 use crate::users::render_time;
 use crate::validation::{Invalid, ObjectReader, Violation};
-
-/// How long events are kept (and listed).
-pub const RETENTION: Duration = Duration::days(30);
 
 /// A delivery as the API shows it.
 pub fn render_delivery(d: &Delivery) -> Value {
@@ -229,7 +226,7 @@ pub async fn events(
     cursor: Option<Uuid>,
     limit: i64,
 ) -> Result<(Vec<StoredEvent>, Option<Uuid>), EventsError> {
-    let kept_from = now() - RETENTION;
+    let kept_from = now() - super::retention::KEEP;
     let filter = EventFilter {
         team,
         user,

@@ -9,6 +9,7 @@
 //!   subscribed endpoint, and the job of each (endpoint, user) stream;
 //! - [`delivery`]: the `webhook.deliver` job kind on the durable runner ([`crate::jobs`]);
 //! - [`signing`], [`schedule`], [`url_rules`]: signatures, the retry schedule, SSRF rules;
+//! - [`retention`]: events are kept 30 days (the `events.prune` job);
 //! - [`endpoints`], [`history`]: the team's operations behind `/v2/team/webhooks` and
 //!   `/v2/team/events`.
 //!
@@ -19,6 +20,7 @@ pub mod endpoints;
 pub mod envelope;
 pub mod history;
 pub mod outbox;
+pub mod retention;
 pub mod schedule;
 pub mod signing;
 pub mod types;

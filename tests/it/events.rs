@@ -81,7 +81,7 @@ async fn push_events_are_signed_shaped_like_the_getters_and_created_once() {
     changed["sleep"][0]["rem"] = json!(6300);
     server.post(&format!("/v2/user/{user}/data"), changed).await;
     server
-        .events_until("&event_type=daily.data.sleep.updated", 1)
+        .events_until("&event_type=daily.data.sleep.updated", 1, WAIT)
         .await;
     let events = server.events("").await;
     let new: Vec<&Value> = events[before..].iter().collect();
@@ -114,7 +114,7 @@ async fn new_samples_are_created_and_changed_samples_updated() {
     body["timeseries"]["heartrate"][3]["value"] = json!(61.0);
     server.post(&format!("/v2/user/{user}/data"), body).await;
     server
-        .events_until("&event_type=daily.data.heartrate.updated", 1)
+        .events_until("&event_type=daily.data.heartrate.updated", 1, WAIT)
         .await;
     let events = server.events(&format!("&user_id={user}")).await;
     let types: Vec<&str> = events
@@ -158,9 +158,10 @@ async fn receiver_down_at_first_gets_the_event_later_with_the_same_id() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let pending = server
-        .get(&format!(
-            "/v2/team/webhooks/{endpoint}/deliveries?status=pending"
-        ))
+        .get_when(
+            &format!("/v2/team/webhooks/{endpoint}/deliveries?status=pending"),
+            |a| a["deliveries"][0]["attempts"] == 1,
+        )
         .await;
     let d = &pending["deliveries"][0];
     assert_eq!(d["attempts"], 1);
@@ -178,7 +179,9 @@ async fn receiver_down_at_first_gets_the_event_later_with_the_same_id() {
     );
     assert_verified(&secret, &got);
     let done = server
-        .get(&format!("/v2/team/webhooks/{endpoint}/deliveries"))
+        .get_when(&format!("/v2/team/webhooks/{endpoint}/deliveries"), |a| {
+            a["deliveries"][0]["status"] != "pending"
+        })
         .await;
     assert_eq!(done["deliveries"][0]["status"], "succeeded");
     assert_eq!(done["deliveries"][0]["attempts"], 2);
@@ -206,8 +209,14 @@ async fn events_pending_at_a_sigkill_are_all_delivered_after_restart() {
     server.kill();
     rx.up.store(true, std::sync::atomic::Ordering::SeqCst);
     let server = Server::start(dir.path(), ALLOW, Some(key));
+    // An announcement running at the kill is taken over once the dead runner's lease (60 s)
+    // expires.
     let expected: HashSet<String> = server
-        .events_until("&event_type=daily.data.heartrate.created", 5)
+        .events_until(
+            "&event_type=daily.data.heartrate.created",
+            5,
+            Duration::from_secs(100),
+        )
         .await
         .iter()
         .map(|e| e["id"].as_str().unwrap().to_owned())
@@ -271,15 +280,16 @@ async fn deliveries_keep_creation_order_per_endpoint_and_user() {
     assert_verified(&secret, &got);
 }
 
-/// A slow endpoint (2 s per answer) with streams for eight users holds at most
-/// `STREAMS_PER_ENDPOINT` of the runner's eight slots: another team's event is delivered while
-/// the slow endpoint's first answers are still outstanding, not after them.
+/// A slow endpoint (3 s per answer) with streams for eight users holds at most
+/// `STREAMS_PER_ENDPOINT` of the runner's eight slots: another team's event, sent while the
+/// slow endpoint has requests in flight, is delivered before the first of them is answered
+/// (without the cap all eight slots would be waiting on the slow endpoint).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_endpoint_does_not_delay_another_teams_deliveries() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), ALLOW, None);
     let other = events_support::create_team(dir.path(), "globex");
-    let slow = Receiver::start_slow(true, Duration::from_secs(2)).await;
+    let slow = Receiver::start_slow(true, Duration::from_secs(3)).await;
     let fast = Receiver::start(true).await;
     server.endpoint(&slow.url, None).await;
     let (status, _) = server
@@ -297,7 +307,13 @@ async fn a_slow_endpoint_does_not_delay_another_teams_deliveries() {
             .post(&format!("/v2/user/{user}/data"), push_body(0, 3, 60.0))
             .await;
     }
-    server.events_until("", 16).await;
+    let started = std::time::Instant::now();
+    while slow.started.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        assert!(started.elapsed() < WAIT, "the slow endpoint got no request");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let the runner take whatever slots it would give the slow endpoint.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let (status, _) = server
         .call(
             "POST",
@@ -311,12 +327,11 @@ async fn a_slow_endpoint_does_not_delay_another_teams_deliveries() {
         .wait_for(WAIT, "the other team's event", |g| !g.is_empty())
         .await;
     let slow_got = slow
-        .wait_for(WAIT, "three slow answers", |g| g.len() >= 3)
+        .wait_for(WAIT, "the first slow answer", |g| !g.is_empty())
         .await;
-    let mut answered: Vec<std::time::Instant> = slow_got.iter().map(|r| r.at).collect();
-    answered.sort();
+    let first_answer = slow_got.iter().map(|r| r.at).min().unwrap();
     assert!(
-        got[0].at < answered[2],
+        got[0].at < first_answer,
         "the other team's event waited for the slow endpoint"
     );
 }
@@ -929,4 +944,81 @@ async fn an_unreleased_push_is_announced_at_its_expiry_if_it_committed_and_dropp
         .await
         .unwrap();
     assert_eq!((again.pushes, again.dropped, again.events), (0, 0, 0));
+}
+
+/// Events are kept 30 days: older ones go with their deliveries, except while a delivery of
+/// theirs is still pending; newer ones stay.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_older_than_30_days_are_pruned_once_delivered() {
+    use wearhouse::events::{Event, EventType, UrlRules, endpoints, history, outbox, retention};
+    use wearhouse::store::metadata::MetadataStore;
+    use wearhouse::store::metadata::deliveries::fail_pending;
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
+    let meta = MetadataStore::connect(&url).await.unwrap();
+    let (quiet, _) = meta.create_team("quiet").await.unwrap();
+    let (hooked, _) = meta.create_team("hooked").await.unwrap();
+    let rules = UrlRules {
+        allow_private: true,
+    };
+    let endpoint = endpoints::create(
+        &meta,
+        &rules,
+        hooked.id,
+        &json!({"url": "http://127.0.0.1:9/h"}),
+    )
+    .await
+    .unwrap();
+    let now = chrono::Utc::now();
+    let old = now - retention::KEEP - chrono::Duration::hours(1);
+    let recent = now - retention::KEEP + chrono::Duration::hours(1);
+    let event = |n: i64| Event {
+        event_type: EventType::DailyCreated("steps"),
+        user: None,
+        data: json!({ "n": n }),
+    };
+    for (team, at, n) in [
+        (quiet.id, old, 0),
+        (quiet.id, recent, 1),
+        (hooked.id, old, 2),
+    ] {
+        let mut tx = meta.begin().await.unwrap();
+        outbox::enqueue(&mut tx, team, &[event(n)], at)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    // Stored rows, whether or not the listing (which shows 30 days) would show them.
+    let listed = |team: uuid::Uuid| {
+        let meta = meta.clone();
+        async move {
+            let mut conn = meta.reader().await.unwrap();
+            sqlx::query_scalar::<_, String>("SELECT body FROM events WHERE team_id = $1")
+                .bind(team.to_string())
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(retention::prune(&meta, now).await.unwrap(), 1);
+    let quiet_left = listed(quiet.id).await;
+    assert_eq!(quiet_left.len(), 1, "the recent event stays");
+    assert!(quiet_left[0].contains(r#""n":1"#), "{quiet_left:?}");
+    assert_eq!(
+        listed(hooked.id).await.len(),
+        1,
+        "an old event with a pending delivery stays"
+    );
+    let mut conn = meta.writer().await.unwrap();
+    fail_pending(&mut conn, endpoint.id, "gave up")
+        .await
+        .unwrap();
+    drop(conn);
+    assert_eq!(retention::prune(&meta, now).await.unwrap(), 1);
+    assert!(listed(hooked.id).await.is_empty());
+    let (deliveries, _) = history::deliveries(&meta, hooked.id, endpoint.id, None, None, 10)
+        .await
+        .unwrap();
+    assert!(deliveries.is_empty(), "its deliveries went with it");
 }

@@ -138,3 +138,40 @@ pub async fn list_events(
         .await?;
     rows.iter().map(event_from_row).collect()
 }
+
+/// Removes up to `limit` events created before `cutoff`, with their deliveries, unless one of
+/// those is still pending (it is removed by a later pass, once sent or failed). Answers how
+/// many events it removed.
+pub async fn prune_events(
+    conn: &mut AnyConnection,
+    cutoff: DateTime<Utc>,
+    limit: i64,
+) -> Result<u64, MetadataError> {
+    let ids: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM events e WHERE created_at < $1 AND NOT EXISTS \
+         (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'pending') \
+         ORDER BY created_at LIMIT $2",
+    )
+    .bind(ts(cutoff))
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let list = (1..=ids.len())
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    for sql in [
+        format!("DELETE FROM webhook_deliveries WHERE event_id IN ({list})"),
+        format!("DELETE FROM events WHERE id IN ({list})"),
+    ] {
+        let mut query = sqlx::query(&sql);
+        for id in &ids {
+            query = query.bind(id);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(ids.len() as u64)
+}

@@ -113,10 +113,27 @@ impl Server {
     }
 
     /// Every stored event of the team, oldest first, following cursors.
-    /// The stored events once there are at least `n` (announcing a push happens just after
-    /// it, on the job runner), or panics after `WAIT`.
-    pub async fn events_until(&self, query: &str, n: usize) -> Vec<Value> {
+    /// `GET path` once `done` holds for its answer (the runner records an attempt just after
+    /// the receiver answers it), or panics after `WAIT`.
+    pub async fn get_when(&self, path: &str, done: impl Fn(&Value) -> bool) -> Value {
         let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let answer = self.get(path).await;
+            if done(&answer) {
+                return answer;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "GET {path} after {WAIT:?}: {answer}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The stored events once there are at least `n` (announcing a push happens just after
+    /// it, on the job runner), or panics after `limit`.
+    pub async fn events_until(&self, query: &str, n: usize, limit: Duration) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + limit;
         loop {
             let events = self.events(query).await;
             if events.len() >= n {
@@ -124,7 +141,7 @@ impl Server {
             }
             assert!(
                 std::time::Instant::now() < deadline,
-                "{} events of {query:?} after {WAIT:?}, expected {n}",
+                "{} events of {query:?} after {limit:?}, expected {n}",
                 events.len()
             );
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -190,6 +207,8 @@ pub struct Receiver {
     pub got: Arc<Mutex<Vec<Received>>>,
     pub refused: Arc<Mutex<Vec<Received>>>,
     pub up: Arc<AtomicBool>,
+    /// Requests received so far, answered or not.
+    pub started: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Receiver {
@@ -201,12 +220,14 @@ impl Receiver {
         let got: Arc<Mutex<Vec<Received>>> = Arc::default();
         let refused: Arc<Mutex<Vec<Received>>> = Arc::default();
         let flag = Arc::new(AtomicBool::new(up));
-        let (g, r, f) = (got.clone(), refused.clone(), flag.clone());
+        let started: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+        let (g, r, f, s) = (got.clone(), refused.clone(), flag.clone(), started.clone());
         let app = axum::Router::new().route(
             "/hook",
             axum::routing::post(move |headers: HeaderMap, body: Bytes| {
-                let (g, r, f) = (g.clone(), r.clone(), f.clone());
+                let (g, r, f, s) = (g.clone(), r.clone(), f.clone(), s.clone());
                 async move {
+                    s.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(delay).await;
                     let received = Received {
                         at: Instant::now(),
@@ -236,6 +257,7 @@ impl Receiver {
             got,
             refused,
             up: flag,
+            started,
         }
     }
 
