@@ -1,4 +1,4 @@
--- Announcing pushes (src/data/announce.rs). Portable SQL, like 0001-0003.
+-- Announcing pushes (src/data/announce.rs) and delivery attempts. Portable SQL, like 0001-0003.
 --
 -- A push no longer writes its events before its data (0003's holds): it writes one small
 -- `push_events` row, its plan (what each record of the push is: created or updated, found by
@@ -24,3 +24,16 @@ DROP INDEX events_held;
 DELETE FROM events WHERE hold_token IS NOT NULL;
 ALTER TABLE events DROP COLUMN hold_token;
 ALTER TABLE events DROP COLUMN hold_expires_at;
+
+-- Every attempt of a delivery (GET /v2/team/webhooks/{id}/deliveries shows them with each
+-- delivery); the delivery row keeps the latest outcome. Removed with its delivery.
+CREATE TABLE webhook_attempts (
+    id            TEXT PRIMARY KEY,
+    delivery_id   TEXT NOT NULL,
+    attempted_at  TEXT NOT NULL,
+    status_code   BIGINT,
+    duration_ms   BIGINT NOT NULL,
+    error         TEXT
+);
+
+CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts (delivery_id, attempted_at, id);

@@ -19,14 +19,15 @@ use super::endpoints::EventsError;
 use super::types::{EventType, matches};
 use super::{Event, outbox};
 use crate::loc;
-use crate::store::metadata::deliveries::{Delivery, DeliveryStatus, list_deliveries};
+use crate::store::metadata::deliveries::{Delivery, DeliveryStatus, attempts_of, list_deliveries};
 use crate::store::metadata::events::{EventFilter, EventPosition, StoredEvent, event, list_events};
 use crate::store::metadata::webhooks;
 use crate::store::metadata::{MetadataError, MetadataStore, now};
 use crate::users::render_time;
 use crate::validation::{Invalid, ObjectReader, Violation};
 
-/// A delivery as the API shows it.
+/// A delivery as the API shows it: its latest outcome, and `history`, every attempt (status
+/// code, time, duration, error).
 pub fn render_delivery(d: &Delivery) -> Value {
     json!({
         "id": d.id,
@@ -40,6 +41,12 @@ pub fn render_delivery(d: &Delivery) -> Value {
         "error": d.last_error,
         "next_attempt_at": d.next_attempt_at.filter(|_| d.status == DeliveryStatus::Pending).map(render_time),
         "created_at": render_time(d.created_at),
+        "history": d.history.iter().map(|a| json!({
+            "attempted_at": render_time(a.attempted_at),
+            "status_code": a.status_code,
+            "duration_ms": a.duration_ms,
+            "error": a.error,
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -66,7 +73,13 @@ pub async fn deliveries(
         }
     };
     let page = list_deliveries(&mut conn, id, status, after, limit + 1).await?;
-    Ok(split_page(page, limit, |d| d.id))
+    let (mut page, next) = split_page(page, limit, |d| d.id);
+    let ids: Vec<Uuid> = page.iter().map(|d| d.id).collect();
+    let mut attempts = attempts_of(&mut conn, &ids).await?;
+    for d in &mut page {
+        d.history = attempts.remove(&d.id).unwrap_or_default();
+    }
+    Ok((page, next))
 }
 
 fn split_page<T>(mut page: Vec<T>, limit: i64, id: impl Fn(&T) -> Uuid) -> (Vec<T>, Option<Uuid>) {

@@ -185,6 +185,15 @@ async fn receiver_down_at_first_gets_the_event_later_with_the_same_id() {
         .await;
     assert_eq!(done["deliveries"][0]["status"], "succeeded");
     assert_eq!(done["deliveries"][0]["attempts"], 2);
+    let history = done["deliveries"][0]["history"].as_array().unwrap();
+    let codes: Vec<&Value> = history.iter().map(|a| &a["status_code"]).collect();
+    assert_eq!(
+        codes,
+        [&json!(503), &json!(204)],
+        "every attempt, oldest first"
+    );
+    assert!(history[0]["error"].is_string() && history[1]["error"].is_null());
+    assert!(history[0]["attempted_at"].as_str() < history[1]["attempted_at"].as_str());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,6 +1,8 @@
 //! The `webhook_deliveries` table: one event to one endpoint, its attempts' outcome, and the
 //! per-(endpoint, user) streams the delivery worker sends in order.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
@@ -79,6 +81,9 @@ pub struct Delivery {
     pub last_error: Option<String>,
     /// When it was made.
     pub created_at: DateTime<Utc>,
+    /// Its attempts, oldest first, where the reader asked for them ([`attempts_of`]); empty
+    /// otherwise.
+    pub history: Vec<PastAttempt>,
 }
 
 const DELIVERY_COLUMNS: &str = "d.id, d.endpoint_id, d.event_id, e.event_type, e.body, \
@@ -102,6 +107,7 @@ fn delivery_from_row(row: &AnyRow) -> Result<Delivery, MetadataError> {
         last_duration_ms: sqlx::Row::try_get(row, "last_duration_ms")?,
         last_error: get_opt_str(row, "last_error")?,
         created_at: get_time(row, "created_at")?,
+        history: Vec::new(),
     })
 }
 
@@ -172,11 +178,23 @@ pub struct AttemptRecord {
     pub error: Option<String>,
 }
 
-/// Records an attempt's outcome on its delivery.
+/// Records an attempt: its outcome on its delivery, and the attempt in the delivery's history.
 pub async fn record_attempt(
     conn: &mut AnyConnection,
     record: &AttemptRecord,
 ) -> Result<(), MetadataError> {
+    sqlx::query(
+        "INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code, duration_ms, \
+         error) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(Uuid::new_v4().to_string())
+    .bind(record.delivery.to_string())
+    .bind(ts(record.attempted_at))
+    .bind(record.status_code)
+    .bind(record.duration_ms)
+    .bind(record.error.clone())
+    .execute(&mut *conn)
+    .await?;
     sqlx::query(
         "UPDATE webhook_deliveries SET status = $2, attempts = $3, next_attempt_at = $4, \
          last_attempt_at = $5, last_status_code = $6, last_duration_ms = $7, last_error = $8 \
@@ -259,14 +277,67 @@ pub async fn delivery(
     row.as_ref().map(delivery_from_row).transpose()
 }
 
-/// Removes every delivery of an endpoint.
+/// Removes every delivery of an endpoint, with their attempts.
 pub async fn delete_deliveries(
     conn: &mut AnyConnection,
     endpoint: Uuid,
 ) -> Result<(), MetadataError> {
-    sqlx::query("DELETE FROM webhook_deliveries WHERE endpoint_id = $1")
-        .bind(endpoint.to_string())
-        .execute(conn)
-        .await?;
+    for sql in [
+        "DELETE FROM webhook_attempts WHERE delivery_id IN \
+         (SELECT id FROM webhook_deliveries WHERE endpoint_id = $1)",
+        "DELETE FROM webhook_deliveries WHERE endpoint_id = $1",
+    ] {
+        sqlx::query(sql)
+            .bind(endpoint.to_string())
+            .execute(&mut *conn)
+            .await?;
+    }
     Ok(())
+}
+
+/// One past attempt of a delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PastAttempt {
+    /// When it started.
+    pub attempted_at: DateTime<Utc>,
+    /// The answer's status code, if one came.
+    pub status_code: Option<i64>,
+    /// How long it took.
+    pub duration_ms: i64,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// The attempts of each of `deliveries`, oldest first.
+pub async fn attempts_of(
+    conn: &mut AnyConnection,
+    deliveries: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<PastAttempt>>, MetadataError> {
+    let mut out: HashMap<Uuid, Vec<PastAttempt>> = HashMap::new();
+    if deliveries.is_empty() {
+        return Ok(out);
+    }
+    let list = (1..=deliveries.len())
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT delivery_id, attempted_at, status_code, duration_ms, error FROM webhook_attempts \
+         WHERE delivery_id IN ({list}) ORDER BY attempted_at, id"
+    );
+    let mut query = sqlx::query(&sql);
+    for id in deliveries {
+        query = query.bind(id.to_string());
+    }
+    for row in query.fetch_all(conn).await? {
+        out.entry(get_uuid(&row, "delivery_id")?)
+            .or_default()
+            .push(PastAttempt {
+                attempted_at: get_time(&row, "attempted_at")?,
+                status_code: sqlx::Row::try_get(&row, "status_code")?,
+                duration_ms: sqlx::Row::try_get(&row, "duration_ms")?,
+                error: get_opt_str(&row, "error")?,
+            });
+    }
+    Ok(out)
 }

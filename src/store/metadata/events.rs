@@ -164,6 +164,10 @@ pub async fn prune_events(
         .collect::<Vec<_>>()
         .join(", ");
     for sql in [
+        format!(
+            "DELETE FROM webhook_attempts WHERE delivery_id IN \
+             (SELECT id FROM webhook_deliveries WHERE event_id IN ({list}))"
+        ),
         format!("DELETE FROM webhook_deliveries WHERE event_id IN ({list})"),
         format!("DELETE FROM events WHERE id IN ({list})"),
     ] {
