@@ -711,20 +711,13 @@ async fn failing_deliveries_follow_the_schedule_then_fail_and_the_endpoint_is_di
     use std::sync::Arc;
     use wearhouse::events::{UrlRules, delivery::Deliverer, endpoints, outbox};
     use wearhouse::jobs::{ManualClock, Registry, Runner, RunnerConfig};
-    use wearhouse::store::metadata::MetadataStore;
     use wearhouse::store::metadata::deliveries::list_deliveries;
 
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
-    let meta = MetadataStore::connect(&url).await.unwrap();
+    let meta = events_support::sqlite_meta(dir.path()).await;
     let (team, _) = meta.create_team("acme").await.unwrap();
     let rx = Receiver::start(false).await;
-    let rules = UrlRules {
-        allow_private: true,
-    };
-    let endpoint = endpoints::create(&meta, &rules, team.id, &json!({"url": rx.url}))
-        .await
-        .unwrap();
+    let endpoint = events_support::endpoint_at(&meta, team.id, &rx.url).await;
     // A little ahead of the system clock, which dates the jobs the outbox enqueues.
     let clock = Arc::new(ManualClock::new(
         chrono::Utc::now() + chrono::Duration::seconds(2),
@@ -735,7 +728,12 @@ async fn failing_deliveries_follow_the_schedule_then_fail_and_the_endpoint_is_di
     };
     let runner = Runner::new(
         meta.clone(),
-        Registry::new().register(Deliverer::new(rules).unwrap()),
+        Registry::new().register(
+            Deliverer::new(UrlRules {
+                allow_private: true,
+            })
+            .unwrap(),
+        ),
         config,
     )
     .with_clock(clock.clone())
@@ -849,30 +847,19 @@ async fn failing_deliveries_follow_the_schedule_then_fail_and_the_endpoint_is_di
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unreleased_push_is_announced_at_its_expiry_if_it_committed_and_dropped_if_not() {
     use wearhouse::data::announce;
-    use wearhouse::events::{UrlRules, endpoints, history};
+    use wearhouse::events::history;
     use wearhouse::store::health::HealthStore;
-    use wearhouse::store::metadata::{MetadataStore, NewUser};
+    use wearhouse::store::metadata::NewUser;
 
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
-    let meta = MetadataStore::connect(&url).await.unwrap();
+    let meta = events_support::sqlite_meta(dir.path()).await;
     let health = HealthStore::open(
         &dir.path().join("health").display().to_string(),
         Default::default(),
     )
     .unwrap();
     let (team, _) = meta.create_team("acme").await.unwrap();
-    let rules = UrlRules {
-        allow_private: true,
-    };
-    let endpoint = endpoints::create(
-        &meta,
-        &rules,
-        team.id,
-        &json!({"url": "http://127.0.0.1:9/h"}),
-    )
-    .await
-    .unwrap();
+    let endpoint = events_support::endpoint_at(&meta, team.id, "http://127.0.0.1:9/h").await;
     let user = meta
         .create_user(
             team.id,
@@ -959,26 +946,14 @@ async fn an_unreleased_push_is_announced_at_its_expiry_if_it_committed_and_dropp
 /// theirs is still pending; newer ones stay.
 #[tokio::test(flavor = "multi_thread")]
 async fn events_older_than_30_days_are_pruned_once_delivered() {
-    use wearhouse::events::{Event, EventType, UrlRules, endpoints, history, outbox, retention};
-    use wearhouse::store::metadata::MetadataStore;
+    use wearhouse::events::{Event, EventType, history, outbox, retention};
     use wearhouse::store::metadata::deliveries::fail_pending;
 
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
-    let meta = MetadataStore::connect(&url).await.unwrap();
+    let meta = events_support::sqlite_meta(dir.path()).await;
     let (quiet, _) = meta.create_team("quiet").await.unwrap();
     let (hooked, _) = meta.create_team("hooked").await.unwrap();
-    let rules = UrlRules {
-        allow_private: true,
-    };
-    let endpoint = endpoints::create(
-        &meta,
-        &rules,
-        hooked.id,
-        &json!({"url": "http://127.0.0.1:9/h"}),
-    )
-    .await
-    .unwrap();
+    let endpoint = events_support::endpoint_at(&meta, hooked.id, "http://127.0.0.1:9/h").await;
     let now = chrono::Utc::now();
     let old = now - retention::KEEP - chrono::Duration::hours(1);
     let recent = now - retention::KEEP + chrono::Duration::hours(1);

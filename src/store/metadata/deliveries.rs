@@ -317,10 +317,7 @@ pub async fn attempts_of(
     if deliveries.is_empty() {
         return Ok(out);
     }
-    let list = (1..=deliveries.len())
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = super::placeholders(deliveries.len());
     let sql = format!(
         "SELECT delivery_id, attempted_at, status_code, duration_ms, error FROM webhook_attempts \
          WHERE delivery_id IN ({list}) ORDER BY attempted_at, id"

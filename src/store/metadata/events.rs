@@ -159,10 +159,7 @@ pub async fn prune_events(
     if ids.is_empty() {
         return Ok(0);
     }
-    let list = (1..=ids.len())
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = super::placeholders(ids.len());
     for sql in [
         format!(
             "DELETE FROM webhook_attempts WHERE delivery_id IN \

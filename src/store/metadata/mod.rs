@@ -196,6 +196,14 @@ pub(crate) fn now() -> DateTime<Utc> {
 }
 
 /// Renders an instant the way every column stores it.
+/// `$1, $2, ..., $n`: the placeholders of an `IN (...)` list of `n` bound values.
+pub(crate) fn placeholders(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }

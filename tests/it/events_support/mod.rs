@@ -348,3 +348,25 @@ pub fn push_body(start: i64, samples: i64, bpm: f64) -> Value {
         .collect();
     json!({ "provider": "oura", "timeseries": { "heartrate": hr } })
 }
+
+/// A SQLite metadata store in `dir`, for tests below the HTTP layer.
+pub async fn sqlite_meta(dir: &Path) -> wearhouse::store::metadata::MetadataStore {
+    let url = format!("sqlite://{}?mode=rwc", dir.join("meta.db").display());
+    wearhouse::store::metadata::MetadataStore::connect(&url)
+        .await
+        .unwrap()
+}
+
+/// Registers an endpoint of `team` at `url` (private addresses allowed).
+pub async fn endpoint_at(
+    meta: &wearhouse::store::metadata::MetadataStore,
+    team: uuid::Uuid,
+    url: &str,
+) -> wearhouse::store::metadata::webhooks::Endpoint {
+    let rules = wearhouse::events::UrlRules {
+        allow_private: true,
+    };
+    wearhouse::events::endpoints::create(meta, &rules, team, &json!({ "url": url }))
+        .await
+        .unwrap()
+}
