@@ -335,8 +335,15 @@ async fn changed(
         // Summaries are keyed by id, not time: a stored version may be anywhere.
         Dataset::Table(_) => None,
     };
-    let stored = super::read(store, user, dataset, window, Some(provider)).await?;
+    let stored = super::read(store, user, dataset, window.clone(), Some(provider)).await?;
     let stored = keep_source(stored, source_type)?;
+    if let (true, Some(w)) = (stored.is_empty(), &window) {
+        // Nothing stored in the window: every sample is new (the common push).
+        let last = w.end.timestamp_micros() - 1;
+        return Ok(Some(Changed::Time {
+            runs: vec![(w.start.timestamp_micros(), last, Change::Created)],
+        }));
+    }
     let (batch, user) = (batch.clone(), user.clone());
     let changed = tokio::task::spawn_blocking(move || match dataset {
         Dataset::Timeseries(_) => Ok::<_, DataError>(Changed::Time {
