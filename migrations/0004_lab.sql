@@ -52,6 +52,9 @@ CREATE INDEX lab_orders_by_status ON lab_orders (team_id, status, created_at, id
 CREATE INDEX lab_orders_by_updated ON lab_orders (team_id, updated_at);
 CREATE INDEX lab_orders_by_user ON lab_orders (team_id, user_id, created_at);
 CREATE INDEX lab_orders_by_method ON lab_orders (team_id, method, created_at, id);
+-- Counting a page's total under the common pair of filters (method and status) reads this
+-- index alone.
+CREATE INDEX lab_orders_by_method_status ON lab_orders (team_id, method, status);
 
 -- X-Idempotency-Key of POST /v3/order: the first answer per (team, key), replayed for 24 h.
 -- status NULL while the first request is still running (a duplicate then answers 409).

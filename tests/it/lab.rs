@@ -7,10 +7,12 @@
 //!   distances, PSC import;
 //! - [`orders`]: creation rules, idempotency, transitions, cancellation, results, the PDF;
 //! - [`list`]: every filter, sort and page of `GET /v3/orders`;
-//! - [`appointments`]: availability, the four booking paths, reschedule, cancel.
+//! - [`appointments`]: availability, the four booking paths, reschedule, cancel;
+//! - [`bench_scenario`]: the bench's seeding and self-checks, small.
 
 mod appointments;
 mod area;
+mod bench_scenario;
 mod catalogue;
 mod list;
 mod orders;

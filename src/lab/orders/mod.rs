@@ -20,10 +20,19 @@ use super::model::order::{
     CreateOrder, Order, OrderCreated, OrderDetails, OrderDetailsData, OrderEvent, OrderLabTest,
     OrderTransaction, PatchOrder, Shipment, TransactionOrder,
 };
+use super::sandbox::{LabProvider, SandboxLab};
 use super::states;
 use crate::events::{Event, EventType, EventUser, outbox};
 use crate::store::metadata::lab::{lab_tests, orders as store};
 use crate::store::metadata::{MetadataStore, User};
+
+/// `data` of `labtest.result.critical`.
+#[derive(Debug, Clone, serde::Serialize)]
+struct CriticalResult {
+    order_id: Uuid,
+    sample_id: String,
+    interpretation: Interpretation,
+}
 
 /// The row of an order (its document and the list's columns).
 pub fn to_row(o: &Order) -> store::OrderRow {
@@ -199,6 +208,12 @@ pub async fn create(
     }
     let now = crate::store::metadata::now();
     let resolved = validate::check(&req, found, now.date_naive())?;
+    if !SandboxLab.accepts(resolved.lab_id) {
+        return Err(LabError::NotAllowed(format!(
+            "lab {} does not accept orders",
+            resolved.lab_id
+        )));
+    }
     let order = new_order(team, &req, &resolved, now);
     let mut tx = meta.begin().await?;
     store::insert(&mut tx, &to_row(&order)).await?;
@@ -355,7 +370,12 @@ where
                     id: user.id,
                     client_user_id: user.client_user_id.clone(),
                 }),
-                data: serde_json::json!({ "order_id": order.id, "sample_id": order.sample_id }),
+                data: serde_json::to_value(CriticalResult {
+                    order_id: order.id,
+                    sample_id: order.sample_id.clone(),
+                    interpretation: Interpretation::Critical,
+                })
+                .unwrap_or_default(),
             };
             deliveries += outbox::enqueue(&mut tx, team, &[critical], now)
                 .await?

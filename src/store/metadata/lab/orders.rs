@@ -198,9 +198,11 @@ pub async fn list(
         let row: AnyRow = q.fetch_one(&mut *conn).await?;
         sqlx::Row::try_get(&row, 0)?
     };
+    // The page's ids first (sorting and skipping narrow rows, through the indexes), then their
+    // documents: a sort that carried the documents along read every matching row's document.
     let n = query.params.len() + 1;
     let page_sql = format!(
-        "SELECT document FROM lab_orders WHERE {filter} ORDER BY {} LIMIT ${} OFFSET ${}",
+        "SELECT id FROM lab_orders WHERE {filter} ORDER BY {} LIMIT ${} OFFSET ${}",
         query.order_by,
         n + 1,
         n + 2
@@ -210,9 +212,28 @@ pub async fn list(
         .bind(query.offset)
         .fetch_all(&mut *conn)
         .await?;
-    let docs = rows
+    let ids = rows
         .iter()
-        .map(|r| get_str(r, "document"))
+        .map(|r| get_str(r, "id"))
         .collect::<Result<Vec<_>, _>>()?;
+    if ids.is_empty() {
+        return Ok((Vec::new(), total));
+    }
+    let holders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 2)).collect();
+    let docs_sql = format!(
+        "SELECT id, document FROM lab_orders WHERE team_id = $1 AND id IN ({})",
+        holders.join(", ")
+    );
+    let mut q = sqlx::query(&docs_sql).bind(team.to_string());
+    for id in &ids {
+        q = q.bind(id.as_str());
+    }
+    let mut by_id: std::collections::HashMap<String, String> = q
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|r| Ok((get_str(r, "id")?, get_str(r, "document")?)))
+        .collect::<Result<_, MetadataError>>()?;
+    let docs = ids.iter().filter_map(|id| by_id.remove(id)).collect();
     Ok((docs, total))
 }
