@@ -118,6 +118,30 @@ pub fn apply_steps(
     Ok(steps.len())
 }
 
+/// The order as it stood `back` steps before its last event: events, statuses and the
+/// transaction's entry rewound (results and other fields as they are now).
+fn snapshot(order: &Order, back: usize) -> Order {
+    let mut at = order.clone();
+    if back == 0 {
+        return at;
+    }
+    at.events.truncate(at.events.len().saturating_sub(back));
+    let low = at
+        .events
+        .last()
+        .and_then(|e| e.status.rsplit('.').next())
+        .and_then(|l| l.parse::<Low>().ok())
+        .unwrap_or(at.low_level_status);
+    at.low_level_status = low;
+    at.status = states::top(low);
+    for t in &mut at.order_transaction.orders {
+        if t.id == at.id {
+            t.low_level_status = low;
+        }
+    }
+    at
+}
+
 /// Writes a changed order and one `labtest.order.updated` per step, in `conn`'s transaction.
 pub async fn save_changed(
     conn: &mut AnyConnection,
@@ -127,10 +151,13 @@ pub async fn save_changed(
     now: DateTime<Utc>,
 ) -> Result<usize, LabError> {
     store::update(&mut *conn, &to_row(order)).await?;
-    // One event per step, each carrying the order as it stands after the walk (the outbox
-    // keeps their order).
-    let events: Vec<Event> = (0..steps.max(1))
-        .map(|_| order_event(EventType::OrderUpdated, user, order))
+    // One event per step, each carrying the order as it stood after that step (the outbox
+    // keeps their order); a change without a step is one event of the order as it is.
+    let events: Vec<Event> = (1..=steps.max(1))
+        .map(|k| {
+            let at = snapshot(order, steps.max(1) - k);
+            order_event(EventType::OrderUpdated, user, &at)
+        })
         .collect();
     Ok(outbox::enqueue(conn, order.team_id, &events, now)
         .await?

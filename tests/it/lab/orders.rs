@@ -376,4 +376,23 @@ async fn every_change_emits_an_order_event() {
         ],
         "{events}"
     );
+    // Each carries the order as it stood after its step.
+    let list = events["events"].as_array().unwrap();
+    let steps: Vec<String> = list.iter().map(|e| low(&e["data"])).collect();
+    let want = [
+        "ordered",
+        "requisition_created",
+        "transit_customer",
+        "out_for_delivery",
+    ];
+    assert_eq!(steps, want);
+    let lows: Vec<&str> = list
+        .iter()
+        .map(|e| e["data"]["low_level_status"].as_str().unwrap())
+        .collect();
+    assert_eq!(lows, want);
+    assert_eq!(
+        list[1]["data"]["order_transaction"]["orders"][0]["low_level_status"],
+        "requisition_created"
+    );
 }
