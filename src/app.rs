@@ -78,13 +78,14 @@ pub fn webhook_hint(addr: &std::net::SocketAddr, key: &str, args: &ServeArgs) ->
 }
 
 /// The job kinds this process runs: compaction, webhook delivery, recovery of held events, the
-/// asynchronous wait of lab appointment bookings.
+/// asynchronous wait of lab appointment bookings, the activation of scheduled lab orders.
 pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
     let registry = crate::jobs::Registry::new()
         .register(crate::jobs::compaction::Compaction::new(
             state.health.clone(),
         ))
-        .register(crate::lab::appointments::confirm::Confirmer);
+        .register(crate::lab::appointments::confirm::Confirmer)
+        .register(crate::lab::orders::activation::Activator);
     match crate::events::delivery::Deliverer::new(state.webhooks) {
         Ok(deliverer) => registry.register(deliverer),
         Err(error) => {

@@ -3,24 +3,23 @@
 //! ([`requisition`]) and the list ([`list`]). Every status change appends an order event,
 //! updates `updated_at` and emits `labtest.order.updated` in the same transaction.
 
+pub mod activation;
+mod create;
 pub mod idempotency;
 pub mod list;
 pub mod requisition;
 pub mod results;
 pub mod validate;
 
+pub use create::create;
+
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use uuid::Uuid;
 
 use super::LabError;
-use super::catalogue::{self, labs};
-use super::model::enums::{ActivationType, Interpretation, Low, Method};
-use super::model::order::{
-    CreateOrder, Order, OrderCreated, OrderDetails, OrderDetailsData, OrderEvent, OrderLabTest,
-    OrderTransaction, PatchOrder, Shipment, TransactionOrder,
-};
-use super::sandbox::{LabProvider, SandboxLab};
+use super::model::enums::{ActivationType, Interpretation, Low};
+use super::model::order::{Order, OrderEvent, PatchOrder};
 use super::states;
 use crate::events::{Event, EventType, EventUser, outbox};
 use crate::store::metadata::lab::{lab_tests, orders as store};
@@ -201,163 +200,6 @@ async fn owner(meta: &MetadataStore, order: &Order) -> Result<User, LabError> {
         .ok_or(LabError::NotFound("User"))
 }
 
-fn sample_id() -> String {
-    use rand::Rng;
-    let mut rng = rand::thread_rng();
-    (0..10)
-        .map(|_| char::from(b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789"[rng.gen_range(0..32)]))
-        .collect()
-}
-
-/// `POST /v3/order`.
-pub async fn create(
-    meta: &MetadataStore,
-    team: Uuid,
-    req: CreateOrder,
-) -> Result<OrderCreated, LabError> {
-    catalogue::ensure_sandbox_tests(meta, team).await?;
-    let user = meta.user(team, req.user_id).await?.ok_or_else(|| {
-        LabError::invalid(
-            crate::validation::Violation::value(
-                crate::loc!["body", "user_id"],
-                "unknown user: no user of this team has this id",
-            )
-            .with_input(req.user_id.to_string().into()),
-        )
-    })?;
-    let ids = validate::lab_test_ids(&req)?;
-    let mut found = Vec::new();
-    {
-        let mut conn = meta.reader().await?;
-        for (id, at) in ids {
-            found.push((lab_tests::get(&mut conn, team, id).await?, at));
-        }
-    }
-    let now = crate::store::metadata::now();
-    let resolved = validate::check(&req, found, now.date_naive())?;
-    if !SandboxLab.accepts(resolved.lab_id) {
-        return Err(LabError::NotAllowed(format!(
-            "lab {} does not accept orders",
-            resolved.lab_id
-        )));
-    }
-    let order = new_order(team, &req, &resolved, now);
-    let mut tx = meta.begin().await?;
-    store::insert(&mut tx, &to_row(&order)).await?;
-    let created = order_event(EventType::OrderCreated, &user, &order);
-    let deliveries = outbox::enqueue(&mut tx, team, &[created], now)
-        .await?
-        .deliveries;
-    tx.commit().await?;
-    if deliveries > 0 {
-        meta.jobs_wake().notify_waiters();
-    }
-    Ok(OrderCreated {
-        order,
-        status: "success".to_owned(),
-        message: "Order submitted".to_owned(),
-    })
-}
-
-fn new_order(
-    team: Uuid,
-    req: &CreateOrder,
-    resolved: &validate::Resolved,
-    now: DateTime<Utc>,
-) -> Order {
-    let id = Uuid::new_v4();
-    let method = resolved.method;
-    let names: Vec<&str> = resolved.tests.iter().map(|t| t.name.as_str()).collect();
-    let descriptions: Vec<&str> = resolved
-        .tests
-        .iter()
-        .map(|t| t.description.as_str())
-        .collect();
-    let scheduled = req.activate_by.is_some_and(|d| d > now.date_naive());
-    let mut address = req.patient_address.clone();
-    if address.receiver_name.is_none() {
-        address.receiver_name = Some(format!(
-            "{} {}",
-            req.patient_details.first_name, req.patient_details.last_name
-        ));
-    }
-    let lab_name = labs::lab(resolved.lab_id)
-        .map(|l| l.name)
-        .unwrap_or_default();
-    Order {
-        id,
-        team_id: team,
-        user_id: req.user_id,
-        patient_details: req.patient_details.clone(),
-        patient_address: address,
-        lab_test: OrderLabTest {
-            name: names.join(" + "),
-            description: descriptions.join(" "),
-            method,
-        },
-        lab_test_ids: resolved.tests.iter().map(|t| t.id).collect(),
-        add_on_marker_ids: resolved.add_on.clone(),
-        lab_id: resolved.lab_id,
-        details: OrderDetails {
-            kind: method,
-            data: OrderDetailsData {
-                id: Uuid::new_v4(),
-                shipment: (method == Method::Testkit).then(|| Shipment {
-                    id: Uuid::new_v4(),
-                    outbound_tracking_number: None,
-                    outbound_tracking_url: None,
-                    inbound_tracking_number: None,
-                    inbound_tracking_url: None,
-                    outbound_courier: None,
-                    inbound_courier: None,
-                    notes: None,
-                    created_at: now,
-                    updated_at: now,
-                }),
-                appointment_id: None,
-                created_at: now,
-                updated_at: now,
-            },
-        },
-        sample_id: sample_id(),
-        notes: format!("Ordered from {lab_name}"),
-        created_at: now,
-        updated_at: now,
-        status: states::top(Low::Ordered),
-        low_level_status: Low::Ordered,
-        events: vec![OrderEvent {
-            id: 1,
-            created_at: now,
-            status: states::status_string(method, Low::Ordered),
-        }],
-        priority: req.priority.unwrap_or(false),
-        activate_by: req.activate_by,
-        activation_type: if scheduled {
-            ActivationType::Scheduled
-        } else {
-            ActivationType::Current
-        },
-        physician: req.physician.clone(),
-        health_insurance: req.health_insurance.clone(),
-        consents: req.consents.clone().unwrap_or_default(),
-        interpretation: None,
-        is_critical: false,
-        origin: "initial".to_owned(),
-        order_transaction: OrderTransaction {
-            id: Uuid::new_v4(),
-            status: "active".to_owned(),
-            orders: vec![TransactionOrder {
-                id,
-                created_at: now,
-                updated_at: now,
-                low_level_status: Low::Ordered,
-                low_level_status_created_at: now,
-                origin: "initial".to_owned(),
-            }],
-        },
-    }
-}
-
 /// Runs `change` on the team's order inside a transaction, then writes it and its events.
 /// `change` answers how many status steps it made (0: a change without a status step, still
 /// one `labtest.order.updated`).
@@ -438,7 +280,7 @@ pub async fn patch(
     id: Uuid,
     req: PatchOrder,
 ) -> Result<Order, LabError> {
-    modify(meta, team, id, |order, now| {
+    let order = modify(meta, team, id, |order, now| {
         if order.activation_type != ActivationType::Scheduled {
             return Err(LabError::NotAllowed(
                 "only a scheduled order's activate_by can change; this order is current".into(),
@@ -459,7 +301,11 @@ pub async fn patch(
         }
         Ok(0)
     })
-    .await
+    .await?;
+    if order.activation_type == ActivationType::Scheduled {
+        activation::enqueue_now(meta, team, id, req.activate_by).await?;
+    }
+    Ok(order)
 }
 
 /// `POST /v3/order/{id}/test?final_status=`: walks the order along the shortest legal path to

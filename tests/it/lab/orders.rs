@@ -396,3 +396,65 @@ async fn every_change_emits_an_order_event() {
         "requisition_created"
     );
 }
+
+/// A scheduled order becomes current on its date: the activation job, run by a runner whose
+/// clock shows the day after tomorrow, activates tomorrow's order and leaves a far one alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn scheduled_orders_activate_on_their_date() {
+    use std::sync::Arc;
+    use wearhouse::jobs::{ManualClock, Runner, RunnerConfig};
+    let app = TestApp::new().await;
+    let key = app.key.clone();
+    let u = user(&app, "activate").await;
+    let test = sandbox_test(&app, &key, "walk_in_test").await;
+    let tomorrow = chrono::Utc::now().date_naive().succ_opt().unwrap();
+    let mut soon = order_body(&u, &test);
+    soon["activate_by"] = json!(tomorrow.to_string());
+    let soon = app.post("/v3/order", soon).await.json["order"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut far = order_body(&u, &test);
+    far["activate_by"] = json!("2099-01-01");
+    let far = app.post("/v3/order", far).await.json["order"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let jobs = app.get("/v2/team/jobs?kind=lab.order.activate").await.json;
+    assert_eq!(jobs["jobs"].as_array().map(Vec::len), Some(2), "{jobs}");
+    let clock = Arc::new(ManualClock::new(
+        chrono::Utc::now() + chrono::Duration::days(2),
+    ));
+    let runner = Runner::new(
+        app.state.meta.clone(),
+        wearhouse::app::job_registry(&app.state),
+        RunnerConfig::default(),
+    )
+    .with_clock(clock)
+    .spawn();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let o = app.get(&format!("/v3/order/{soon}")).await.json;
+        if o["activation_type"] == "current" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not activated: {o}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    runner.shutdown().await;
+    assert_eq!(
+        app.get(&format!("/v3/order/{far}")).await.json["activation_type"],
+        "scheduled"
+    );
+    let events = app
+        .get(&format!(
+            "/v2/team/events?user_id={u}&event_type=labtest.order.updated"
+        ))
+        .await
+        .json;
+    assert_eq!(
+        events["events"].as_array().unwrap().len(),
+        1,
+        "one update: the activation"
+    );
+}
