@@ -9,7 +9,8 @@
 //! | at_home_phlebotomy | ordered → requisition_created → appointment_pending → appointment_scheduled → draw_completed → partial_results → completed |
 //! | on_site_collection | ordered → requisition_created → draw_completed → partial_results → completed |
 //!
-//! Failures and cancellations branch off as the tables below list; `cancelled`, `failure_*`,
+//! Failures and cancellations branch off as the tables below list (rendered as Markdown in
+//! `assets/lab/order_states.md`, kept equal to the code by a test); `cancelled`, `failure_*`,
 //! `lost`, `do_not_process`, `sample_error` and `completed` are final except that a completed
 //! order can be `corrected`.
 
@@ -314,6 +315,36 @@ pub fn top(state: Low) -> Top {
     }
 }
 
+/// The tables as Markdown, one section per method: each state, its top-level status, where it
+/// may go, and whether the order can be cancelled there. `assets/lab/order_states.md` is this
+/// text (a unit test keeps the two equal).
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Lab order states\n\nGenerated from `src/lab/states.rs` (`states::markdown`); a unit test \
+         keeps this file equal to the code.\nStatuses are `<top>.<method>.<low>`; states without a \
+         row are final.\n",
+    );
+    for method in Method::ALL {
+        out.push_str(&format!(
+            "\n## {method}\n\n| state | top | next states | cancellable |\n|---|---|---|---|\n"
+        ));
+        for (from, tos) in table(*method) {
+            let next: Vec<&str> = tos.iter().map(|t| t.as_str()).collect();
+            out.push_str(&format!(
+                "| {from} | {} | {} | {} |\n",
+                top(*from),
+                next.join(", "),
+                if cancellable(*method, *from) {
+                    "yes"
+                } else {
+                    "no"
+                }
+            ));
+        }
+    }
+    out
+}
+
 /// The full status string `<top>.<method>.<low>` of order events.
 pub fn status_string(method: Method, state: Low) -> String {
     format!("{}.{}.{}", top(state), method, state)
@@ -397,6 +428,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_documented_tables_are_the_code() {
+        let doc = include_str!("../../assets/lab/order_states.md");
+        assert!(
+            doc == markdown(),
+            "assets/lab/order_states.md is stale: write states::markdown() to it"
+        );
     }
 
     #[test]
