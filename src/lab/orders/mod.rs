@@ -1,7 +1,8 @@
 //! Orders: create (with [`validate`] and [`idempotency`]), get, cancel, activation date (and
-//! [`activation`] on that date), the sandbox walk along legal transitions, results ([`results`]), the requisition PDF
-//! ([`requisition`]) and the list ([`list`]). Every status change appends an order event,
-//! updates `updated_at` and emits `labtest.order.updated` in the same transaction.
+//! [`activation`] on that date), the sandbox walk along legal transitions, results
+//! ([`results`]), the requisition PDF ([`requisition`]) and the list ([`list`]). Every status
+//! change appends an order event, updates `updated_at` and emits `labtest.order.updated` in the
+//! same transaction.
 
 pub mod activation;
 mod create;
