@@ -53,7 +53,13 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
     let rules = crate::events::UrlRules {
         allow_private: args.webhook_allow_private,
     };
-    Ok(AppState::new(meta, health, config)?.with_webhook_rules(rules))
+    let state = AppState::new(meta, health, config)?.with_webhook_rules(rules);
+    state
+        .lab
+        .load_pscs(&state.meta)
+        .await
+        .context("loading imported patient service centres")?;
+    Ok(state)
 }
 
 /// How to register a webhook endpoint on this server (printed by `serve --demo`).
@@ -72,14 +78,17 @@ pub fn webhook_hint(addr: &std::net::SocketAddr, key: &str, args: &ServeArgs) ->
 }
 
 /// The job kinds this process runs: compaction, announcing pushes, webhook delivery, event
-/// retention.
+/// retention, the asynchronous wait of lab appointment bookings, the activation of scheduled
+/// lab orders.
 pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
     let registry = crate::jobs::Registry::new()
         .register(crate::jobs::compaction::Compaction::new(
             state.health.clone(),
         ))
         .register(crate::data::announce::Announcer::new(state.health.clone()))
-        .register(crate::events::retention::Pruner);
+        .register(crate::events::retention::Pruner)
+        .register(crate::lab::appointments::confirm::Confirmer)
+        .register(crate::lab::orders::activation::Activator);
     match crate::events::delivery::Deliverer::new(state.webhooks) {
         Ok(deliverer) => registry.register(deliverer),
         Err(error) => {

@@ -152,3 +152,27 @@ pub async fn run_query(
         Err(e) => Err(e.into()),
     }
 }
+
+/// `wearhouse lab import-pscs`: replaces the centres of every lab named in the CSV file; the
+/// number of centres per lab.
+pub async fn import_pscs(store: &StoreArgs, file: &Path) -> anyhow::Result<Vec<(String, usize)>> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let centres = match crate::lab::area::import::parse(&text) {
+        Ok(c) => c,
+        Err(errors) => bail!(
+            "{} rejected, nothing imported:\n{}",
+            file.display(),
+            errors.join("\n")
+        ),
+    };
+    let meta = open_metadata(store).await?;
+    let mut tx = meta.begin().await?;
+    crate::store::metadata::lab::pscs::replace(&mut tx, &centres).await?;
+    tx.commit().await?;
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for c in &centres {
+        *counts.entry(c.lab_slug.clone()).or_default() += 1;
+    }
+    Ok(counts.into_iter().collect())
+}

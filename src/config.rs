@@ -46,6 +46,12 @@ pub enum Command {
         #[command(subcommand)]
         command: DemoCommand,
     },
+    /// Laboratory testing operations.
+    Lab {
+        /// The lab operation.
+        #[command(subcommand)]
+        command: LabCommand,
+    },
     /// Run an aggregate request file for one user and print the answer.
     Query {
         /// User id (or client user id with --team).
@@ -91,6 +97,22 @@ pub enum DemoCommand {
         /// Last day (default: today, UTC).
         #[arg(long)]
         end: Option<chrono::NaiveDate>,
+    },
+}
+
+/// Laboratory testing operations.
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Load labs' patient service centres from a CSV file (header: lab_slug, site_code, name,
+    /// first_line, city, state, zip_code, and optionally lat, lng, phone_number, capabilities);
+    /// each lab named in the file gets exactly the file's centres instead of its sandbox network.
+    /// Running servers use them after a restart.
+    ImportPscs {
+        /// The CSV file.
+        file: PathBuf,
+        /// Where the data lives.
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 

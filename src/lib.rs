@@ -11,6 +11,7 @@
 //! - [`ingest`]: push API records to Arrow batches and back, and the demo data generator;
 //! - [`events`]: events, their outbox and webhook delivery (Standard Webhooks signatures);
 //! - [`jobs`]: the durable background job runner (leases, retries, kinds; compaction);
+//! - [`lab`]: laboratory testing: catalogue, area coverage, orders, appointments;
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
 //! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up.
@@ -24,6 +25,7 @@ pub mod events;
 pub mod http;
 pub mod ingest;
 pub mod jobs;
+pub mod lab;
 pub mod providers;
 pub mod query;
 pub mod schema;

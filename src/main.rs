@@ -1,7 +1,7 @@
 //! The `wearhouse` binary: parse the command line, set up logging, run.
 
 use clap::Parser;
-use wearhouse::config::{Cli, Command, DemoCommand, TeamCommand};
+use wearhouse::config::{Cli, Command, DemoCommand, LabCommand, TeamCommand};
 
 #[allow(clippy::print_stdout)]
 #[tokio::main]
@@ -92,6 +92,14 @@ async fn main() -> anyhow::Result<()> {
                     anyhow::bail!("--format parquet writes binary: give --out FILE")
                 }
                 None => println!("{}", String::from_utf8_lossy(&bytes)),
+            }
+        }
+        Command::Lab {
+            command: LabCommand::ImportPscs { file, store },
+        } => {
+            let counts = wearhouse::cli::import_pscs(&store, &file).await?;
+            for (lab, n) in counts {
+                println!("{lab}\t{n} centres");
             }
         }
         Command::Team { command } => match command {

@@ -57,6 +57,10 @@ pub enum ApiError {
     /// A bug or an unreachable dependency (500); the cause is logged, never shown.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A third party failed a request the interface answers with a 500 whose `detail` names
+    /// the failure (a synchronous appointment booking the provider did not confirm).
+    #[error("{0}")]
+    UpstreamFailed(String),
 }
 
 impl ApiError {
@@ -171,6 +175,7 @@ impl IntoResponse for ApiError {
                 return response;
             }
             ApiError::Timeout(msg) => (StatusCode::GATEWAY_TIMEOUT, json!(msg)),
+            ApiError::UpstreamFailed(msg) => (StatusCode::INTERNAL_SERVER_ERROR, json!(msg)),
             ApiError::Internal(cause) => {
                 let mut response = (
                     StatusCode::INTERNAL_SERVER_ERROR,

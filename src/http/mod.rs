@@ -17,6 +17,7 @@ mod data;
 pub mod error;
 pub mod extract;
 mod jobs;
+mod lab;
 mod link;
 mod meta;
 mod stream;
@@ -81,6 +82,8 @@ pub struct AppState {
     pub config: Arc<HttpConfig>,
     /// Which webhook URLs teams may register (`--webhook-allow-private`).
     pub webhooks: crate::events::UrlRules,
+    /// The lab domain's shared state (patient service centres).
+    pub lab: crate::lab::Lab,
 }
 
 impl AppState {
@@ -97,6 +100,7 @@ impl AppState {
             engine: Engine::new(config.query_limits.clone())?,
             config: Arc::new(config),
             webhooks: crate::events::UrlRules::default(),
+            lab: crate::lab::Lab::default(),
         })
     }
 
@@ -117,7 +121,7 @@ impl AppState {
 /// The OpenAPI document's frame; paths are added by the routers that serve them.
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "wearhouse", description = "Health-data service: users, provider links, normalised data, aggregate queries."),
+    info(title = "wearhouse", description = "Health-data service: users, provider links, normalised data, aggregate queries, lab testing."),
     modifiers(&SecurityAddon)
 )]
 struct ApiDoc;
@@ -145,6 +149,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(data::routes())
         .merge(aggregate::routes())
         .merge(link::routes())
+        .merge(lab::routes())
         .merge(meta::routes())
         .split_for_parts()
 }

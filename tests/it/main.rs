@@ -28,6 +28,7 @@ mod events;
 mod ingest;
 mod jobs;
 mod jobs_api;
+mod lab;
 mod memory;
 mod metadata;
 mod store;

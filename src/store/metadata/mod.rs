@@ -27,6 +27,7 @@ pub mod deliveries;
 pub mod events;
 pub mod jobs;
 pub mod keys;
+pub mod lab;
 pub mod priorities;
 pub mod push_events;
 pub mod teams;

@@ -1,0 +1,72 @@
+//! `/v3`: laboratory testing. Rules live in [`crate::lab`]; these handlers decode (typed bodies,
+//! query parameters), call, encode typed answers. One router per path family: catalogue, area,
+//! orders, appointments.
+
+mod appointments;
+mod area;
+mod catalogue;
+mod orders;
+
+use axum::extract::{FromRequest, Request};
+use serde::de::DeserializeOwned;
+use utoipa_axum::router::OpenApiRouter;
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::{JsonBody, QueryParams};
+use crate::lab::LabError;
+use crate::lab::decode::Page;
+
+/// Documented routes of `/v3`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(catalogue::routes())
+        .merge(area::routes())
+        .merge(orders::routes())
+        .merge(appointments::routes())
+}
+
+impl From<LabError> for ApiError {
+    fn from(err: LabError) -> Self {
+        match err {
+            LabError::Invalid(invalid) => ApiError::Invalid(invalid),
+            LabError::NotFound(what) => ApiError::NotFound(what),
+            LabError::NotAllowed(msg) => ApiError::BadRequest(msg),
+            LabError::Conflict(msg) => ApiError::Conflict(msg),
+            LabError::ProviderFailed(msg) => ApiError::UpstreamFailed(msg),
+            LabError::Metadata(e) => e.into(),
+            LabError::Corrupt(_) => ApiError::internal(err),
+        }
+    }
+}
+
+/// A JSON body decoded into a typed lab request (422 at the failing member otherwise).
+#[derive(Debug)]
+pub struct Typed<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for Typed<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let JsonBody(value) = JsonBody::from_request(req, state).await?;
+        Ok(Typed(crate::lab::decode::body(value)?))
+    }
+}
+
+/// `page` (≥ 1, default 1) and `size` (1–100, default 50).
+pub fn page(query: &QueryParams) -> Result<Page, ApiError> {
+    Ok(Page {
+        page: query.int("page", 1, 1, i64::MAX)?,
+        size: query.int("size", 50, 1, 100)?,
+    })
+}
+
+impl crate::lab::orders::list::Params for QueryParams {
+    fn one(&self, name: &str) -> Option<&str> {
+        self.get(name)
+    }
+
+    fn many(&self, name: &str) -> Vec<&str> {
+        self.all(name)
+    }
+}

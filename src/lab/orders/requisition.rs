@@ -1,0 +1,192 @@
+//! The requisition PDF (`GET /v3/order/{id}/requisition/pdf`), written with `pdf-writer`:
+//! patient, order, lab, physician, tests and their markers with LOINC codes, and the sample id
+//! as text and as a barcode-like bar pattern. Standard Helvetica with WinAnsi encoding, so
+//! every PDF reader renders it and text extractors read it back.
+
+use pdf_writer::{Content, Finish, Name, Pdf, Rect, Ref, Str};
+
+use super::super::catalogue::{labs, markers};
+use super::super::model::order::Order;
+use crate::store::metadata::lab::lab_tests::LabTestRow;
+
+const PAGE_W: f32 = 612.0;
+const PAGE_H: f32 = 792.0;
+const LINES_PER_PAGE: usize = 52;
+
+/// Latin-1 bytes of `s` (WinAnsi agrees on the printable range); other characters become `?`.
+fn latin1(s: &str) -> Vec<u8> {
+    s.chars()
+        .map(|c| {
+            u8::try_from(u32::from(c))
+                .ok()
+                .filter(|b| *b >= 0x20)
+                .unwrap_or(b'?')
+        })
+        .collect()
+}
+
+/// The text lines of the requisition.
+fn lines(order: &Order, tests: &[LabTestRow]) -> Vec<(f32, String)> {
+    let p = &order.patient_details;
+    let a = &order.patient_address;
+    let lab = labs::lab(order.lab_id);
+    let mut out = vec![
+        (16.0, "Laboratory Requisition".to_owned()),
+        (10.0, String::new()),
+        (11.0, format!("Order: {}", order.id)),
+        (11.0, format!("Sample ID: {}", order.sample_id)),
+        (
+            11.0,
+            format!("Created: {}", order.created_at.format("%Y-%m-%d %H:%M UTC")),
+        ),
+        (
+            11.0,
+            format!("Collection method: {}", order.lab_test.method),
+        ),
+        (
+            11.0,
+            format!("Priority: {}", if order.priority { "yes" } else { "no" }),
+        ),
+        (10.0, String::new()),
+        (12.0, "Patient".to_owned()),
+        (11.0, format!("Name: {} {}", p.first_name, p.last_name)),
+        (
+            11.0,
+            format!("Date of birth: {}   Gender: {}", p.dob, p.gender),
+        ),
+        (
+            11.0,
+            format!("Phone: {}   E-mail: {}", p.phone_number, p.email),
+        ),
+        (
+            11.0,
+            format!(
+                "Address: {}{}, {}, {} {}",
+                a.first_line,
+                a.second_line
+                    .as_deref()
+                    .map(|s| format!(", {s}"))
+                    .unwrap_or_default(),
+                a.city,
+                a.state,
+                a.zip
+            ),
+        ),
+        (10.0, String::new()),
+        (12.0, "Laboratory".to_owned()),
+    ];
+    if let Some(l) = lab {
+        out.push((
+            11.0,
+            format!(
+                "{}, {}, {} {}",
+                l.name, l.first_line_address, l.city, l.zipcode
+            ),
+        ));
+    }
+    if let Some(ph) = &order.physician {
+        out.push((
+            11.0,
+            format!(
+                "Ordering physician: {} {} (NPI {})",
+                ph.first_name, ph.last_name, ph.npi
+            ),
+        ));
+    }
+    out.push((10.0, String::new()));
+    out.push((12.0, "Tests".to_owned()));
+    let mut ids: Vec<i64> = Vec::new();
+    for t in tests {
+        out.push((11.0, format!("{} ({})", t.name, t.method)));
+        ids.extend(t.marker_ids.iter().copied());
+    }
+    ids.extend(order.add_on_marker_ids.iter().copied());
+    out.push((10.0, String::new()));
+    out.push((12.0, "Markers".to_owned()));
+    for id in ids {
+        if let Some(m) = markers::marker(id) {
+            out.push((
+                10.0,
+                format!("{}  {}  LOINC {}", m.provider_id, m.name, m.loinc.code),
+            ));
+        }
+    }
+    out
+}
+
+/// Bars for the sample id: each character's bits as thin and wide bars, framed by guards.
+fn barcode(content: &mut Content, sample: &str, x: f32, y: f32) {
+    let mut at = x;
+    let mut bar = |content: &mut Content, w: f32| {
+        content.rect(at, y, w, 36.0);
+        at += w + 1.5;
+    };
+    bar(content, 1.0);
+    bar(content, 1.0);
+    for b in sample.bytes() {
+        for bit in 0..6 {
+            bar(content, if (b >> bit) & 1 == 1 { 2.5 } else { 1.0 });
+        }
+    }
+    bar(content, 1.0);
+    bar(content, 1.0);
+    content.fill_nonzero();
+}
+
+/// The requisition of `order` with its lab tests.
+pub fn render(order: &Order, tests: &[LabTestRow]) -> Vec<u8> {
+    let all = lines(order, tests);
+    let pages: Vec<&[(f32, String)]> = all.chunks(LINES_PER_PAGE).collect();
+    let mut pdf = Pdf::new();
+    let catalog = Ref::new(1);
+    let tree = Ref::new(2);
+    let font = Ref::new(3);
+    let font_name = Name(b"F1");
+    let page_ids: Vec<Ref> = (0..pages.len())
+        .map(|i| Ref::new(10 + 2 * i32::try_from(i).unwrap_or(0)))
+        .collect();
+    pdf.catalog(catalog).pages(tree);
+    pdf.pages(tree)
+        .kids(page_ids.iter().copied())
+        .count(i32::try_from(pages.len()).unwrap_or(1));
+    pdf.type1_font(font)
+        .base_font(Name(b"Helvetica"))
+        .encoding_predefined(Name(b"WinAnsiEncoding"));
+    for (i, chunk) in pages.iter().enumerate() {
+        let page_id = page_ids[i];
+        let content_id = Ref::new(page_id.get() + 1);
+        let mut page = pdf.page(page_id);
+        page.media_box(Rect::new(0.0, 0.0, PAGE_W, PAGE_H));
+        page.parent(tree);
+        page.contents(content_id);
+        page.resources().fonts().pair(font_name, font);
+        page.finish();
+        let mut content = Content::new();
+        let mut y = PAGE_H - 60.0;
+        for (size, text) in chunk.iter() {
+            if !text.is_empty() {
+                content.begin_text();
+                content.set_font(font_name, *size);
+                content.next_line(54.0, y);
+                content.show(Str(&latin1(text)));
+                content.end_text();
+            }
+            y -= size + 3.0;
+        }
+        if i == 0 {
+            barcode(&mut content, &order.sample_id, 360.0, PAGE_H - 110.0);
+        }
+        content.begin_text();
+        content.set_font(font_name, 8.0);
+        content.next_line(54.0, 30.0);
+        content.show(Str(&latin1(&format!(
+            "Page {} of {} - sample {}",
+            i + 1,
+            pages.len(),
+            order.sample_id
+        ))));
+        content.end_text();
+        pdf.stream(content_id, &content.finish());
+    }
+    pdf.finish()
+}
