@@ -72,15 +72,10 @@ pub fn lookup(code: &str) -> Option<&'static Zip> {
         .and_then(|i| zips.get(i))
 }
 
-/// Whether `code` is shaped like a ZIP code: five digits, optionally `-` and four digits.
+/// Whether `code` is shaped like a ZIP code: five digits, optionally `-` and four digits (the
+/// rule user info's addresses follow).
 pub fn is_well_formed(code: &str) -> bool {
-    let b = code.as_bytes();
-    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
-    match b.len() {
-        5 => digits(b),
-        10 => digits(&b[..5]) && b[5] == b'-' && digits(&b[6..]),
-        _ => false,
-    }
+    crate::users::info::is_valid_zip(code)
 }
 
 /// Great-circle distance in miles (haversine formula).
