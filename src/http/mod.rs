@@ -19,6 +19,7 @@ pub mod extract;
 mod jobs;
 mod link;
 mod meta;
+pub mod models;
 mod stream;
 mod teams;
 mod users;
@@ -130,7 +131,14 @@ impl utoipa::Modify for SecurityAddon {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "api_key",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new(extract::API_KEY_HEADER))),
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                extract::API_KEY_HEADER,
+                format!(
+                    "The team's API key; `{}` (the reference SDKs' header) is accepted as its alias",
+                    extract::API_KEY_HEADER_ALIAS
+                )
+                .as_str(),
+            ))),
         );
     }
 }

@@ -30,5 +30,7 @@ mod jobs;
 mod jobs_api;
 mod memory;
 mod metadata;
+mod openapi;
+mod sdk;
 mod store;
 mod store_recovery;
