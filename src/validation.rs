@@ -48,7 +48,7 @@ pub struct Violation {
     pub kind: &'static str,
     /// The offending input, when there is one worth echoing.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>, nullable = true)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub input: Option<Value>,
 }
 

@@ -45,8 +45,8 @@ fn state_param(query: &QueryParams) -> Result<Option<JobState>, ApiError> {
            ("kind" = Option<String>, Query, description = "only jobs of this kind"),
            ("page" = Option<i64>, Query, description = "from 1, default 1"),
            ("size" = Option<i64>, Query, description = "1 to 100, default 50")),
-    responses((status = 200, description = "{jobs, total, page, size, pages}", body = Object),
-              (status = 422, description = "Validation error")),
+    responses((status = 200, description = "A page of the team's jobs", body = super::models_events::Jobs),
+              (status = 422, description = "Validation error", body = super::models::ValidationError)),
     security(("api_key" = [])))]
 async fn list_jobs(
     team: AuthTeam,

@@ -78,8 +78,8 @@ fn escape(s: &str) -> String {
 
 /// Liveness and readiness: 200 when the metadata database answers, else 503.
 #[utoipa::path(get, path = "/health", tag = "service",
-    responses((status = 200, description = "{\"status\": \"ok\"}", body = Object),
-              (status = 503, description = "The database does not answer")))]
+    responses((status = 200, description = "The store answers", body = super::models::Health),
+              (status = 503, description = "The database does not answer", body = super::models::ErrorDetail)))]
 async fn health(State(state): State<AppState>) -> (axum::http::StatusCode, Json<Value>) {
     match state.meta.ping().await {
         Ok(()) => (axum::http::StatusCode::OK, Json(json!({ "status": "ok" }))),

@@ -211,3 +211,95 @@ pub struct Pushed {
     #[schema(value_type = Object)]
     pub stored: serde_json::Value,
 }
+
+/// A period: `value` units back from the anchor.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Period {
+    /// 1 or more (default 1).
+    pub value: Option<u32>,
+    /// minute, hour, day, week, month or year.
+    pub unit: PeriodUnit,
+}
+
+/// The units of a period.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum PeriodUnit {
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+/// The window the queries see (`aggregate-dsl.md` §1.1).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RelativeTimeframe {
+    /// `relative` (the default).
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// The last day of the window.
+    pub anchor: NaiveDate,
+    /// How far back from the anchor.
+    pub past: Period,
+}
+
+/// One query (`aggregate-dsl.md` §1.2). Expressions are objects recognised by their
+/// distinguishing key (`{"sleep": "efficiency"}`, `{"func": "mean", "arg": ...}`,
+/// `{"group_key": "*"}`, `{"date_trunc": {...}, "arg": {"index": "sleep"}}`, ...); §1.3 lists
+/// them all.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AggregateQuery {
+    /// 1 to 64 output columns.
+    #[schema(value_type = Vec<Object>)]
+    pub select: Vec<serde_json::Value>,
+    /// Grouping expressions (default none).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub group_by: Option<Vec<serde_json::Value>>,
+    /// A boolean SQL expression over the rows (§2.4).
+    #[serde(rename = "where")]
+    pub filter: Option<String>,
+}
+
+/// Provider priority for this request.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AggregateConfig {
+    /// Provider slugs, first wins (§3.5).
+    pub provider_priority_overrides: Option<Vec<String>>,
+}
+
+/// `POST /aggregate/v1/user/{user_id}/query` (`aggregate-dsl.md` §1; `instructions` is an
+/// alias of `queries`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AggregateRequest {
+    /// The window.
+    pub timeframe: RelativeTimeframe,
+    /// 1 to 32 queries, answered in order.
+    pub queries: Vec<AggregateQuery>,
+    /// Options.
+    pub config: Option<AggregateConfig>,
+}
+
+/// One query's result, column-major: `index` (the group keys) and one array per output column.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AggregateResult {
+    /// Column name to its values, one per row.
+    #[schema(value_type = std::collections::HashMap<String, Vec<serde_json::Value>>)]
+    pub table: serde_json::Value,
+}
+
+/// The JSON answer of the aggregate endpoint.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AggregateAnswer {
+    /// One per query, in order.
+    pub results: Vec<AggregateResult>,
+}
+
+/// `GET /health`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`.
+    pub status: String,
+}

@@ -41,8 +41,8 @@ impl From<EventsError> for ApiError {
 
 /// Registers a webhook endpoint; the answer carries its secret (shown only here and on rotation).
 #[utoipa::path(post, path = "/v2/team/webhooks", tag = "events",
-    request_body(content = Object, description = "{url, event_types?, description?}"),
-    responses((status = 200, description = "{id, url, event_types, secret, created_at, disabled}", body = Object),
+    request_body(content = super::models_events::WebhookEndpointRequest),
+    responses((status = 200, description = "The endpoint with its secret", body = super::models_events::WebhookEndpoint),
               (status = 422, description = "Bad URL (not https, private or link-local address) or unknown event type")),
     security(("api_key" = [])))]
 async fn create_endpoint(
@@ -56,7 +56,7 @@ async fn create_endpoint(
 
 /// The team's webhook endpoints.
 #[utoipa::path(get, path = "/v2/team/webhooks", tag = "events",
-    responses((status = 200, description = "{endpoints: [...]}", body = Object)),
+    responses((status = 200, description = "The team's endpoints", body = super::models_events::WebhookEndpoints)),
     security(("api_key" = [])))]
 async fn list_endpoints(
     team: AuthTeam,
@@ -73,7 +73,7 @@ async fn list_endpoints(
 /// One webhook endpoint (without its secret).
 #[utoipa::path(get, path = "/v2/team/webhooks/{id}", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "The endpoint", body = Object), (status = 404, description = "No such endpoint")),
+    responses((status = 200, description = "The endpoint", body = super::models_events::WebhookEndpoint), (status = 404, description = "No such endpoint", body = super::models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn get_endpoint(
     team: AuthTeam,
@@ -87,8 +87,8 @@ async fn get_endpoint(
 /// Changes a webhook endpoint: `url`, `event_types`, `description`, `disabled`.
 #[utoipa::path(patch, path = "/v2/team/webhooks/{id}", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    request_body(content = Object, description = "{url?, event_types?, description?, disabled?}"),
-    responses((status = 200, description = "The endpoint", body = Object), (status = 404, description = "No such endpoint")),
+    request_body(content = super::models_events::WebhookEndpointRequest),
+    responses((status = 200, description = "The endpoint", body = super::models_events::WebhookEndpoint), (status = 404, description = "No such endpoint", body = super::models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn patch_endpoint(
     team: AuthTeam,
@@ -103,7 +103,7 @@ async fn patch_endpoint(
 /// Removes a webhook endpoint and its deliveries.
 #[utoipa::path(delete, path = "/v2/team/webhooks/{id}", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "{success: true}", body = Object), (status = 404, description = "No such endpoint")),
+    responses((status = 200, description = "Deleted", body = super::models_events::Deleted), (status = 404, description = "No such endpoint", body = super::models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn delete_endpoint(
     team: AuthTeam,
@@ -117,7 +117,7 @@ async fn delete_endpoint(
 /// Gives the endpoint a new secret (returned); the old one keeps signing for 24 hours.
 #[utoipa::path(post, path = "/v2/team/webhooks/{id}/rotate_secret", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "The endpoint with its new secret and previous_secret_expires_at", body = Object)),
+    responses((status = 200, description = "The endpoint with its new secret and previous_secret_expires_at", body = super::models_events::WebhookEndpoint)),
     security(("api_key" = [])))]
 async fn rotate_secret(
     team: AuthTeam,
@@ -143,7 +143,7 @@ fn cursor_param(query: &QueryParams) -> Result<Option<uuid::Uuid>, ApiError> {
     params(("id" = uuid::Uuid, Path),
            ("status" = Option<String>, Query, description = "pending, succeeded or failed"),
            ("next_cursor" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "1 to 100, default 50")),
-    responses((status = 200, description = "{deliveries, next_cursor}", body = Object)),
+    responses((status = 200, description = "A page of deliveries", body = super::models_events::Deliveries)),
     security(("api_key" = [])))]
 async fn list_deliveries(
     team: AuthTeam,
@@ -174,8 +174,8 @@ async fn list_deliveries(
 /// Re-sends the endpoint's events of a window.
 #[utoipa::path(post, path = "/v2/team/webhooks/{id}/replay", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    request_body(content = Object, description = "{since, until?} (ISO 8601 date-times)"),
-    responses((status = 200, description = "{replayed: n}", body = Object)),
+    request_body(content = super::models_events::ReplayRequest),
+    responses((status = 200, description = "Deliveries queued again", body = super::models_events::Replayed)),
     security(("api_key" = [])))]
 async fn replay(
     team: AuthTeam,
@@ -189,8 +189,8 @@ async fn replay(
 
 /// Sends a sample event of a type to the team's subscribed endpoints.
 #[utoipa::path(post, path = "/v2/team/events/test", tag = "events",
-    request_body(content = Object, description = "{event_type}"),
-    responses((status = 200, description = "{event_id, deliveries}", body = Object)),
+    request_body(content = super::models_events::TestEventRequest),
+    responses((status = 200, description = "The event and its deliveries", body = super::models_events::TestEventSent)),
     security(("api_key" = [])))]
 async fn test_event(
     team: AuthTeam,
@@ -206,7 +206,7 @@ async fn test_event(
     params(("user_id" = Option<uuid::Uuid>, Query), ("event_type" = Option<String>, Query),
            ("since" = Option<String>, Query, description = "ISO 8601 date-time"),
            ("next_cursor" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "1 to 100, default 50")),
-    responses((status = 200, description = "{events, next_cursor}", body = Object)),
+    responses((status = 200, description = "A page of stored events", body = super::models_events::Events)),
     security(("api_key" = [])))]
 async fn list_events(
     team: AuthTeam,
