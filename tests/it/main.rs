@@ -31,6 +31,7 @@ mod jobs_api;
 mod memory;
 mod metadata;
 mod openapi;
+mod schema_fuzz;
 mod sdk;
 mod store;
 mod store_recovery;
