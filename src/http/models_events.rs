@@ -46,8 +46,9 @@ pub struct WebhookEndpoint {
 /// `GET /v2/team/webhooks`.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct WebhookEndpoints {
-    /// The team's endpoints.
-    pub endpoints: Vec<WebhookEndpoint>,
+    /// The team's endpoints (rendered by [`crate::events::endpoints::render_endpoint`]).
+    #[schema(value_type = Vec<WebhookEndpoint>)]
+    pub endpoints: Vec<serde_json::Value>,
 }
 
 /// `POST /v2/team/webhooks` and `PATCH /v2/team/webhooks/{id}` (in a PATCH every member is
@@ -97,8 +98,9 @@ pub struct Delivery {
 /// A page of deliveries.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Deliveries {
-    /// Newest first.
-    pub deliveries: Vec<Delivery>,
+    /// Newest first (rendered by [`crate::events::history::render_delivery`]).
+    #[schema(value_type = Vec<Delivery>)]
+    pub deliveries: Vec<serde_json::Value>,
     /// Pass as `next_cursor` for the next page; null on the last.
     pub next_cursor: Option<Uuid>,
 }
@@ -123,8 +125,9 @@ pub struct StoredEvent {
 /// A page of stored events.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Events {
-    /// Oldest first.
-    pub events: Vec<StoredEvent>,
+    /// Oldest first (rendered by [`crate::events::history::render_event`]).
+    #[schema(value_type = Vec<StoredEvent>)]
+    pub events: Vec<serde_json::Value>,
     /// Pass as `next_cursor` for the next page; null on the last.
     pub next_cursor: Option<Uuid>,
 }
@@ -144,7 +147,7 @@ pub struct ReplayRequest {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Replayed {
     /// Deliveries queued again.
-    pub replayed: i64,
+    pub replayed: usize,
 }
 
 /// `POST /v2/team/events/test`.
@@ -160,7 +163,7 @@ pub struct TestEventSent {
     /// The stored event.
     pub event_id: Uuid,
     /// Deliveries queued.
-    pub deliveries: i64,
+    pub deliveries: usize,
 }
 
 /// `{"success": true}`.
@@ -205,8 +208,9 @@ pub struct Job {
 /// A page of jobs.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Jobs {
-    /// Newest first.
-    pub jobs: Vec<Job>,
+    /// Newest first (rendered by [`crate::jobs::view::render`]).
+    #[schema(value_type = Vec<Job>)]
+    pub jobs: Vec<serde_json::Value>,
     /// All matching jobs.
     pub total: i64,
     /// This page (from 1).

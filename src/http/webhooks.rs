@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 use super::AppState;
 use super::error::ApiError;
 use super::extract::{AuthTeam, JsonBody, PathId, QueryParams, parse_uuid};
+use super::models_events as events_models;
 use crate::events::endpoints::{self as api, EventsError};
 use crate::events::history;
 use crate::loc;
@@ -61,13 +62,15 @@ async fn create_endpoint(
 async fn list_endpoints(
     team: AuthTeam,
     State(state): State<AppState>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::WebhookEndpoints>, ApiError> {
     let list = api::list(&state.meta, team.0.id).await?;
     let rendered: Vec<Value> = list
         .iter()
         .map(|e| api::render_endpoint(e, false))
         .collect();
-    Ok(Json(json!({ "endpoints": rendered })))
+    Ok(Json(events_models::WebhookEndpoints {
+        endpoints: rendered,
+    }))
 }
 
 /// One webhook endpoint (without its secret).
@@ -109,9 +112,9 @@ async fn delete_endpoint(
     team: AuthTeam,
     State(state): State<AppState>,
     PathId(id): PathId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::Deleted>, ApiError> {
     api::delete(&state.meta, team.0.id, id).await?;
-    Ok(Json(json!({ "success": true })))
+    Ok(Json(events_models::Deleted { success: true }))
 }
 
 /// Gives the endpoint a new secret (returned); the old one keeps signing for 24 hours.
@@ -150,7 +153,7 @@ async fn list_deliveries(
     State(state): State<AppState>,
     PathId(id): PathId,
     query: QueryParams,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::Deliveries>, ApiError> {
     let status = match query.get("status") {
         None => None,
         Some(raw) => Some(raw.parse::<DeliveryStatus>().map_err(|()| {
@@ -168,7 +171,10 @@ async fn list_deliveries(
     let (page, next) =
         history::deliveries(&state.meta, team.0.id, id, status, cursor, limit).await?;
     let rendered: Vec<Value> = page.iter().map(history::render_delivery).collect();
-    Ok(Json(json!({ "deliveries": rendered, "next_cursor": next })))
+    Ok(Json(events_models::Deliveries {
+        deliveries: rendered,
+        next_cursor: next,
+    }))
 }
 
 /// Re-sends the endpoint's events of a window.
@@ -182,9 +188,9 @@ async fn replay(
     State(state): State<AppState>,
     PathId(id): PathId,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::Replayed>, ApiError> {
     let n = history::replay(&state.meta, team.0.id, id, &body).await?;
-    Ok(Json(json!({ "replayed": n })))
+    Ok(Json(events_models::Replayed { replayed: n }))
 }
 
 /// Sends a sample event of a type to the team's subscribed endpoints.
@@ -196,9 +202,12 @@ async fn test_event(
     team: AuthTeam,
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::TestEventSent>, ApiError> {
     let (id, deliveries) = history::test_event(&state.meta, team.0.id, &body).await?;
-    Ok(Json(json!({ "event_id": id, "deliveries": deliveries })))
+    Ok(Json(events_models::TestEventSent {
+        event_id: id,
+        deliveries,
+    }))
 }
 
 /// The team's stored events (kept 30 days), oldest first, by cursor.
@@ -212,7 +221,7 @@ async fn list_events(
     team: AuthTeam,
     State(state): State<AppState>,
     query: QueryParams,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::Events>, ApiError> {
     let user = query
         .get("user_id")
         .map(|u| parse_uuid(u, loc!["query", "user_id"]))
@@ -250,5 +259,8 @@ async fn list_events(
     )
     .await?;
     let rendered: Vec<Value> = page.iter().map(history::render_event).collect();
-    Ok(Json(json!({ "events": rendered, "next_cursor": next })))
+    Ok(Json(events_models::Events {
+        events: rendered,
+        next_cursor: next,
+    }))
 }

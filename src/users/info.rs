@@ -444,4 +444,61 @@ mod tests {
             "missing"
         );
     }
+
+    #[test]
+    fn the_address_takes_zip_or_zip_code_answers_both_and_defaults_the_country() {
+        let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+        let mut body = valid();
+        body["address"] = json!({"first_line": "1 Main St", "zip": "94107", "state": "CA",
+            "city": "San Francisco"});
+        let out = parse_user_info(&body, today).unwrap();
+        assert_eq!(out["address"]["zip"], "94107");
+        assert_eq!(out["address"]["zip_code"], "94107");
+        assert_eq!(out["address"]["country"], "US");
+        let typed = typed(out).unwrap();
+        assert_eq!(typed.address.zip_code, "94107");
+
+        body["address"]["zip_code"] = json!("10001");
+        let err = parse_user_info(&body, today).unwrap_err();
+        assert_eq!(
+            serde_json::to_value(&err.0[0].loc).unwrap(),
+            json!(["body", "address", "zip"])
+        );
+        body["address"]["zip_code"] = json!("94107");
+        body["address"]["country"] = json!("DE");
+        let err = parse_user_info(&body, today).unwrap_err();
+        assert!(err.0[0].msg.contains("US"), "{err:?}");
+    }
+
+    #[test]
+    fn details_stored_before_zip_and_country_read_with_them() {
+        let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+        let mut stored = parse_user_info(&valid(), today).unwrap();
+        let address = stored["address"].as_object_mut().unwrap();
+        address.remove("zip");
+        address.remove("country");
+        let typed = typed(stored).unwrap();
+        assert_eq!(typed.address.zip, "94107-1234");
+        assert_eq!(typed.address.country, "US");
+    }
+
+    #[test]
+    fn the_medical_proxy_is_the_reference_guarantor() {
+        let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+        let mut body = valid();
+        body["medical_proxy"] = json!({"first_name": "Bob", "last_name": "Smith",
+            "phone_number": "+1 415 555 0101", "household_size": 3,
+            "address": {"first_line": "2 Main St", "zip": "94107", "state": "CA",
+                        "city": "San Francisco", "country": "US"}});
+        let out = parse_user_info(&body, today).unwrap();
+        assert_eq!(out["medical_proxy"]["address"]["zip_code"], "94107");
+        assert_eq!(out["medical_proxy"]["household_size"], 3);
+        body["medical_proxy"]["household_income"] = json!(-1);
+        body["medical_proxy"]
+            .as_object_mut()
+            .unwrap()
+            .remove("address");
+        let err = parse_user_info(&body, today).unwrap_err();
+        assert_eq!(err.0.len(), 2, "{err:?}");
+    }
 }

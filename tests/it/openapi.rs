@@ -101,6 +101,54 @@ async fn every_route_has_request_and_answer_schemas() {
     }
 }
 
+/// Schemas that are a bare object (no members, no value schema) without a description saying
+/// they are free-form: `described` is whether the node holding this one has a description.
+fn bare_objects(value: &Value, at: &str, described: bool, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            let is_object = match map.get("type") {
+                Some(Value::String(t)) => t == "object",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+                _ => false,
+            };
+            let has_description = map.get("description").is_some_and(|d| d != "");
+            let shaped = [
+                "properties",
+                "additionalProperties",
+                "oneOf",
+                "anyOf",
+                "allOf",
+                "$ref",
+            ]
+            .iter()
+            .any(|k| map.contains_key(*k));
+            if is_object && !shaped && !has_description && !described {
+                out.push(at.to_owned());
+            }
+            for (k, v) in map {
+                bare_objects(v, &format!("{at}/{k}"), has_description, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                bare_objects(v, &format!("{at}/{i}"), described, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// No schema is a bare `Object`, except a free-form one whose description says what it holds.
+#[tokio::test]
+async fn no_schema_is_a_bare_object_without_saying_so() {
+    let app = TestApp::new().await;
+    let doc = app.get("/openapi.json").await.json;
+    let mut bare = Vec::new();
+    bare_objects(&doc["paths"], "#/paths", false, &mut bare);
+    bare_objects(&doc["components"], "#/components", false, &mut bare);
+    assert!(bare.is_empty(), "bare objects: {bare:#?}");
+}
+
 /// Operations that take no body by design.
 const NO_BODY: &[&str] = &[
     "POST /v2/user/undo_delete",
