@@ -33,5 +33,6 @@ mod metadata;
 mod openapi;
 mod schema_fuzz;
 mod sdk;
+mod series_names;
 mod store;
 mod store_recovery;
