@@ -93,6 +93,22 @@ pub struct Delivery {
     /// Created.
     #[schema(format = DateTime)]
     pub created_at: String,
+    /// Every attempt, oldest first (on servers that keep the attempt history).
+    pub history: Option<Vec<DeliveryAttempt>>,
+}
+
+/// One attempt of a delivery.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DeliveryAttempt {
+    /// When.
+    #[schema(format = DateTime)]
+    pub attempted_at: String,
+    /// The receiver's status code.
+    pub status_code: Option<i64>,
+    /// How long it took.
+    pub duration_ms: Option<i64>,
+    /// Why it failed.
+    pub error: Option<String>,
 }
 
 /// A page of deliveries.
