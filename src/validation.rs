@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// One segment of a location: an object key or an array index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum Loc {
     /// An object member.
@@ -35,7 +35,7 @@ impl From<usize> for Loc {
 }
 
 /// One validation failure.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Violation {
     /// Where: starts with `body`, `query` or `path`.
     pub loc: Vec<Loc>,
@@ -44,9 +44,11 @@ pub struct Violation {
     /// The error family: `value_error`, `missing`, `extra_forbidden`, `type_error`,
     /// `json_invalid`, ...
     #[serde(rename = "type")]
+    #[schema(value_type = String)]
     pub kind: &'static str,
     /// The offending input, when there is one worth echoing.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub input: Option<Value>,
 }
 

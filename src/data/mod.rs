@@ -26,7 +26,7 @@ pub mod connections;
 pub mod demo;
 mod pages;
 
-pub use pages::sample_page;
+pub use pages::{SampleFilter, sample_page};
 
 use std::ops::Range;
 

@@ -10,10 +10,17 @@
 //! turns from sparse to dense inside one slice can still make that slice read up to 31 days
 //! of dense data: the store reads whole windows. Reads go through the store's cache like every
 //! other read.
+//!
+//! A window without an end (a getter called with `start_date` only) is read up to a year after
+//! the later of its start and now: past that, an open window would be millions of empty
+//! month-long reads before the answer (the store keeps no per-series extent to stop at).
 
 use std::ops::Range;
 
 use chrono::{DateTime, Duration, Utc};
+use datafusion::arrow::array::{Array, BooleanArray, StringArray};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::record_batch::RecordBatch;
 
 use super::{DataError, read};
 use crate::ingest::{Cursor, PageBuilder, PageLimits, SamplePage};
@@ -27,16 +34,45 @@ const FIRST_SLICE: Duration = Duration::hours(1);
 const SHORTEST_SLICE: Duration = Duration::minutes(1);
 /// The longest slice.
 const LONGEST_SLICE: Duration = Duration::days(31);
+/// How far past the later of its start and now an open-ended window is read.
+const OPEN_END_HORIZON: Duration = Duration::days(366);
 /// How much a slice may grow over the previous one.
 const GROWTH: i32 = 4;
 
-/// One page of `resource` samples in `window` (of `provider`'s when given), from `from`.
+/// Which samples of a resource a page holds: `provider`'s only when given, of sample `type`
+/// `kind` only when given (the reference's `cholesterol/ldl` views).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SampleFilter<'a> {
+    /// A provider slug.
+    pub provider: Option<&'a str>,
+    /// A sample `type`.
+    pub kind: Option<&'a str>,
+}
+
+/// The rows of `batches` whose `type` is `kind`.
+fn of_type(batches: Vec<RecordBatch>, kind: &str) -> Result<Vec<RecordBatch>, DataError> {
+    batches
+        .into_iter()
+        .map(|batch| {
+            let mask: BooleanArray = match batch
+                .column_by_name("type")
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+            {
+                Some(types) => types.iter().map(|t| Some(t == Some(kind))).collect(),
+                None => BooleanArray::from(vec![false; batch.num_rows()]),
+            };
+            Ok(filter_record_batch(&batch, &mask)?)
+        })
+        .collect()
+}
+
+/// One page of `resource` samples in `window` that pass `filter`, from `from`.
 pub async fn sample_page(
     store: &HealthStore,
     user: &User,
     resource: Resource,
     window: Range<DateTime<Utc>>,
-    provider: Option<&str>,
+    filter: SampleFilter<'_>,
     from: Option<Cursor>,
     limits: PageLimits,
 ) -> Result<SamplePage, DataError> {
@@ -47,6 +83,12 @@ pub async fn sample_page(
     {
         start = start.max(at);
     }
+    let horizon = window
+        .start
+        .max(Utc::now())
+        .checked_add_signed(OPEN_END_HORIZON)
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    let window = window.start..window.end.min(horizon);
     let mut page = PageBuilder::new(resource, from, limits);
     let mut span = FIRST_SLICE;
     while start < window.end && !page.is_full() {
@@ -58,9 +100,13 @@ pub async fn sample_page(
             user,
             Dataset::Timeseries(resource),
             Some(start..end),
-            provider,
+            filter.provider,
         )
         .await?;
+        let batches = match filter.kind {
+            Some(kind) => of_type(batches, kind)?,
+            None => batches,
+        };
         let read: usize = batches.iter().map(|b| b.num_rows()).sum();
         // Measuring rendered samples against the byte cap is CPU work: off the async threads.
         page = tokio::task::spawn_blocking(move || {

@@ -68,11 +68,13 @@ pub fn negotiate(headers: &HeaderMap) -> Result<OutputFormat, ApiError> {
 #[utoipa::path(post, path = "/aggregate/v1/user/{user_id}/query", tag = "aggregate",
     params(("user_id" = uuid::Uuid, Path),
            ("accept" = Option<String>, Header, description = "*/*, application/json or application/vnd.service.tar+gzip+parquet")),
-    request_body(content = Object, description = "{timeframe, queries, config}"),
-    responses((status = 200, description = "{\"results\": [{\"table\": {...}}]} or a gzipped tar of N.parquet", body = Object),
-              (status = 406, description = "Unsupported Accept"),
-              (status = 422, description = "Validation error"),
-              (status = 504, description = "The query hit its time limit")),
+    request_body(content = super::models::AggregateRequest),
+    responses((status = 200, description = "One result per query: JSON tables, or a gzipped tar of 0.parquet, 1.parquet, ...",
+               content((super::models::AggregateAnswer = "application/json"),
+                       (Vec<u8> = "application/vnd.service.tar+gzip+parquet"))),
+              (status = 406, description = "Unsupported Accept", body = super::models::ErrorDetail),
+              (status = 422, description = "Validation error", body = super::models::ValidationError),
+              (status = 504, description = "The query hit its time limit", body = super::models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn aggregate_query(
     State(state): State<AppState>,

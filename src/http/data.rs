@@ -4,15 +4,16 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderValue;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
 use super::extract::{ApiPath, AuthTeam, JsonBytes, QueryParams, TeamUser, parse_uuid};
+use super::models;
 use super::stream::json_stream;
 use super::users::team_user;
 use crate::data;
@@ -26,36 +27,37 @@ use crate::validation::Violation;
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(push_data))
-        .routes(routes!(summary))
+        .routes(routes!(sleep_summaries))
+        .routes(routes!(activity_summaries))
+        .routes(routes!(workout_summaries))
+        .routes(routes!(body_summaries))
+        .routes(routes!(meal_summaries))
         .routes(routes!(profile))
         .routes(routes!(timeseries))
         .routes(routes!(timeseries_grouped))
+        .routes(routes!(cholesterol_kind))
 }
 
 /// Push normalised data for a user; answers once it is durable.
 #[utoipa::path(post, path = "/v2/user/{user_id}/data", tag = "data",
     params(("user_id" = uuid::Uuid, Path)),
-    request_body(content = Object, description = "{provider, source, sleep, activity, workouts, body, meals, profile, timeseries}"),
-    responses((status = 200, description = "{\"stored\": {counts per table}}", body = Object),
-              (status = 422, description = "A record failed validation; nothing was stored")),
+    request_body(content = models::PushBody),
+    responses((status = 200, description = "Stored; rows per part", body = models::Pushed),
+              (status = 404, description = "User not found", body = models::ErrorDetail),
+              (status = 413, description = "Body over the size limit", body = models::ErrorDetail),
+              (status = 422, description = "A record failed validation; nothing was stored", body = models::ValidationError)),
     security(("api_key" = [])))]
 async fn push_data(
     State(state): State<AppState>,
     TeamUser(user): TeamUser,
     JsonBytes(body): JsonBytes,
-) -> Result<Json<Value>, ApiError> {
-    let counts = data::push_json(&state.meta, &state.health, &user, body, Utc::now()).await?;
-    Ok(Json(json!({ "user_id": user.id, "stored": counts })))
+) -> Result<Json<models::Pushed>, ApiError> {
+    let stored = data::push_json(&state.meta, &state.health, &user, body, Utc::now()).await?;
+    Ok(Json(models::Pushed {
+        user_id: user.id,
+        stored,
+    }))
 }
-
-/// The summary kinds of `/v2/summary/{kind}`, with their table and response key.
-const KINDS: [(&str, Table, &str); 5] = [
-    ("sleep", Table::Sleep, "sleep"),
-    ("activity", Table::Activity, "activity"),
-    ("workouts", Table::Workout, "workouts"),
-    ("body", Table::Body, "body"),
-    ("meal", Table::Meal, "meals"),
-];
 
 fn provider_filter(query: &QueryParams) -> Result<Option<&str>, ApiError> {
     match query.get("provider") {
@@ -70,55 +72,93 @@ fn provider_filter(query: &QueryParams) -> Result<Option<&str>, ApiError> {
     }
 }
 
-/// Summaries of one kind in a date range.
-#[utoipa::path(get, path = "/v2/summary/{kind}/{user_id}", tag = "data",
-    params(("kind" = String, Path, description = "sleep, activity, workouts, body or meal"),
-           ("user_id" = uuid::Uuid, Path),
-           ("start_date" = String, Query, description = "date (00:00:00) or date-time"),
-           ("end_date" = Option<String>, Query, description = "date (23:59:59) or date-time"),
-           ("provider" = Option<String>, Query)),
-    responses((status = 200, description = "{\"<kind>\": [...]}", body = Object)),
-    security(("api_key" = [])))]
-async fn summary(
-    team: AuthTeam,
-    State(state): State<AppState>,
-    ApiPath((kind, user_id)): ApiPath<(String, String)>,
-    query: QueryParams,
+/// Summaries of one table in a date range, under the getter's key (`sleep`, `meals`, ...).
+async fn summaries(
+    state: &AppState,
+    user: &crate::store::metadata::User,
+    table: Table,
+    query: &QueryParams,
 ) -> Result<Json<Value>, ApiError> {
-    let Some((_, table, key)) = KINDS.iter().find(|(k, _, _)| *k == kind) else {
-        let allowed: Vec<&str> = KINDS.iter().map(|k| k.0).chain(["profile"]).collect();
-        return Err(ApiError::invalid(
-            Violation::value(
-                loc!["path", "kind"],
-                format!(
-                    "unknown summary {kind:?}; expected one of: {}",
-                    allowed.join(", ")
-                ),
-            )
-            .with_input(Value::from(kind)),
-        ));
-    };
-    let id = parse_uuid(&user_id, loc!["path", "user_id"])?;
-    let user = team_user(&state, &team, id).await?;
     let window = ingest::parse_date_range(query.get("start_date"), query.get("end_date"))?;
-    let provider = provider_filter(&query)?;
+    let provider = provider_filter(query)?;
     let batches = data::read(
         &state.health,
-        &user,
-        Dataset::Table(*table),
+        user,
+        Dataset::Table(table),
         Some(window),
         provider,
     )
     .await?;
-    let rendered = ingest::render_summaries(*table, &batches, user.id);
-    Ok(Json(json!({ *key: rendered })))
+    let rendered = ingest::render_summaries(table, &batches, user.id);
+    let mut answer = serde_json::Map::new();
+    answer.insert(ingest::push_key(table).to_owned(), Value::from(rendered));
+    Ok(Json(Value::Object(answer)))
 }
+
+/// One summary getter per table: the reference SDK calls each by its own path.
+macro_rules! summary_getter {
+    ($fn:ident, $path:literal, $table:expr, $body:ty, $what:literal) => {
+        #[doc = concat!("The user's ", $what, " summaries in a date range.")]
+        #[utoipa::path(get, path = $path, tag = "data",
+            params(("user_id" = uuid::Uuid, Path),
+                   ("start_date" = String, Query, description = "date (00:00:00) or date-time"),
+                   ("end_date" = Option<String>, Query, description = "date (23:59:59) or date-time"),
+                   ("provider" = Option<String>, Query, description = "a catalogue provider slug")),
+            responses((status = 200, description = "The summaries, oldest first", body = $body),
+                      (status = 404, description = "User not found", body = models::ErrorDetail),
+                      (status = 422, description = "Validation error", body = models::ValidationError)),
+            security(("api_key" = [])))]
+        async fn $fn(
+            State(state): State<AppState>,
+            TeamUser(user): TeamUser,
+            query: QueryParams,
+        ) -> Result<Json<Value>, ApiError> {
+            summaries(&state, &user, $table, &query).await
+        }
+    };
+}
+
+summary_getter!(
+    sleep_summaries,
+    "/v2/summary/sleep/{user_id}",
+    Table::Sleep,
+    models::SleepSummaries,
+    "sleep"
+);
+summary_getter!(
+    activity_summaries,
+    "/v2/summary/activity/{user_id}",
+    Table::Activity,
+    models::ActivitySummaries,
+    "activity"
+);
+summary_getter!(
+    workout_summaries,
+    "/v2/summary/workouts/{user_id}",
+    Table::Workout,
+    models::WorkoutSummaries,
+    "workout"
+);
+summary_getter!(
+    body_summaries,
+    "/v2/summary/body/{user_id}",
+    Table::Body,
+    models::BodySummaries,
+    "body"
+);
+summary_getter!(
+    meal_summaries,
+    "/v2/summary/meal/{user_id}",
+    Table::Meal,
+    models::MealSummaries,
+    "meal"
+);
 
 /// The user's latest profile (newest across providers, or of `provider`).
 #[utoipa::path(get, path = "/v2/summary/profile/{user_id}", tag = "data",
     params(("user_id" = uuid::Uuid, Path), ("provider" = Option<String>, Query)),
-    responses((status = 200, description = "A profile object", body = Object),
-              (status = 404, description = "No profile")),
+    responses((status = 200, description = "The latest profile", body = models::ProfileSummary),
+              (status = 404, description = "User or profile not found", body = models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn profile(
     State(state): State<AppState>,
@@ -139,23 +179,48 @@ async fn profile(
         .ok_or(ApiError::NotFound("Profile"))
 }
 
-fn timeseries_resource(name: &str) -> Result<Resource, ApiError> {
-    resource(name).ok_or_else(|| {
-        ApiError::invalid(
-            Violation::value(
-                loc!["path", "resource"],
-                format!(
-                    "unknown timeseries resource {name:?}; expected one of: {}",
-                    crate::schema::RESOURCES
-                        .iter()
-                        .map(|r| r.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+/// What a timeseries path names: a stored resource (possibly one `type` of it), or the
+/// hypnogram, a view of the sleep table.
+#[derive(Debug, Clone, Copy)]
+enum Series {
+    Stored(Resource, Option<&'static str>),
+    Hypnogram,
+}
+
+/// The reference's names for stored resources (`data-model.md` §Wire names).
+const ALIASES: [(&str, &str); 2] = [("body_weight", "weight"), ("body_fat", "fat")];
+
+/// The cholesterol kinds served as `cholesterol/<kind>`.
+const CHOLESTEROL_KINDS: [&str; 4] = ["ldl", "hdl", "total", "triglycerides"];
+
+fn series(name: &str) -> Result<Series, ApiError> {
+    if name == "hypnogram" {
+        return Ok(Series::Hypnogram);
+    }
+    let stored = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map_or(name, |(_, target)| target);
+    resource(stored)
+        .map(|r| Series::Stored(r, None))
+        .ok_or_else(|| {
+            let known: Vec<&str> = crate::schema::RESOURCES
+                .iter()
+                .map(|r| r.name)
+                .chain(ALIASES.iter().map(|(alias, _)| *alias))
+                .chain(["hypnogram"])
+                .collect();
+            ApiError::invalid(
+                Violation::value(
+                    loc!["path", "resource"],
+                    format!(
+                        "unknown timeseries resource {name:?}; expected one of: {}",
+                        known.join(", ")
+                    ),
+                )
+                .with_input(Value::from(name)),
             )
-            .with_input(Value::from(name)),
-        )
-    })
+        })
 }
 
 /// The page start a client sent: `cursor`, or its alias `next_cursor` (the name the answers
@@ -180,21 +245,43 @@ fn cursor(query: &QueryParams) -> Result<Option<ingest::Cursor>, ApiError> {
         .map_err(ApiError::invalid)
 }
 
-/// One page of samples: validates the path and query, then reads the store a slice at a time
-/// until the page is full (see `data::sample_page`).
-async fn read_page(
+/// A validated getter request: the user, the series, the window and the provider filter.
+struct SeriesRequest {
+    user: crate::store::metadata::User,
+    series: Series,
+    window: std::ops::Range<chrono::DateTime<Utc>>,
+    provider: Option<String>,
+}
+
+async fn series_request(
     state: &AppState,
     team: &AuthTeam,
-    (user_id, name): (&str, &str),
+    user_id: &str,
+    series: Result<Series, ApiError>,
     query: &QueryParams,
-    default_limit: usize,
-    max_limit: usize,
-) -> Result<ingest::SamplePage, ApiError> {
+) -> Result<SeriesRequest, ApiError> {
     let id = parse_uuid(user_id, loc!["path", "user_id"])?;
     let user = team_user(state, team, id).await?;
-    let resource = timeseries_resource(name)?;
+    let series = series?;
     let window = ingest::parse_date_range(query.get("start_date"), query.get("end_date"))?;
-    let provider = provider_filter(query)?;
+    let provider = provider_filter(query)?.map(str::to_owned);
+    Ok(SeriesRequest {
+        user,
+        series,
+        window,
+        provider,
+    })
+}
+
+/// One page of samples of a stored resource: reads the store a slice at a time until the page
+/// is full (see `data::sample_page`).
+async fn read_page(
+    state: &AppState,
+    request: &SeriesRequest,
+    (resource, kind): (Resource, Option<&str>),
+    query: &QueryParams,
+    (default_limit, max_limit): (usize, usize),
+) -> Result<ingest::SamplePage, ApiError> {
     let from = cursor(query)?;
     let caps = state.config.getter_limits;
     let max_limit = max_limit.min(caps.rows).max(1);
@@ -208,17 +295,36 @@ async fn read_page(
         rows: usize::try_from(limit).unwrap_or(max_limit),
         bytes: caps.bytes,
     };
+    let filter = data::SampleFilter {
+        provider: request.provider.as_deref(),
+        kind,
+    };
     let page = data::sample_page(
         &state.health,
-        &user,
+        &request.user,
         resource,
-        window,
-        provider,
+        request.window.clone(),
+        filter,
         from,
         limits,
     )
     .await?;
     Ok(page)
+}
+
+/// The sleep rows behind the hypnogram view.
+async fn sleep_rows(
+    state: &AppState,
+    request: &SeriesRequest,
+) -> Result<Vec<datafusion::arrow::record_batch::RecordBatch>, ApiError> {
+    Ok(data::read(
+        &state.health,
+        &request.user,
+        Dataset::Table(Table::Sleep),
+        Some(request.window.clone()),
+        request.provider.as_deref(),
+    )
+    .await?)
 }
 
 /// The header that carries the plain getter's next-page cursor.
@@ -235,7 +341,7 @@ const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
            ("cursor" = Option<String>, Query, description = "the previous answer's x-next-cursor"),
            ("next_cursor" = Option<String>, Query, description = "alias of cursor"),
            ("limit" = Option<i64>, Query, description = "samples per page, default and maximum --getter-max-rows")),
-    responses((status = 200, description = "Array of samples", body = Object,
+    responses((status = 200, description = "Array of samples", body = Vec<models::Sample>,
                headers(("x-next-cursor" = String, description = "present when more samples remain: pass it as cursor for the next page")))),
     security(("api_key" = [])))]
 async fn timeseries(
@@ -244,13 +350,28 @@ async fn timeseries(
     ApiPath((user_id, name)): ApiPath<(String, String)>,
     query: QueryParams,
 ) -> Result<Response, ApiError> {
+    let request = series_request(&state, &team, &user_id, series(&name), &query).await?;
+    plain_answer(&state, &request, &query).await
+}
+
+async fn plain_answer(
+    state: &AppState,
+    request: &SeriesRequest,
+    query: &QueryParams,
+) -> Result<Response, ApiError> {
+    let (resource, kind) = match request.series {
+        Series::Hypnogram => {
+            let rows = sleep_rows(state, request).await?;
+            return Ok(Json(ingest::hypnogram_plain(&rows)).into_response());
+        }
+        Series::Stored(resource, kind) => (resource, kind),
+    };
     let page = read_page(
-        &state,
-        &team,
-        (&user_id, &name),
-        &query,
-        usize::MAX,
-        usize::MAX,
+        state,
+        request,
+        (resource, kind),
+        query,
+        (usize::MAX, usize::MAX),
     )
     .await?;
     let next = page.next_cursor();
@@ -261,6 +382,66 @@ async fn timeseries(
     Ok(response)
 }
 
+async fn grouped_answer(
+    state: &AppState,
+    request: &SeriesRequest,
+    query: &QueryParams,
+) -> Result<Response, ApiError> {
+    let (resource, kind) = match request.series {
+        Series::Hypnogram => {
+            let rows = sleep_rows(state, request).await?;
+            return Ok(Json(ingest::hypnogram_grouped(&rows)).into_response());
+        }
+        Series::Stored(resource, kind) => (resource, kind),
+    };
+    let page = read_page(state, request, (resource, kind), query, (1000, 10_000)).await?;
+    Ok(json_stream(move |mut w| page.write_grouped(&mut w)))
+}
+
+/// One kind of cholesterol samples (`ldl`, `hdl`, `total`, `triglycerides`: the samples whose
+/// `type` it is), as the plain getter answers them; `cholesterol/grouped` is the grouped
+/// getter of all cholesterol samples.
+#[utoipa::path(get, path = "/v2/timeseries/{user_id}/cholesterol/{kind}", tag = "data",
+    params(("user_id" = uuid::Uuid, Path),
+           ("kind" = String, Path, description = "ldl, hdl, total or triglycerides"),
+           ("start_date" = String, Query), ("end_date" = Option<String>, Query),
+           ("provider" = Option<String>, Query),
+           ("cursor" = Option<String>, Query), ("next_cursor" = Option<String>, Query),
+           ("limit" = Option<i64>, Query)),
+    responses((status = 200, description = "Array of samples", body = Vec<models::Sample>,
+               headers(("x-next-cursor" = String, description = "present when more samples remain")))),
+    security(("api_key" = [])))]
+async fn cholesterol_kind(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    ApiPath((user_id, kind)): ApiPath<(String, String)>,
+    query: QueryParams,
+) -> Result<Response, ApiError> {
+    let cholesterol = series("cholesterol");
+    if kind == "grouped" {
+        let request = series_request(&state, &team, &user_id, cholesterol, &query).await?;
+        return grouped_answer(&state, &request, &query).await;
+    }
+    let chosen = match CHOLESTEROL_KINDS.iter().find(|k| **k == kind) {
+        Some(k) => cholesterol.map(|s| match s {
+            Series::Stored(r, _) => Series::Stored(r, Some(*k)),
+            other => other,
+        }),
+        None => Err(ApiError::invalid(
+            Violation::value(
+                loc!["path", "kind"],
+                format!(
+                    "unknown cholesterol kind {kind:?}; expected one of: {}",
+                    CHOLESTEROL_KINDS.join(", ")
+                ),
+            )
+            .with_input(Value::from(kind.as_str())),
+        )),
+    };
+    let request = series_request(&state, &team, &user_id, chosen, &query).await?;
+    plain_answer(&state, &request, &query).await
+}
+
 /// Samples grouped by provider and source, one page at a time (`cursor` or `next_cursor`,
 /// `limit` 1–10000 and at most `--getter-max-rows`, at most `--getter-max-bytes` of samples).
 #[utoipa::path(get, path = "/v2/timeseries/{user_id}/{resource}/grouped", tag = "data",
@@ -269,7 +450,7 @@ async fn timeseries(
            ("provider" = Option<String>, Query), ("cursor" = Option<String>, Query),
            ("next_cursor" = Option<String>, Query, description = "alias of cursor"),
            ("limit" = Option<i64>, Query, description = "samples per page, default 1000")),
-    responses((status = 200, description = "{groups, next_cursor}", body = Object)),
+    responses((status = 200, description = "One page of samples by provider and source", body = models::GroupedSamples)),
     security(("api_key" = [])))]
 async fn timeseries_grouped(
     team: AuthTeam,
@@ -277,6 +458,6 @@ async fn timeseries_grouped(
     ApiPath((user_id, name)): ApiPath<(String, String)>,
     query: QueryParams,
 ) -> Result<Response, ApiError> {
-    let page = read_page(&state, &team, (&user_id, &name), &query, 1000, 10_000).await?;
-    Ok(json_stream(move |mut w| page.write_grouped(&mut w)))
+    let request = series_request(&state, &team, &user_id, series(&name), &query).await?;
+    grouped_answer(&state, &request, &query).await
 }

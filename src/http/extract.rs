@@ -305,6 +305,10 @@ pub struct AuthTeam(pub Team);
 /// The header that carries the team key.
 pub const API_KEY_HEADER: &str = "x-service-api-key";
 
+/// The reference SDKs' name for the same header, accepted as its alias so those clients work
+/// with only their base URL changed. When both are sent, `x-service-api-key` is the one read.
+pub const API_KEY_HEADER_ALIAS: &str = "x-vital-api-key";
+
 impl FromRequestParts<AppState> for AuthTeam {
     type Rejection = ApiError;
 
@@ -318,6 +322,7 @@ impl FromRequestParts<AppState> for AuthTeam {
         let key = parts
             .headers
             .get(API_KEY_HEADER)
+            .or_else(|| parts.headers.get(API_KEY_HEADER_ALIAS))
             .map(|v| v.to_str().unwrap_or(""))
             .ok_or(ApiError::Unauthorized("Missing API key"))?;
         if key.is_empty() {

@@ -5,7 +5,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -45,25 +45,25 @@ fn state_param(query: &QueryParams) -> Result<Option<JobState>, ApiError> {
            ("kind" = Option<String>, Query, description = "only jobs of this kind"),
            ("page" = Option<i64>, Query, description = "from 1, default 1"),
            ("size" = Option<i64>, Query, description = "1 to 100, default 50")),
-    responses((status = 200, description = "{jobs, total, page, size, pages}", body = Object),
-              (status = 422, description = "Validation error")),
+    responses((status = 200, description = "A page of the team's jobs", body = super::models_events::Jobs),
+              (status = 422, description = "Validation error", body = super::models::ValidationError)),
     security(("api_key" = [])))]
 async fn list_jobs(
     team: AuthTeam,
     State(state): State<AppState>,
     query: QueryParams,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<super::models_events::Jobs>, ApiError> {
     let job_state = state_param(&query)?;
     let page = query.int("page", 1, 1, i64::from(i32::MAX))?;
     let size = query.int("size", 50, 1, 100)?;
     let kind = query.get("kind").map(str::to_owned);
     let (jobs, total) =
         view::team_jobs(&state.meta, team.0.id, job_state, kind, page, size).await?;
-    Ok(Json(json!({
-        "jobs": jobs.iter().map(view::render).collect::<Vec<_>>(),
-        "total": total,
-        "page": page,
-        "size": size,
-        "pages": (total + size - 1) / size,
-    })))
+    Ok(Json(super::models_events::Jobs {
+        jobs: jobs.iter().map(view::render).collect(),
+        total,
+        page,
+        size,
+        pages: (total + size - 1) / size,
+    }))
 }

@@ -4,7 +4,9 @@
 use axum::Json;
 use axum::extract::State;
 use chrono::Utc;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -22,18 +24,38 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(connect_demo))
 }
 
+/// The answer of a demo connection (the reference's `DemoConnectionStatus` and more).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DemoConnected {
+    /// Always true on a 2xx answer.
+    success: bool,
+    /// What was done, as a sentence.
+    detail: String,
+    /// The user.
+    user_id: uuid::Uuid,
+    /// The demo provider.
+    provider: String,
+    /// Days of history generated.
+    days: u32,
+    /// Rows stored by each demo push: per table (push keys) and per timeseries resource.
+    #[schema(value_type = Vec<Object>)]
+    stored: Vec<Value>,
+}
+
 /// Connect a demo provider (oura, fitbit, freestyle_libre, apple_health_kit) to a user and
 /// backfill `days` days (default 90, at most 1100) of synthetic data ending today.
 /// `persona`: regular (default), traveller or athlete.
 #[utoipa::path(post, path = "/v2/link/connect/demo", tag = "link",
-    request_body(content = Object, description = "{\"user_id\": uuid, \"provider\": \"oura\", \"days\": 90, \"persona\": \"regular\"}"),
-    responses((status = 200, description = "{success, user_id, provider, days, stored}", body = Object)),
+    request_body(content = super::models::DemoConnectRequest),
+    responses((status = 200, description = "Connected", body = DemoConnected),
+              (status = 404, description = "User not found", body = super::models::ErrorDetail),
+              (status = 422, description = "Validation error", body = super::models::ValidationError)),
     security(("api_key" = [])))]
 async fn connect_demo(
     team: AuthTeam,
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DemoConnected>, ApiError> {
     let mut r = ObjectReader::new(&body, vec![Loc::from("body")]);
     r.deny_unknown(&["user_id", "provider", "days", "persona"]);
     let user_id = r.string("user_id", true).map(str::to_owned);
@@ -95,7 +117,12 @@ async fn connect_demo(
         now,
     )
     .await?;
-    Ok(Json(json!({
-        "success": true, "user_id": user.id, "provider": provider, "days": days, "stored": stored,
-    })))
+    Ok(Json(DemoConnected {
+        success: true,
+        detail: format!("{provider} connected with {days} days of demo data"),
+        user_id: user.id,
+        provider,
+        days,
+        stored,
+    }))
 }

@@ -8,7 +8,6 @@ use axum::Router;
 use axum::extract::State;
 use axum::response::Html;
 use axum::routing::get;
-use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -78,17 +77,24 @@ fn escape(s: &str) -> String {
 
 /// Liveness and readiness: 200 when the metadata database answers, else 503.
 #[utoipa::path(get, path = "/health", tag = "service",
-    responses((status = 200, description = "{\"status\": \"ok\"}", body = Object),
-              (status = 503, description = "The database does not answer")))]
-async fn health(State(state): State<AppState>) -> (axum::http::StatusCode, Json<Value>) {
+    responses((status = 200, description = "The store answers", body = super::models::Health),
+              (status = 503, description = "The database does not answer", body = super::models::ErrorDetail)))]
+async fn health(State(state): State<AppState>) -> axum::response::Response {
+    use axum::response::IntoResponse;
     match state.meta.ping().await {
-        Ok(()) => (axum::http::StatusCode::OK, Json(json!({ "status": "ok" }))),
+        Ok(()) => Json(super::models::Health {
+            status: "ok".into(),
+        })
+        .into_response(),
         Err(e) => {
             tracing::error!(error = %e, "health check failed");
             (
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({ "detail": "database unavailable" })),
+                Json(super::models::ErrorDetail {
+                    detail: "database unavailable".into(),
+                }),
             )
+                .into_response()
         }
     }
 }

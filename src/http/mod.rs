@@ -20,6 +20,8 @@ mod jobs;
 mod lab;
 mod link;
 mod meta;
+pub mod models;
+pub mod models_events;
 mod stream;
 mod teams;
 mod users;
@@ -128,20 +130,119 @@ struct ApiDoc;
 
 struct SecurityAddon;
 
+/// Documents the answers every operation can give besides its own: 401 on every operation that
+/// takes the key, 404 on every one with a path parameter, 422 (a malformed path, query or
+/// body), 413/414 (limits) and 500, each with its body schema, unless the operation documents
+/// them itself.
+fn add_common_errors(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::{HttpMethod, Operation};
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let answer = |description: &str, schema: &str| {
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name(schema)))
+                    .build(),
+            )
+            .build()
+    };
+    let add = |op: &mut Operation, has_path_params: bool| {
+        let secured = op.security.as_ref().is_some_and(|s| !s.is_empty());
+        let mut common = vec![
+            ("413", "Body over the size limit", "ErrorDetail"),
+            ("414", "Request URI over the limit", "ErrorDetail"),
+            ("422", "Validation error", "ValidationError"),
+            (
+                "500",
+                "A bug; the cause is logged under the request id",
+                "InternalError",
+            ),
+        ];
+        if secured {
+            common.push(("401", "Missing or invalid API key", "ErrorDetail"));
+        }
+        if has_path_params {
+            common.push(("404", "Not found (or another team's)", "ErrorDetail"));
+        }
+        for (status, description, schema) in common {
+            op.responses
+                .responses
+                .entry(status.to_owned())
+                .or_insert_with(|| answer(description, schema).into());
+        }
+    };
+    for (path, item) in openapi.paths.paths.iter_mut() {
+        let has_path_params = path.contains('{');
+        for method in [
+            HttpMethod::Get,
+            HttpMethod::Post,
+            HttpMethod::Put,
+            HttpMethod::Patch,
+            HttpMethod::Delete,
+        ] {
+            let op = match method {
+                HttpMethod::Get => item.get.as_mut(),
+                HttpMethod::Post => item.post.as_mut(),
+                HttpMethod::Put => item.put.as_mut(),
+                HttpMethod::Patch => item.patch.as_mut(),
+                HttpMethod::Delete => item.delete.as_mut(),
+                _ => None,
+            };
+            if let Some(op) = op {
+                add(op, has_path_params);
+            }
+        }
+    }
+    let components = openapi.components.get_or_insert_with(Default::default);
+    for (name, schema) in [
+        (
+            "ErrorDetail",
+            <models::ErrorDetail as utoipa::PartialSchema>::schema(),
+        ),
+        (
+            "InternalError",
+            <models::InternalError as utoipa::PartialSchema>::schema(),
+        ),
+        (
+            "ValidationError",
+            <models::ValidationError as utoipa::PartialSchema>::schema(),
+        ),
+        (
+            "Violation",
+            <crate::validation::Violation as utoipa::PartialSchema>::schema(),
+        ),
+        (
+            "Loc",
+            <crate::validation::Loc as utoipa::PartialSchema>::schema(),
+        ),
+    ] {
+        components.schemas.entry(name.to_owned()).or_insert(schema);
+    }
+}
+
 impl utoipa::Modify for SecurityAddon {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "api_key",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new(extract::API_KEY_HEADER))),
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                extract::API_KEY_HEADER,
+                format!(
+                    "The team's API key; `{}` (the reference SDKs' header) is accepted as its alias",
+                    extract::API_KEY_HEADER_ALIAS
+                )
+                .as_str(),
+            ))),
         );
     }
 }
 
 /// Every route with its documentation: serving a route and documenting it are one act.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (routes, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(users::routes())
         .merge(teams::routes())
         .merge(jobs::routes())
@@ -151,7 +252,9 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(link::routes())
         .merge(lab::routes())
         .merge(meta::routes())
-        .split_for_parts()
+        .split_for_parts();
+    add_common_errors(&mut doc);
+    (routes, doc)
 }
 
 /// The OpenAPI 3.1 document of every endpoint.

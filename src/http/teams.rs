@@ -1,15 +1,17 @@
 //! `/v2/team/source/priorities`: the team's provider order per data type, used by the aggregate
 //! engine's provider prioritisation (`aggregate-dsl.md` §3.5).
 //!
-//! `GET ?data_type=sleep` answers `{"data_type": "sleep", "priorities": [...]}`: the team's
-//! configured order, or the default order when it has set none (`"configured": false`).
-//! Without `data_type` it answers every data type. `PATCH ?data_type=sleep` with
+//! `GET ?data_type=sleep` answers `[{"data_type": "sleep", "priorities": [...]}]`: the team's
+//! configured order, or the default order when it has set none (`"configured": false`), in a
+//! list as the reference SDK reads it. Without `data_type` it answers every data type. `PATCH ?data_type=sleep` with
 //! `{"priorities": ["oura", ...]}` replaces the order: slugs must be catalogue providers, listed
 //! once; providers left out rank after the listed ones in the default order.
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -28,6 +30,24 @@ pub const DATA_TYPES: [&str; 6] = [
     "meal",
     "timeseries",
 ];
+
+/// A team's provider order for one data type.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Priorities {
+    /// sleep, activity, workouts, body, meal or timeseries.
+    data_type: &'static str,
+    /// Whether the team set it (else it is the default order).
+    configured: bool,
+    /// Provider slugs, first wins.
+    priorities: Vec<String>,
+}
+
+/// `PATCH /v2/team/source/priorities`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PrioritiesRequest {
+    /// Catalogue provider slugs, each once, first wins.
+    priorities: Vec<String>,
+}
 
 /// Documented routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -66,40 +86,44 @@ fn data_type(query: &QueryParams, required: bool) -> Result<Option<&'static str>
 /// The team's provider order for one or every data type.
 #[utoipa::path(get, path = "/v2/team/source/priorities", tag = "team",
     params(("data_type" = Option<String>, Query, description = "sleep, activity, workouts, body, meal or timeseries")),
-    responses((status = 200, description = "The order(s)", body = Object)),
+    responses((status = 200, description = "The order of `data_type`, or of every data type, as a list (the reference SDK's shape)", body = Vec<Priorities>),
+              (status = 422, description = "Unknown data_type", body = super::models::ValidationError)),
     security(("api_key" = [])))]
 async fn get_priorities(
     team: AuthTeam,
     State(state): State<AppState>,
     query: QueryParams,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Vec<Priorities>>, ApiError> {
     let configured = state.meta.team_priorities(team.0.id).await?;
-    let entry = |t: &str| {
+    let entry = |t: &'static str| {
         let own = configured.get(t);
-        json!({
-            "data_type": t,
-            "configured": own.is_some(),
-            "priorities": own.cloned().unwrap_or_else(|| DEFAULT_PRIORITY.iter().map(|s| (*s).to_owned()).collect()),
-        })
+        Priorities {
+            data_type: t,
+            configured: own.is_some(),
+            priorities: own
+                .cloned()
+                .unwrap_or_else(|| DEFAULT_PRIORITY.iter().map(|s| (*s).to_owned()).collect()),
+        }
     };
     Ok(Json(match data_type(&query, false)? {
-        Some(t) => entry(t),
-        None => Value::from(DATA_TYPES.iter().map(|t| entry(t)).collect::<Vec<_>>()),
+        Some(t) => vec![entry(t)],
+        None => DATA_TYPES.iter().map(|t| entry(t)).collect(),
     }))
 }
 
 /// Replace the team's provider order for one data type.
 #[utoipa::path(patch, path = "/v2/team/source/priorities", tag = "team",
     params(("data_type" = String, Query, description = "sleep, activity, workouts, body, meal or timeseries")),
-    request_body(content = Object, description = "{\"priorities\": [\"oura\", \"apple_health_kit\"]}"),
-    responses((status = 200, description = "The stored order", body = Object)),
+    request_body(content = PrioritiesRequest),
+    responses((status = 200, description = "The stored order, as a list of one", body = Vec<Priorities>),
+              (status = 422, description = "Missing or unknown data_type, unknown or repeated provider", body = super::models::ValidationError)),
     security(("api_key" = [])))]
 async fn patch_priorities(
     team: AuthTeam,
     State(state): State<AppState>,
     query: QueryParams,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Vec<Priorities>>, ApiError> {
     let data_type = data_type(&query, true)?.unwrap_or("timeseries");
     let mut reader = ObjectReader::new(&body, vec![Loc::from("body")]);
     reader.deny_unknown(&["priorities"]);
@@ -133,7 +157,9 @@ async fn patch_priorities(
         .meta
         .set_team_priorities(team.0.id, data_type, &order)
         .await?;
-    Ok(Json(
-        json!({ "data_type": data_type, "configured": true, "priorities": order }),
-    ))
+    Ok(Json(vec![Priorities {
+        data_type,
+        configured: true,
+        priorities: order,
+    }]))
 }

@@ -6,15 +6,17 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use chrono::Utc;
-use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
 use super::extract::{ApiPath, AuthTeam, JsonBody, PathId, QueryParams, TeamUser};
+use super::models;
 use crate::store::metadata::{MetadataError, User};
-use crate::users::{self, info, render_time};
+use crate::users::wire::{DuplicateUser, Success, TeamMetrics, UserInfo, UserPage, UserResource};
+use crate::users::{self, info};
+use crate::validation::Violation;
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -25,6 +27,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(patch_user_info))
         .routes(routes!(latest_user_info))
         .routes(routes!(user_providers))
+        .routes(routes!(team_metrics))
+        .routes(routes!(undo_delete))
 }
 
 /// Loads a user of the team, or answers 404.
@@ -40,33 +44,37 @@ pub async fn team_user(
         .ok_or(ApiError::NotFound("User"))
 }
 
-async fn render(state: &AppState, user: &User) -> Result<Value, ApiError> {
+async fn render(state: &AppState, user: &User) -> Result<UserResource, ApiError> {
     let connections = state.meta.connections(user.id).await?;
-    Ok(users::render_user(user, &connections))
+    Ok(UserResource::new(user, &connections))
 }
 
 /// Create a user.
 #[utoipa::path(post, path = "/v2/user", tag = "users",
-    request_body(content = Object, description = "client_user_id, fallback_time_zone, fallback_birth_date, ingestion_start, ingestion_end"),
-    responses((status = 200, description = "The created user", body = Object),
-              (status = 400, description = "client_user_id already in use; the body names the existing user"),
-              (status = 422, description = "Validation error")),
+    request_body(content = models::NewUserRequest),
+    responses((status = 200, description = "The created user", body = UserResource),
+              (status = 400, description = "client_user_id already in use; the body names the existing user", body = models::DuplicateUserError),
+              (status = 401, description = "Missing or invalid API key", body = models::ErrorDetail),
+              (status = 422, description = "Validation error", body = models::ValidationError)),
     security(("api_key" = [])))]
 async fn create_user(
     team: AuthTeam,
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UserResource>, ApiError> {
     let new = users::parse_new_user(&body, Utc::now().date_naive())?;
     match state.meta.create_user(team.0.id, new).await {
         Ok(user) => Ok(Json(render(&state, &user).await?)),
         Err(MetadataError::ClientUserIdTaken { existing }) => {
-            Err(ApiError::BadRequestBody(json!({
-                "error_type": "INVALID_REQUEST",
-                "error_message": "Client user id already exists.",
-                "user_id": existing.id,
-                "created_on": render_time(existing.created_at),
-            })))
+            let detail = DuplicateUser {
+                error_type: "INVALID_REQUEST".into(),
+                error_message: "Client user id already exists.".into(),
+                user_id: existing.id,
+                created_on: existing.created_at,
+            };
+            Err(ApiError::BadRequestBody(
+                serde_json::to_value(detail).map_err(ApiError::internal)?,
+            ))
         }
         Err(e) => Err(e.into()),
     }
@@ -76,13 +84,14 @@ async fn create_user(
 #[utoipa::path(get, path = "/v2/user", tag = "users",
     params(("offset" = Option<i64>, Query, description = "default 0"),
            ("limit" = Option<i64>, Query, description = "1 to 500, default 100")),
-    responses((status = 200, description = "{users, total, offset, limit}", body = Object)),
+    responses((status = 200, description = "One page of users", body = UserPage),
+              (status = 422, description = "Validation error", body = models::ValidationError)),
     security(("api_key" = [])))]
 async fn list_users(
     team: AuthTeam,
     State(state): State<AppState>,
     query: QueryParams,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UserPage>, ApiError> {
     let offset = query.int("offset", 0, 0, i64::MAX)?;
     let limit = query.int("limit", 100, 1, 500)?;
     let (page, total) = state.meta.list_users(team.0.id, offset, limit).await?;
@@ -90,33 +99,39 @@ async fn list_users(
     for user in &page {
         users.push(render(&state, user).await?);
     }
-    Ok(Json(
-        json!({ "users": users, "total": total, "offset": offset, "limit": limit }),
-    ))
+    Ok(Json(UserPage {
+        users,
+        total,
+        offset,
+        limit,
+    }))
 }
 
 /// Read a user.
 #[utoipa::path(get, path = "/v2/user/{user_id}", tag = "users",
     params(("user_id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "The user", body = Object), (status = 404, description = "User not found")),
+    responses((status = 200, description = "The user", body = UserResource),
+              (status = 404, description = "User not found", body = models::ErrorDetail),
+              (status = 422, description = "Malformed user id", body = models::ValidationError)),
     security(("api_key" = [])))]
 async fn get_user(
     State(state): State<AppState>,
     TeamUser(user): TeamUser,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UserResource>, ApiError> {
     Ok(Json(render(&state, &user).await?))
 }
 
 /// Find a user by the team's own id.
 #[utoipa::path(get, path = "/v2/user/resolve/{client_user_id}", tag = "users",
     params(("client_user_id" = String, Path)),
-    responses((status = 200, description = "The user", body = Object), (status = 404, description = "User not found")),
+    responses((status = 200, description = "The user", body = UserResource),
+              (status = 404, description = "User not found", body = models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn resolve_user(
     team: AuthTeam,
     State(state): State<AppState>,
     ApiPath(client_user_id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UserResource>, ApiError> {
     let user = state
         .meta
         .user_by_client_id(team.0.id, &client_user_id)
@@ -129,8 +144,11 @@ async fn resolve_user(
 /// ingestion_start, ingestion_end (null clears). 409 when client_user_id is taken.
 #[utoipa::path(patch, path = "/v2/user/{user_id}", tag = "users",
     params(("user_id" = uuid::Uuid, Path)),
-    request_body(content = Object),
-    responses((status = 204, description = "Updated"), (status = 409, description = "client_user_id taken")),
+    request_body(content = models::UserPatchRequest),
+    responses((status = 204, description = "Updated"),
+              (status = 404, description = "User not found", body = models::ErrorDetail),
+              (status = 409, description = "client_user_id taken", body = models::ErrorDetail),
+              (status = 422, description = "Validation error", body = models::ValidationError)),
     security(("api_key" = [])))]
 async fn patch_user(
     State(state): State<AppState>,
@@ -149,57 +167,65 @@ async fn patch_user(
 /// Delete a user with its data and connections.
 #[utoipa::path(delete, path = "/v2/user/{user_id}", tag = "users",
     params(("user_id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "{\"success\": true}", body = Object), (status = 404, description = "User not found")),
+    responses((status = 200, description = "Deleted", body = Success),
+              (status = 404, description = "User not found", body = models::ErrorDetail),
+              (status = 422, description = "Malformed user id", body = models::ValidationError)),
     security(("api_key" = [])))]
 async fn delete_user(
     team: AuthTeam,
     State(state): State<AppState>,
     PathId(id): PathId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Success>, ApiError> {
     if !state.meta.delete_user(team.0.id, id).await? {
         return Err(ApiError::NotFound("User"));
     }
     state.delete_user_data(team.0.id, id).await?;
-    Ok(Json(json!({ "success": true })))
+    Ok(Json(Success { success: true }))
 }
 
 /// Set the user's patient details; answers the stored details.
 #[utoipa::path(patch, path = "/v2/user/{user_id}/info", tag = "users",
     params(("user_id" = uuid::Uuid, Path)),
-    request_body(content = Object, description = "User info: first_name, last_name, email, phone_number, gender, dob, address, medical_proxy, race, ethnicity, sexual_orientation, gender_identity"),
-    responses((status = 200, description = "The stored details", body = Object)),
+    request_body(content = UserInfo, description = "The address takes `zip_code` or `zip`; `country` defaults to US"),
+    responses((status = 200, description = "The stored details", body = UserInfo),
+              (status = 404, description = "User not found", body = models::ErrorDetail),
+              (status = 422, description = "Validation error", body = models::ValidationError)),
     security(("api_key" = [])))]
 async fn patch_user_info(
     State(state): State<AppState>,
     TeamUser(user): TeamUser,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UserInfo>, ApiError> {
     let details = info::parse_user_info(&body, Utc::now().date_naive())?;
-    state.meta.set_user_info(user.id, &details).await?;
+    let details = info::typed(details).map_err(ApiError::internal)?;
+    let stored = serde_json::to_value(&details).map_err(ApiError::internal)?;
+    state.meta.set_user_info(user.id, &stored).await?;
     Ok(Json(details))
 }
 
 /// The user's latest patient details.
 #[utoipa::path(get, path = "/v2/user/{user_id}/info/latest", tag = "users",
     params(("user_id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "The stored details", body = Object), (status = 404, description = "User or user info not found")),
+    responses((status = 200, description = "The stored details", body = UserInfo),
+              (status = 404, description = "User or user info not found", body = models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn latest_user_info(
     State(state): State<AppState>,
     TeamUser(user): TeamUser,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UserInfo>, ApiError> {
     let details = state
         .meta
         .user_info(user.id)
         .await?
         .ok_or(ApiError::NotFound("User info"))?;
-    Ok(Json(details))
+    Ok(Json(info::typed(details).map_err(ApiError::internal)?))
 }
 
 /// The user's connected providers with per-resource availability.
 #[utoipa::path(get, path = "/v2/user/providers/{user_id}", tag = "users",
     params(("user_id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "{providers: [...]}", body = Object)),
+    responses((status = 200, description = "The user's providers", body = models::UserProviders),
+              (status = 404, description = "User not found", body = models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn user_providers(
     State(state): State<AppState>,
@@ -207,5 +233,56 @@ async fn user_providers(
 ) -> Result<impl IntoResponse, ApiError> {
     let providers =
         crate::data::connections::provider_entries(&state.meta, &state.health, &user).await?;
-    Ok(Json(json!({ "providers": providers })))
+    Ok(Json(models::UserProviders { providers }))
+}
+
+/// The team's counts of users and connections.
+#[utoipa::path(get, path = "/v2/user/metrics", tag = "users",
+    responses((status = 200, description = "The team's counts", body = TeamMetrics)),
+    security(("api_key" = [])))]
+async fn team_metrics(
+    team: AuthTeam,
+    State(state): State<AppState>,
+) -> Result<Json<TeamMetrics>, ApiError> {
+    let (users, connected, errored) = state.meta.team_counts(team.0.id).await?;
+    Ok(Json(TeamMetrics {
+        team_id: team.0.id,
+        number_of_users: users,
+        number_of_connected_sources: connected,
+        number_of_errored_connected_sources: errored,
+    }))
+}
+
+/// Restore a deleted user, named by `user_id` or `client_user_id` (one of them). Deletion here
+/// is immediate and removes the user's data, so no deleted user can be restored: a user that
+/// exists answers 400 (it is not deleted), any other 404.
+#[utoipa::path(post, path = "/v2/user/undo_delete", tag = "users",
+    params(("user_id" = Option<uuid::Uuid>, Query), ("client_user_id" = Option<String>, Query)),
+    responses((status = 200, description = "Restored (never: deletion is immediate)", body = Success),
+              (status = 400, description = "The user is not deleted", body = models::ErrorDetail),
+              (status = 404, description = "No deleted user to restore", body = models::ErrorDetail),
+              (status = 422, description = "Neither or both of user_id and client_user_id", body = models::ValidationError)),
+    security(("api_key" = [])))]
+async fn undo_delete(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    query: QueryParams,
+) -> Result<Json<Success>, ApiError> {
+    let existing = match (query.get("user_id"), query.get("client_user_id")) {
+        (Some(id), None) => {
+            let id = super::extract::parse_uuid(id, crate::loc!["query", "user_id"])?;
+            state.meta.user(team.0.id, id).await?
+        }
+        (None, Some(client)) => state.meta.user_by_client_id(team.0.id, client).await?,
+        _ => {
+            return Err(ApiError::invalid(Violation::value(
+                crate::loc!["query", "user_id"],
+                "send exactly one of user_id and client_user_id",
+            )));
+        }
+    };
+    match existing {
+        Some(_) => Err(ApiError::BadRequest("User is not deleted".into())),
+        None => Err(ApiError::NotFound("Deleted user")),
+    }
 }

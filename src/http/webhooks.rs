@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 use super::AppState;
 use super::error::ApiError;
 use super::extract::{AuthTeam, JsonBody, PathId, QueryParams, parse_uuid};
+use super::models_events as events_models;
 use crate::events::endpoints::{self as api, EventsError};
 use crate::events::history;
 use crate::loc;
@@ -41,8 +42,8 @@ impl From<EventsError> for ApiError {
 
 /// Registers a webhook endpoint; the answer carries its secret (shown only here and on rotation).
 #[utoipa::path(post, path = "/v2/team/webhooks", tag = "events",
-    request_body(content = Object, description = "{url, event_types?, description?}"),
-    responses((status = 200, description = "{id, url, event_types, secret, created_at, disabled}", body = Object),
+    request_body(content = super::models_events::WebhookEndpointRequest),
+    responses((status = 200, description = "The endpoint with its secret", body = super::models_events::WebhookEndpoint),
               (status = 422, description = "Bad URL (not https, private or link-local address) or unknown event type")),
     security(("api_key" = [])))]
 async fn create_endpoint(
@@ -56,24 +57,26 @@ async fn create_endpoint(
 
 /// The team's webhook endpoints.
 #[utoipa::path(get, path = "/v2/team/webhooks", tag = "events",
-    responses((status = 200, description = "{endpoints: [...]}", body = Object)),
+    responses((status = 200, description = "The team's endpoints", body = super::models_events::WebhookEndpoints)),
     security(("api_key" = [])))]
 async fn list_endpoints(
     team: AuthTeam,
     State(state): State<AppState>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::WebhookEndpoints>, ApiError> {
     let list = api::list(&state.meta, team.0.id).await?;
     let rendered: Vec<Value> = list
         .iter()
         .map(|e| api::render_endpoint(e, false))
         .collect();
-    Ok(Json(json!({ "endpoints": rendered })))
+    Ok(Json(events_models::WebhookEndpoints {
+        endpoints: rendered,
+    }))
 }
 
 /// One webhook endpoint (without its secret).
 #[utoipa::path(get, path = "/v2/team/webhooks/{id}", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "The endpoint", body = Object), (status = 404, description = "No such endpoint")),
+    responses((status = 200, description = "The endpoint", body = super::models_events::WebhookEndpoint), (status = 404, description = "No such endpoint", body = super::models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn get_endpoint(
     team: AuthTeam,
@@ -87,8 +90,8 @@ async fn get_endpoint(
 /// Changes a webhook endpoint: `url`, `event_types`, `description`, `disabled`.
 #[utoipa::path(patch, path = "/v2/team/webhooks/{id}", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    request_body(content = Object, description = "{url?, event_types?, description?, disabled?}"),
-    responses((status = 200, description = "The endpoint", body = Object), (status = 404, description = "No such endpoint")),
+    request_body(content = super::models_events::WebhookEndpointRequest),
+    responses((status = 200, description = "The endpoint", body = super::models_events::WebhookEndpoint), (status = 404, description = "No such endpoint", body = super::models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn patch_endpoint(
     team: AuthTeam,
@@ -103,21 +106,21 @@ async fn patch_endpoint(
 /// Removes a webhook endpoint and its deliveries.
 #[utoipa::path(delete, path = "/v2/team/webhooks/{id}", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "{success: true}", body = Object), (status = 404, description = "No such endpoint")),
+    responses((status = 200, description = "Deleted", body = super::models_events::Deleted), (status = 404, description = "No such endpoint", body = super::models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn delete_endpoint(
     team: AuthTeam,
     State(state): State<AppState>,
     PathId(id): PathId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::Deleted>, ApiError> {
     api::delete(&state.meta, team.0.id, id).await?;
-    Ok(Json(json!({ "success": true })))
+    Ok(Json(events_models::Deleted { success: true }))
 }
 
 /// Gives the endpoint a new secret (returned); the old one keeps signing for 24 hours.
 #[utoipa::path(post, path = "/v2/team/webhooks/{id}/rotate_secret", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "The endpoint with its new secret and previous_secret_expires_at", body = Object)),
+    responses((status = 200, description = "The endpoint with its new secret and previous_secret_expires_at", body = super::models_events::WebhookEndpoint)),
     security(("api_key" = [])))]
 async fn rotate_secret(
     team: AuthTeam,
@@ -143,14 +146,14 @@ fn cursor_param(query: &QueryParams) -> Result<Option<uuid::Uuid>, ApiError> {
     params(("id" = uuid::Uuid, Path),
            ("status" = Option<String>, Query, description = "pending, succeeded or failed"),
            ("next_cursor" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "1 to 100, default 50")),
-    responses((status = 200, description = "{deliveries, next_cursor}", body = Object)),
+    responses((status = 200, description = "A page of deliveries", body = super::models_events::Deliveries)),
     security(("api_key" = [])))]
 async fn list_deliveries(
     team: AuthTeam,
     State(state): State<AppState>,
     PathId(id): PathId,
     query: QueryParams,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::Deliveries>, ApiError> {
     let status = match query.get("status") {
         None => None,
         Some(raw) => Some(raw.parse::<DeliveryStatus>().map_err(|()| {
@@ -168,37 +171,43 @@ async fn list_deliveries(
     let (page, next) =
         history::deliveries(&state.meta, team.0.id, id, status, cursor, limit).await?;
     let rendered: Vec<Value> = page.iter().map(history::render_delivery).collect();
-    Ok(Json(json!({ "deliveries": rendered, "next_cursor": next })))
+    Ok(Json(events_models::Deliveries {
+        deliveries: rendered,
+        next_cursor: next,
+    }))
 }
 
 /// Re-sends the endpoint's events of a window.
 #[utoipa::path(post, path = "/v2/team/webhooks/{id}/replay", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    request_body(content = Object, description = "{since, until?} (ISO 8601 date-times)"),
-    responses((status = 200, description = "{replayed: n}", body = Object)),
+    request_body(content = super::models_events::ReplayRequest),
+    responses((status = 200, description = "Deliveries queued again", body = super::models_events::Replayed)),
     security(("api_key" = [])))]
 async fn replay(
     team: AuthTeam,
     State(state): State<AppState>,
     PathId(id): PathId,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::Replayed>, ApiError> {
     let n = history::replay(&state.meta, team.0.id, id, &body).await?;
-    Ok(Json(json!({ "replayed": n })))
+    Ok(Json(events_models::Replayed { replayed: n }))
 }
 
 /// Sends a sample event of a type to the team's subscribed endpoints.
 #[utoipa::path(post, path = "/v2/team/events/test", tag = "events",
-    request_body(content = Object, description = "{event_type}"),
-    responses((status = 200, description = "{event_id, deliveries}", body = Object)),
+    request_body(content = super::models_events::TestEventRequest),
+    responses((status = 200, description = "The event and its deliveries", body = super::models_events::TestEventSent)),
     security(("api_key" = [])))]
 async fn test_event(
     team: AuthTeam,
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::TestEventSent>, ApiError> {
     let (id, deliveries) = history::test_event(&state.meta, team.0.id, &body).await?;
-    Ok(Json(json!({ "event_id": id, "deliveries": deliveries })))
+    Ok(Json(events_models::TestEventSent {
+        event_id: id,
+        deliveries,
+    }))
 }
 
 /// The team's stored events (kept 30 days), oldest first, by cursor.
@@ -206,13 +215,13 @@ async fn test_event(
     params(("user_id" = Option<uuid::Uuid>, Query), ("event_type" = Option<String>, Query),
            ("since" = Option<String>, Query, description = "ISO 8601 date-time"),
            ("next_cursor" = Option<String>, Query), ("limit" = Option<i64>, Query, description = "1 to 100, default 50")),
-    responses((status = 200, description = "{events, next_cursor}", body = Object)),
+    responses((status = 200, description = "A page of stored events", body = super::models_events::Events)),
     security(("api_key" = [])))]
 async fn list_events(
     team: AuthTeam,
     State(state): State<AppState>,
     query: QueryParams,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<events_models::Events>, ApiError> {
     let user = query
         .get("user_id")
         .map(|u| parse_uuid(u, loc!["query", "user_id"]))
@@ -250,5 +259,8 @@ async fn list_events(
     )
     .await?;
     let rendered: Vec<Value> = page.iter().map(history::render_event).collect();
-    Ok(Json(json!({ "events": rendered, "next_cursor": next })))
+    Ok(Json(events_models::Events {
+        events: rendered,
+        next_cursor: next,
+    }))
 }

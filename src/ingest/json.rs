@@ -118,14 +118,18 @@ pub(crate) fn boolean(obj: &Obj, key: &str, loc: &[Loc]) -> Result<Option<bool>,
         .transpose()
 }
 
-/// A `YYYY-MM-DD` member.
+/// A `YYYY-MM-DD` member; a date-time with an offset gives its own calendar day (the
+/// reference renders days as `YYYY-MM-DDT00:00:00+00:00`).
 pub(crate) fn date(obj: &Obj, key: &str, loc: &[Loc]) -> Result<Option<NaiveDate>, Violation> {
     string(obj, key, loc)?
         .map(|s| {
-            NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| {
-                Violation::value(at(loc, key), "Input should be a valid date (YYYY-MM-DD)")
-                    .with_input(Value::from(s))
-            })
+            NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .ok()
+                .or_else(|| DateTime::parse_from_rfc3339(s).ok().map(|t| t.date_naive()))
+                .ok_or_else(|| {
+                    Violation::value(at(loc, key), "Input should be a valid date (YYYY-MM-DD)")
+                        .with_input(Value::from(s))
+                })
         })
         .transpose()
 }

@@ -20,8 +20,12 @@
 //! - [`parse_date_range`] reads the getters' `start_date`/`end_date`.
 //! - [`demo`] generates deterministic synthetic push bodies for the demo providers.
 //!
-//! Field names follow `data-model.md`: the bracketed JSON names where they differ from the
-//! columns (sleep: `bedtime_start`, `total`, `hr_lowest`, ...), the column names elsewhere.
+//! Field names, types and nesting follow the reference service's models (`data-model.md`
+//! §Wire names; the column-to-wire map is `fields::wire`): sleep `bedtime_start`, `total`,
+//! `hr_lowest`; workouts `time_start`, `average_hr`, `sport {id, name, slug}`; activity
+//! `distance`, `low`/`medium`/`high` in minutes, `heart_rate {avg_bpm, ...}`; body `weight`,
+//! `fat`; meals `energy`, `macros`, `micros`; profile `height`. A push may also name a column
+//! by its own (query-language) name, the shape pushes had before.
 //! Decisions where the spec is silent (each is detailed on the private module that takes it:
 //! `push`, `push_body`, `summary`, `sample`, `render`, `page`, `grouped`, `dates`):
 //! - summary `id` is optional on push and then derived from (provider, source type, table,
@@ -30,7 +34,9 @@
 //! - a record's zone is `±HH:MM`, `Z`, an IANA name or seconds east of UTC; the stored
 //!   `timezone_offset` is its offset at the row's index instant, else null (the fallback zone
 //!   is applied at query time, never stored);
-//! - the hypnogram is pushed and rendered as `"sleep_stream": {"hypnogram": [..], "interval": 300}`;
+//! - the hypnogram renders as the reference's stage samples
+//!   (`"sleep_stream": {"hypnogram": [{start, end, value, ...}]}`) and is pushed that way or
+//!   compactly as `{"hypnogram": [1, 2, ...], "interval": 300}`;
 //! - read-only getter members (`user_id`, `calendar_date`, `source`, `created_at`,
 //!   `updated_at`) are accepted and ignored on push, so a getter's output can be re-pushed;
 //! - instants render in the row's own offset (else `Z`); samples in
@@ -48,6 +54,7 @@ mod dates;
 pub mod demo;
 mod fields;
 mod grouped;
+mod hypnogram;
 mod json;
 mod page;
 mod push;
@@ -56,11 +63,13 @@ mod render;
 mod sample;
 mod sample_json;
 mod summary;
+pub mod wire_schema;
 mod zone;
 
 pub use dates::parse_date_range;
 pub use fields::{SOURCE_TYPES, push_key};
 pub use grouped::render_grouped;
+pub use hypnogram::{hypnogram_grouped, hypnogram_plain};
 pub use page::{Cursor, PageBuilder, PageLimits, SamplePage};
 pub use push::{PushBatches, PushUser, parse_push, parse_push_json};
 pub(crate) use render::source as render_source;

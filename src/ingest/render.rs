@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::columns::{Cell, cell_by_name};
-use super::fields::json_name;
+use super::fields::wire;
 use super::page::{PageBuilder, PageLimits};
 use super::zone::{format_instant, local_date};
 use crate::providers;
@@ -79,10 +79,74 @@ fn index_micros(table: Table, batch: &RecordBatch, row: usize) -> i64 {
     }
 }
 
+/// A cell in its wire unit (`column = wire × factor`).
+fn in_wire_unit(cell: Cell, factor: f64) -> Value {
+    if factor == 1.0 {
+        return plain(cell);
+    }
+    match cell {
+        Cell::Int(v) => Value::from(v as f64 / factor),
+        Cell::Float(v) => Value::from(v / factor),
+        other => plain(other),
+    }
+}
+
+/// Sets `path` (dot-separated keys) in `obj`, creating the objects on the way.
+fn insert_path(obj: &mut Map<String, Value>, path: &str, value: Value) {
+    match path.split_once('.') {
+        None => {
+            obj.insert(path.to_owned(), value);
+        }
+        Some((head, rest)) => {
+            let inner = obj
+                .entry(head.to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(inner) = inner {
+                insert_path(inner, rest, value);
+            }
+        }
+    }
+}
+
+/// Replaces nested objects whose every leaf is null by null (the reference has no object where
+/// it has no value: `heart_rate`, `map`, `macros`, ...).
+fn collapse_empty(value: &mut Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(map) => {
+            let mut empty = true;
+            for v in map.values_mut() {
+                if collapse_empty(v) {
+                    *v = Value::Null;
+                } else {
+                    empty = false;
+                }
+            }
+            empty
+        }
+        _ => false,
+    }
+}
+
+fn int_cell(batch: &RecordBatch, column: &str, row: usize) -> Option<i64> {
+    match cell_by_name(batch, column, row) {
+        Cell::Int(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// A sport's number: stable for its slug (the reference numbers its sports; ours are named).
+pub(crate) fn sport_id(slug: &str) -> u32 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(slug.as_bytes());
+    u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) & 0x7fff_ffff
+}
+
 fn render_row(table: Table, batch: &RecordBatch, row: usize, user_id: Uuid) -> Value {
     let tz = offset(batch, row);
     let mut obj = Map::new();
-    obj.insert("id".into(), plain(cell_by_name(batch, "id", row)));
+    let id = plain(cell_by_name(batch, "id", row));
+    obj.insert("id".into(), id.clone());
     obj.insert("user_id".into(), Value::String(user_id.to_string()));
     let calendar = match cell_by_name(batch, table.index_column(), row) {
         Cell::Date(d) => date_string(d),
@@ -90,26 +154,38 @@ fn render_row(table: Table, batch: &RecordBatch, row: usize, user_id: Uuid) -> V
         Cell::Micros(m) => local_date(m, tz).to_string(),
         _ => String::new(),
     };
-    obj.insert("calendar_date".into(), Value::String(calendar));
-    for column in table.columns().iter().filter(|c| c.name != "id") {
+    let midnight = Value::String(format!("{calendar}T00:00:00+00:00"));
+    obj.insert("calendar_date".into(), Value::String(calendar.clone()));
+    for column in table.columns() {
+        let Some(place) = wire(table, column.name) else {
+            continue;
+        };
         let value = match (column.kind, cell_by_name(batch, column.name, row)) {
             (Kind::Instant, Cell::Micros(m)) => Value::String(format_instant(m, tz)),
-            (_, cell) => plain(cell),
+            (_, cell) => in_wire_unit(cell, place.factor),
         };
-        obj.insert(json_name(table, column.name).to_owned(), value);
+        insert_path(&mut obj, place.path, value);
     }
-    if table == Table::Sleep {
-        let stream = match cell_by_name(batch, "hypnogram", row) {
-            Cell::Stages(stages) => {
-                let interval = match cell_by_name(batch, "hypnogram_interval_second", row) {
-                    Cell::Int(i) => i,
-                    _ => super::summary::DEFAULT_HYPNOGRAM_INTERVAL,
-                };
-                serde_json::json!({"hypnogram": stages, "interval": interval})
-            }
-            _ => Value::Null,
-        };
-        obj.insert("sleep_stream".into(), stream);
+    match table {
+        Table::Sleep => sleep_members(&mut obj, batch, row, tz, midnight),
+        Table::Activity => {
+            obj.insert("date".into(), midnight);
+        }
+        Table::Body => {
+            obj.insert("date".into(), midnight);
+            obj.insert(
+                "timezone_offset".into(),
+                tz.map_or(Value::Null, Value::from),
+            );
+        }
+        Table::Workout => workout_members(&mut obj, batch, row, tz, &id),
+        Table::Meal => meal_members(&mut obj, batch, row, &calendar, midnight, &id),
+        Table::Profile => {}
+    }
+    for value in obj.values_mut() {
+        if value.is_object() && collapse_empty(value) {
+            *value = Value::Null;
+        }
     }
     obj.insert("source".into(), source(batch, row));
     if table != Table::Profile {
@@ -118,6 +194,133 @@ fn render_row(table: Table, batch: &RecordBatch, row: usize, user_id: Uuid) -> V
         obj.insert("updated_at".into(), ingested);
     }
     Value::Object(obj)
+}
+
+/// Sleep's own members: `date`, the offset in seconds, the stage totals the reference requires
+/// (0 when the provider gave none) and the hypnogram as the reference's stage samples.
+fn sleep_members(
+    obj: &mut Map<String, Value>,
+    batch: &RecordBatch,
+    row: usize,
+    tz: Option<i32>,
+    midnight: Value,
+) {
+    obj.insert("date".into(), midnight);
+    obj.insert(
+        "timezone_offset".into(),
+        tz.map_or(Value::Null, Value::from),
+    );
+    for key in ["duration", "total", "awake", "light", "rem", "deep"] {
+        if obj.get(key).is_none_or(Value::is_null) {
+            obj.insert(key.into(), Value::from(0));
+        }
+    }
+    let stream = match cell_by_name(batch, "hypnogram", row) {
+        Cell::Stages(stages) => {
+            let interval = int_cell(batch, "hypnogram_interval_second", row)
+                .unwrap_or(super::summary::DEFAULT_HYPNOGRAM_INTERVAL);
+            let start = match cell_by_name(batch, "session_start", row) {
+                Cell::Micros(m) => m,
+                _ => 0,
+            };
+            serde_json::json!({
+                "hypnogram": super::hypnogram::stage_samples(&stages, start, interval, tz),
+            })
+        }
+        _ => Value::Null,
+    };
+    obj.insert("sleep_stream".into(), stream);
+}
+
+/// Workout's own members: heart-rate zones as one list, the sport, the provider's id and the
+/// offset in seconds.
+fn workout_members(
+    obj: &mut Map<String, Value>,
+    batch: &RecordBatch,
+    row: usize,
+    tz: Option<i32>,
+    id: &Value,
+) {
+    let zones: Vec<Option<f64>> = (1..=6)
+        .map(
+            |i| match cell_by_name(batch, &format!("heart_rate_zone_{i}"), row) {
+                Cell::Float(v) => Some(v),
+                _ => None,
+            },
+        )
+        .collect();
+    let hr_zones = if zones.iter().all(Option::is_none) {
+        Value::Null
+    } else {
+        zones
+            .iter()
+            .map(|z| Value::from(z.unwrap_or(0.0).round() as i64))
+            .collect()
+    };
+    obj.insert("hr_zones".into(), hr_zones);
+    let name = str_cell(batch, "sport_name", row);
+    let slug = str_cell(batch, "sport_slug", row);
+    let sport = match (name, slug) {
+        (None, None) => Value::Null,
+        (name, slug) => {
+            let slug = slug.or(name.clone()).unwrap_or_default();
+            serde_json::json!({
+                "id": sport_id(&slug),
+                "name": name.unwrap_or_else(|| slug.clone()),
+                "slug": slug,
+            })
+        }
+    };
+    obj.insert("sport".into(), sport);
+    if obj.get("provider_id").is_none_or(Value::is_null) {
+        obj.insert("provider_id".into(), id.clone());
+    }
+    obj.insert(
+        "timezone_offset".into(),
+        tz.map_or(Value::Null, Value::from),
+    );
+}
+
+/// Meal's own members: the day and its midnight as `timestamp`, the reference's bookkeeping
+/// numbers, the energy's unit, and the source ids at the top level as the reference has them.
+fn meal_members(
+    obj: &mut Map<String, Value>,
+    batch: &RecordBatch,
+    row: usize,
+    calendar: &str,
+    midnight: Value,
+    id: &Value,
+) {
+    obj.insert("date".into(), Value::String(calendar.to_owned()));
+    obj.insert("timestamp".into(), midnight);
+    obj.insert("provider_id".into(), id.clone());
+    if obj.get("name").is_none_or(Value::is_null) {
+        obj.insert("name".into(), Value::String(String::new()));
+    }
+    let provider = str_cell(batch, "source_provider", row).unwrap_or_default();
+    let priority = providers::DEFAULT_PRIORITY
+        .iter()
+        .position(|p| *p == provider)
+        .map_or(0, |i| i + 1);
+    let source = providers::CATALOGUE
+        .iter()
+        .position(|p| p.slug == provider)
+        .map_or(0, |i| i + 1);
+    obj.insert("priority_id".into(), Value::from(priority));
+    obj.insert("source_id".into(), Value::from(source));
+    obj.insert(
+        "source_app_id".into(),
+        str_cell(batch, "source_app_id", row).map_or(Value::Null, Value::from),
+    );
+    obj.insert(
+        "source_device_id".into(),
+        str_cell(batch, "source_device_id", row).map_or(Value::Null, Value::from),
+    );
+    if let Some(Value::Object(energy)) = obj.get_mut("energy")
+        && energy.get("value").is_some_and(|v| !v.is_null())
+    {
+        energy.insert("unit".into(), Value::from("kcal"));
+    }
 }
 
 /// Renders summary rows of one table, ordered by index time then provider.

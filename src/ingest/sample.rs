@@ -9,7 +9,11 @@
 //! - `unit`, when given, must be the resource's unit; it is always stored as the resource's unit.
 //! - `timezone_offset` is seconds east of UTC, or a zone string (`+HH:MM`, IANA) resolved at the
 //!   sample's instant; absent, null (the engine applies the user's fallback zone at query time).
-//! - Note `tags` is an array of strings, stored as its JSON text; `content` is required.
+//! - `type` is required on the samples the reference always types: cholesterol (`ldl`, `hdl`,
+//!   `total`, `triglycerides`, which `cholesterol/<kind>` filters on), ige, igg and
+//!   electrocardiogram_voltage.
+//! - Note `tags` is an array of strings, stored as its JSON text; `content` (or the
+//!   reference's `value`, the same text) is required.
 //! - `source_workout_id` and `source_sport` are per-sample fields.
 
 use serde_json::Value;
@@ -21,6 +25,10 @@ use super::push::offset_cell;
 use super::summary::zone;
 use crate::schema::{Family, INGESTED_AT, Resource, SOURCE_COLUMNS, timeseries_schema};
 use crate::validation::{Loc, Violation};
+
+/// Resources whose samples the reference always types (the cholesterol kind, the antigen, the
+/// lead): `type` is required on push.
+const TYPED: [&str; 4] = ["cholesterol", "ige", "igg", "electrocardiogram_voltage"];
 
 /// The longest sample interval accepted, in seconds (a leap year).
 const MAX_DURATION: f64 = 366.0 * 86_400.0;
@@ -47,6 +55,10 @@ pub(crate) fn accepted_keys(family: Family) -> Vec<String> {
         .collect();
     if family.is_interval() {
         keys.push("start".to_owned());
+    }
+    if family == Family::Note {
+        // The reference's name for the note's text (answered alongside `content`).
+        keys.push("value".to_owned());
     }
     keys
 }
@@ -92,6 +104,9 @@ pub(crate) fn parse(
             row.set(key, Cell::opt_str(json::string(obj, key, loc)?));
         }
     }
+    if TYPED.contains(&resource.name) {
+        json::required(json::string(obj, "type", loc)?, loc, "type")?;
+    }
     row.set(
         "source_sport",
         Cell::opt_str(json::string(obj, "source_sport", loc)?),
@@ -110,7 +125,18 @@ pub(crate) fn parse(
             }
         }
         Family::Note => {
-            json::required(json::string(obj, "content", loc)?, loc, "content")?;
+            let content = json::string(obj, "content", loc)?;
+            let value = json::string(obj, "value", loc)?;
+            if let (Some(c), Some(v)) = (content, value)
+                && c != v
+            {
+                return Err(
+                    Violation::value(at(loc, "value"), "value must equal content")
+                        .with_input(input(obj, "value")),
+                );
+            }
+            let text = json::required(content.or(value), loc, "content")?;
+            row.set("content", Cell::Str(text.to_owned()));
             row.set("tags", tags(obj, loc)?);
         }
         _ => {

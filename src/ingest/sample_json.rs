@@ -79,6 +79,10 @@ impl<'a> SampleWriter<'a> {
                 Some(k) => leading.push((k, i, how)),
                 None => rest.push((name, i, how)),
             }
+            // The reference's note sample carries its text as `value`.
+            if name == "content" && resource.family == crate::schema::Family::Note {
+                leading.push(("value", i, how));
+            }
         }
         leading.sort_by_key(|(k, _, _)| SAMPLE_ORDER.iter().position(|o| o == k));
         leading.extend(rest);

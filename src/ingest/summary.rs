@@ -25,7 +25,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::columns::{Cell, Row};
-use super::fields::{READ_ONLY, allowed_values, json_name, range};
+use super::fields::{Wire, allowed_values, range, read_only, wire};
 use super::json::{self, Obj, at};
 use super::push::Ctx;
 use super::zone::{MAX_OFFSET, Zone, format_offset};
@@ -80,39 +80,148 @@ pub(crate) fn zone(obj: &Obj, key: &str, loc: &[Loc]) -> Result<Option<Zone>, Vi
     })
 }
 
+/// Members a table's record code reads itself (beyond the columns' wire places).
+fn own_member(table: Table, key: &str) -> bool {
+    key == "id"
+        || match table {
+            Table::Sleep => matches!(key, "sleep_stream" | "timezone_offset"),
+            Table::Activity | Table::Meal => key == "date",
+            Table::Workout => matches!(key, "hr_zones" | "timezone_offset"),
+            Table::Body => key == "timezone_offset",
+            Table::Profile => false,
+        }
+}
+
+/// The wire paths of a table's columns.
+fn paths(table: Table) -> impl Iterator<Item = &'static str> {
+    table
+        .columns()
+        .iter()
+        .filter_map(move |c| wire(table, c.name))
+        .map(|w| w.path)
+}
+
+/// Rejects unknown members, at the top and inside the nested objects of the wire shape
+/// (`heart_rate`, `macros.fats`, ...). A column's own name is accepted too (the shape pushes
+/// had before the wire followed the reference).
+fn forbid_unknown(table: Table, obj: &Obj, loc: &[Loc]) -> Result<(), Violation> {
+    json::forbid_extra(obj, loc, |key| {
+        paths(table).any(|p| p.split('.').next() == Some(key))
+            || table.columns().iter().any(|c| c.name == key)
+            || read_only(table, key)
+            || own_member(table, key)
+    })?;
+    let mut prefixes: Vec<&str> = Vec::new();
+    for path in paths(table) {
+        for (i, _) in path.match_indices('.') {
+            if !prefixes.contains(&&path[..i]) {
+                prefixes.push(&path[..i]);
+            }
+        }
+    }
+    for prefix in prefixes {
+        let Some((parent, key, here)) = locate(obj, prefix, loc)? else {
+            continue;
+        };
+        let Some(inner) = parent.get(key).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let inner_loc = at(&here, key);
+        let inner = json::object(inner, &inner_loc)?;
+        let dotted = format!("{prefix}.");
+        json::forbid_extra(inner, &inner_loc, |k| {
+            paths(table).any(|p| {
+                p.strip_prefix(dotted.as_str())
+                    .and_then(|rest| rest.split('.').next())
+                    == Some(k)
+            }) || matches!((prefix, k), ("energy", "unit") | ("sport", "id"))
+        })?;
+    }
+    Ok(())
+}
+
+/// A member's place: its parent object, its key and the parent's location.
+type Place<'a> = (&'a Obj, &'static str, Vec<Loc>);
+
+/// The member a wire path names: its parent object, its key and the parent's location;
+/// `None` when an object on the way is absent or null.
+fn locate<'a>(
+    obj: &'a Obj,
+    path: &'static str,
+    loc: &[Loc],
+) -> Result<Option<Place<'a>>, Violation> {
+    let mut parent = obj;
+    let mut here = loc.to_vec();
+    let mut segments = path.split('.').peekable();
+    while let Some(seg) = segments.next() {
+        if segments.peek().is_none() {
+            return Ok(Some((parent, seg, here)));
+        }
+        match parent.get(seg).filter(|v| !v.is_null()) {
+            None => return Ok(None),
+            Some(v) => {
+                here.push(Loc::from(seg));
+                parent = json::object(v, &here)?;
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Where a column's value is read: its wire place, else (when that is absent) a member named
+/// after the column itself.
+fn source_of<'a>(
+    obj: &'a Obj,
+    column: &'static str,
+    place: Wire,
+    loc: &[Loc],
+) -> Result<Place<'a>, Violation> {
+    let present = |o: &Obj, k: &str| o.get(k).is_some_and(|v| !v.is_null());
+    Ok(match locate(obj, place.path, loc)? {
+        Some((parent, key, here)) if present(parent, key) => (parent, key, here),
+        _ if present(obj, column) => (obj, column, loc.to_vec()),
+        Some(found) => found,
+        None => (obj, column, loc.to_vec()),
+    })
+}
+
 /// Parses one summary record.
 pub(crate) fn parse(table: Table, value: &Value, loc: &[Loc], ctx: &Ctx) -> Result<Row, Violation> {
     let obj = json::object(value, loc)?;
-    json::forbid_extra(obj, loc, |key| {
-        table
-            .columns()
-            .iter()
-            .any(|c| json_name(table, c.name) == key)
-            || READ_ONLY.contains(&key)
-            || (table == Table::Sleep && key == "sleep_stream")
-    })?;
+    forbid_unknown(table, obj, loc)?;
     let mut row = Row::default();
     for column in table.columns() {
-        if matches!(column.name, "id" | "time_zone") {
+        let Some(place) = wire(table, column.name) else {
             continue;
-        }
-        let key = json_name(table, column.name);
+        };
+        let (parent, key, here) = source_of(obj, column.name, place, loc)?;
         row.set(
             column.name,
-            typed(table, column.name, column.kind, obj, key, loc)?,
+            typed(
+                table,
+                column.name,
+                column.kind,
+                parent,
+                key,
+                &here,
+                place.factor,
+            )?,
         );
     }
     match table {
         Table::Sleep => sleep(obj, loc, ctx, &mut row)?,
-        Table::Workout => timed(
-            obj,
-            loc,
-            ctx,
-            &mut row,
-            "workout",
-            "session_start",
-            Some("session_end"),
-        )?,
+        Table::Workout => {
+            hr_zones(obj, loc, &mut row)?;
+            timed(
+                obj,
+                loc,
+                ctx,
+                &mut row,
+                "workout",
+                "session_start",
+                Some("session_end"),
+            )?
+        }
         Table::Body => timed(obj, loc, ctx, &mut row, "body", "measured_at", None)?,
         Table::Activity => activity(obj, loc, ctx, &mut row)?,
         Table::Meal => meal(obj, loc, ctx, &mut row)?,
@@ -122,6 +231,63 @@ pub(crate) fn parse(table: Table, value: &Value, loc: &[Loc], ctx: &Ctx) -> Resu
     Ok(row)
 }
 
+/// The workout's `hr_zones`: seconds in each of the six zones, in order.
+fn hr_zones(obj: &Obj, loc: &[Loc], row: &mut Row) -> Result<(), Violation> {
+    let zones: Vec<Option<f64>> = match obj.get("hr_zones").filter(|v| !v.is_null()) {
+        Some(raw) => {
+            let here = at(loc, "hr_zones");
+            let items = json::array(raw, &here)?;
+            if items.len() > 6 {
+                return Err(Violation::value(here, "hr_zones has at most 6 entries")
+                    .with_input(raw.clone()));
+            }
+            let mut out = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let value = match item {
+                    Value::Null => None,
+                    v => Some(
+                        v.as_f64()
+                            .filter(|f| f.is_finite() && *f >= 0.0)
+                            .ok_or_else(|| {
+                                Violation::value(
+                                    at(&here, i),
+                                    "Input should be a number of seconds, 0 or more",
+                                )
+                                .with_input(v.clone())
+                            })?,
+                    ),
+                };
+                out.push(value);
+            }
+            out
+        }
+        None => (1..=6)
+            .map(|i| {
+                let key = ZONES[i - 1];
+                json::float(obj, key, loc)
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    for (i, column) in ZONES.iter().enumerate() {
+        let cell = zones
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or(Cell::Null, Cell::Float);
+        row.set(column, cell);
+    }
+    Ok(())
+}
+
+const ZONES: [&str; 6] = [
+    "heart_rate_zone_1",
+    "heart_rate_zone_2",
+    "heart_rate_zone_3",
+    "heart_rate_zone_4",
+    "heart_rate_zone_5",
+    "heart_rate_zone_6",
+];
+
 fn typed(
     table: Table,
     column: &str,
@@ -129,6 +295,7 @@ fn typed(
     obj: &Obj,
     key: &str,
     loc: &[Loc],
+    factor: f64,
 ) -> Result<Cell, Violation> {
     Ok(match kind {
         Kind::Str => match json::string(obj, key, loc)? {
@@ -137,6 +304,14 @@ fn typed(
                     json::one_of(s, allowed, key, loc)?;
                 }
                 Cell::Str(s.to_owned())
+            }
+            None => Cell::Null,
+        },
+        Kind::Int if factor != 1.0 => match json::float(obj, key, loc)? {
+            Some(v) => {
+                let v = (v * factor).round();
+                json::in_range(v, range(column), obj, key, loc)?;
+                Cell::Int(v as i64)
             }
             None => Cell::Null,
         },
@@ -149,6 +324,7 @@ fn typed(
         },
         Kind::Float => match json::float(obj, key, loc)? {
             Some(v) => {
+                let v = v * factor;
                 json::in_range(v, range(column), obj, key, loc)?;
                 Cell::Float(v)
             }
@@ -186,8 +362,8 @@ fn span(
     obj: &Obj,
     loc: &[Loc],
     table: Table,
-    start: &str,
-    end: Option<&str>,
+    start: &'static str,
+    end: Option<&'static str>,
 ) -> Result<(i64, Option<i64>), Violation> {
     let s = json::required(micros(row, start), loc, json_name_of(table, start))?;
     let Some(end) = end else { return Ok((s, None)) };
@@ -203,12 +379,8 @@ fn span(
     Ok((s, Some(e)))
 }
 
-fn json_name_of(table: Table, column: &str) -> &'static str {
-    table
-        .columns()
-        .iter()
-        .find(|c| c.name == column)
-        .map_or("", |c| json_name(table, c.name))
+fn json_name_of(table: Table, column: &'static str) -> &'static str {
+    wire(table, column).map_or(column, |w| w.path)
 }
 
 fn record_id(obj: &Obj, loc: &[Loc], ctx: &Ctx, parts: &[&str]) -> Result<String, Violation> {
@@ -276,13 +448,37 @@ fn hypnogram(obj: &Obj, loc: &[Loc], duration: i64, row: &mut Row) -> Result<(),
     let loc = at(loc, "sleep_stream");
     let stream = json::object(stream, &loc)?;
     json::forbid_extra(stream, &loc, |k| matches!(k, "hypnogram" | "interval"))?;
-    let interval = json::int(stream, "interval", &loc)?.unwrap_or(DEFAULT_HYPNOGRAM_INTERVAL);
-    json::in_range(interval as f64, (1.0, 86400.0), stream, "interval", &loc)?;
-    let raw = json::required(stream.get("hypnogram"), &loc, "hypnogram")?;
+    let Some(raw) = stream.get("hypnogram").filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
     let hloc = at(&loc, "hypnogram");
+    let items = json::array(raw, &hloc)?;
+    let mut interval = json::int(stream, "interval", &loc)?;
     let mut stages = Vec::new();
-    for (i, v) in json::array(raw, &hloc)?.iter().enumerate() {
-        match v.as_i64().filter(|s| STAGES.contains(s)) {
+    for (i, v) in items.iter().enumerate() {
+        let (stage, span) = match v {
+            // The reference's form: one sample per stage, `{start, end, value, ...}`.
+            Value::Object(sample) => {
+                let here = at(&hloc, i);
+                let start = json::instant(sample, "start", &here)?.or(json::instant(
+                    sample,
+                    "timestamp",
+                    &here,
+                )?);
+                let end = json::instant(sample, "end", &here)?;
+                let span = start.zip(end).map(|(s, e)| (e - s).num_seconds());
+                (sample.get("value").and_then(Value::as_f64), span)
+            }
+            other => (other.as_f64(), None),
+        };
+        if interval.is_none() {
+            interval = span;
+        }
+        match stage
+            .filter(|s| s.fract() == 0.0)
+            .map(|s| s as i64)
+            .filter(|s| STAGES.contains(s))
+        {
             Some(s) => stages.push(s as i8),
             None => {
                 return Err(Violation::value(at(&hloc, i), "Stage should be 1 (deep), 2 (light), 3 (rem), 4 (awake), 5 (manual) or -1 (missing)")
@@ -290,6 +486,8 @@ fn hypnogram(obj: &Obj, loc: &[Loc], duration: i64, row: &mut Row) -> Result<(),
             }
         }
     }
+    let interval = interval.unwrap_or(DEFAULT_HYPNOGRAM_INTERVAL);
+    json::in_range(interval as f64, (1.0, 86400.0), stream, "interval", &loc)?;
     if (stages.len() as i64 - 1) * interval > duration {
         return Err(Violation::value(
             hloc,
@@ -307,8 +505,8 @@ fn timed(
     ctx: &Ctx,
     row: &mut Row,
     name: &str,
-    start: &str,
-    end: Option<&str>,
+    start: &'static str,
+    end: Option<&'static str>,
 ) -> Result<(), Violation> {
     let table = if name == "workout" {
         Table::Workout
@@ -316,7 +514,11 @@ fn timed(
         Table::Body
     };
     let (s, _) = span(row, obj, loc, table, start, end)?;
-    let zone = zone(obj, "time_zone", loc)?;
+    // The zone's name, else the reference's offset in seconds.
+    let zone = match zone(obj, "time_zone", loc)? {
+        Some(z) => Some(z),
+        None => zone(obj, "timezone_offset", loc)?,
+    };
     row.set("time_zone", Cell::opt_str(zone.map(Zone::label).as_deref()));
     row.set("timezone_offset", ctx.offset_cell(zone, utc(s)));
     let id = record_id(obj, loc, ctx, &[name, &s.to_string()])?;
@@ -326,6 +528,7 @@ fn timed(
 
 fn activity(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Violation> {
     let date = json::required(json::date(obj, "date", loc)?, loc, "date")?;
+    row.set("date", Cell::Date(epoch_days(date)));
     let zone = zone(obj, "time_zone", loc)?;
     row.set("time_zone", Cell::opt_str(zone.map(Zone::label).as_deref()));
     if int(row, "time_zone_offset").is_none() {
@@ -348,7 +551,12 @@ fn activity(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Viol
 }
 
 fn meal(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Violation> {
-    let date = json::required(json::date(obj, "date", loc)?, loc, "date")?;
+    // The day: `date`, else the day of the reference's `timestamp`.
+    let date = match json::date(obj, "date", loc)? {
+        Some(d) => d,
+        None => json::required(json::date(obj, "timestamp", loc)?, loc, "date")?,
+    };
+    row.set("date", Cell::Date(epoch_days(date)));
     let name = json::string(obj, "name", loc)?.unwrap_or("");
     let id = record_id(obj, loc, ctx, &["meal", &date.to_string(), name])?;
     row.set("id", Cell::Str(id));

@@ -8,8 +8,12 @@
 //! - `gender` is free text of 1–50 characters (labs each have their own vocabulary);
 //! - `dob` is a past date, not before 1900-01-01;
 //! - `address.state` is a two-letter US state, district or territory code (upper case);
-//! - `medical_proxy` (a guarantor) is `{first_name, last_name, relationship?, phone_number?,
-//!   email?}` under the same rules, or null.
+//! - `medical_proxy` is the reference's `GuarantorDetails` (`{first_name, last_name, address,
+//!   phone_number, email?, household_income?, household_size?}`) plus an optional
+//!   `relationship`, under the same rules, or null;
+//! - the address takes `zip_code` (this service's name) or `zip` (the reference's) and
+//!   answers both; `country` defaults to `US`, the only country whose addresses (states, zip
+//!   codes) the rules know.
 //!
 //! The stored (and echoed) document has every field, `null` where optional and absent.
 
@@ -154,7 +158,15 @@ fn address(
     violations: &mut Vec<crate::validation::Violation>,
 ) -> Value {
     let mut r = ObjectReader::new(value, loc);
-    r.deny_unknown(&["first_line", "second_line", "zip_code", "state", "city"]);
+    r.deny_unknown(&[
+        "first_line",
+        "second_line",
+        "zip_code",
+        "zip",
+        "state",
+        "city",
+        "country",
+    ]);
     let mut out = Map::new();
     apply(
         &mut r,
@@ -168,12 +180,6 @@ fn address(
                 "at most 200 characters",
             ),
             Rule(
-                "zip_code",
-                true,
-                is_valid_zip,
-                "five digits, optionally followed by - and four digits",
-            ),
-            Rule(
                 "state",
                 true,
                 |s| US_STATES.contains(&s),
@@ -182,10 +188,60 @@ fn address(
             Rule("city", true, non_empty, "1-200 characters"),
         ],
     );
+    // `zip_code` (this service's name) or `zip` (the reference's): one is required, both must
+    // agree, and both are answered.
+    let zip = match (
+        r.raw("zip_code").is_some_and(|v| !v.is_null()),
+        r.raw("zip").is_some_and(|v| !v.is_null()),
+    ) {
+        (true, _) => r.string("zip_code", true).map(|z| ("zip_code", z)),
+        (false, true) => r.string("zip", true).map(|z| ("zip", z)),
+        (false, false) => {
+            r.string("zip_code", true);
+            None
+        }
+    };
+    if let Some((key, zip)) = zip {
+        let other = if key == "zip_code" { "zip" } else { "zip_code" };
+        if !is_valid_zip(zip) {
+            r.fail(
+                key,
+                "value_error",
+                format!("{key} must be five digits, optionally followed by - and four digits"),
+            );
+        } else if let Some(Value::String(second)) = r.raw(other)
+            && second != zip
+        {
+            r.fail(
+                other,
+                "value_error",
+                "zip and zip_code differ; send one of them",
+            );
+        } else {
+            out.insert("zip_code".into(), Value::from(zip));
+            out.insert("zip".into(), Value::from(zip));
+        }
+    }
+    match r.string("country", false) {
+        None => {
+            out.insert("country".into(), Value::from("US"));
+        }
+        Some(c) if c.eq_ignore_ascii_case("US") => {
+            out.insert("country".into(), Value::from("US"));
+        }
+        Some(_) => r.fail(
+            "country",
+            "value_error",
+            "country must be \"US\": only US addresses are supported",
+        ),
+    }
     violations.append(&mut r.violations);
     Value::Object(out)
 }
 
+/// The medical proxy (the reference's `GuarantorDetails`): names, phone number and address as
+/// for the patient, optional `email`, `household_income` and `household_size` (integers, 0 or
+/// more) and this service's optional `relationship`.
 fn medical_proxy(
     value: &Value,
     loc: Vec<Loc>,
@@ -195,9 +251,12 @@ fn medical_proxy(
     r.deny_unknown(&[
         "first_name",
         "last_name",
+        "address",
         "relationship",
         "phone_number",
         "email",
+        "household_income",
+        "household_size",
     ]);
     let mut out = Map::new();
     apply(
@@ -207,10 +266,36 @@ fn medical_proxy(
             Rule("first_name", true, is_valid_name, NAME_RULE),
             Rule("last_name", true, is_valid_name, NAME_RULE),
             Rule("relationship", false, short_text, "1-50 characters"),
-            Rule("phone_number", false, is_valid_phone, PHONE_RULE),
+            Rule("phone_number", true, is_valid_phone, PHONE_RULE),
             Rule("email", false, is_valid_email, EMAIL_RULE),
         ],
     );
+    for key in ["household_income", "household_size"] {
+        match r.raw(key) {
+            None | Some(Value::Null) => {
+                out.insert(key.into(), Value::Null);
+            }
+            Some(v) if v.as_u64().is_some() => {
+                out.insert(key.into(), v.clone());
+            }
+            Some(_) => r.fail(
+                key,
+                "value_error",
+                format!("{key} must be an integer, 0 or more"),
+            ),
+        }
+    }
+    let mut nested = Vec::new();
+    match r.raw("address") {
+        None | Some(Value::Null) => r.fail("address", "missing", "Field required"),
+        Some(v) => {
+            out.insert(
+                "address".into(),
+                address(v, r.loc_of("address"), &mut nested),
+            );
+        }
+    }
+    r.violations.append(&mut nested);
     violations.append(&mut r.violations);
     Value::Object(out)
 }
@@ -284,6 +369,28 @@ pub fn parse_user_info(body: &Value, today: NaiveDate) -> Result<Value, Invalid>
     r.finish().map(|()| Value::Object(out))
 }
 
+/// Stored details as the typed resource. Details stored before the address carried `zip` and
+/// `country` get them here (`zip` = `zip_code`, `country` = `US`).
+pub fn typed(mut stored: Value) -> Result<super::wire::UserInfo, serde_json::Error> {
+    fn complete(address: Option<&mut Value>) {
+        if let Some(Value::Object(a)) = address {
+            if !a.contains_key("zip")
+                && let Some(zip) = a.get("zip_code").cloned()
+            {
+                a.insert("zip".into(), zip);
+            }
+            a.entry("country").or_insert_with(|| Value::from("US"));
+        }
+    }
+    complete(stored.get_mut("address"));
+    complete(
+        stored
+            .get_mut("medical_proxy")
+            .and_then(|p| p.get_mut("address")),
+    );
+    serde_json::from_value(stored)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,5 +443,62 @@ mod tests {
             parse_user_info(&body, today).unwrap_err().0[0].kind,
             "missing"
         );
+    }
+
+    #[test]
+    fn the_address_takes_zip_or_zip_code_answers_both_and_defaults_the_country() {
+        let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+        let mut body = valid();
+        body["address"] = json!({"first_line": "1 Main St", "zip": "94107", "state": "CA",
+            "city": "San Francisco"});
+        let out = parse_user_info(&body, today).unwrap();
+        assert_eq!(out["address"]["zip"], "94107");
+        assert_eq!(out["address"]["zip_code"], "94107");
+        assert_eq!(out["address"]["country"], "US");
+        let typed = typed(out).unwrap();
+        assert_eq!(typed.address.zip_code, "94107");
+
+        body["address"]["zip_code"] = json!("10001");
+        let err = parse_user_info(&body, today).unwrap_err();
+        assert_eq!(
+            serde_json::to_value(&err.0[0].loc).unwrap(),
+            json!(["body", "address", "zip"])
+        );
+        body["address"]["zip_code"] = json!("94107");
+        body["address"]["country"] = json!("DE");
+        let err = parse_user_info(&body, today).unwrap_err();
+        assert!(err.0[0].msg.contains("US"), "{err:?}");
+    }
+
+    #[test]
+    fn details_stored_before_zip_and_country_read_with_them() {
+        let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+        let mut stored = parse_user_info(&valid(), today).unwrap();
+        let address = stored["address"].as_object_mut().unwrap();
+        address.remove("zip");
+        address.remove("country");
+        let typed = typed(stored).unwrap();
+        assert_eq!(typed.address.zip, "94107-1234");
+        assert_eq!(typed.address.country, "US");
+    }
+
+    #[test]
+    fn the_medical_proxy_is_the_reference_guarantor() {
+        let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+        let mut body = valid();
+        body["medical_proxy"] = json!({"first_name": "Bob", "last_name": "Smith",
+            "phone_number": "+1 415 555 0101", "household_size": 3,
+            "address": {"first_line": "2 Main St", "zip": "94107", "state": "CA",
+                        "city": "San Francisco", "country": "US"}});
+        let out = parse_user_info(&body, today).unwrap();
+        assert_eq!(out["medical_proxy"]["address"]["zip_code"], "94107");
+        assert_eq!(out["medical_proxy"]["household_size"], 3);
+        body["medical_proxy"]["household_income"] = json!(-1);
+        body["medical_proxy"]
+            .as_object_mut()
+            .unwrap()
+            .remove("address");
+        let err = parse_user_info(&body, today).unwrap_err();
+        assert_eq!(err.0.len(), 2, "{err:?}");
     }
 }

@@ -12,12 +12,12 @@
 //!   cleared).
 
 pub mod info;
+pub mod wire;
 
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::providers;
-use crate::store::metadata::{Connection, NewUser, User, UserPatch};
+use crate::store::metadata::{NewUser, User, UserPatch};
 use crate::validation::{Invalid, Loc, ObjectReader};
 
 /// Renders an instant as the API does: RFC 3339, UTC, `Z`, fractional seconds only when set.
@@ -156,39 +156,10 @@ pub fn parse_user_patch(
     r.finish().map(|()| patch)
 }
 
-/// The `source` object of a provider: `logo`, `name`, `slug` from the catalogue.
-pub fn source_object(slug: &str) -> Value {
-    match providers::provider(slug) {
-        Some(p) => json!({ "logo": p.logo, "name": p.name, "slug": p.slug }),
-        None => json!({ "logo": null, "name": slug, "slug": slug }),
-    }
-}
-
-/// The User resource.
-pub fn render_user(user: &User, connections: &[Connection]) -> Value {
-    json!({
-        "user_id": user.id,
-        "team_id": user.team_id,
-        "client_user_id": user.client_user_id,
-        "created_on": render_time(user.created_at),
-        "connected_sources": connections
-            .iter()
-            .map(|c| json!({ "created_on": render_time(c.created_at), "source": source_object(&c.provider) }))
-            .collect::<Vec<_>>(),
-        "fallback_time_zone": user.fallback_time_zone.as_ref().map(|z| json!({
-            "id": z.value, "source_slug": "manual", "updated_at": render_time(z.updated_at),
-        })),
-        "fallback_birth_date": user.fallback_birth_date.as_ref().map(|b| json!({
-            "value": b.value.to_string(), "source_slug": "manual", "updated_at": render_time(b.updated_at),
-        })),
-        "ingestion_start": user.ingestion_start.map(|d| d.to_string()),
-        "ingestion_end": user.ingestion_end.map(|d| d.to_string()),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn client_user_id_rules() {

@@ -489,22 +489,22 @@ async fn user_providers_is_empty_until_linked_then_lists_connections() {
 async fn team_priorities_default_set_and_validate() {
     let app = TestApp::new().await;
     let a = app.get("/v2/team/source/priorities?data_type=sleep").await;
-    assert_eq!(a.json["configured"], false);
-    assert_eq!(a.json["priorities"][0], "oura");
+    assert_eq!(a.json[0]["configured"], false);
+    assert_eq!(a.json[0]["priorities"][0], "oura");
     let uri = "/v2/team/source/priorities?data_type=sleep";
     let a = app
         .patch(uri, json!({"priorities": ["apple_health_kit", "oura"]}))
         .await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.json);
     let a = app.get(uri).await;
-    assert_eq!(a.json["priorities"], json!(["apple_health_kit", "oura"]));
+    assert_eq!(a.json[0]["priorities"], json!(["apple_health_kit", "oura"]));
     // Other teams and data types are unaffected.
     let theirs = app.send("GET", uri, Some(&app.other_key), None).await;
-    assert_eq!(theirs.json["configured"], false);
+    assert_eq!(theirs.json[0]["configured"], false);
     assert_eq!(
         app.get("/v2/team/source/priorities?data_type=body")
             .await
-            .json["configured"],
+            .json[0]["configured"],
         false
     );
     assert_eq!(
@@ -625,7 +625,14 @@ async fn openapi_documents_every_served_route_and_nothing_else() {
         ("GET", "/v2/team/source/priorities"),
         ("PATCH", "/v2/team/source/priorities"),
         ("POST", "/v2/user/{user_id}/data"),
-        ("GET", "/v2/summary/{kind}/{user_id}"),
+        ("GET", "/v2/summary/sleep/{user_id}"),
+        ("GET", "/v2/summary/activity/{user_id}"),
+        ("GET", "/v2/summary/workouts/{user_id}"),
+        ("GET", "/v2/summary/body/{user_id}"),
+        ("GET", "/v2/summary/meal/{user_id}"),
+        ("GET", "/v2/user/metrics"),
+        ("POST", "/v2/user/undo_delete"),
+        ("GET", "/v2/timeseries/{user_id}/cholesterol/{kind}"),
         ("GET", "/v2/summary/profile/{user_id}"),
         ("GET", "/v2/timeseries/{user_id}/{resource}"),
         ("GET", "/v2/timeseries/{user_id}/{resource}/grouped"),

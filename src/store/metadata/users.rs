@@ -207,6 +207,33 @@ pub async fn list_users(
     Ok((users, total))
 }
 
+/// The team's counts: users, their connections (deregistered ones left out), and those of
+/// them in an error state.
+pub async fn team_counts(
+    conn: &mut AnyConnection,
+    team: Uuid,
+) -> Result<(i64, i64, i64), MetadataError> {
+    let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1")
+        .bind(team.to_string())
+        .fetch_one(&mut *conn)
+        .await?;
+    let count = |status_clause: &'static str| {
+        format!(
+            "SELECT COUNT(*) FROM connections c JOIN users u ON u.id = c.user_id \
+             WHERE u.team_id = $1 AND {status_clause}"
+        )
+    };
+    let connected: i64 = sqlx::query_scalar(&count("c.status <> 'deregistered'"))
+        .bind(team.to_string())
+        .fetch_one(&mut *conn)
+        .await?;
+    let errored: i64 = sqlx::query_scalar(&count("c.status = 'error'"))
+        .bind(team.to_string())
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok((users, connected, errored))
+}
+
 /// A user of the team by id.
 pub async fn user(
     conn: &mut AnyConnection,
@@ -327,6 +354,11 @@ impl MetadataStore {
     /// Creates a user; a taken `client_user_id` answers the existing user.
     pub async fn create_user(&self, team: Uuid, new: NewUser) -> Result<User, MetadataError> {
         create_user(&mut *self.writer().await?, team, new).await
+    }
+
+    /// The team's counts of users, connections and errored connections.
+    pub async fn team_counts(&self, team: Uuid) -> Result<(i64, i64, i64), MetadataError> {
+        team_counts(&mut *self.reader().await?, team).await
     }
 
     /// One page of the team's users, oldest first, and the team's total.

@@ -116,8 +116,8 @@ fn derived_columns_are_filled() {
         &batches_of(&parsed, Dataset::Table(Table::Activity)),
         Uuid::nil(),
     );
-    assert_eq!(act[0]["time_zone_offset"], 7200);
-    assert_eq!(act[1]["time_zone_offset"], -14400);
+    assert_eq!(act[0]["timezone_offset"], 7200);
+    assert_eq!(act[1]["timezone_offset"], -14400);
     assert_ne!(act[0]["id"], act[1]["id"]);
     let res = resource("steps").unwrap();
     let steps = render_samples(res, &batches_of(&parsed, Dataset::Timeseries(res)));

@@ -101,25 +101,25 @@ fn each_rule_rejects_at_its_location() {
         ),
         (
             with(
-                &["workouts", "0", "session_end"],
+                &["workouts", "0", "time_end"],
                 json!("2025-03-02T17:00:00+01:00"),
             ),
-            &["workouts", "0", "session_end"],
+            &["workouts", "0", "time_end"],
             "value_error",
         ),
         (
-            with(&["workouts", "0", "heart_rate_maximum"], json!(400)),
-            &["workouts", "0", "heart_rate_maximum"],
+            with(&["workouts", "0", "max_hr"], json!(400)),
+            &["workouts", "0", "max_hr"],
             "value_error",
         ),
         (
-            with(&["body", "0", "fat_mass_percentage"], json!(120.0)),
-            &["body", "0", "fat_mass_percentage"],
+            with(&["body", "0", "fat"], json!(120.0)),
+            &["body", "0", "fat"],
             "value_error",
         ),
         (
-            with(&["meals", "0", "calories"], json!(-5.0)),
-            &["meals", "0", "calories"],
+            with(&["meals", "0", "energy", "value"], json!(-5.0)),
+            &["meals", "0", "energy", "value"],
             "value_error",
         ),
         (

@@ -1,0 +1,58 @@
+//! The reference `vital` Python SDK (pinned in `tests/python/requirements.txt`) as a client of
+//! the real server: `tests/python/sdk_check.py` finds every SDK method whose route this server
+//! serves (by matching the SDK's paths against `/openapi.json`), calls each through the SDK
+//! with only the base URL and the key set, and checks that each returns the SDK's parsed model
+//! holding the values the raw API answers.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::provision;
+use crate::server::Server;
+
+/// Every method in scope is called and passes, except the ones whose request cannot succeed as
+/// the SDK builds it, which fail the way the script expects (and are listed).
+#[test]
+fn the_reference_sdk_works_against_wearhouse() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--demo", "--demo-days", "5"]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/sdk_check.py");
+    let out = provision::python_script(Path::new(script))
+        .arg(&server.base)
+        .arg(server.key())
+        .output()
+        .expect("run the test environment's python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no report from the SDK check:\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    println!("SDK report: {report:#}");
+    assert!(
+        out.status.success(),
+        "SDK check failed: {report:#}\n{}",
+        server.log()
+    );
+    let in_scope = report["in_scope"].as_u64().unwrap();
+    assert!(
+        in_scope >= 100,
+        "fewer SDK methods in scope than before: {report:#}"
+    );
+    assert_eq!(report["called"], report["in_scope"], "{report:#}");
+    let expected = report["expected_failures"].as_array().unwrap();
+    let passed = report["passed"].as_u64().unwrap();
+    assert_eq!(passed + expected.len() as u64, in_scope, "{report:#}");
+    let mut known: Vec<&str> = expected
+        .iter()
+        .map(|e| e["method"].as_str().unwrap())
+        .collect();
+    known.sort_unstable();
+    assert_eq!(known, ["team.update_source_priorities", "user.undo_delete"]);
+}
