@@ -380,6 +380,57 @@ async fn unique_keys_fold_requests(db: Db) {
     db.close().await;
 }
 
+/// A run that ends asking to retry later (`RetryAt`) while its key was enqueued again during
+/// the run is due at the earlier of the two: the request made during the run is not lost.
+async fn a_rerun_asked_during_a_run_is_not_postponed_by_its_retry(db: Db) {
+    let meta = db.store().await;
+    let now = chrono::SubsecRound::trunc_subsecs(Utc::now(), 6);
+    let job = NewJob::new("test.record", json!({})).unique("k2").at(now);
+    let id = enqueue_now(&meta, &job).await.unwrap().id();
+    let mut conn = meta.writer().await.unwrap();
+    let claimed = claim_jobs(&mut conn, "r1", 1, now, now + chrono::Duration::minutes(1))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    drop(conn);
+    // Asked again while it runs.
+    assert_eq!(
+        enqueue_now(&meta, &job).await.unwrap(),
+        Enqueued::Existing(id)
+    );
+    let later = now + chrono::Duration::hours(1);
+    let finish = Finish::Pending {
+        at: later,
+        error: None,
+        count_attempt: false,
+    };
+    let mut conn = meta.writer().await.unwrap();
+    assert!(
+        finish_job(&mut conn, &claimed[0].fence(), &finish, now)
+            .await
+            .unwrap()
+    );
+    drop(conn);
+    let after = wearhouse::jobs::get(&meta, id).await.unwrap().unwrap();
+    assert_eq!(after.state, JobState::Pending);
+    assert_eq!(
+        after.run_at, now,
+        "due when asked during the run, not at the retry"
+    );
+    meta.close().await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn a_rerun_asked_during_a_run_is_not_postponed_by_its_retry_sqlite() {
+    a_rerun_asked_during_a_run_is_not_postponed_by_its_retry(Db::sqlite().await).await;
+}
+
+#[tokio::test]
+async fn a_rerun_asked_during_a_run_is_not_postponed_by_its_retry_postgres() {
+    a_rerun_asked_during_a_run_is_not_postponed_by_its_retry(Db::postgres().await).await;
+}
+
 #[tokio::test]
 async fn unique_keys_fold_requests_sqlite() {
     unique_keys_fold_requests(Db::sqlite().await).await;

@@ -258,8 +258,12 @@ pub async fn finish_job(
                 "attempts - 1"
             };
             (
+                // A rerun asked for during the run (an enqueue of its key) is not postponed by
+                // the run's own later retry.
                 format!(
-                    "UPDATE jobs SET state = 'pending', run_at = $5, \
+                    "UPDATE jobs SET state = 'pending', \
+                     run_at = CASE WHEN rerun_at IS NOT NULL AND rerun_at < $5 \
+                     THEN rerun_at ELSE $5 END, \
                      last_error = COALESCE($6, last_error), attempts = {attempts}, \
                      rerun_at = NULL, {release} WHERE {FENCED}"
                 ),
