@@ -155,6 +155,9 @@ const NO_BODY: &[&str] = &[
     "POST /v2/team/webhooks/{id}/rotate_secret",
     "POST /v2/team/webhooks/{id}/replay",
     "POST /v2/team/events/test",
+    "POST /v3/order/psc/appointment/availability",
+    "POST /v3/order/{order_id}/cancel",
+    "POST /v3/order/{order_id}/test",
 ];
 
 /// The reference SDK's header is the key's alias, and the document says so.

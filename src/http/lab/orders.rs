@@ -230,10 +230,26 @@ async fn order_result(
     Ok(Json(results::get(&state.meta, team.0.id, id).await?))
 }
 
+/// A PDF document, as the OpenAPI document describes it: a binary string.
+struct PdfBytes;
+
+impl utoipa::PartialSchema for PdfBytes {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .description(Some("A PDF document."))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for PdfBytes {}
+
 /// The requisition form as a PDF.
 #[utoipa::path(get, path = "/v3/order/{order_id}/requisition/pdf", tag = "lab",
     params(("order_id" = uuid::Uuid, Path)),
-    responses((status = 200, content_type = "application/pdf", description = "The requisition"), (status = 404, description = "No such order")),
+    responses((status = 200, content_type = "application/pdf", body = PdfBytes, description = "The requisition"), (status = 404, description = "No such order")),
     security(("api_key" = [])))]
 async fn requisition_pdf(
     team: AuthTeam,
