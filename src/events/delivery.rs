@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 use super::schedule::{self, ATTEMPT_TIMEOUT, DISABLE_AFTER, MAX_ATTEMPTS};
@@ -53,33 +54,21 @@ pub fn job(endpoint: &Endpoint, user_key: &str, at: DateTime<Utc>) -> NewJob {
 /// many of the runner's slots (8 by default), so the others keep serving every other endpoint.
 pub const STREAMS_PER_ENDPOINT: usize = 2;
 
-/// How long a stream waits when its endpoint has [`STREAMS_PER_ENDPOINT`] streams in flight.
-const BUSY_WAIT: Duration = Duration::from_millis(500);
+/// How long a stream waits in its slot for one of its endpoint's places: long enough that a
+/// fast endpoint's places turn over meanwhile, short enough that a slow endpoint's waiters give
+/// their slots back quickly.
+const PLACE_WAIT: Duration = Duration::from_millis(50);
+
+/// When a stream that found no place runs again.
+const BUSY_RETRY: Duration = Duration::from_millis(200);
 
 /// The `webhook.deliver` handler.
 #[derive(Debug, Clone)]
 pub struct Deliverer {
     client: reqwest::Client,
     rules: UrlRules,
-    in_flight: Arc<Mutex<HashMap<Uuid, usize>>>,
-}
-
-/// One of an endpoint's [`STREAMS_PER_ENDPOINT`] places, given back when dropped.
-struct Place {
-    in_flight: Arc<Mutex<HashMap<Uuid, usize>>>,
-    endpoint: Uuid,
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.get_mut(&self.endpoint) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.endpoint);
-            }
-        }
-    }
+    /// Each endpoint's places (one entry per endpoint this process has sent to).
+    places: Arc<Mutex<HashMap<Uuid, Arc<Semaphore>>>>,
 }
 
 impl Deliverer {
@@ -97,22 +86,23 @@ impl Deliverer {
         Ok(Deliverer {
             client,
             rules,
-            in_flight: Arc::default(),
+            places: Arc::default(),
         })
     }
 
-    /// A place among the endpoint's streams in flight, if one is free.
-    fn place(&self, endpoint: Uuid) -> Option<Place> {
-        let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        let n = map.entry(endpoint).or_default();
-        if *n >= STREAMS_PER_ENDPOINT {
-            return None;
-        }
-        *n += 1;
-        Some(Place {
-            in_flight: self.in_flight.clone(),
-            endpoint,
-        })
+    /// One of the endpoint's [`STREAMS_PER_ENDPOINT`] places, if one frees within
+    /// [`PLACE_WAIT`].
+    async fn place(&self, endpoint: Uuid) -> Option<OwnedSemaphorePermit> {
+        let places = {
+            let mut map = self.places.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(endpoint)
+                .or_insert_with(|| Arc::new(Semaphore::new(STREAMS_PER_ENDPOINT)))
+                .clone()
+        };
+        tokio::time::timeout(PLACE_WAIT, places.acquire_owned())
+            .await
+            .ok()?
+            .ok()
     }
 }
 
@@ -217,8 +207,8 @@ impl JobHandler for Deliverer {
     async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
         let (endpoint_id, user_key) = parse_payload(&payload)
             .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
-        let Some(_place) = self.place(endpoint_id) else {
-            return Ok(Outcome::RetryAt(ctx.now() + span(BUSY_WAIT)));
+        let Some(_place) = self.place(endpoint_id).await else {
+            return Ok(Outcome::RetryAt(ctx.now() + span(BUSY_RETRY)));
         };
         let meta = &ctx.meta;
         let endpoint = {
