@@ -6,7 +6,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::super::{MetadataError, get_opt_str, get_str, ts};
+use super::super::{MetadataError, get_opt_str, get_str, placeholders, ts};
 
 /// An order's row.
 #[derive(Debug, Clone, PartialEq)]
@@ -219,12 +219,13 @@ pub async fn list(
     if ids.is_empty() {
         return Ok((Vec::new(), total));
     }
-    let holders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 2)).collect();
+    // By primary key alone: with `team_id = $1` beside it, SQLite scanned the team's rows
+    // through a team index instead (55 ms over 100,000 orders). The ids are the team's already.
     let docs_sql = format!(
-        "SELECT id, document FROM lab_orders WHERE team_id = $1 AND id IN ({})",
-        holders.join(", ")
+        "SELECT id, document FROM lab_orders WHERE id IN ({})",
+        placeholders(ids.len())
     );
-    let mut q = sqlx::query(&docs_sql).bind(team.to_string());
+    let mut q = sqlx::query(&docs_sql);
     for id in &ids {
         q = q.bind(id.as_str());
     }
