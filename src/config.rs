@@ -196,6 +196,11 @@ pub struct ServeArgs {
     /// (development and tests; refused by default against server-side request forgery).
     #[arg(long, env = "WEARHOUSE_WEBHOOK_ALLOW_PRIVATE")]
     pub webhook_allow_private: bool,
+    /// The key provider credentials are sealed with at rest: 64 hexadecimal digits (32 random
+    /// bytes, e.g. `openssl rand -hex 32`). Without it, `--demo` generates one and keeps it in
+    /// the data dir (`secret-key`, mode 0600), and otherwise a key kept there is used.
+    #[arg(long, env = "WEARHOUSE_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
     /// Where data lives.
     #[command(flatten)]
     pub store: StoreArgs,

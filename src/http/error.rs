@@ -91,6 +91,17 @@ impl From<MetadataError> for ApiError {
     }
 }
 
+impl From<crate::link::LinkError> for ApiError {
+    fn from(err: crate::link::LinkError) -> Self {
+        use crate::link::LinkError;
+        match err {
+            LinkError::ConnectionNotFound(_) => ApiError::NotFound("Connection"),
+            LinkError::Metadata(e) => e.into(),
+            LinkError::Secret(_) => ApiError::internal(err),
+        }
+    }
+}
+
 impl From<crate::data::DataError> for ApiError {
     fn from(err: crate::data::DataError) -> Self {
         use crate::data::DataError;

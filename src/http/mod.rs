@@ -86,6 +86,9 @@ pub struct AppState {
     pub webhooks: crate::events::UrlRules,
     /// The lab domain's shared state (patient service centres).
     pub lab: crate::lab::Lab,
+    /// The key provider credentials are sealed with (`--secret-key`); without one, links that
+    /// store credentials fail.
+    pub secret: Option<crate::secret::SecretKey>,
 }
 
 impl AppState {
@@ -103,7 +106,14 @@ impl AppState {
             config: Arc::new(config),
             webhooks: crate::events::UrlRules::default(),
             lab: crate::lab::Lab::default(),
+            secret: None,
         })
+    }
+
+    /// The same state with this secret key.
+    pub fn with_secret_key(mut self, key: crate::secret::SecretKey) -> AppState {
+        self.secret = Some(key);
+        self
     }
 
     /// The same state with these webhook URL rules.
