@@ -11,3 +11,35 @@ ALTER TABLE connections ADD COLUMN scopes_denied TEXT;
 ALTER TABLE connections ADD COLUMN credentials TEXT;
 ALTER TABLE connections ADD COLUMN error_details TEXT;
 ALTER TABLE connections ADD COLUMN updated_at TEXT;
+
+-- Link tokens (POST /v2/link/token): only the SHA-256 of the token is kept. `options` is the
+-- JSON of the request's options (provider, redirect_url, filter_on_providers, on_error,
+-- on_close). A token is consumed by the first successful connection.
+CREATE TABLE link_tokens (
+    token_hash   TEXT PRIMARY KEY,
+    team_id      TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    options      TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    expires_at   TEXT NOT NULL,
+    consumed_at  TEXT
+);
+
+-- Link codes (POST /v2/link/code/create), kept hashed, single use; and the push-only
+-- credentials their exchange answers (also hashed).
+CREATE TABLE link_codes (
+    code_hash    TEXT PRIMARY KEY,
+    team_id      TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    expires_at   TEXT NOT NULL,
+    used_at      TEXT
+);
+
+CREATE TABLE link_code_tokens (
+    token_hash   TEXT PRIMARY KEY,
+    team_id      TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    expires_at   TEXT NOT NULL
+);

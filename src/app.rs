@@ -80,6 +80,15 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
     if let Some(key) = secret_key(args)? {
         state = state.with_secret_key(key);
     }
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", args.listen));
+    state = state.with_link_config(crate::link::LinkConfig {
+        public_url: public_url.trim_end_matches('/').to_owned(),
+        app_url: args.link_app_url.clone(),
+        region: args.region,
+    });
     state
         .lab
         .load_pscs(&state.meta)

@@ -201,6 +201,20 @@ pub struct ServeArgs {
     /// the data dir (`secret-key`, mode 0600), and otherwise a key kept there is used.
     #[arg(long, env = "WEARHOUSE_SECRET_KEY", hide_env_values = true)]
     pub secret_key: Option<String>,
+    /// The URL clients reach this service at (link pages, `link_web_url`); default
+    /// `http://<listen>`.
+    #[arg(long, env = "WEARHOUSE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// `<app scheme>://<app host>` of the mobile app that exchanges link codes.
+    #[arg(
+        long,
+        env = "WEARHOUSE_LINK_APP_URL",
+        default_value = "wearhouse://link"
+    )]
+    pub link_app_url: String,
+    /// The deployment's region, carried by link codes.
+    #[arg(long, env = "WEARHOUSE_REGION", value_enum, default_value = "us")]
+    pub region: crate::link::Region,
     /// Where data lives.
     #[command(flatten)]
     pub store: StoreArgs,

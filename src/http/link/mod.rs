@@ -1,7 +1,9 @@
 //! `/v2/link` and the user's connections: the HTTP side of [`crate::link`].
 
+mod codes;
 mod connections;
 mod demo;
+mod tokens;
 
 use utoipa_axum::router::OpenApiRouter;
 
@@ -12,4 +14,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(demo::routes())
         .merge(connections::routes())
+        .merge(tokens::routes())
+        .merge(codes::routes())
 }

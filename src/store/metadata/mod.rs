@@ -28,6 +28,7 @@ pub mod events;
 pub mod jobs;
 pub mod keys;
 pub mod lab;
+pub mod link;
 pub mod priorities;
 pub mod push_events;
 pub mod teams;

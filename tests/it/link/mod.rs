@@ -3,9 +3,14 @@
 //!
 //! - [`connections`]: the store functions on SQLite and PostgreSQL (credentials never in clear
 //!   in either database), `GET /v2/user/providers/{user_id}` availability and scopes,
-//!   `DELETE /v2/user/{user_id}/{provider}`, the secret key's start-up rules.
+//!   `DELETE /v2/user/{user_id}/{provider}`, the secret key's start-up rules;
+//! - [`tokens`]: `POST /v2/link/token` (every 422 rule, hashed storage, lifetime, single use)
+//!   and the token's checks on `GET /v2/link/providers`;
+//! - [`codes`]: link codes (format, expiry, single use) and the push-only credential.
 
+mod codes;
 mod connections;
+mod tokens;
 
 use serde_json::Value;
 use wearhouse::link::connections::Linked;
