@@ -43,3 +43,14 @@ CREATE TABLE link_code_tokens (
     created_at   TEXT NOT NULL,
     expires_at   TEXT NOT NULL
 );
+
+-- OAuth authorisations in flight: the `state` sent to the provider is `<id>.<signature>`, the
+-- signature binding id, link token and provider; the PKCE verifier never leaves the server.
+CREATE TABLE link_oauth_states (
+    id             TEXT PRIMARY KEY,
+    token_hash     TEXT NOT NULL,
+    provider       TEXT NOT NULL,
+    pkce_verifier  TEXT NOT NULL,
+    created_at     TEXT NOT NULL,
+    used_at        TEXT
+);

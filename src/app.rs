@@ -88,6 +88,16 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
         public_url: public_url.trim_end_matches('/').to_owned(),
         app_url: args.link_app_url.clone(),
         region: args.region,
+        oauth_apps: match &args.oauth_apps {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                crate::link::oauth::OAuthApps::from_json(&text)
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("reading {}", path.display()))?
+            }
+            None => crate::link::oauth::OAuthApps::default(),
+        },
     });
     state
         .lab

@@ -215,6 +215,10 @@ pub struct ServeArgs {
     /// The deployment's region, carried by link codes.
     #[arg(long, env = "WEARHOUSE_REGION", value_enum, default_value = "us")]
     pub region: crate::link::Region,
+    /// A JSON file of OAuth applications by provider slug: `{"oura": {"client_id",
+    /// "client_secret", "authorize_url", "token_url"}}`.
+    #[arg(long, env = "WEARHOUSE_OAUTH_APPS")]
+    pub oauth_apps: Option<std::path::PathBuf>,
     /// Where data lives.
     #[command(flatten)]
     pub store: StoreArgs,

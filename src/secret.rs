@@ -44,6 +44,16 @@ pub enum SecretError {
 #[derive(Clone)]
 pub struct SecretKey {
     cipher: XChaCha20Poly1305,
+    /// HMAC key for signatures (OAuth `state`), derived from the key so one secret suffices.
+    mac: [u8; 32],
+}
+
+fn derive_mac(key: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(b"wearhouse signing key v1\0");
+    h.update(key);
+    h.finalize().into()
 }
 
 impl std::fmt::Debug for SecretKey {
@@ -60,7 +70,10 @@ impl SecretKey {
             return Err(SecretError::BadKey);
         }
         let cipher = XChaCha20Poly1305::new_from_slice(&bytes).map_err(|_| SecretError::BadKey)?;
-        Ok(SecretKey { cipher })
+        Ok(SecretKey {
+            cipher,
+            mac: derive_mac(&bytes),
+        })
     }
 
     /// A new random key and its hexadecimal form (to keep).
@@ -70,6 +83,7 @@ impl SecretKey {
         (
             SecretKey {
                 cipher: XChaCha20Poly1305::new(&key),
+                mac: derive_mac(&key),
             },
             text,
         )
@@ -108,6 +122,24 @@ impl SecretKey {
         out.extend_from_slice(&nonce);
         out.extend_from_slice(&ciphertext);
         Ok(format!("{PREFIX}{}", STANDARD.encode(out)))
+    }
+
+    /// An HMAC-SHA256 signature of `message` (hex).
+    pub fn sign(&self, message: &str) -> String {
+        use hmac::Mac;
+        let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.mac)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        mac.update(message.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    /// Whether `signature` is [`sign`](Self::sign)'s for `message` (constant time).
+    pub fn verify(&self, message: &str, signature: &str) -> bool {
+        use subtle::ConstantTimeEq;
+        self.sign(message)
+            .as_bytes()
+            .ct_eq(signature.as_bytes())
+            .into()
     }
 
     /// Opens a value sealed for `context`.

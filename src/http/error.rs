@@ -131,6 +131,7 @@ impl From<crate::link::LinkError> for ApiError {
                 "error_type": t.as_str(), "error_message": message
             })),
             LinkError::CodeRefused(message) => ApiError::BadRequest(message),
+            LinkError::OAuthNotConfigured(_) => ApiError::BadRequest(err.to_string()),
             LinkError::Secret(_) => ApiError::internal(err),
         }
     }

@@ -1,14 +1,20 @@
-//! Making and ending connections: a link records the grant and the sealed credentials; a
+//! Making and ending connections: a link records the grant and the sealed credentials (with
+//! the token's consumption and `provider.connection.created`, in one transaction); a
 //! deregistration marks the connection `deregistered`, forgets its credentials and keeps the
 //! user's data.
 
+use chrono::{DateTime, Utc};
+use serde_json::json;
 use uuid::Uuid;
 
-use super::LinkError;
 use super::credentials::{self, Credentials};
+use super::tokens::{self, LinkSession};
+use super::{LinkError, LinkErrorType};
+use crate::events::{Event, EventType, EventUser, outbox};
+use crate::providers::Provider;
 use crate::secret::SecretKey;
 use crate::store::metadata::connections::{self, Grant};
-use crate::store::metadata::{Connection, MetadataStore};
+use crate::store::metadata::{self, Connection, MetadataStore};
 
 /// What a successful link brings: who the user is at the provider, the scopes and the
 /// credentials.
@@ -64,4 +70,74 @@ pub async fn deregister(meta: &MetadataStore, user: Uuid, provider: &str) -> Res
     } else {
         Err(LinkError::ConnectionNotFound(provider.to_owned()))
     }
+}
+
+/// Records a successful link: duplicate check, token consumption, the connection and its
+/// `provider.connection.created` event, in one transaction. Answers the link error that
+/// stopped it, if any.
+pub async fn finish_link(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    session: &LinkSession,
+    provider: &Provider,
+    linked: &Linked,
+    now: DateTime<Utc>,
+) -> Result<Option<(LinkErrorType, String)>, LinkError> {
+    let user = meta
+        .user(session.team_id, session.user_id)
+        .await?
+        .ok_or_else(|| LinkError::ConnectionNotFound(provider.slug.to_owned()))?;
+    let mut tx = meta.begin().await?;
+    if let Some(account) = &linked.provider_user_id
+        && connections::provider_account_taken(
+            &mut tx,
+            user.team_id,
+            user.id,
+            provider.slug,
+            account,
+        )
+        .await?
+    {
+        return Ok(Some((
+            LinkErrorType::DuplicateConnection,
+            format!(
+                "This {} account is already connected to another user.",
+                provider.name
+            ),
+        )));
+    }
+    if let Err(LinkError::Link {
+        error_type,
+        message,
+    }) = tokens::consume_on(&mut tx, session, now).await
+    {
+        return Ok(Some((error_type, message)));
+    }
+    let (connection, was_connected) = link_on(&mut tx, key, user.id, provider.slug, linked).await?;
+    let mut enqueued = 0;
+    if !was_connected {
+        let entry = crate::data::connections::entry(&connection);
+        let about = json!({"name": provider.name, "slug": provider.slug, "logo": provider.logo});
+        let event = Event {
+            event_type: EventType::ConnectionCreated,
+            user: Some(EventUser {
+                id: user.id,
+                client_user_id: user.client_user_id.clone(),
+            }),
+            data: json!({
+                "user_id": user.id,
+                "provider": about,
+                "source": about,
+                "resource_availability": entry.resource_availability,
+            }),
+        };
+        enqueued = outbox::enqueue(&mut tx, user.team_id, &[event], metadata::now())
+            .await?
+            .deliveries;
+    }
+    tx.commit().await.map_err(metadata::MetadataError::from)?;
+    if enqueued > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
+    Ok(None)
 }

@@ -9,6 +9,7 @@
 pub mod codes;
 pub mod connections;
 pub mod credentials;
+pub mod oauth;
 pub mod tokens;
 
 use crate::secret::SecretError;
@@ -24,6 +25,8 @@ pub struct LinkConfig {
     pub app_url: String,
     /// `us` or `eu`: the region part of link codes.
     pub region: Region,
+    /// The deployment's OAuth applications by provider (`--oauth-apps`).
+    pub oauth_apps: oauth::OAuthApps,
 }
 
 impl Default for LinkConfig {
@@ -32,6 +35,7 @@ impl Default for LinkConfig {
             public_url: "http://127.0.0.1:8080".into(),
             app_url: "wearhouse://link".into(),
             region: Region::Us,
+            oauth_apps: oauth::OAuthApps::default(),
         }
     }
 }
@@ -115,6 +119,9 @@ pub enum LinkError {
         /// The sentence.
         message: String,
     },
+    /// The provider has no OAuth application on this deployment or team.
+    #[error("{0} has no OAuth application configured on this deployment")]
+    OAuthNotConfigured(String),
     /// A link code that cannot be exchanged (unknown, expired, used): the sentence says which.
     #[error("{0}")]
     CodeRefused(String),

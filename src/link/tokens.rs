@@ -135,7 +135,15 @@ pub async fn check(
     token: &str,
     now: DateTime<Utc>,
 ) -> Result<LinkSession, LinkError> {
-    let token_hash = hash(token);
+    check_hash(meta, hash(token), now).await
+}
+
+/// [`check`] for a token known by its hash (an OAuth callback carries only that).
+pub async fn check_hash(
+    meta: &MetadataStore,
+    token_hash: String,
+    now: DateTime<Utc>,
+) -> Result<LinkSession, LinkError> {
     let stored = link::token(&mut *meta.reader().await?, &token_hash)
         .await?
         .ok_or_else(|| refused(LinkErrorType::InvalidToken, "The link token is not valid."))?;

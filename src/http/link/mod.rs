@@ -3,6 +3,7 @@
 mod codes;
 mod connections;
 mod demo;
+mod oauth;
 mod tokens;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -16,4 +17,5 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(connections::routes())
         .merge(tokens::routes())
         .merge(codes::routes())
+        .merge(oauth::routes())
 }

@@ -216,6 +216,29 @@ pub async fn link(
     Ok((connection_from_row(&row)?, was_connected))
 }
 
+/// Whether another user of the team has a live (connected or paused) connection to the same
+/// provider account.
+pub async fn provider_account_taken(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    user: Uuid,
+    provider: &str,
+    provider_user_id: &str,
+) -> Result<bool, MetadataError> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n FROM connections c JOIN users u ON u.id = c.user_id \
+         WHERE u.team_id = $1 AND c.user_id <> $2 AND c.provider = $3 \
+         AND c.provider_user_id = $4 AND c.status IN ('connected', 'paused')",
+    )
+    .bind(team.to_string())
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(provider_user_id)
+    .fetch_one(conn)
+    .await?;
+    Ok(sqlx::Row::try_get::<i64, _>(&row, "n")? > 0)
+}
+
 /// The sealed credentials of a connection (`None` without a connection or credentials).
 pub async fn sealed_credentials(
     conn: &mut AnyConnection,

@@ -208,3 +208,71 @@ pub async fn code_token(
         })
         .transpose()
 }
+
+/// An OAuth authorisation in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthState {
+    /// The link token's hash.
+    pub token_hash: String,
+    /// The provider.
+    pub provider: String,
+    /// The PKCE verifier (sealed by the caller).
+    pub pkce_verifier: String,
+}
+
+/// Records an authorisation in flight.
+pub async fn insert_oauth_state(
+    conn: &mut AnyConnection,
+    id: &str,
+    state: &OAuthState,
+    now: DateTime<Utc>,
+) -> Result<(), MetadataError> {
+    sqlx::query(
+        "INSERT INTO link_oauth_states (id, token_hash, provider, pkce_verifier, created_at) \
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(id)
+    .bind(state.token_hash.as_str())
+    .bind(state.provider.as_str())
+    .bind(state.pkce_verifier.as_str())
+    .bind(ts(now))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Takes an authorisation in flight, once: `None` when unknown or already taken.
+pub async fn take_oauth_state(
+    conn: &mut AnyConnection,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<OAuthState>, MetadataError> {
+    let done =
+        sqlx::query("UPDATE link_oauth_states SET used_at = $2 WHERE id = $1 AND used_at IS NULL")
+            .bind(id)
+            .bind(ts(now))
+            .execute(&mut *conn)
+            .await?;
+    if done.rows_affected() != 1 {
+        return Ok(None);
+    }
+    let row = sqlx::query(
+        "SELECT token_hash, provider, pkce_verifier FROM link_oauth_states WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(conn)
+    .await?;
+    Ok(Some(OAuthState {
+        token_hash: get_str(&row, "token_hash")?,
+        provider: get_str(&row, "provider")?,
+        pkce_verifier: get_str(&row, "pkce_verifier")?,
+    }))
+}
+
+/// The link token with this hash, for a callback that carries only the state.
+pub async fn token_by_hash(
+    conn: &mut AnyConnection,
+    hash: &str,
+) -> Result<Option<StoredLinkToken>, MetadataError> {
+    token(conn, hash).await
+}

@@ -190,6 +190,7 @@ async fn expiry_rules_unknown_and_expired_codes_and_tenancy() {
         public_url: "https://link.example.com".into(),
         app_url: "acme://connect".into(),
         region: Region::Eu,
+        ..Default::default()
     });
     let a = create(&app, &format!("user_id={user}")).await;
     let code = a.json["code"].as_str().unwrap();

@@ -6,10 +6,14 @@
 //!   `DELETE /v2/user/{user_id}/{provider}`, the secret key's start-up rules;
 //! - [`tokens`]: `POST /v2/link/token` (every 422 rule, hashed storage, lifetime, single use)
 //!   and the token's checks on `GET /v2/link/providers`;
-//! - [`codes`]: link codes (format, expiry, single use) and the push-only credential.
+//! - [`codes`]: link codes (format, expiry, single use) and the push-only credential;
+//! - [`oauth`]: OAuth links through the link API against [`fake_oauth`], a fake
+//!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error).
 
 mod codes;
 mod connections;
+mod fake_oauth;
+mod oauth;
 mod tokens;
 
 use serde_json::Value;
