@@ -365,3 +365,63 @@ async fn forged_replayed_or_missing_state_is_invalid_token_and_url_rules_hold() 
         "invalid_token"
     );
 }
+
+/// Everything written to a tracing subscriber, for asserting what the logs never hold.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn no_log_line_holds_a_token_or_code_even_at_trace_level() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    // The test runtime has one thread, so the default covers the server, the fake and the
+    // client alike.
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (app, fake) = setup().await;
+    let user = app.user("logged").await;
+    let token = link_token(&app, &user, true).await;
+    let u = oauth_url(&app, &token, "oura").await.json["oauth_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(landed(&visit(&app, &u, &[]).await)["state"], "success");
+    let id = user.parse().unwrap();
+    let creds = wearhouse::link::connections::credentials(
+        &app.state.meta,
+        app.state.secret.as_ref(),
+        id,
+        "oura",
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("/v2/link"),
+        "the capture saw the requests: {logs}"
+    );
+    for secret in [
+        token.as_str(),
+        creds.access_token.as_deref().unwrap(),
+        creds.refresh_token.as_deref().unwrap(),
+        fake.issued()[0].as_str(),
+        CLIENT_SECRET,
+    ] {
+        assert!(!logs.contains(secret), "{secret} was logged");
+    }
+}
