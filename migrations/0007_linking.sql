@@ -54,3 +54,17 @@ CREATE TABLE link_oauth_states (
     created_at     TEXT NOT NULL,
     used_at        TEXT
 );
+
+-- A team's own OAuth application for a provider (PUT /v2/team/provider/{provider}/credentials);
+-- `client_secret` sealed like connection credentials. OAuth links of the team use it instead
+-- of the deployment's (whose endpoints stay).
+CREATE TABLE team_provider_credentials (
+    team_id        TEXT NOT NULL,
+    provider       TEXT NOT NULL,
+    client_id      TEXT NOT NULL,
+    client_secret  TEXT NOT NULL,
+    redirect_uri   TEXT,
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL,
+    PRIMARY KEY (team_id, provider)
+);

@@ -132,6 +132,7 @@ impl From<crate::link::LinkError> for ApiError {
             })),
             LinkError::CodeRefused(message) => ApiError::BadRequest(message),
             LinkError::OAuthNotConfigured(_) => ApiError::BadRequest(err.to_string()),
+            LinkError::TeamAppNotFound(_) => ApiError::NotFound("Provider credentials"),
             LinkError::Secret(_) => ApiError::internal(err),
         }
     }

@@ -10,6 +10,7 @@ pub mod codes;
 pub mod connections;
 pub mod credentials;
 pub mod oauth;
+pub mod team_apps;
 pub mod tokens;
 
 use crate::secret::SecretError;
@@ -122,6 +123,9 @@ pub enum LinkError {
     /// The provider has no OAuth application on this deployment or team.
     #[error("{0} has no OAuth application configured on this deployment")]
     OAuthNotConfigured(String),
+    /// The team has no own OAuth application for this provider.
+    #[error("the team has no {0} OAuth application")]
+    TeamAppNotFound(String),
     /// A link code that cannot be exchanged (unknown, expired, used): the sentence says which.
     #[error("{0}")]
     CodeRefused(String),

@@ -5,7 +5,8 @@
 //! holding the PKCE verifier (sealed), taken once, so a state is bound to its token and
 //! provider, cannot be forged, and cannot be replayed. Each provider's endpoints and client
 //! come from the deployment's OAuth application list (`--oauth-apps`), so tests point them at
-//! a local fake authorisation server.
+//! a local fake authorisation server; a team's own client (`team_apps`) replaces the
+//! deployment's client for that team's links.
 
 use std::collections::HashMap;
 
@@ -42,6 +43,10 @@ pub struct OAuthApp {
     pub authorize_url: String,
     /// The provider's token endpoint.
     pub token_url: String,
+    /// The redirect URI registered with the provider when it is not this service's callback
+    /// (a team's own page that forwards to it).
+    #[serde(default)]
+    pub redirect_uri: Option<String>,
 }
 
 impl std::fmt::Debug for OAuthApp {
@@ -106,7 +111,12 @@ fn client(app: &OAuthApp, config: &LinkConfig, provider: &str) -> Result<Client,
         .set_auth_uri(AuthUrl::new(app.authorize_url.clone()).map_err(|_| bad("authorize_url"))?)
         .set_token_uri(TokenUrl::new(app.token_url.clone()).map_err(|_| bad("token_url"))?)
         .set_redirect_uri(
-            RedirectUrl::new(callback_url(config, provider)).map_err(|_| bad("the public URL"))?,
+            RedirectUrl::new(
+                app.redirect_uri
+                    .clone()
+                    .unwrap_or_else(|| callback_url(config, provider)),
+            )
+            .map_err(|_| bad("the redirect URI"))?,
         ))
 }
 
@@ -132,11 +142,9 @@ pub async fn authorize_url(
     now: DateTime<Utc>,
 ) -> Result<String, LinkError> {
     let key = key.ok_or(SecretError::Missing)?;
-    let app = apps
-        .0
-        .get(provider.slug)
-        .ok_or_else(|| LinkError::OAuthNotConfigured(provider.slug.to_owned()))?;
-    let client = client(app, config, provider.slug)?;
+    let app =
+        super::team_apps::resolve(meta, Some(key), apps, session.team_id, provider.slug).await?;
+    let client = client(&app, config, provider.slug)?;
     let mut id = [0u8; 16];
     rand::rngs::OsRng.fill_bytes(&mut id);
     let id = hex::encode(id);
@@ -283,13 +291,11 @@ async fn exchange_and_link(
             format!("{} sent no authorisation code.", provider.name),
         ));
     };
-    let app = apps
-        .0
-        .get(provider.slug)
-        .ok_or_else(|| LinkError::OAuthNotConfigured(provider.slug.to_owned()))?;
+    let app =
+        super::team_apps::resolve(meta, Some(key), apps, session.team_id, provider.slug).await?;
     let verifier = String::from_utf8(key.open(&row.pkce_verifier, &format!("oauth:{id}"))?)
         .map_err(|_| SecretError::Unsealable)?;
-    let answer = client(app, config, provider.slug)?
+    let answer = client(&app, config, provider.slug)?
         .exchange_code(AuthorizationCode::new(code.clone()))
         .set_pkce_verifier(PkceCodeVerifier::new(verifier))
         .request_async(http)

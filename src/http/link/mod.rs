@@ -4,6 +4,7 @@ mod codes;
 mod connections;
 mod demo;
 mod oauth;
+mod team_apps;
 mod tokens;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -18,4 +19,5 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(tokens::routes())
         .merge(codes::routes())
         .merge(oauth::routes())
+        .merge(team_apps::routes())
 }

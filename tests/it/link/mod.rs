@@ -8,13 +8,44 @@
 //!   and the token's checks on `GET /v2/link/providers`;
 //! - [`codes`]: link codes (format, expiry, single use) and the push-only credential;
 //! - [`oauth`]: OAuth links through the link API against [`fake_oauth`], a fake
-//!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error).
+//!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error);
+//! - [`team_apps`]: team provider credentials and the team's client in its OAuth links.
 
 mod codes;
 mod connections;
 mod fake_oauth;
 mod oauth;
+mod team_apps;
 mod tokens;
+
+/// What the team-credential tests borrow from the OAuth tests.
+mod oauth_support {
+    pub use super::oauth::setup;
+    use crate::support::TestApp;
+
+    /// The authorisation URL of a new link token of `user`, asked with `key`.
+    pub async fn oauth_url_of(app: &TestApp, user: &str, key: &str) -> String {
+        let a = app
+            .send(
+                "POST",
+                "/v2/link/token",
+                Some(key),
+                Some(serde_json::json!({"user_id": user})),
+            )
+            .await;
+        let token = a.json["link_token"].as_str().unwrap().to_owned();
+        let a = app
+            .send(
+                "GET",
+                &format!("/v2/link/provider/oauth/oura?token={token}"),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.json);
+        a.json["oauth_url"].as_str().unwrap().to_owned()
+    }
+}
 
 use serde_json::Value;
 use wearhouse::link::connections::Linked;
