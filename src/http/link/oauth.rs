@@ -64,8 +64,9 @@ pub struct LinkOutcome {
     security(("link_token" = [])))]
 async fn oauth_provider(
     State(state): State<AppState>,
-    LinkToken(session): LinkToken,
+    // The path before the token: a malformed segment is a 422 whoever asks.
     ApiPath(slug): ApiPath<String>,
+    LinkToken(session): LinkToken,
 ) -> Result<Json<OAuthProvider>, ApiError> {
     let catalogued = path_provider(&slug)?;
     let provider = session
