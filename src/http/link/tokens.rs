@@ -83,11 +83,26 @@ impl From<&providers::Provider> for LinkProvider {
     }
 }
 
-/// A link token's 401: `{"detail": {"error_type", "error_message"}}`.
+/// A link token's 401: `{"detail": "Missing link token"}` without one, else
+/// `{"detail": {"error_type", "error_message"}}`.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LinkTokenError {
-    /// `invalid_token`, `token_expired` or `token_consumed`, and a sentence.
-    pub detail: LinkErrorBody,
+    /// The sentence, or the link error (`invalid_token`, `token_expired`, `token_consumed`).
+    pub detail: LinkTokenDetail,
+}
+
+/// What a link token's 401 says.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+#[expect(
+    dead_code,
+    reason = "the OpenAPI schema of the body `ApiError` renders"
+)]
+pub enum LinkTokenDetail {
+    /// No token was sent.
+    Sentence(String),
+    /// The token was refused.
+    Link(LinkErrorBody),
 }
 
 /// A link error.
