@@ -8,6 +8,7 @@
 
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
+use axum::Router;
 use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
@@ -15,6 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use tower::ServiceExt;
+use tower_http::normalize_path::NormalizePath;
 use uuid::Uuid;
 use wearhouse::http::{AppState, HttpConfig, router};
 use wearhouse::lab::model::enums::{Low, Method};
@@ -59,9 +61,13 @@ const LAST: [&str; 12] = [
     "Backus", "Johnson", "Torvalds",
 ];
 
+/// The router a server builds once at start-up.
+pub type App = NormalizePath<Router>;
+
 /// A seeded service.
 pub struct Seeded {
     pub state: AppState,
+    pub app: App,
     pub key: String,
     /// Orders the list request matches.
     pub matching: i64,
@@ -69,13 +75,13 @@ pub struct Seeded {
 }
 
 /// Sends a GET with the key; (status, JSON).
-pub async fn get(state: &AppState, key: &str, uri: &str) -> (u16, Value) {
+pub async fn get(app: &App, key: &str, uri: &str) -> (u16, Value) {
     let req = Request::builder()
         .uri(uri)
         .header("x-service-api-key", key)
         .body(Body::empty())
         .unwrap();
-    let resp = router(state.clone()).oneshot(req).await.unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
     let status = resp.status().as_u16();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     (
@@ -84,7 +90,7 @@ pub async fn get(state: &AppState, key: &str, uri: &str) -> (u16, Value) {
     )
 }
 
-async fn post(state: &AppState, key: &str, uri: &str, body: Value) -> Value {
+async fn post(app: &App, key: &str, uri: &str, body: Value) -> Value {
     let req = Request::builder()
         .method("POST")
         .uri(uri)
@@ -92,7 +98,7 @@ async fn post(state: &AppState, key: &str, uri: &str, body: Value) -> Value {
         .header("content-type", "application/json")
         .body(Body::from(body.to_string()))
         .unwrap();
-    let resp = router(state.clone()).oneshot(req).await.unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
     assert_eq!(resp.status(), 200);
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     serde_json::from_slice(&bytes).unwrap()
@@ -113,12 +119,13 @@ pub async fn seed(database_url: Option<&str>, n: usize) -> Seeded {
     )
     .unwrap();
     let state = AppState::new(meta.clone(), health, HttpConfig::default()).unwrap();
+    let app = router(state.clone());
     let key = key.secret;
     // One real order through the API: the template every seeded order is derived from.
     let mut users = Vec::new();
     for i in 0..40 {
         let u = post(
-            &state,
+            &app,
             &key,
             "/v2/user",
             json!({"client_user_id": format!("u{i}")}),
@@ -126,7 +133,7 @@ pub async fn seed(database_url: Option<&str>, n: usize) -> Seeded {
         .await;
         users.push(u["user_id"].as_str().unwrap().parse::<Uuid>().unwrap());
     }
-    let tests = get(&state, &key, "/v3/lab_tests").await.1;
+    let tests = get(&app, &key, "/v3/lab_tests").await.1;
     let test = tests
         .as_array()
         .unwrap()
@@ -136,7 +143,7 @@ pub async fn seed(database_url: Option<&str>, n: usize) -> Seeded {
         .as_str()
         .unwrap()
         .to_owned();
-    let created = post(&state, &key, "/v3/order", json!({
+    let created = post(&app, &key, "/v3/order", json!({
         "user_id": users[0],
         "patient_details": {"first_name": "Seed", "last_name": "Template", "dob": "1980-01-01", "gender": "other", "phone_number": "+16025550100", "email": "seed@example.com"},
         "patient_address": {"first_line": "1 Seed St", "city": "Phoenix", "state": "AZ", "zip": "85004", "country": "US"},
@@ -182,6 +189,7 @@ pub async fn seed(database_url: Option<&str>, n: usize) -> Seeded {
     matching += 1;
     Seeded {
         state,
+        app,
         key,
         matching,
         dir,
@@ -190,7 +198,7 @@ pub async fn seed(database_url: Option<&str>, n: usize) -> Seeded {
 
 /// Runs the list request and checks its answer; the page's length.
 pub async fn list_checked(s: &Seeded) -> usize {
-    let (status, page) = get(&s.state, &s.key, LIST).await;
+    let (status, page) = get(&s.app, &s.key, LIST).await;
     assert_eq!(status, 200, "{page}");
     assert_eq!(page["total"], s.matching, "total");
     let orders = page["orders"].as_array().unwrap();
@@ -219,22 +227,32 @@ pub async fn list_checked(s: &Seeded) -> usize {
     orders.len()
 }
 
-/// Runs the area request and checks it against the library's own count; the centres within
-/// 100 miles of all labs.
-pub async fn area_checked(s: &Seeded) -> i64 {
-    let (status, info) = get(&s.state, &s.key, AREA).await;
-    assert_eq!(status, 200, "{info}");
-    assert_eq!(info["phlebotomy"]["is_served"], false);
+/// Labs of the area request, with the library's own count of their centres within 100 miles of
+/// the request's ZIP code: what the answer must say (worked out once, outside the timing).
+pub fn area_expected(s: &Seeded) -> Vec<(&'static str, i64)> {
     let index = s.state.lab.pscs();
     let from = wearhouse::lab::area::zips::lookup("10001").unwrap().point;
+    let counts: Vec<(&'static str, i64)> = ["quest", "labcorp", "bioreference", "sonora_quest"]
+        .into_iter()
+        .map(|lab| (lab, index.within(lab, from, 100.0).len() as i64))
+        .collect();
+    let total: i64 = counts.iter().map(|(_, n)| n).sum();
+    assert!(total > 100, "a dense area: {total}");
+    counts
+}
+
+/// Runs the area request and checks its counts against `expected` ([`area_expected`]); the
+/// centres within 100 miles of all labs.
+pub async fn area_checked(s: &Seeded, expected: &[(&str, i64)]) -> i64 {
+    let (status, info) = get(&s.app, &s.key, AREA).await;
+    assert_eq!(status, 200, "{info}");
+    assert_eq!(info["phlebotomy"]["is_served"], false);
     let mut total = 0;
-    for lab in ["quest", "labcorp", "bioreference", "sonora_quest"] {
-        let want = index.within(lab, from, 100.0).len() as i64;
+    for (lab, want) in expected {
         let got = &info["central_labs"][lab]["patient_service_centers"];
-        assert_eq!(got["within_radius"], want, "{lab}");
+        assert_eq!(got["within_radius"], *want, "{lab}");
         assert_eq!(got["radius"], "100");
         total += want;
     }
-    assert!(total > 100, "a dense area: {total}");
     total
 }

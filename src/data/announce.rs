@@ -3,7 +3,8 @@
 //!
 //! A push (`data::store_push`) writes, in order:
 //! 1. its plan, as a `push_events` row due to expire [`LEASE`] later, with this job due then;
-//! 2. its data (`HealthStore::write_push`);
+//! 2. its data (`HealthStore::write_push_gated`), encoded and fsynced while 1 commits but made
+//!    visible only after it;
 //! 3. in one transaction: its connection, the compaction of what it wrote, the row's release
 //!    and this job due now.
 //!

@@ -110,9 +110,10 @@ fn push_user(user: &User) -> PushUser {
 
 /// Commits a parsed push all-or-nothing, asks for compaction of what it wrote, connects its
 /// provider and has what changed announced (`changes.rs`, `announce.rs`): the push's plan is
-/// taken and written before the data ([`begin_push`]), its events made after it by the
-/// `events.push` job, so the push itself pays for one small row and a read of what it may
-/// replace, not for rendering its events.
+/// taken and made durable ([`begin_push`]) while the store encodes and fsyncs the data, which
+/// becomes visible only once the plan is (the store's gate), so a crash never leaves data whose
+/// events nobody will announce. Its events are made after it by the `events.push` job, so the
+/// push pays for a read of what it may replace and one small row, overlapped with its write.
 async fn store_push(
     meta: &MetadataStore,
     store: &HealthStore,
@@ -122,12 +123,19 @@ async fn store_push(
 ) -> Result<Value, DataError> {
     let counts = parsed.counts();
     let provider = parsed.provider.clone();
-    let pending = begin_push(meta, store, user, &parsed, now).await?;
     let written: Vec<Dataset> = parsed.batches.iter().map(|(dataset, _)| *dataset).collect();
-    if let Err(e) = store
-        .write_push(user.team_id, user.id, parsed.batches)
-        .await
-    {
+    let (opener, gate) = crate::store::health::gate();
+    let planned = async {
+        let pending = begin_push(meta, store, user, &parsed, now).await?;
+        opener.open();
+        Ok::<_, DataError>(pending)
+    };
+    // Batches are shared, not copied: the plan reads them while the store writes them.
+    let write = store.write_push_gated(user.team_id, user.id, parsed.batches.clone(), Some(gate));
+    // A failed plan drops the opener, which abandons the write before it is visible.
+    let (pending, wrote) = tokio::join!(planned, write);
+    let pending = pending?;
+    if let Err(e) = wrote {
         if let Some(pending) = &pending {
             forget(meta, pending.id).await;
         }
@@ -162,7 +170,7 @@ async fn store_push(
     Ok(counts)
 }
 
-/// The first step of a push, before its data is written: classifies its records against the
+/// The first step of a push, before its data is visible: classifies its records against the
 /// store and writes the plan (`announce.rs`), unless it would announce nothing (an identical
 /// re-push of a connected provider). Answers the row to release once the data is durable.
 pub async fn begin_push(

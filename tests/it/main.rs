@@ -37,4 +37,5 @@ mod schema_fuzz;
 mod sdk;
 mod series_names;
 mod store;
+mod store_gate;
 mod store_recovery;

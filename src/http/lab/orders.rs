@@ -15,7 +15,7 @@ use super::super::extract::{AuthTeam, JsonBytes, PathId, QueryParams};
 use super::{Typed, page};
 use crate::lab::model::enums::Low;
 use crate::lab::model::order::{
-    CreateOrder, Order, OrderCreated, OrderResults, OrdersPage, PatchOrder,
+    CreateOrder, Order, OrderResponse, OrderResults, OrdersPage, PatchOrder,
 };
 use crate::lab::orders::{self, idempotency, list, requisition, results};
 use crate::loc;
@@ -37,7 +37,7 @@ async fn create(
     state: &AppState,
     team: uuid::Uuid,
     bytes: &[u8],
-) -> Result<OrderCreated, ApiError> {
+) -> Result<OrderResponse, ApiError> {
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
         ApiError::invalid(Violation::new(
             loc!["body", e.column()],
@@ -63,7 +63,7 @@ fn json_response(status: StatusCode, body: String) -> Response {
 /// different body answers 422, a duplicate while the first runs 409.
 #[utoipa::path(post, path = "/v3/order", tag = "lab", request_body = CreateOrder,
     params(("X-Idempotency-Key" = Option<String>, Header), ("X-Idempotency-Error" = Option<String>, Header, description = "no-cache: keep successes only")),
-    responses((status = 200, body = OrderCreated),
+    responses((status = 200, body = OrderResponse),
               (status = 409, description = "A request with this key is still running"),
               (status = 422, description = "Invalid order, or the key reused with another body")),
     security(("api_key" = [])))]
@@ -150,14 +150,18 @@ async fn patch_order(
 /// Cancels an order (only from a cancellable state; 400 names the state otherwise).
 #[utoipa::path(post, path = "/v3/order/{order_id}/cancel", tag = "lab",
     params(("order_id" = uuid::Uuid, Path)),
-    responses((status = 200, body = Order), (status = 400, description = "Not cancellable in its state"), (status = 404, description = "No such order")),
+    responses((status = 200, body = OrderResponse), (status = 400, description = "Not cancellable in its state"), (status = 404, description = "No such order")),
     security(("api_key" = [])))]
 async fn cancel_order(
     team: AuthTeam,
     State(state): State<AppState>,
     PathId(id): PathId,
-) -> Result<Json<Order>, ApiError> {
-    Ok(Json(orders::cancel(&state.meta, team.0.id, id).await?))
+) -> Result<Json<OrderResponse>, ApiError> {
+    Ok(Json(OrderResponse {
+        order: orders::cancel(&state.meta, team.0.id, id).await?,
+        status: "success".to_owned(),
+        message: "Order cancelled".to_owned(),
+    }))
 }
 
 /// The team's orders: every filter ANDed, sorted, by page.
@@ -187,7 +191,7 @@ async fn list_orders(
 /// Sandbox: walks the order along the legal path to `final_status`, one event per step;
 /// results are filled on `partial_results` and `completed`.
 #[utoipa::path(post, path = "/v3/order/{order_id}/test", tag = "lab",
-    params(("order_id" = uuid::Uuid, Path), ("final_status" = String, Query, description = "a low-level status")),
+    params(("order_id" = uuid::Uuid, Path), ("final_status" = String, Query, description = "a low-level status, alone or as `<top>.<method>.<low>`")),
     responses((status = 200, body = Order), (status = 400, description = "Not reachable from the current state")),
     security(("api_key" = [])))]
 async fn walk_order(
@@ -203,7 +207,10 @@ async fn walk_order(
             "Field required",
         ))
     })?;
-    let target: Low = raw.parse().map_err(|()| {
+    // The reference's SDK sends the full `<top>.<method>.<low>` form; the low-level status is
+    // its last part.
+    let low = raw.rsplit('.').next().unwrap_or(raw);
+    let target: Low = low.parse().map_err(|()| {
         ApiError::invalid(
             Violation::value(
                 loc!["query", "final_status"],

@@ -11,6 +11,7 @@ use super::LabError;
 use super::catalogue::labs;
 use super::model::area::{
     AreaInfo, PhlebotomyAreaInfo, PhlebotomyProviderInfo, PscAreaInfo, PscAreaInfoDetails, PscInfo,
+    supported_bill_types,
 };
 use crate::loc;
 use crate::validation::{Loc, Violation};
@@ -100,6 +101,7 @@ pub fn phlebotomy(zip: &zips::Zip) -> PhlebotomyAreaInfo {
             vec![PhlebotomyProviderInfo {
                 name: PHLEBOTOMY_PROVIDER.to_owned(),
                 tier: vec!["appointment-ready".to_owned()],
+                service_types: vec!["appointment-ready".to_owned()],
             }]
         } else {
             Vec::new()
@@ -160,10 +162,12 @@ pub fn area_info(index: &PscIndex, zip: &zips::Zip, radius: u32, slugs: &[String
             slug.clone(),
             PscAreaInfo {
                 patient_service_centers: PscAreaInfoDetails {
+                    appointment_with_vital: !near.is_empty(),
                     within_radius: i64::try_from(near.len()).unwrap_or(i64::MAX),
                     radius: radius.to_string(),
                     capabilities,
                 },
+                supported_bill_types: supported_bill_types(),
                 lab_id: lab.id,
             },
         );

@@ -171,5 +171,6 @@ pub fn render(psc: &Psc, distance: f64) -> LabLocation {
         site_code: psc.site_code.clone(),
         location: psc.location,
         capabilities: psc.capabilities.clone(),
+        supported_bill_types: crate::lab::model::area::supported_bill_types(),
     }
 }

@@ -164,14 +164,16 @@ pub struct RescheduleRequest {
     pub booking_key: String,
 }
 
-/// `PATCH .../appointment/cancel`.
+/// `PATCH .../appointment/cancel`. The reference SDK's PSC method sends the camel-case
+/// `cancellationReasonId` and `note`; both spellings are accepted.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelRequest {
     /// One of `GET .../cancellation-reasons`.
+    #[serde(alias = "cancellationReasonId")]
     pub cancellation_reason_id: String,
     /// Notes (at most 1000 characters).
-    #[serde(default)]
+    #[serde(default, alias = "note")]
     pub notes: Option<String>,
 }
 

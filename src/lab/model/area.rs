@@ -5,6 +5,15 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// How the sandbox labs bill an order: to the team (`client_bill`), the one billing this
+/// service implements (insurance details are accepted on orders but not billed).
+pub const SUPPORTED_BILL_TYPES: [&str; 1] = ["client_bill"];
+
+/// The bill types, as the wire lists them.
+pub fn supported_bill_types() -> Vec<String> {
+    SUPPORTED_BILL_TYPES.map(str::to_owned).to_vec()
+}
+
 /// A point.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct LngLat {
@@ -19,8 +28,10 @@ pub struct LngLat {
 pub struct PhlebotomyProviderInfo {
     /// Provider name.
     pub name: String,
-    /// Service tiers (`appointment-ready`, `appointment-request`).
+    /// Service tiers (`appointment-ready`, `appointment-request`): the seed's name.
     pub tier: Vec<String>,
+    /// The same values under the reference's name.
+    pub service_types: Vec<String>,
 }
 
 /// Phlebotomy coverage of an area.
@@ -35,6 +46,10 @@ pub struct PhlebotomyAreaInfo {
 /// Patient service centres of one lab around a ZIP code.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PscAreaInfoDetails {
+    /// Whether an appointment at one of these centres can be booked through this API
+    /// (`/v3/order/{order_id}/psc/appointment/book`): every sandbox centre takes bookings, so
+    /// true when there is a centre within the radius.
+    pub appointment_with_vital: bool,
     /// Centres within `radius` miles of the ZIP code's centroid.
     pub within_radius: i64,
     /// The radius, in miles, as a string.
@@ -48,6 +63,8 @@ pub struct PscAreaInfoDetails {
 pub struct PscAreaInfo {
     /// The centres.
     pub patient_service_centers: PscAreaInfoDetails,
+    /// How orders at this lab can be billed ([`SUPPORTED_BILL_TYPES`]).
+    pub supported_bill_types: Vec<String>,
     /// The lab's id.
     pub lab_id: i64,
 }
@@ -95,6 +112,8 @@ pub struct LabLocation {
     pub location: LngLat,
     /// What it offers (`stat`, ...).
     pub capabilities: Vec<String>,
+    /// How orders collected here can be billed ([`SUPPORTED_BILL_TYPES`]).
+    pub supported_bill_types: Vec<String>,
 }
 
 /// `GET /v3/order/psc/info`.

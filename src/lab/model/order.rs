@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::catalogue::AddOn;
-use super::enums::{ActivationType, Gender, Interpretation, Low, Method, Top};
+use super::enums::{ActivationType, Gender, Interpretation, LabTestStatus, Low, Method, Top};
 
 /// The patient as the lab needs them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -150,15 +150,31 @@ pub struct OrderEvent {
     pub status: String,
 }
 
-/// The lab test as the order shows it.
+/// The lab test as the order shows it (the reference's `ClientFacingLabTest`): an order of
+/// several tests shows the first one's identity and status, the names and descriptions of all
+/// of them, their total price and whether any needs fasting.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct OrderLabTest {
+    /// The (first) lab test's id.
+    pub id: Uuid,
+    /// Its slug.
+    pub slug: String,
     /// Name (names of the set joined with ` + `).
     pub name: String,
     /// Description.
     pub description: String,
+    /// Sample type (`serum`, `dried_blood_spot`).
+    pub sample_type: String,
     /// Collection method.
     pub method: Method,
+    /// Price of the set, USD.
+    pub price: f64,
+    /// Deprecated: `status == active`.
+    pub is_active: bool,
+    /// The (first) lab test's status.
+    pub status: LabTestStatus,
+    /// Whether any test of the set needs fasting.
+    pub fasting: bool,
 }
 
 /// A kit's shipment.
@@ -294,20 +310,24 @@ pub struct Order {
     pub interpretation: Option<Interpretation>,
     /// Whether any result is critical.
     pub is_critical: bool,
+    /// Whether the order has an Advance Beneficiary Notice form: never, as no order here is
+    /// billed to Medicare.
+    pub has_abn: bool,
     /// `initial`.
     pub origin: String,
     /// The transaction.
     pub order_transaction: OrderTransaction,
 }
 
-/// `POST /v3/order`'s answer.
+/// The answer of `POST /v3/order` and `POST /v3/order/{order_id}/cancel` (the reference's
+/// `PostOrderResponse`): the order, `success` and what was done.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct OrderCreated {
+pub struct OrderResponse {
     /// The order.
     pub order: Order,
     /// `success`.
     pub status: String,
-    /// `Order submitted`.
+    /// `Order submitted`, `Order cancelled`.
     pub message: String,
 }
 

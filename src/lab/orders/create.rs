@@ -6,9 +6,10 @@ use uuid::Uuid;
 
 use super::super::LabError;
 use super::super::catalogue::{self, labs};
-use super::super::model::enums::{ActivationType, Low, Method};
+use super::super::model::catalogue::LabTest;
+use super::super::model::enums::{ActivationType, LabTestStatus, Low, Method};
 use super::super::model::order::{
-    CreateOrder, Order, OrderCreated, OrderDetails, OrderDetailsData, OrderEvent, OrderLabTest,
+    CreateOrder, Order, OrderDetails, OrderDetailsData, OrderEvent, OrderLabTest, OrderResponse,
     OrderTransaction, Shipment, TransactionOrder,
 };
 use super::super::sandbox::{LabProvider, SandboxLab};
@@ -31,7 +32,7 @@ pub async fn create(
     meta: &MetadataStore,
     team: Uuid,
     req: CreateOrder,
-) -> Result<OrderCreated, LabError> {
+) -> Result<OrderResponse, LabError> {
     catalogue::ensure_sandbox_tests(meta, team).await?;
     let user = meta.user(team, req.user_id).await?.ok_or_else(|| {
         LabError::invalid(
@@ -58,7 +59,12 @@ pub async fn create(
             resolved.lab_id
         )));
     }
-    let order = new_order(team, &req, &resolved, now);
+    let tests = resolved
+        .tests
+        .iter()
+        .map(catalogue::render)
+        .collect::<Result<Vec<_>, _>>()?;
+    let order = new_order(team, &req, &resolved, &tests, now);
     let mut tx = meta.begin().await?;
     store::insert(&mut tx, &to_row(&order)).await?;
     if order.activation_type == ActivationType::Scheduled
@@ -71,7 +77,7 @@ pub async fn create(
     tx.commit().await?;
     // Deliveries and the activation job start at once in this process.
     meta.jobs_wake().notify_waiters();
-    Ok(OrderCreated {
+    Ok(OrderResponse {
         order,
         status: "success".to_owned(),
         message: "Order submitted".to_owned(),
@@ -82,6 +88,7 @@ fn new_order(
     team: Uuid,
     req: &CreateOrder,
     resolved: &validate::Resolved,
+    tests: &[LabTest],
     now: DateTime<Utc>,
 ) -> Order {
     let id = Uuid::new_v4();
@@ -110,9 +117,19 @@ fn new_order(
         patient_details: req.patient_details.clone(),
         patient_address: address,
         lab_test: OrderLabTest {
+            id: tests.first().map(|t| t.id).unwrap_or_default(),
+            slug: tests.first().map(|t| t.slug.clone()).unwrap_or_default(),
             name: names.join(" + "),
             description: descriptions.join(" "),
+            sample_type: tests
+                .first()
+                .map(|t| t.sample_type.clone())
+                .unwrap_or_default(),
             method,
+            price: (tests.iter().map(|t| t.price).sum::<f64>() * 100.0).round() / 100.0,
+            is_active: tests.first().is_some_and(|t| t.is_active),
+            status: tests.first().map_or(LabTestStatus::Active, |t| t.status),
+            fasting: tests.iter().any(|t| t.fasting),
         },
         lab_test_ids: resolved.tests.iter().map(|t| t.id).collect(),
         add_on_marker_ids: resolved.add_on.clone(),
@@ -161,6 +178,7 @@ fn new_order(
         consents: req.consents.clone().unwrap_or_default(),
         interpretation: None,
         is_critical: false,
+        has_abn: false,
         origin: "initial".to_owned(),
         order_transaction: OrderTransaction {
             id: Uuid::new_v4(),

@@ -54,6 +54,10 @@ pub enum StoreError {
     /// A blocking task panicked or was cancelled.
     #[error("background task failed")]
     Task(#[from] tokio::task::JoinError),
+    /// The write's [`Gate`](super::Gate) was dropped unopened: what had to be durable before
+    /// the data failed, so the data was not made visible.
+    #[error("write abandoned before it was made visible")]
+    Abandoned,
 }
 
 impl StoreError {

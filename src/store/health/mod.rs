@@ -57,6 +57,7 @@ mod commit;
 mod compact;
 mod constant;
 mod error;
+mod gate;
 mod layout;
 mod metrics;
 mod options;
@@ -79,6 +80,7 @@ use object_store::path::Path as ObjectPath;
 use uuid::Uuid;
 
 pub use error::StoreError;
+pub use gate::{Gate, Opener, gate};
 pub use metrics::MetricsSnapshot;
 pub use options::{CompactionReport, StoreOptions, WriteReceipt};
 

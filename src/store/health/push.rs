@@ -6,6 +6,7 @@ use datafusion::arrow::compute::concat_batches;
 use uuid::Uuid;
 
 use super::commit::write_record;
+use super::gate::{Gate, pass};
 use super::layout::{CommitId, SegmentName, next_seq, nonce};
 use super::metrics::Metrics;
 use super::rows::{TimeColumn, conform};
@@ -30,6 +31,20 @@ impl HealthStore {
         user: Uuid,
         batches: Vec<(Dataset, RecordBatch)>,
     ) -> Result<Vec<WriteReceipt>, StoreError> {
+        self.write_push_gated(team, user, batches, None).await
+    }
+
+    /// [`HealthStore::write_push`], making the push visible only once `gate` is opened (see
+    /// `gate.rs`): the encoding and the fsyncs of the segments happen before, the rename (one
+    /// dataset) or the commit record (several) after. A push with no rows writes nothing and
+    /// does not wait.
+    pub async fn write_push_gated(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        batches: Vec<(Dataset, RecordBatch)>,
+        gate: Option<Gate>,
+    ) -> Result<Vec<WriteReceipt>, StoreError> {
         let mut grouped: Grouped = Vec::new();
         for (dataset, batch) in batches {
             let batch =
@@ -46,17 +61,18 @@ impl HealthStore {
             }
         }
         if grouped.len() <= 1 {
-            let mut receipts = Vec::new();
-            for (dataset, group) in grouped {
-                let batch = concat_batches(&dataset.schema(), &group)?;
-                receipts.push(self.write(team, user, dataset, batch).await?);
-            }
-            return Ok(receipts);
+            let Some((dataset, group)) = grouped.pop() else {
+                return Ok(Vec::new());
+            };
+            let batch = concat_batches(&dataset.schema(), &group)?;
+            return Ok(vec![
+                self.write_gated(team, user, dataset, batch, gate).await?,
+            ]);
         }
         // One blocking task does the whole commit, so a caller that goes away (a client
         // disconnecting) cannot stop it half-way; not that it would matter for correctness.
         let store = self.clone();
-        tokio::task::spawn_blocking(move || store.commit_push(team, user, grouped)).await?
+        tokio::task::spawn_blocking(move || store.commit_push(team, user, grouped, gate)).await?
     }
 
     fn commit_push(
@@ -64,13 +80,14 @@ impl HealthStore {
         team: Uuid,
         user: Uuid,
         grouped: Grouped,
+        gate: Option<Gate>,
     ) -> Result<Vec<WriteReceipt>, StoreError> {
         let id = CommitId {
             seq: next_seq(),
             nonce: nonce(),
         };
         let mut written = Vec::new();
-        let result = self.write_segments(team, user, id, grouped, &mut written);
+        let result = self.write_segments(team, user, id, grouped, gate, &mut written);
         let receipts = match result {
             Ok(receipts) => receipts,
             Err(e) => {
@@ -94,14 +111,15 @@ impl HealthStore {
         Ok(receipts.into_iter().map(|(_, r)| r).collect())
     }
 
-    /// Writes one marked segment per dataset, then the commit record. `written` collects the
-    /// segment files created, for cleaning up after an error.
+    /// Writes one marked segment per dataset, then, once `gate` opens, the commit record.
+    /// `written` collects the segment files created, for cleaning up after an error.
     fn write_segments(
         &self,
         team: Uuid,
         user: Uuid,
         id: CommitId,
         grouped: Grouped,
+        gate: Option<Gate>,
         written: &mut Vec<std::path::PathBuf>,
     ) -> Result<Vec<(Dataset, WriteReceipt)>, StoreError> {
         let root = &self.inner.root;
@@ -135,6 +153,7 @@ impl HealthStore {
                 },
             ));
         }
+        pass(gate)?;
         write_record(root, team, user, id, names)?;
         Ok(receipts)
     }

@@ -26,6 +26,7 @@ use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties}
 use datafusion::parquet::schema::types::ColumnPath;
 
 use super::error::StoreError;
+use super::gate::{Gate, pass};
 use super::layout::temp_name;
 use crate::schema::Dataset;
 
@@ -67,8 +68,22 @@ pub(crate) fn write_segment(
     batch: &RecordBatch,
     props: WriterProperties,
 ) -> Result<u64, StoreError> {
+    write_segment_gated(dir, name, batch, props, &mut None)
+}
+
+/// [`write_segment`], waiting for `gate` (when given) between the fsync of the temporary file
+/// and the rename that makes the segment visible. The gate is taken only then, so a caller can
+/// retry a write that failed before it.
+pub(crate) fn write_segment_gated(
+    dir: &Path,
+    name: &str,
+    batch: &RecordBatch,
+    props: WriterProperties,
+    gate: &mut Option<Gate>,
+) -> Result<u64, StoreError> {
     let temp = dir.join(temp_name());
     let result = write_temp(&temp, batch, props).and_then(|size| {
+        pass(gate.take())?;
         let target = dir.join(name);
         std::fs::rename(&temp, &target).map_err(|e| StoreError::io(&target, e))?;
         fsync_dir(dir)?;

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use datafusion::arrow::array::RecordBatch;
 use uuid::Uuid;
 
+use super::gate::Gate;
 use super::layout::{SegmentName, next_seq, nonce};
 use super::metrics::Metrics;
 use super::rows::{TimeColumn, conform, newest_per_key, sort_by_time};
-use super::segment_write::{ensure_dir, write_segment, writer_properties};
+use super::segment_write::{ensure_dir, write_segment_gated, writer_properties};
 use super::{HealthStore, StoreError, WriteReceipt, guard};
 use crate::schema::Dataset;
 
@@ -23,6 +24,19 @@ impl HealthStore {
         user: Uuid,
         dataset: Dataset,
         batch: RecordBatch,
+    ) -> Result<WriteReceipt, StoreError> {
+        self.write_gated(team, user, dataset, batch, None).await
+    }
+
+    /// [`HealthStore::write`], making the segment visible only once `gate` is opened (see
+    /// `gate.rs`).
+    pub(super) async fn write_gated(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        dataset: Dataset,
+        batch: RecordBatch,
+        gate: Option<Gate>,
     ) -> Result<WriteReceipt, StoreError> {
         let batch =
             conform(batch, &dataset.schema()).map_err(|source| StoreError::SchemaMismatch {
@@ -58,14 +72,16 @@ impl HealthStore {
                 committed_by_record: false,
             }
             .file_name();
-            let bytes = match write_segment(&task_dir, &name, &batch, props.clone()) {
-                // The folder went away under a stale "known" entry: recreate it once.
-                Err(e) if known && e.is_not_found() => {
-                    ensure_dir(&root, &task_dir)?;
-                    write_segment(&task_dir, &name, &batch, props)?
-                }
-                other => other?,
-            };
+            let mut gate = gate;
+            let bytes =
+                match write_segment_gated(&task_dir, &name, &batch, props.clone(), &mut gate) {
+                    // The folder went away under a stale "known" entry: recreate it once.
+                    Err(e) if known && e.is_not_found() => {
+                        ensure_dir(&root, &task_dir)?;
+                        write_segment_gated(&task_dir, &name, &batch, props, &mut gate)?
+                    }
+                    other => other?,
+                };
             Ok::<_, StoreError>((name, batch.num_rows(), bytes))
         })
         .await??;

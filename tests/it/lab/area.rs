@@ -138,10 +138,14 @@ async fn phlebotomy_coverage() {
             usize::from(served)
         );
         if served {
-            assert_eq!(
-                a["phlebotomy"]["providers"][0]["tier"],
-                json!(["appointment-ready"])
-            );
+            // The seed's `tier` and the reference's `service_types`, both.
+            for name in ["tier", "service_types"] {
+                assert_eq!(
+                    a["phlebotomy"]["providers"][0][name],
+                    json!(["appointment-ready"]),
+                    "{name}"
+                );
+            }
         }
     }
     let a = app
@@ -170,16 +174,35 @@ async fn psc_lists_are_nearest_first_and_capped() {
             .iter()
             .all(|c| c["metadata"]["zip_code"].as_str().unwrap().len() == 5)
     );
+    assert!(
+        centres
+            .iter()
+            .all(|c| c["supported_bill_types"] == json!(["client_bill"]))
+    );
     let area = app
         .get("/v3/order/area/info?zip_code=10001&labs=quest&radius=100")
         .await
         .json;
+    let quest = &area["central_labs"]["quest"];
     assert!(
-        area["central_labs"]["quest"]["patient_service_centers"]["within_radius"]
+        quest["patient_service_centers"]["within_radius"]
             .as_i64()
             .unwrap()
             > 30
     );
+    assert_eq!(
+        quest["patient_service_centers"]["appointment_with_vital"],
+        true
+    );
+    assert_eq!(quest["supported_bill_types"], json!(["client_bill"]));
+    // Sonora Quest has centres in Arizona only: none within 100 miles of Manhattan.
+    let none = app
+        .get("/v3/order/area/info?zip_code=10001&labs=sonora_quest&radius=100")
+        .await
+        .json;
+    let centres = &none["central_labs"]["sonora_quest"]["patient_service_centers"];
+    assert_eq!(centres["within_radius"], 0, "{none}");
+    assert_eq!(centres["appointment_with_vital"], false);
 }
 
 #[tokio::test]

@@ -12,7 +12,8 @@ async fn bench_scenario_checks_hold_on_sqlite() {
     // 2,000 orders: a quarter walk-in, a quarter of those in the two statuses, plus the template.
     assert_eq!(s.matching, 127);
     assert_eq!(lab_support::list_checked(&s).await, 27);
-    assert!(lab_support::area_checked(&s).await > 100);
+    let expected = lab_support::area_expected(&s);
+    assert!(lab_support::area_checked(&s, &expected).await > 100);
 }
 
 #[tokio::test]

@@ -115,8 +115,9 @@ async fn cancellation_from_each_state() {
                 .await;
             if states::cancellable(*method, state) {
                 assert_eq!(a.status, 200, "{method} {state}: {}", a.json);
-                assert_eq!(low(&a.json), "cancelled");
-                assert_eq!(a.json["status"], "cancelled");
+                assert_eq!(low(&a.json["order"]), "cancelled");
+                assert_eq!(a.json["order"]["status"], "cancelled");
+                assert_eq!(a.json["status"], "success");
             } else {
                 assert_eq!(
                     a.status, 400,
@@ -283,7 +284,10 @@ async fn results_arrive_with_partial_and_final_status() {
     assert_eq!(partial.status, 200);
     let p = app.get(&format!("/v3/order/{id}/result")).await.json;
     assert_eq!(p["metadata"]["status"], "partial");
-    let done = walk(&app, &id, "completed").await.json;
+    // The reference SDK's form of the status: `<top>.<method>.<low>`.
+    let done = walk(&app, &id, "completed.walk_in_test.completed").await;
+    assert_eq!(done.status, 200, "{}", done.json);
+    let done = done.json;
     let r = app.get(&format!("/v3/order/{id}/result")).await.json;
     assert_eq!(r["metadata"]["status"], "final");
     let results = r["results"].as_array().unwrap();

@@ -351,7 +351,9 @@ async fn every_route_succeeds() {
             None,
         )
         .await;
-    assert_eq!(c.json["status"], "cancelled", "{}", c.json);
+    assert_eq!(c.json["order"]["status"], "cancelled", "{}", c.json);
+    assert_eq!(c.json["status"], "success", "{}", c.json);
+    assert_eq!(c.json["message"], "Order cancelled", "{}", c.json);
 
     let walk_in = super::order(&app, &u, "walk_in_test").await["id"]
         .as_str()
