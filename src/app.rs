@@ -14,6 +14,29 @@ use crate::store::metadata::MetadataStore;
 /// Name of the file in the data dir that keeps the demo team's key (mode 0600).
 pub const DEMO_KEY_FILE: &str = "demo-api-key";
 
+/// Name of the file in the data dir that keeps the generated secret key (mode 0600).
+pub const SECRET_KEY_FILE: &str = "secret-key";
+
+/// The key provider credentials are sealed with: `--secret-key`; else, with `--demo`, the one
+/// kept in the data dir (generated on first start); else one kept there earlier; else none
+/// (links that store credentials then fail, and the log says why).
+pub fn secret_key(args: &ServeArgs) -> anyhow::Result<Option<crate::secret::SecretKey>> {
+    use crate::secret::SecretKey;
+    if let Some(text) = &args.secret_key {
+        return Ok(Some(
+            SecretKey::from_hex(text).context("reading --secret-key / WEARHOUSE_SECRET_KEY")?,
+        ));
+    }
+    let path = args.store.data_dir.join(SECRET_KEY_FILE);
+    if args.demo || path.exists() {
+        return Ok(Some(SecretKey::load_or_create(&path)?));
+    }
+    tracing::warn!(
+        "no --secret-key: provider links that store credentials are refused until one is set"
+    );
+    Ok(None)
+}
+
 /// Opens the metadata store, creating the data dir if needed.
 pub async fn open_metadata(store: &StoreArgs) -> anyhow::Result<MetadataStore> {
     std::fs::create_dir_all(&store.data_dir)
@@ -53,7 +76,29 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
     let rules = crate::events::UrlRules {
         allow_private: args.webhook_allow_private,
     };
-    let state = AppState::new(meta, health, config)?.with_webhook_rules(rules);
+    let mut state = AppState::new(meta, health, config)?.with_webhook_rules(rules);
+    if let Some(key) = secret_key(args)? {
+        state = state.with_secret_key(key);
+    }
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", args.listen));
+    state = state.with_link_config(crate::link::LinkConfig {
+        public_url: public_url.trim_end_matches('/').to_owned(),
+        app_url: args.link_app_url.clone(),
+        region: args.region,
+        oauth_apps: match &args.oauth_apps {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                crate::link::oauth::OAuthApps::from_json(&text)
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("reading {}", path.display()))?
+            }
+            None => crate::link::oauth::OAuthApps::default(),
+        },
+    });
     state
         .lab
         .load_pscs(&state.meta)

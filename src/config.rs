@@ -196,6 +196,29 @@ pub struct ServeArgs {
     /// (development and tests; refused by default against server-side request forgery).
     #[arg(long, env = "WEARHOUSE_WEBHOOK_ALLOW_PRIVATE")]
     pub webhook_allow_private: bool,
+    /// The key provider credentials are sealed with at rest: 64 hexadecimal digits (32 random
+    /// bytes, e.g. `openssl rand -hex 32`). Without it, `--demo` generates one and keeps it in
+    /// the data dir (`secret-key`, mode 0600), and otherwise a key kept there is used.
+    #[arg(long, env = "WEARHOUSE_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+    /// The URL clients reach this service at (link pages, `link_web_url`); default
+    /// `http://<listen>`.
+    #[arg(long, env = "WEARHOUSE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// `<app scheme>://<app host>` of the mobile app that exchanges link codes.
+    #[arg(
+        long,
+        env = "WEARHOUSE_LINK_APP_URL",
+        default_value = "wearhouse://link"
+    )]
+    pub link_app_url: String,
+    /// The deployment's region, carried by link codes.
+    #[arg(long, env = "WEARHOUSE_REGION", value_enum, default_value = "us")]
+    pub region: crate::link::Region,
+    /// A JSON file of OAuth applications by provider slug: `{"oura": {"client_id",
+    /// "client_secret", "authorize_url", "token_url"}}`.
+    #[arg(long, env = "WEARHOUSE_OAUTH_APPS")]
+    pub oauth_apps: Option<std::path::PathBuf>,
     /// Where data lives.
     #[command(flatten)]
     pub store: StoreArgs,

@@ -12,6 +12,8 @@
 //! - [`events`]: events, their outbox and webhook delivery (Standard Webhooks signatures);
 //! - [`jobs`]: the durable background job runner (leases, retries, kinds; compaction);
 //! - [`lab`]: laboratory testing: catalogue, area coverage, orders, appointments;
+//! - [`link`]: linking users to providers: connections and their sealed credentials;
+//! - [`secret`]: the deployment's secret key, which seals provider credentials at rest;
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
 //! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up.
@@ -26,9 +28,11 @@ pub mod http;
 pub mod ingest;
 pub mod jobs;
 pub mod lab;
+pub mod link;
 pub mod providers;
 pub mod query;
 pub mod schema;
+pub mod secret;
 pub mod store;
 pub mod users;
 pub mod validation;

@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{ApiPath, AuthTeam, JsonBytes, QueryParams, TeamUser, parse_uuid};
+use super::extract::{ApiPath, AuthTeam, JsonBytes, PushUser, QueryParams, TeamUser, parse_uuid};
 use super::models;
 use super::stream::json_stream;
 use super::users::team_user;
@@ -46,12 +46,25 @@ pub fn routes() -> OpenApiRouter<AppState> {
               (status = 404, description = "User not found", body = models::ErrorDetail),
               (status = 413, description = "Body over the size limit", body = models::ErrorDetail),
               (status = 422, description = "A record failed validation; nothing was stored", body = models::ValidationError)),
-    security(("api_key" = [])))]
+    security(("api_key" = []), ("link_code_token" = [])))]
 async fn push_data(
     State(state): State<AppState>,
-    TeamUser(user): TeamUser,
+    PushUser { user, sdk_only }: PushUser,
     JsonBytes(body): JsonBytes,
 ) -> Result<Json<models::Pushed>, ApiError> {
+    if sdk_only {
+        let provider = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v.get("provider").and_then(Value::as_str).map(str::to_owned));
+        if let Some(p) = provider
+            && !crate::link::codes::pushable(&p)
+        {
+            return Err(ApiError::BadRequest(format!(
+                "a link code credential pushes only on-device providers' data (apple_health_kit, \
+                 health_connect, samsung_health, the *_ble providers, manual), not {p:?}"
+            )));
+        }
+    }
     let stored = data::push_json(&state.meta, &state.health, &user, body, Utc::now()).await?;
     Ok(Json(models::Pushed {
         user_id: user.id,

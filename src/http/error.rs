@@ -51,6 +51,15 @@ pub enum ApiError {
         /// Seconds for `Retry-After`.
         retry_after: u64,
     },
+    /// A link token that does not authenticate (401): the link error type and a sentence,
+    /// answered as `{"detail": {"error_type", "error_message"}}`.
+    #[error("{message}")]
+    LinkToken {
+        /// `invalid_token`, `token_expired` or `token_consumed`.
+        error_type: &'static str,
+        /// The sentence.
+        message: String,
+    },
     /// A query cancelled at its time limit (504).
     #[error("{0}")]
     Timeout(String),
@@ -87,6 +96,44 @@ impl From<MetadataError> for ApiError {
             | MetadataError::Corrupt { .. }
             | MetadataError::UniqueKeyContended { .. }
             | MetadataError::UnsupportedUrl(_) => ApiError::internal(err),
+        }
+    }
+}
+
+impl From<crate::link::LinkError> for ApiError {
+    fn from(err: crate::link::LinkError) -> Self {
+        use crate::link::{LinkError, LinkErrorType};
+        match err {
+            LinkError::ConnectionNotFound(_) => ApiError::NotFound("Connection"),
+            LinkError::Metadata(e) => e.into(),
+            LinkError::Link {
+                error_type:
+                    t @ (LinkErrorType::InvalidToken
+                    | LinkErrorType::TokenExpired
+                    | LinkErrorType::TokenConsumed),
+                message,
+            } => ApiError::LinkToken {
+                error_type: t.as_str(),
+                message,
+            },
+            LinkError::Link {
+                error_type:
+                    t @ (LinkErrorType::ProviderCredentialError
+                    | LinkErrorType::ProviderPasswordExpired
+                    | LinkErrorType::ProviderApiError
+                    | LinkErrorType::UnsupportedRegion
+                    | LinkErrorType::DuplicateConnection
+                    | LinkErrorType::RequiredScopesNotGranted
+                    | LinkErrorType::IncorrectMfaCode
+                    | LinkErrorType::UserCancelled),
+                message,
+            } => ApiError::BadRequestBody(json!({
+                "error_type": t.as_str(), "error_message": message
+            })),
+            LinkError::CodeRefused(message) => ApiError::BadRequest(message),
+            LinkError::OAuthNotConfigured(_) => ApiError::BadRequest(err.to_string()),
+            LinkError::TeamAppNotFound(_) => ApiError::NotFound("Provider credentials"),
+            LinkError::Secret(_) => ApiError::internal(err),
         }
     }
 }
@@ -175,6 +222,13 @@ impl IntoResponse for ApiError {
                 return response;
             }
             ApiError::Timeout(msg) => (StatusCode::GATEWAY_TIMEOUT, json!(msg)),
+            ApiError::LinkToken {
+                error_type,
+                message,
+            } => (
+                StatusCode::UNAUTHORIZED,
+                json!({"error_type": error_type, "error_message": message}),
+            ),
             ApiError::UpstreamFailed(msg) => (StatusCode::INTERNAL_SERVER_ERROR, json!(msg)),
             ApiError::Internal(cause) => {
                 let mut response = (

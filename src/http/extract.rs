@@ -369,3 +369,83 @@ impl FromRequestParts<AppState> for TeamUser {
             .ok_or(ApiError::NotFound("User"))
     }
 }
+
+/// The header a custom link widget sends its link token in (or the `token` query parameter).
+pub const LINK_TOKEN_HEADER: &str = "x-link-token";
+
+/// A verified link token (`linking.md`): missing → 401 `Missing link token`; unknown, expired
+/// or consumed → 401 with `{"detail": {"error_type", "error_message"}}`.
+#[derive(Debug, Clone)]
+pub struct LinkToken(pub crate::link::tokens::LinkSession);
+
+impl FromRequestParts<AppState> for LinkToken {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(LINK_TOKEN_HEADER)
+            .map(|v| v.to_str().unwrap_or("").to_owned());
+        let token = match header {
+            Some(t) if !t.is_empty() => t,
+            _ => {
+                let query = QueryParams::from_request_parts(parts, state).await?;
+                query
+                    .get("token")
+                    .map(str::to_owned)
+                    .ok_or(ApiError::Unauthorized("Missing link token"))?
+            }
+        };
+        let session = crate::link::tokens::check(&state.meta, &token, chrono::Utc::now()).await?;
+        Ok(LinkToken(session))
+    }
+}
+
+/// Who may push for the path's user: the team key (as [`TeamUser`]), or the push credential
+/// of an exchanged link code (`x-link-code-token`), which pushes for its one user only and
+/// only on-device providers' data (`sdk_only`).
+#[derive(Debug, Clone)]
+pub struct PushUser {
+    /// The user pushed for.
+    pub user: crate::store::metadata::User,
+    /// Whether the credential is a link code's (on-device providers only).
+    pub sdk_only: bool,
+}
+
+impl FromRequestParts<AppState> for PushUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        use crate::link::codes;
+        let Some(token) = parts.headers.get(codes::PUSH_TOKEN_HEADER) else {
+            let TeamUser(user) = TeamUser::from_request_parts(parts, state).await?;
+            return Ok(PushUser {
+                user,
+                sdk_only: false,
+            });
+        };
+        let token = token.to_str().unwrap_or("").to_owned();
+        let (team, user_id) = codes::push_user(&state.meta, &token, chrono::Utc::now())
+            .await?
+            .ok_or(ApiError::Unauthorized("Invalid link code token"))?;
+        let PathId(id) = PathId::from_request_parts(parts, state).await?;
+        if id != user_id {
+            return Err(ApiError::NotFound("User"));
+        }
+        let user = state
+            .meta
+            .user(team, id)
+            .await?
+            .ok_or(ApiError::NotFound("User"))?;
+        Ok(PushUser {
+            user,
+            sdk_only: true,
+        })
+    }
+}

@@ -86,6 +86,11 @@ pub struct AppState {
     pub webhooks: crate::events::UrlRules,
     /// The lab domain's shared state (patient service centres).
     pub lab: crate::lab::Lab,
+    /// The key provider credentials are sealed with (`--secret-key`); without one, links that
+    /// store credentials fail.
+    pub secret: Option<crate::secret::SecretKey>,
+    /// Linking's deployment settings (public URL, app URL, region).
+    pub link: Arc<crate::link::LinkConfig>,
 }
 
 impl AppState {
@@ -103,7 +108,21 @@ impl AppState {
             config: Arc::new(config),
             webhooks: crate::events::UrlRules::default(),
             lab: crate::lab::Lab::default(),
+            secret: None,
+            link: Arc::default(),
         })
+    }
+
+    /// The same state with these link settings.
+    pub fn with_link_config(mut self, config: crate::link::LinkConfig) -> AppState {
+        self.link = Arc::new(config);
+        self
+    }
+
+    /// The same state with this secret key.
+    pub fn with_secret_key(mut self, key: crate::secret::SecretKey) -> AppState {
+        self.secret = Some(key);
+        self
     }
 
     /// The same state with these webhook URL rules.
@@ -235,6 +254,20 @@ impl utoipa::Modify for SecurityAddon {
                     extract::API_KEY_HEADER_ALIAS
                 )
                 .as_str(),
+            ))),
+        );
+        components.add_security_scheme(
+            "link_token",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                extract::LINK_TOKEN_HEADER,
+                "A link token from POST /v2/link/token (or the `token` query parameter)",
+            ))),
+        );
+        components.add_security_scheme(
+            "link_code_token",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                crate::link::codes::PUSH_TOKEN_HEADER,
+                "The push credential of an exchanged link code: pushes on-device data of its user",
             ))),
         );
     }

@@ -2,6 +2,7 @@
 //! to, what it supplies, and the default order in which overlapping providers are preferred.
 
 mod catalogue;
+pub mod scopes;
 
 pub use catalogue::CATALOGUE;
 

@@ -479,8 +479,9 @@ async fn user_providers_is_empty_until_linked_then_lists_connections() {
     assert_eq!(p["slug"], "oura");
     assert_eq!(p["name"], "Oura");
     assert_eq!(p["status"], "connected");
-    // Connected, but no data stored yet.
-    assert_eq!(p["resource_availability"]["sleep"]["status"], "unavailable");
+    // Connected without an OAuth grant record (linking.md: connected, supported, scopes
+    // granted), so available before any data arrives.
+    assert_eq!(p["resource_availability"]["sleep"]["status"], "available");
     let user = app.get(&format!("/v2/user/{id}")).await.json;
     assert_eq!(user["connected_sources"][0]["source"]["slug"], "oura");
 }

@@ -29,6 +29,7 @@ mod ingest;
 mod jobs;
 mod jobs_api;
 mod lab;
+mod link;
 mod memory;
 mod metadata;
 mod openapi;

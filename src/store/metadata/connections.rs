@@ -8,7 +8,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{MetadataError, MetadataStore, get_str, get_time, now, parse, ts};
+use super::{MetadataError, MetadataStore, get_opt_str, get_str, get_time, now, parse, ts};
 
 /// Where a connection stands (`linking.md`): data flows only while `connected`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -56,6 +56,17 @@ impl FromStr for ConnectionStatus {
     }
 }
 
+/// Why a connection failed (`linking.md`): rendered as `error_details`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ErrorDetails {
+    /// A link error type (`provider_credential_error`, ...).
+    pub error_type: String,
+    /// What happened, as a sentence.
+    pub error_message: String,
+    /// When it happened.
+    pub occurred_at: DateTime<Utc>,
+}
+
 /// A user's connection to a provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection {
@@ -65,6 +76,31 @@ pub struct Connection {
     pub status: ConnectionStatus,
     /// When the connection was first made.
     pub created_at: DateTime<Utc>,
+    /// The user's id at the provider, when known.
+    pub provider_user_id: Option<String>,
+    /// OAuth scopes granted; `None` when the connection came without a grant (push, demo).
+    pub scopes_granted: Option<Vec<String>>,
+    /// OAuth scopes asked for but denied; `None` as for `scopes_granted`.
+    pub scopes_denied: Option<Vec<String>>,
+    /// Why it is in `error`, when it is.
+    pub error_details: Option<ErrorDetails>,
+}
+
+const COLUMNS: &str =
+    "provider, status, created_at, provider_user_id, scopes_granted, scopes_denied, error_details";
+
+fn json_column<T: serde::de::DeserializeOwned>(
+    row: &AnyRow,
+    column: &'static str,
+) -> Result<Option<T>, MetadataError> {
+    get_opt_str(row, column)?
+        .map(|text| {
+            serde_json::from_str(&text).map_err(|_| MetadataError::Corrupt {
+                column,
+                value: text,
+            })
+        })
+        .transpose()
 }
 
 fn connection_from_row(row: &AnyRow) -> Result<Connection, MetadataError> {
@@ -72,6 +108,10 @@ fn connection_from_row(row: &AnyRow) -> Result<Connection, MetadataError> {
         provider: get_str(row, "provider")?,
         status: parse("status", get_str(row, "status")?)?,
         created_at: get_time(row, "created_at")?,
+        provider_user_id: get_opt_str(row, "provider_user_id")?,
+        scopes_granted: json_column(row, "scopes_granted")?,
+        scopes_denied: json_column(row, "scopes_denied")?,
+        error_details: json_column(row, "error_details")?,
     })
 }
 
@@ -86,7 +126,8 @@ pub async fn upsert_connection(
     let row = sqlx::query(
         "INSERT INTO connections (user_id, provider, status, created_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (user_id, provider) DO UPDATE SET status = excluded.status \
-         RETURNING provider, status, created_at",
+         RETURNING provider, status, created_at, provider_user_id, scopes_granted, \
+         scopes_denied, error_details",
     )
     .bind(user.to_string())
     .bind(provider)
@@ -102,14 +143,177 @@ pub async fn connections(
     conn: &mut AnyConnection,
     user: Uuid,
 ) -> Result<Vec<Connection>, MetadataError> {
-    let rows = sqlx::query(
-        "SELECT provider, status, created_at FROM connections WHERE user_id = $1 \
-         ORDER BY created_at, provider",
-    )
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM connections WHERE user_id = $1 ORDER BY created_at, provider"
+    ))
     .bind(user.to_string())
     .fetch_all(conn)
     .await?;
     rows.iter().map(connection_from_row).collect()
+}
+
+/// One connection of a user.
+pub async fn connection(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+) -> Result<Option<Connection>, MetadataError> {
+    let row = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM connections WHERE user_id = $1 AND provider = $2"
+    ))
+    .bind(user.to_string())
+    .bind(provider)
+    .fetch_optional(conn)
+    .await?;
+    row.as_ref().map(connection_from_row).transpose()
+}
+
+/// What a link records about a connection besides its status.
+#[derive(Debug, Clone, Default)]
+pub struct Grant {
+    /// The user's id at the provider.
+    pub provider_user_id: Option<String>,
+    /// Scopes granted.
+    pub scopes_granted: Vec<String>,
+    /// Scopes denied.
+    pub scopes_denied: Vec<String>,
+    /// The credentials, already sealed (never plaintext here).
+    pub sealed_credentials: String,
+}
+
+/// Records a linked connection as `connected` with its grant and sealed credentials, or brings
+/// an existing one (paused, errored, deregistered) back, keeping when it was first made and
+/// clearing its error. Answers the connection and whether it was already `connected`.
+pub async fn link(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+    grant: &Grant,
+) -> Result<(Connection, bool), MetadataError> {
+    let before = connection(&mut *conn, user, provider).await?;
+    let at = ts(now());
+    let granted = serde_json::to_string(&grant.scopes_granted).unwrap_or_default();
+    let denied = serde_json::to_string(&grant.scopes_denied).unwrap_or_default();
+    let row = sqlx::query(&format!(
+        "INSERT INTO connections (user_id, provider, status, created_at, provider_user_id, \
+         scopes_granted, scopes_denied, credentials, error_details, updated_at) \
+         VALUES ($1, $2, 'connected', $3, $4, $5, $6, $7, NULL, $3) \
+         ON CONFLICT (user_id, provider) DO UPDATE SET status = 'connected', \
+         provider_user_id = excluded.provider_user_id, scopes_granted = excluded.scopes_granted, \
+         scopes_denied = excluded.scopes_denied, credentials = excluded.credentials, \
+         error_details = NULL, updated_at = excluded.updated_at RETURNING {COLUMNS}"
+    ))
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(at)
+    .bind(grant.provider_user_id.as_deref())
+    .bind(granted)
+    .bind(denied)
+    .bind(grant.sealed_credentials.as_str())
+    .fetch_one(conn)
+    .await?;
+    let was_connected = before.is_some_and(|c| c.status == ConnectionStatus::Connected);
+    Ok((connection_from_row(&row)?, was_connected))
+}
+
+/// Whether another user of the team has a live (connected or paused) connection to the same
+/// provider account.
+pub async fn provider_account_taken(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    user: Uuid,
+    provider: &str,
+    provider_user_id: &str,
+) -> Result<bool, MetadataError> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n FROM connections c JOIN users u ON u.id = c.user_id \
+         WHERE u.team_id = $1 AND c.user_id <> $2 AND c.provider = $3 \
+         AND c.provider_user_id = $4 AND c.status IN ('connected', 'paused')",
+    )
+    .bind(team.to_string())
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(provider_user_id)
+    .fetch_one(conn)
+    .await?;
+    Ok(sqlx::Row::try_get::<i64, _>(&row, "n")? > 0)
+}
+
+/// The sealed credentials of a connection (`None` without a connection or credentials).
+pub async fn sealed_credentials(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+) -> Result<Option<String>, MetadataError> {
+    let row =
+        sqlx::query("SELECT credentials FROM connections WHERE user_id = $1 AND provider = $2")
+            .bind(user.to_string())
+            .bind(provider)
+            .fetch_optional(conn)
+            .await?;
+    Ok(match row {
+        Some(row) => get_opt_str(&row, "credentials")?,
+        None => None,
+    })
+}
+
+/// Replaces a connection's sealed credentials (after a token refresh).
+pub async fn set_credentials(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+    sealed: &str,
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(
+        "UPDATE connections SET credentials = $3, updated_at = $4 \
+         WHERE user_id = $1 AND provider = $2",
+    )
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(sealed)
+    .bind(ts(now()))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// Puts a connection in `error` with its details (credentials kept: a re-link replaces them).
+pub async fn set_error(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+    details: &ErrorDetails,
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(
+        "UPDATE connections SET status = 'error', error_details = $3, updated_at = $4 \
+         WHERE user_id = $1 AND provider = $2",
+    )
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(serde_json::to_string(details).unwrap_or_default())
+    .bind(ts(now()))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// Marks a connection `deregistered` and forgets its credentials; the data stays.
+/// `false` when the user has no such connection.
+pub async fn deregister(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(
+        "UPDATE connections SET status = 'deregistered', credentials = NULL, updated_at = $3 \
+         WHERE user_id = $1 AND provider = $2",
+    )
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(ts(now()))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
 }
 
 impl MetadataStore {
@@ -126,5 +330,14 @@ impl MetadataStore {
     /// A user's connections, oldest first.
     pub async fn connections(&self, user: Uuid) -> Result<Vec<Connection>, MetadataError> {
         connections(&mut *self.reader().await?, user).await
+    }
+
+    /// One connection of a user.
+    pub async fn connection(
+        &self,
+        user: Uuid,
+        provider: &str,
+    ) -> Result<Option<Connection>, MetadataError> {
+        connection(&mut *self.reader().await?, user, provider).await
     }
 }

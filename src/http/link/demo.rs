@@ -1,5 +1,5 @@
-//! `/v2/link`: connecting providers. For now the demo connection, which fills a user's history
-//! with synthetic data from a demo-capable provider (`data-model.md` §Providers).
+//! `POST /v2/link/connect/demo`: the demo connection, which fills a user's history with
+//! synthetic data from a demo-capable provider (`data-model.md` §Providers).
 
 use axum::Json;
 use axum::extract::State;
@@ -10,11 +10,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::error::ApiError;
-use super::extract::{AuthTeam, JsonBody, parse_uuid};
-use super::users::team_user;
 use crate::data::demo;
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::{AuthTeam, JsonBody, parse_uuid};
+use crate::http::users::team_user;
 use crate::ingest::demo::{MAX_DAYS, Persona, is_demo_provider};
 use crate::loc;
 use crate::validation::{Loc, ObjectReader};
@@ -46,10 +46,10 @@ pub struct DemoConnected {
 /// backfill `days` days (default 90, at most 1100) of synthetic data ending today.
 /// `persona`: regular (default), traveller or athlete.
 #[utoipa::path(post, path = "/v2/link/connect/demo", tag = "link",
-    request_body(content = super::models::DemoConnectRequest),
+    request_body(content = crate::http::models::DemoConnectRequest),
     responses((status = 200, description = "Connected", body = DemoConnected),
-              (status = 404, description = "User not found", body = super::models::ErrorDetail),
-              (status = 422, description = "Validation error", body = super::models::ValidationError)),
+              (status = 404, description = "User not found", body = crate::http::models::ErrorDetail),
+              (status = 422, description = "Validation error", body = crate::http::models::ValidationError)),
     security(("api_key" = [])))]
 async fn connect_demo(
     team: AuthTeam,

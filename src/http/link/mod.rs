@@ -1,0 +1,23 @@
+//! `/v2/link` and the user's connections: the HTTP side of [`crate::link`].
+
+mod codes;
+mod connections;
+mod demo;
+mod oauth;
+mod team_apps;
+mod tokens;
+
+use utoipa_axum::router::OpenApiRouter;
+
+use super::AppState;
+
+/// The routes of this module.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(demo::routes())
+        .merge(connections::routes())
+        .merge(tokens::routes())
+        .merge(codes::routes())
+        .merge(oauth::routes())
+        .merge(team_apps::routes())
+}

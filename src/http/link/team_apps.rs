@@ -1,0 +1,169 @@
+//! `PUT/GET/DELETE /v2/team/provider/{provider}/credentials`: the team's own OAuth application.
+
+use axum::Json;
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::connections::path_provider;
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiPath, AuthTeam, JsonBody};
+use crate::http::models;
+use crate::link::team_apps;
+use crate::loc;
+use crate::providers::{Provider, scopes};
+use crate::store::metadata::team_apps::TeamApp;
+use crate::users::wire::{Success, instant};
+use crate::validation::{Loc, ObjectReader, Violation};
+
+/// The routes of this module.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(
+        put_credentials,
+        get_credentials,
+        delete_credentials
+    ))
+}
+
+/// `PUT` body.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ProviderCredentialsRequest {
+    /// The application's client id.
+    pub client_id: String,
+    /// Its client secret (kept sealed, never shown again).
+    pub client_secret: String,
+    /// The redirect URI registered with the provider, when not this service's callback.
+    pub redirect_uri: Option<String>,
+}
+
+/// The team's application, without its secret.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ProviderCredentials {
+    /// The provider slug.
+    pub provider: String,
+    /// The client id.
+    pub client_id: String,
+    /// The redirect URI, when set.
+    pub redirect_uri: Option<String>,
+    /// When it was first set.
+    #[serde(serialize_with = "instant")]
+    pub created_at: DateTime<Utc>,
+    /// When it was last set.
+    #[serde(serialize_with = "instant")]
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<TeamApp> for ProviderCredentials {
+    fn from(app: TeamApp) -> Self {
+        ProviderCredentials {
+            provider: app.provider,
+            client_id: app.client_id,
+            redirect_uri: app.redirect_uri,
+            created_at: app.created_at,
+            updated_at: app.updated_at,
+        }
+    }
+}
+
+fn oauth_provider(slug: &str) -> Result<&'static Provider, ApiError> {
+    let provider = path_provider(slug)?;
+    if scopes::is_oauth(provider) {
+        return Ok(provider);
+    }
+    Err(ApiError::invalid(
+        Violation::new(
+            loc!["path", "provider"],
+            "enum",
+            format!("{slug:?} does not connect through OAuth, so it takes no OAuth application"),
+        )
+        .with_input(serde_json::Value::from(slug)),
+    ))
+}
+
+/// Set the team's own OAuth application for a provider; the team's OAuth links use it.
+#[utoipa::path(put, path = "/v2/team/provider/{provider}/credentials", tag = "link",
+    params(("provider" = String, Path, description = "Provider slug")),
+    request_body(content = ProviderCredentialsRequest),
+    responses((status = 200, description = "Stored (the secret is not shown)", body = ProviderCredentials),
+              (status = 422, description = "Validation error", body = models::ValidationError)),
+    security(("api_key" = [])))]
+async fn put_credentials(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    ApiPath(slug): ApiPath<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<ProviderCredentials>, ApiError> {
+    let provider = oauth_provider(&slug)?;
+    let mut r = ObjectReader::new(&body, vec![Loc::from("body")]);
+    let client_id = r.string("client_id", true).map(str::to_owned);
+    let client_secret = r.string("client_secret", true).map(str::to_owned);
+    let redirect_uri = r.string("redirect_uri", false).map(str::to_owned);
+    for (key, value) in [("client_id", &client_id), ("client_secret", &client_secret)] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            r.fail(key, "string_too_short", format!("{key} must not be empty"));
+        }
+    }
+    if let Some(uri) = &redirect_uri
+        && !url::Url::parse(uri).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+    {
+        r.fail(
+            "redirect_uri",
+            "url_parsing",
+            "redirect_uri must be an absolute http or https URL",
+        );
+    }
+    r.finish()?;
+    let (Some(client_id), Some(client_secret)) = (client_id, client_secret) else {
+        return Err(ApiError::internal("validated credentials missing"));
+    };
+    let app = team_apps::set(
+        &state.meta,
+        state.secret.as_ref(),
+        team.0.id,
+        provider.slug,
+        &client_id,
+        &client_secret,
+        redirect_uri.as_deref(),
+    )
+    .await?;
+    Ok(Json(app.into()))
+}
+
+/// The team's own OAuth application for a provider, without its secret.
+#[utoipa::path(get, path = "/v2/team/provider/{provider}/credentials", tag = "link",
+    params(("provider" = String, Path, description = "Provider slug")),
+    responses((status = 200, description = "The application", body = ProviderCredentials),
+              (status = 404, description = "The team has none for this provider", body = models::ErrorDetail)),
+    security(("api_key" = [])))]
+async fn get_credentials(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    ApiPath(slug): ApiPath<String>,
+) -> Result<Json<ProviderCredentials>, ApiError> {
+    let provider = oauth_provider(&slug)?;
+    Ok(Json(
+        team_apps::get(&state.meta, team.0.id, provider.slug)
+            .await?
+            .into(),
+    ))
+}
+
+/// Remove the team's own OAuth application for a provider (links use the deployment's again).
+#[utoipa::path(delete, path = "/v2/team/provider/{provider}/credentials", tag = "link",
+    params(("provider" = String, Path, description = "Provider slug")),
+    responses((status = 200, description = "Removed", body = Success),
+              (status = 404, description = "The team has none for this provider", body = models::ErrorDetail)),
+    security(("api_key" = [])))]
+async fn delete_credentials(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    ApiPath(slug): ApiPath<String>,
+) -> Result<Json<Success>, ApiError> {
+    let provider = oauth_provider(&slug)?;
+    team_apps::delete(&state.meta, team.0.id, provider.slug).await?;
+    Ok(Json(Success { success: true }))
+}

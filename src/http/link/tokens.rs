@@ -1,0 +1,258 @@
+//! `POST /v2/link/token` (team key) and `GET /v2/link/providers` (link token).
+
+use axum::Json;
+use axum::extract::State;
+use chrono::Utc;
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::{AuthTeam, JsonBody, LinkToken, parse_uuid};
+use crate::http::models;
+use crate::http::users::team_user;
+use crate::link::tokens::{self, LinkOptions, is_linkable};
+use crate::loc;
+use crate::providers::{self, AuthType};
+use crate::validation::{Loc, ObjectReader, Violation};
+
+/// The routes of this module.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_token))
+        .routes(routes!(link_providers))
+}
+
+/// `POST /v2/link/token` body.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LinkTokenRequest {
+    /// The team's user to link.
+    pub user_id: uuid::Uuid,
+    /// A linkable provider slug: the hosted page goes straight to it.
+    pub provider: Option<String>,
+    /// Absolute http(s) URL the hosted page returns to (`state`, `provider`, `error_type`,
+    /// `error` in its query).
+    pub redirect_url: Option<String>,
+    /// At least one linkable provider slug: the hosted page offers only these.
+    pub filter_on_providers: Option<Vec<String>>,
+    /// `redirect`: password and e-mail failures redirect to `redirect_url` (needs it).
+    pub on_error: Option<String>,
+    /// `redirect`: the Close button redirects with `user_cancelled` (needs `redirect_url`).
+    pub on_close: Option<String>,
+}
+
+/// `POST /v2/link/token` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LinkTokenCreated {
+    /// The token (valid 60 minutes, single use); send it as `x-link-token`.
+    pub link_token: String,
+    /// The hosted link page for this token.
+    pub link_web_url: String,
+}
+
+/// One provider a link token may link.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LinkProvider {
+    /// Display name.
+    pub name: &'static str,
+    /// Slug.
+    pub slug: &'static str,
+    /// Logo URL.
+    pub logo: String,
+    /// How it connects.
+    pub auth_type: AuthType,
+    /// One sentence.
+    pub description: &'static str,
+    /// The resources it supplies.
+    pub supported_resources: &'static [&'static str],
+}
+
+impl From<&providers::Provider> for LinkProvider {
+    fn from(p: &providers::Provider) -> Self {
+        LinkProvider {
+            name: p.name,
+            slug: p.slug,
+            logo: p.logo.clone(),
+            auth_type: p.auth_type,
+            description: p.description,
+            supported_resources: p.supported_resources,
+        }
+    }
+}
+
+/// A link token's 401: `{"detail": "Missing link token"}` without one, else
+/// `{"detail": {"error_type", "error_message"}}`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LinkTokenError {
+    /// The sentence, or the link error (`invalid_token`, `token_expired`, `token_consumed`).
+    pub detail: LinkTokenDetail,
+}
+
+/// What a link token's 401 says.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+#[expect(
+    dead_code,
+    reason = "the OpenAPI schema of the body `ApiError` renders"
+)]
+pub enum LinkTokenDetail {
+    /// No token was sent.
+    Sentence(String),
+    /// The token was refused.
+    Link(LinkErrorBody),
+}
+
+/// A link error.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LinkErrorBody {
+    /// The link error type.
+    pub error_type: String,
+    /// What happened.
+    pub error_message: String,
+}
+
+const LINKABLE_HINT: &str =
+    "a linkable provider slug (GET /v2/providers; SDK-only providers connect on the device)";
+
+/// Checks a slug member: catalogued and linkable.
+fn linkable_slug(r: &mut Vec<Violation>, loc: Vec<Loc>, v: &Value) -> Option<String> {
+    match v.as_str() {
+        Some(slug) if providers::provider(slug).is_some_and(is_linkable) => Some(slug.to_owned()),
+        Some(slug) => {
+            let why = match providers::provider(slug) {
+                Some(_) => {
+                    format!("{slug:?} connects through the mobile SDK; expected {LINKABLE_HINT}")
+                }
+                None => format!("{slug:?} is not a provider; expected {LINKABLE_HINT}"),
+            };
+            r.push(Violation::new(loc, "enum", why).with_input(v.clone()));
+            None
+        }
+        None => {
+            r.push(
+                Violation::new(loc, "string_type", "Input should be a valid string")
+                    .with_input(v.clone()),
+            );
+            None
+        }
+    }
+}
+
+/// Parses and checks the token request (every rule of `linking.md` at once).
+fn parse_request(body: &Value) -> Result<(String, LinkOptions), ApiError> {
+    let mut r = ObjectReader::new(body, vec![Loc::from("body")]);
+    let user_id = r.string("user_id", true).map(str::to_owned);
+    let mut options = LinkOptions::default();
+    match r.raw("provider") {
+        None | Some(Value::Null) => {}
+        Some(v) => options.provider = linkable_slug(&mut r.violations, loc!["body", "provider"], v),
+    }
+    match r.raw("filter_on_providers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) if items.is_empty() => r.fail(
+            "filter_on_providers",
+            "too_short",
+            "filter_on_providers needs at least 1 provider when present",
+        ),
+        Some(Value::Array(items)) => {
+            let mut slugs = Vec::new();
+            for (i, v) in items.iter().enumerate() {
+                if let Some(s) =
+                    linkable_slug(&mut r.violations, loc!["body", "filter_on_providers", i], v)
+                {
+                    slugs.push(s);
+                }
+            }
+            options.filter_on_providers = Some(slugs);
+        }
+        Some(_) => r.fail(
+            "filter_on_providers",
+            "list_type",
+            "Input should be a valid list",
+        ),
+    }
+    if let Some(url) = r.string("redirect_url", false) {
+        match url::Url::parse(url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => {
+                options.redirect_url = Some(url.to_owned());
+            }
+            _ => r.fail(
+                "redirect_url",
+                "url_parsing",
+                "redirect_url must be an absolute http or https URL",
+            ),
+        }
+    }
+    for (key, flag) in [("on_error", 0), ("on_close", 1)] {
+        match r.string(key, false) {
+            None => {}
+            Some("redirect") => {
+                if flag == 0 {
+                    options.on_error_redirect = true;
+                } else {
+                    options.on_close_redirect = true;
+                }
+                if r.raw("redirect_url").is_none_or(Value::is_null) {
+                    r.fail(
+                        "redirect_url",
+                        "missing",
+                        format!("redirect_url is required when {key} is \"redirect\""),
+                    );
+                }
+            }
+            Some(_) => r.fail(key, "enum", format!("{key} accepts only \"redirect\"")),
+        }
+    }
+    r.finish()?;
+    let user_id = user_id.ok_or_else(|| ApiError::internal("validated user_id missing"))?;
+    Ok((user_id, options))
+}
+
+/// Create a link token for a user: valid 60 minutes, consumed by the first connection it makes.
+#[utoipa::path(post, path = "/v2/link/token", tag = "link",
+    request_body(content = LinkTokenRequest),
+    responses((status = 200, description = "The token and the hosted page's URL", body = LinkTokenCreated),
+              (status = 404, description = "User not found", body = models::ErrorDetail),
+              (status = 422, description = "Validation error", body = models::ValidationError)),
+    security(("api_key" = [])))]
+async fn create_token(
+    team: AuthTeam,
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<LinkTokenCreated>, ApiError> {
+    let (user_id, options) = parse_request(&body)?;
+    let id = parse_uuid(&user_id, loc!["body", "user_id"])?;
+    let user = team_user(&state, &team, id).await?;
+    let issued = tokens::issue(
+        &state.meta,
+        &state.link,
+        team.0.id,
+        user.id,
+        &options,
+        Utc::now(),
+    )
+    .await?;
+    Ok(Json(LinkTokenCreated {
+        link_token: issued.token,
+        link_web_url: issued.link_web_url,
+    }))
+}
+
+/// The providers this link token may link (its provider, else its filter, else every linkable
+/// provider).
+#[utoipa::path(get, path = "/v2/link/providers", tag = "link",
+    responses((status = 200, description = "Linkable providers", body = Vec<LinkProvider>),
+              (status = 401, description = "Missing, unknown, expired or consumed link token", body = LinkTokenError)),
+    security(("link_token" = [])))]
+async fn link_providers(LinkToken(session): LinkToken) -> Json<Vec<LinkProvider>> {
+    Json(
+        session
+            .providers()
+            .into_iter()
+            .map(LinkProvider::from)
+            .collect(),
+    )
+}

@@ -1,0 +1,143 @@
+//! Making and ending connections: a link records the grant and the sealed credentials (with
+//! the token's consumption and `provider.connection.created`, in one transaction); a
+//! deregistration marks the connection `deregistered`, forgets its credentials and keeps the
+//! user's data.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::credentials::{self, Credentials};
+use super::tokens::{self, LinkSession};
+use super::{LinkError, LinkErrorType};
+use crate::events::{Event, EventType, EventUser, outbox};
+use crate::providers::Provider;
+use crate::secret::SecretKey;
+use crate::store::metadata::connections::{self, Grant};
+use crate::store::metadata::{self, Connection, MetadataStore};
+
+/// What a successful link brings: who the user is at the provider, the scopes and the
+/// credentials.
+#[derive(Debug, Clone, Default)]
+pub struct Linked {
+    /// The user's id at the provider.
+    pub provider_user_id: Option<String>,
+    /// Scopes granted.
+    pub scopes_granted: Vec<String>,
+    /// Scopes asked for and denied.
+    pub scopes_denied: Vec<String>,
+    /// The credentials to keep (sealed before storing).
+    pub credentials: Credentials,
+}
+
+/// Records the link in the caller's transaction (so its events and jobs commit with it).
+/// Answers the connection and whether it was already `connected` before.
+pub async fn link_on(
+    conn: &mut sqlx::AnyConnection,
+    key: Option<&SecretKey>,
+    user: Uuid,
+    provider: &str,
+    linked: &Linked,
+) -> Result<(Connection, bool), LinkError> {
+    let grant = Grant {
+        provider_user_id: linked.provider_user_id.clone(),
+        scopes_granted: linked.scopes_granted.clone(),
+        scopes_denied: linked.scopes_denied.clone(),
+        sealed_credentials: credentials::seal(key, user, provider, &linked.credentials)?,
+    };
+    Ok(connections::link(conn, user, provider, &grant).await?)
+}
+
+/// The stored credentials of a connection, opened.
+pub async fn credentials(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    user: Uuid,
+    provider: &str,
+) -> Result<Option<Credentials>, LinkError> {
+    let sealed =
+        connections::sealed_credentials(&mut *meta.reader().await?, user, provider).await?;
+    Ok(sealed
+        .map(|s| credentials::open(key, user, provider, &s))
+        .transpose()?)
+}
+
+/// Deregisters the user's connection to `provider`: `deregistered`, credentials forgotten,
+/// data kept. Deregistering a deregistered connection changes nothing and succeeds.
+pub async fn deregister(meta: &MetadataStore, user: Uuid, provider: &str) -> Result<(), LinkError> {
+    if connections::deregister(&mut *meta.writer().await?, user, provider).await? {
+        Ok(())
+    } else {
+        Err(LinkError::ConnectionNotFound(provider.to_owned()))
+    }
+}
+
+/// Records a successful link: duplicate check, token consumption, the connection and its
+/// `provider.connection.created` event, in one transaction. Answers the link error that
+/// stopped it, if any.
+pub async fn finish_link(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    session: &LinkSession,
+    provider: &Provider,
+    linked: &Linked,
+    now: DateTime<Utc>,
+) -> Result<Option<(LinkErrorType, String)>, LinkError> {
+    let user = meta
+        .user(session.team_id, session.user_id)
+        .await?
+        .ok_or_else(|| LinkError::ConnectionNotFound(provider.slug.to_owned()))?;
+    let mut tx = meta.begin().await?;
+    if let Some(account) = &linked.provider_user_id
+        && connections::provider_account_taken(
+            &mut tx,
+            user.team_id,
+            user.id,
+            provider.slug,
+            account,
+        )
+        .await?
+    {
+        return Ok(Some((
+            LinkErrorType::DuplicateConnection,
+            format!(
+                "This {} account is already connected to another user.",
+                provider.name
+            ),
+        )));
+    }
+    if let Err(LinkError::Link {
+        error_type,
+        message,
+    }) = tokens::consume_on(&mut tx, session, now).await
+    {
+        return Ok(Some((error_type, message)));
+    }
+    let (connection, was_connected) = link_on(&mut tx, key, user.id, provider.slug, linked).await?;
+    let mut enqueued = 0;
+    if !was_connected {
+        let entry = crate::data::connections::entry(&connection);
+        let about = json!({"name": provider.name, "slug": provider.slug, "logo": provider.logo});
+        let event = Event {
+            event_type: EventType::ConnectionCreated,
+            user: Some(EventUser {
+                id: user.id,
+                client_user_id: user.client_user_id.clone(),
+            }),
+            data: json!({
+                "user_id": user.id,
+                "provider": about,
+                "source": about,
+                "resource_availability": entry.resource_availability,
+            }),
+        };
+        enqueued = outbox::enqueue(&mut tx, user.team_id, &[event], metadata::now())
+            .await?
+            .deliveries;
+    }
+    tx.commit().await.map_err(metadata::MetadataError::from)?;
+    if enqueued > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
+    Ok(None)
+}

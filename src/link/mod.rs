@@ -1,0 +1,138 @@
+//! Linking users to providers (`linking.md`): connections and their sealed credentials, link
+//! tokens (the widget's credential) and link codes (the mobile app's).
+//!
+//! This module owns the rules; `http::link` decodes and encodes around it. Credentials enter
+//! only through the link flows and bulk import, are sealed with the deployment's
+//! [`SecretKey`](crate::secret::SecretKey) before they reach the metadata store, and are never
+//! logged or returned.
+
+pub mod codes;
+pub mod connections;
+pub mod credentials;
+pub mod oauth;
+pub mod team_apps;
+pub mod tokens;
+
+use crate::secret::SecretError;
+use crate::store::metadata::MetadataError;
+
+/// Deployment settings of linking: where the hosted page lives, the mobile app's URL, the
+/// region link codes carry.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// The service's public URL (`--public-url`), without a trailing slash.
+    pub public_url: String,
+    /// `<app scheme>://<app host>` of the mobile app that exchanges link codes.
+    pub app_url: String,
+    /// `us` or `eu`: the region part of link codes.
+    pub region: Region,
+    /// The deployment's OAuth applications by provider (`--oauth-apps`).
+    pub oauth_apps: oauth::OAuthApps,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            public_url: "http://127.0.0.1:8080".into(),
+            app_url: "wearhouse://link".into(),
+            region: Region::Us,
+            oauth_apps: oauth::OAuthApps::default(),
+        }
+    }
+}
+
+/// The deployment's region, as link codes name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Region {
+    /// United States.
+    Us,
+    /// Europe.
+    Eu,
+}
+
+impl Region {
+    /// The two letters of link codes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Region::Us => "us",
+            Region::Eu => "eu",
+        }
+    }
+}
+
+/// The link errors of `linking.md`, as `error_type` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkErrorType {
+    /// No such link token.
+    InvalidToken,
+    /// The token's 60 minutes are over.
+    TokenExpired,
+    /// The token already made a connection.
+    TokenConsumed,
+    /// The provider refused the credentials.
+    ProviderCredentialError,
+    /// The provider asks the user to change the password first.
+    ProviderPasswordExpired,
+    /// The provider failed.
+    ProviderApiError,
+    /// The provider does not serve the region asked for.
+    UnsupportedRegion,
+    /// The provider account is already connected to another user of the team.
+    DuplicateConnection,
+    /// The grant lacks a required scope.
+    RequiredScopesNotGranted,
+    /// The MFA code was wrong.
+    IncorrectMfaCode,
+    /// The user closed the widget.
+    UserCancelled,
+}
+
+impl LinkErrorType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkErrorType::InvalidToken => "invalid_token",
+            LinkErrorType::TokenExpired => "token_expired",
+            LinkErrorType::TokenConsumed => "token_consumed",
+            LinkErrorType::ProviderCredentialError => "provider_credential_error",
+            LinkErrorType::ProviderPasswordExpired => "provider_password_expired",
+            LinkErrorType::ProviderApiError => "provider_api_error",
+            LinkErrorType::UnsupportedRegion => "unsupported_region",
+            LinkErrorType::DuplicateConnection => "duplicate_connection",
+            LinkErrorType::RequiredScopesNotGranted => "required_scopes_not_granted",
+            LinkErrorType::IncorrectMfaCode => "incorrect_mfa_code",
+            LinkErrorType::UserCancelled => "user_cancelled",
+        }
+    }
+}
+
+/// Errors of the link domain.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// The user has no connection to this provider.
+    #[error("the user has no {0} connection")]
+    ConnectionNotFound(String),
+    /// A link failed with one of the link errors; the sentence explains it.
+    #[error("{message}")]
+    Link {
+        /// The error type.
+        error_type: LinkErrorType,
+        /// The sentence.
+        message: String,
+    },
+    /// The provider has no OAuth application on this deployment or team.
+    #[error("{0} has no OAuth application configured on this deployment")]
+    OAuthNotConfigured(String),
+    /// The team has no own OAuth application for this provider.
+    #[error("the team has no {0} OAuth application")]
+    TeamAppNotFound(String),
+    /// A link code that cannot be exchanged (unknown, expired, used): the sentence says which.
+    #[error("{0}")]
+    CodeRefused(String),
+    /// Credentials could not be sealed or opened (no key, another key, a corrupt value).
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    /// The metadata store failed.
+    #[error(transparent)]
+    Metadata(#[from] MetadataError),
+}

@@ -1,0 +1,390 @@
+//! OAuth 2.0 links (`linking.md` §The link API): the authorisation URL with PKCE and a signed
+//! `state`, and the callback that exchanges the code and records the connection.
+//!
+//! `state` is `<id>.<HMAC(id | link token hash | provider)>`; the id names a server-side row
+//! holding the PKCE verifier (sealed), taken once, so a state is bound to its token and
+//! provider, cannot be forged, and cannot be replayed. Each provider's endpoints and client
+//! come from the deployment's OAuth application list (`--oauth-apps`), so tests point them at
+//! a local fake authorisation server; a team's own client (`team_apps`) replaces the
+//! deployment's client for that team's links.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use oauth2::basic::{
+    BasicErrorResponse, BasicErrorResponseType, BasicRevocationErrorResponse,
+    BasicTokenIntrospectionResponse, BasicTokenType,
+};
+use oauth2::{
+    AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, ExtraTokenFields,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope,
+    StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
+};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+use super::connections::{Linked, finish_link};
+use super::credentials::Credentials;
+use super::tokens::{self, LinkSession};
+use super::{LinkConfig, LinkError, LinkErrorType};
+use crate::providers::{self, Provider, scopes};
+use crate::secret::{SecretError, SecretKey};
+use crate::store::metadata::MetadataStore;
+use crate::store::metadata::link::{self, OAuthState};
+
+/// One provider's OAuth application: client and endpoints.
+#[derive(Clone, Deserialize)]
+pub struct OAuthApp {
+    /// Client id.
+    pub client_id: String,
+    /// Client secret (never logged).
+    pub client_secret: String,
+    /// The provider's authorisation endpoint.
+    pub authorize_url: String,
+    /// The provider's token endpoint.
+    pub token_url: String,
+    /// The redirect URI registered with the provider when it is not this service's callback
+    /// (a team's own page that forwards to it).
+    #[serde(default)]
+    pub redirect_uri: Option<String>,
+}
+
+impl std::fmt::Debug for OAuthApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthApp")
+            .field("client_id", &self.client_id)
+            .field("authorize_url", &self.authorize_url)
+            .field("token_url", &self.token_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The deployment's OAuth applications by provider slug (a JSON object in the file named by
+/// `--oauth-apps`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(transparent)]
+pub struct OAuthApps(pub HashMap<String, OAuthApp>);
+
+impl OAuthApps {
+    /// Reads the JSON file; every key must be an OAuth provider of the catalogue.
+    pub fn from_json(text: &str) -> Result<OAuthApps, String> {
+        let apps: OAuthApps = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        for slug in apps.0.keys() {
+            if !providers::provider(slug).is_some_and(scopes::is_oauth) {
+                return Err(format!(
+                    "{slug:?} is not an OAuth provider of the catalogue"
+                ));
+            }
+        }
+        Ok(apps)
+    }
+}
+
+/// The provider user id some providers put beside the tokens.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ProviderUser {
+    /// The user's id at the provider (a string or a number on the wire).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<serde_json::Value>,
+}
+
+impl ExtraTokenFields for ProviderUser {}
+
+type Client = oauth2::Client<
+    BasicErrorResponse,
+    StandardTokenResponse<ProviderUser, BasicTokenType>,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    oauth2::EndpointSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointSet,
+>;
+
+fn client(app: &OAuthApp, config: &LinkConfig, provider: &str) -> Result<Client, LinkError> {
+    let bad =
+        |what: &str| LinkError::OAuthNotConfigured(format!("{provider} ({what} is not a URL)"));
+    Ok(oauth2::Client::new(ClientId::new(app.client_id.clone()))
+        .set_client_secret(ClientSecret::new(app.client_secret.clone()))
+        .set_auth_uri(AuthUrl::new(app.authorize_url.clone()).map_err(|_| bad("authorize_url"))?)
+        .set_token_uri(TokenUrl::new(app.token_url.clone()).map_err(|_| bad("token_url"))?)
+        .set_redirect_uri(
+            RedirectUrl::new(
+                app.redirect_uri
+                    .clone()
+                    .unwrap_or_else(|| callback_url(config, provider)),
+            )
+            .map_err(|_| bad("the redirect URI"))?,
+        ))
+}
+
+/// Where the provider sends the user back.
+pub fn callback_url(config: &LinkConfig, provider: &str) -> String {
+    format!("{}/v2/link/oauth/callback/{provider}", config.public_url)
+}
+
+fn requested(provider: &Provider) -> Vec<&'static str> {
+    let s = scopes::scopes(provider);
+    s.required.into_iter().chain(s.optional).collect()
+}
+
+/// The authorisation URL for the session's user and `provider` (an OAuth provider the token
+/// may link).
+pub async fn authorize_url(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    apps: &OAuthApps,
+    config: &LinkConfig,
+    session: &LinkSession,
+    provider: &Provider,
+    now: DateTime<Utc>,
+) -> Result<String, LinkError> {
+    let key = key.ok_or(SecretError::Missing)?;
+    let app =
+        super::team_apps::resolve(meta, Some(key), apps, session.team_id, provider.slug).await?;
+    let client = client(&app, config, provider.slug)?;
+    let mut id = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut id);
+    let id = hex::encode(id);
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let row = OAuthState {
+        token_hash: session.token_hash.clone(),
+        provider: provider.slug.to_owned(),
+        pkce_verifier: key.seal(verifier.secret().as_bytes(), &format!("oauth:{id}"))?,
+    };
+    link::insert_oauth_state(&mut *meta.writer().await?, &id, &row, now).await?;
+    let state = format!("{id}.{}", key.sign(&signed(&id, &row)));
+    let (url, _) = client
+        .authorize_url(|| CsrfToken::new(state))
+        .add_scopes(
+            requested(provider)
+                .into_iter()
+                .map(|s| Scope::new(s.to_owned())),
+        )
+        .set_pkce_challenge(challenge)
+        .url();
+    Ok(url.to_string())
+}
+
+fn signed(id: &str, row: &OAuthState) -> String {
+    format!("{id}|{}|{}", row.token_hash, row.provider)
+}
+
+/// What the provider sent to the callback.
+#[derive(Debug, Clone, Default)]
+pub struct CallbackParams {
+    /// The authorisation code.
+    pub code: Option<String>,
+    /// The state sent with the authorisation URL.
+    pub state: Option<String>,
+    /// The provider's error (`access_denied` when the user declined).
+    pub error: Option<String>,
+    /// The provider's description of it.
+    pub error_description: Option<String>,
+}
+
+/// Where the callback lands: the token's `redirect_url` (when it is known) with the outcome.
+#[derive(Debug, Clone)]
+pub struct Landing {
+    /// The token's redirect URL.
+    pub redirect_url: Option<String>,
+    /// The provider slug.
+    pub provider: String,
+    /// `None` on success, else the link error and its sentence.
+    pub error: Option<(LinkErrorType, String)>,
+}
+
+fn fail(error_type: LinkErrorType, message: impl Into<String>) -> Option<(LinkErrorType, String)> {
+    Some((error_type, message.into()))
+}
+
+/// Handles the provider's redirect: verifies the state, exchanges the code (with the PKCE
+/// verifier), checks scopes and duplicates, then records the connection, consumes the token
+/// and emits `provider.connection.created` in one transaction. Link failures are answered as
+/// a [`Landing`] with the error; only store failures are errors.
+#[allow(clippy::too_many_arguments)]
+pub async fn callback(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    apps: &OAuthApps,
+    config: &LinkConfig,
+    http: &reqwest::Client,
+    provider: &Provider,
+    params: &CallbackParams,
+    now: DateTime<Utc>,
+) -> Result<Landing, LinkError> {
+    let key = key.ok_or(SecretError::Missing)?;
+    let mut landing = Landing {
+        redirect_url: None,
+        provider: provider.slug.to_owned(),
+        error: fail(
+            LinkErrorType::InvalidToken,
+            "The link state is not valid; start the link again.",
+        ),
+    };
+    let Some((id, signature)) = params.state.as_deref().and_then(|s| s.split_once('.')) else {
+        return Ok(landing);
+    };
+    let Some(row) = link::take_oauth_state(&mut *meta.writer().await?, id, now).await? else {
+        return Ok(landing);
+    };
+    if row.provider != provider.slug || !key.verify(&signed(id, &row), signature) {
+        return Ok(landing);
+    }
+    let stored = link::token_by_hash(&mut *meta.reader().await?, &row.token_hash).await?;
+    landing.redirect_url = stored.and_then(|t| {
+        serde_json::from_str::<tokens::LinkOptions>(&t.options)
+            .ok()
+            .and_then(|o| o.redirect_url)
+    });
+    let session = match tokens::check_hash(meta, row.token_hash.clone(), now).await {
+        Ok(session) => session,
+        Err(LinkError::Link {
+            error_type,
+            message,
+        }) => {
+            landing.error = Some((error_type, message));
+            return Ok(landing);
+        }
+        Err(e) => return Err(e),
+    };
+    landing.error = exchange_and_link(
+        meta, key, apps, config, http, provider, params, &row, id, &session, now,
+    )
+    .await?;
+    Ok(landing)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn exchange_and_link(
+    meta: &MetadataStore,
+    key: &SecretKey,
+    apps: &OAuthApps,
+    config: &LinkConfig,
+    http: &reqwest::Client,
+    provider: &Provider,
+    params: &CallbackParams,
+    row: &OAuthState,
+    id: &str,
+    session: &LinkSession,
+    now: DateTime<Utc>,
+) -> Result<Option<(LinkErrorType, String)>, LinkError> {
+    if let Some(error) = &params.error {
+        return Ok(if error == "access_denied" {
+            fail(
+                LinkErrorType::UserCancelled,
+                format!("Access to {} was declined.", provider.name),
+            )
+        } else {
+            let detail = params.error_description.as_deref().unwrap_or(error);
+            fail(
+                LinkErrorType::ProviderApiError,
+                format!("{} answered: {detail}", provider.name),
+            )
+        });
+    }
+    let Some(code) = &params.code else {
+        return Ok(fail(
+            LinkErrorType::ProviderApiError,
+            format!("{} sent no authorisation code.", provider.name),
+        ));
+    };
+    let app =
+        super::team_apps::resolve(meta, Some(key), apps, session.team_id, provider.slug).await?;
+    let verifier = String::from_utf8(key.open(&row.pkce_verifier, &format!("oauth:{id}"))?)
+        .map_err(|_| SecretError::Unsealable)?;
+    let answer = client(&app, config, provider.slug)?
+        .exchange_code(AuthorizationCode::new(code.clone()))
+        .set_pkce_verifier(PkceCodeVerifier::new(verifier))
+        .request_async(http)
+        .await;
+    let token = match answer {
+        Ok(token) => token,
+        Err(RequestTokenError::ServerResponse(e))
+            if matches!(
+                e.error(),
+                BasicErrorResponseType::InvalidGrant
+                    | BasicErrorResponseType::InvalidClient
+                    | BasicErrorResponseType::UnauthorizedClient
+            ) =>
+        {
+            return Ok(fail(
+                LinkErrorType::ProviderCredentialError,
+                format!(
+                    "{} refused the authorisation ({}).",
+                    provider.name,
+                    e.error().as_ref()
+                ),
+            ));
+        }
+        Err(e) => {
+            tracing::warn!(provider = provider.slug, error = %e, "OAuth code exchange failed");
+            return Ok(fail(
+                LinkErrorType::ProviderApiError,
+                format!(
+                    "{} could not be reached or answered unexpectedly.",
+                    provider.name
+                ),
+            ));
+        }
+    };
+    let asked = requested(provider);
+    let granted: Vec<String> = match token.scopes() {
+        Some(list) => list.iter().map(|s| s.to_string()).collect(),
+        None => asked.iter().map(|s| (*s).to_owned()).collect(),
+    };
+    let denied: Vec<String> = asked
+        .iter()
+        .filter(|s| !granted.iter().any(|g| g == *s))
+        .map(|s| (*s).to_owned())
+        .collect();
+    let missing: Vec<&str> = scopes::scopes(provider)
+        .required
+        .into_iter()
+        .filter(|r| !granted.iter().any(|g| g == r))
+        .collect();
+    if !missing.is_empty() {
+        return Ok(fail(
+            LinkErrorType::RequiredScopesNotGranted,
+            format!("{} needs access to: {}.", provider.name, missing.join(", ")),
+        ));
+    }
+    let provider_user_id = token.extra_fields().user_id.as_ref().map(|v| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let linked = Linked {
+        provider_user_id,
+        scopes_granted: granted,
+        scopes_denied: denied,
+        credentials: Credentials {
+            access_token: Some(token.access_token().secret().clone()),
+            refresh_token: token.refresh_token().map(|t| t.secret().clone()),
+            expires_at: token
+                .expires_in()
+                .and_then(|d| chrono::Duration::from_std(d).ok())
+                .map(|d| (now + d).timestamp()),
+            ..Default::default()
+        },
+    };
+    finish_link(meta, Some(key), session, provider, &linked, now).await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_apps_file_names_oauth_providers_only_and_debug_hides_secrets() {
+        let app = r#"{"client_id": "c", "client_secret": "s3cr3t-value",
+            "authorize_url": "https://p.example/authorize", "token_url": "https://p.example/token"}"#;
+        let apps = OAuthApps::from_json(&format!(r#"{{"oura": {app}}}"#)).unwrap();
+        assert!(!format!("{apps:?}").contains("s3cr3t-value"));
+        assert!(OAuthApps::from_json(&format!(r#"{{"freestyle_libre": {app}}}"#)).is_err());
+        assert!(OAuthApps::from_json(&format!(r#"{{"myspace": {app}}}"#)).is_err());
+        assert!(OAuthApps::from_json(r#"{"oura": {"client_id": "c"}}"#).is_err());
+    }
+}

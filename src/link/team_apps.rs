@@ -1,0 +1,82 @@
+//! Teams' own OAuth applications (`linking.md` §Team provider credentials): set, shown
+//! without the secret, removed; OAuth links of the team use them instead of the deployment's
+//! client, with the deployment's endpoints.
+
+use uuid::Uuid;
+
+use super::LinkError;
+use super::oauth::{OAuthApp, OAuthApps};
+use crate::secret::{SecretError, SecretKey};
+use crate::store::metadata::MetadataStore;
+use crate::store::metadata::team_apps::{self, TeamApp};
+
+fn context(team: Uuid, provider: &str) -> String {
+    format!("team-app:{team}:{provider}")
+}
+
+/// Sets the team's application for `provider` (an OAuth provider, checked by the caller).
+pub async fn set(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    team: Uuid,
+    provider: &str,
+    client_id: &str,
+    client_secret: &str,
+    redirect_uri: Option<&str>,
+) -> Result<TeamApp, LinkError> {
+    let key = key.ok_or(SecretError::Missing)?;
+    let sealed = key.seal(client_secret.as_bytes(), &context(team, provider))?;
+    Ok(team_apps::upsert(
+        &mut *meta.writer().await?,
+        team,
+        provider,
+        client_id,
+        &sealed,
+        redirect_uri,
+    )
+    .await?)
+}
+
+/// The team's application for `provider` (its secret stays sealed).
+pub async fn get(meta: &MetadataStore, team: Uuid, provider: &str) -> Result<TeamApp, LinkError> {
+    team_apps::get(&mut *meta.reader().await?, team, provider)
+        .await?
+        .ok_or_else(|| LinkError::TeamAppNotFound(provider.to_owned()))
+}
+
+/// Removes the team's application for `provider`.
+pub async fn delete(meta: &MetadataStore, team: Uuid, provider: &str) -> Result<(), LinkError> {
+    if team_apps::delete(&mut *meta.writer().await?, team, provider).await? {
+        Ok(())
+    } else {
+        Err(LinkError::TeamAppNotFound(provider.to_owned()))
+    }
+}
+
+/// The application an OAuth link of `team` uses for `provider`: the team's client (when set)
+/// on the deployment's endpoints, else the deployment's.
+pub async fn resolve(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    apps: &OAuthApps,
+    team: Uuid,
+    provider: &str,
+) -> Result<OAuthApp, LinkError> {
+    let deployment = apps
+        .0
+        .get(provider)
+        .ok_or_else(|| LinkError::OAuthNotConfigured(provider.to_owned()))?;
+    let Some(own) = team_apps::get(&mut *meta.reader().await?, team, provider).await? else {
+        return Ok(deployment.clone());
+    };
+    let key = key.ok_or(SecretError::Missing)?;
+    let secret = String::from_utf8(key.open(&own.sealed_secret, &context(team, provider))?)
+        .map_err(|_| SecretError::Unsealable)?;
+    Ok(OAuthApp {
+        client_id: own.client_id,
+        client_secret: secret,
+        authorize_url: deployment.authorize_url.clone(),
+        token_url: deployment.token_url.clone(),
+        redirect_uri: own.redirect_uri,
+    })
+}

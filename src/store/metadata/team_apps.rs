@@ -1,0 +1,99 @@
+//! Teams' own OAuth applications per provider. The client secret arrives sealed.
+
+use chrono::{DateTime, Utc};
+use sqlx::AnyConnection;
+use uuid::Uuid;
+
+use super::{MetadataError, get_opt_str, get_str, get_time, now, ts};
+
+/// A team's OAuth application for one provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamApp {
+    /// The provider.
+    pub provider: String,
+    /// Client id.
+    pub client_id: String,
+    /// Client secret, sealed.
+    pub sealed_secret: String,
+    /// The redirect URI registered with the provider, when not the service's callback.
+    pub redirect_uri: Option<String>,
+    /// When it was first set.
+    pub created_at: DateTime<Utc>,
+    /// When it was last set.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Sets (or replaces) the team's application for `app.provider`.
+pub async fn upsert(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    provider: &str,
+    client_id: &str,
+    sealed_secret: &str,
+    redirect_uri: Option<&str>,
+) -> Result<TeamApp, MetadataError> {
+    let at = ts(now());
+    sqlx::query(
+        "INSERT INTO team_provider_credentials (team_id, provider, client_id, client_secret, \
+         redirect_uri, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) \
+         ON CONFLICT (team_id, provider) DO UPDATE SET client_id = excluded.client_id, \
+         client_secret = excluded.client_secret, redirect_uri = excluded.redirect_uri, \
+         updated_at = excluded.updated_at",
+    )
+    .bind(team.to_string())
+    .bind(provider)
+    .bind(client_id)
+    .bind(sealed_secret)
+    .bind(redirect_uri)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    get(conn, team, provider)
+        .await?
+        .ok_or(MetadataError::Corrupt {
+            column: "team_provider_credentials",
+            value: "vanished after upsert".into(),
+        })
+}
+
+/// The team's application for a provider.
+pub async fn get(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    provider: &str,
+) -> Result<Option<TeamApp>, MetadataError> {
+    let row = sqlx::query(
+        "SELECT provider, client_id, client_secret, redirect_uri, created_at, updated_at \
+         FROM team_provider_credentials WHERE team_id = $1 AND provider = $2",
+    )
+    .bind(team.to_string())
+    .bind(provider)
+    .fetch_optional(conn)
+    .await?;
+    row.map(|row| {
+        Ok(TeamApp {
+            provider: get_str(&row, "provider")?,
+            client_id: get_str(&row, "client_id")?,
+            sealed_secret: get_str(&row, "client_secret")?,
+            redirect_uri: get_opt_str(&row, "redirect_uri")?,
+            created_at: get_time(&row, "created_at")?,
+            updated_at: get_time(&row, "updated_at")?,
+        })
+    })
+    .transpose()
+}
+
+/// Removes the team's application; `false` when there was none.
+pub async fn delete(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    provider: &str,
+) -> Result<bool, MetadataError> {
+    let done =
+        sqlx::query("DELETE FROM team_provider_credentials WHERE team_id = $1 AND provider = $2")
+            .bind(team.to_string())
+            .bind(provider)
+            .execute(conn)
+            .await?;
+    Ok(done.rows_affected() > 0)
+}

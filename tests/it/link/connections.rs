@@ -1,0 +1,416 @@
+//! Connections: sealed credentials on both databases, the provider list's availability and
+//! scopes, deregistration, and where the secret key comes from.
+
+use serde_json::json;
+use sqlx::Row;
+use uuid::Uuid;
+use wearhouse::link::connections::{credentials, deregister, link_on};
+use wearhouse::secret::SecretKey;
+use wearhouse::store::metadata::connections::{self, ErrorDetails};
+use wearhouse::store::metadata::{ConnectionStatus, MetadataStore, NewUser};
+
+use super::{ACCESS_TOKEN, REFRESH_TOKEN, entry, keyed_app, link, linked};
+use crate::postgres::ScratchDb;
+use crate::support::{TestApp, assert_422_at};
+
+/// Links, errors, re-links and deregisters a connection through the store functions; answers
+/// the user.
+async fn exercise(meta: &MetadataStore, key: &SecretKey) -> Uuid {
+    let (team, _) = meta.create_team("acme").await.unwrap();
+    let user = meta
+        .create_user(
+            team.id,
+            NewUser {
+                client_user_id: "linked".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut tx = meta.begin().await.unwrap();
+    let (c, was) = link_on(
+        &mut tx,
+        Some(key),
+        user.id,
+        "oura",
+        &linked(&["profile"], &["sleep"]),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert!(!was);
+    assert_eq!(c.status, ConnectionStatus::Connected);
+    assert_eq!(c.provider_user_id.as_deref(), Some("provider-user-42"));
+    assert_eq!(c.scopes_granted, Some(vec!["profile".to_owned()]));
+    assert_eq!(c.scopes_denied, Some(vec!["sleep".to_owned()]));
+    let opened = credentials(meta, Some(key), user.id, "oura")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(opened.access_token.as_deref(), Some(ACCESS_TOKEN));
+    assert_eq!(opened.refresh_token.as_deref(), Some(REFRESH_TOKEN));
+    // Another key cannot open them.
+    let other = SecretKey::generate().0;
+    assert!(
+        credentials(meta, Some(&other), user.id, "oura")
+            .await
+            .is_err()
+    );
+
+    let details = ErrorDetails {
+        error_type: "provider_credential_error".into(),
+        error_message: "the refresh token was revoked".into(),
+        occurred_at: "2026-01-02T03:04:05Z".parse().unwrap(),
+    };
+    let mut w = meta.writer().await.unwrap();
+    assert!(
+        connections::set_error(&mut w, user.id, "oura", &details)
+            .await
+            .unwrap()
+    );
+    drop(w);
+    let c = meta.connection(user.id, "oura").await.unwrap().unwrap();
+    assert_eq!(c.status, ConnectionStatus::Error);
+    assert_eq!(c.error_details, Some(details));
+    // Re-linking brings it back and clears the error, keeping when it was first made.
+    let mut tx = meta.begin().await.unwrap();
+    let (again, was) = link_on(
+        &mut tx,
+        Some(key),
+        user.id,
+        "oura",
+        &linked(&["profile", "sleep"], &[]),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert!(!was, "an errored connection was not connected");
+    assert_eq!(again.status, ConnectionStatus::Connected);
+    assert_eq!(again.error_details, None);
+    assert_eq!(again.created_at, c.created_at);
+    user.id
+}
+
+/// Bytes of every file of the SQLite database (main file and write-ahead log).
+fn sqlite_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("meta.db")
+        {
+            all.extend(std::fs::read(&path).unwrap());
+        }
+    }
+    all
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[tokio::test]
+async fn sqlite_keeps_credentials_sealed_and_the_connection_lifecycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
+    let meta = MetadataStore::connect(&url).await.unwrap();
+    let key = SecretKey::generate().0;
+    let user = exercise(&meta, &key).await;
+    let bytes = sqlite_bytes(dir.path());
+    // The grep finds what is stored in clear (the provider's user id)...
+    assert!(contains(&bytes, "provider-user-42"));
+    assert!(contains(&bytes, "v1:"), "sealed values are stored");
+    // ...and no token.
+    assert!(!contains(&bytes, ACCESS_TOKEN));
+    assert!(!contains(&bytes, REFRESH_TOKEN));
+    deregister(&meta, user, "oura").await.unwrap();
+    let c = meta.connection(user, "oura").await.unwrap().unwrap();
+    assert_eq!(c.status, ConnectionStatus::Deregistered);
+    assert!(
+        credentials(&meta, Some(&key), user, "oura")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(deregister(&meta, user, "fitbit").await.is_err());
+    meta.close().await;
+}
+
+#[tokio::test]
+async fn postgres_keeps_credentials_sealed_and_the_connection_lifecycle() {
+    let db = ScratchDb::create("wearhouse_link").await;
+    let meta = MetadataStore::connect(&db.url).await.unwrap();
+    let key = SecretKey::generate().0;
+    let user = exercise(&meta, &key).await;
+    let rows = sqlx::query("SELECT CAST(c.* AS TEXT) AS line FROM connections c")
+        .fetch_all(&mut *meta.reader().await.unwrap())
+        .await
+        .unwrap();
+    let table: String = rows
+        .iter()
+        .map(|r| r.get::<String, _>("line"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(table.contains("provider-user-42"), "{table}");
+    assert!(table.contains("v1:"), "{table}");
+    assert!(
+        !table.contains(ACCESS_TOKEN) && !table.contains(REFRESH_TOKEN),
+        "{table}"
+    );
+    deregister(&meta, user, "oura").await.unwrap();
+    assert!(
+        credentials(&meta, Some(&key), user, "oura")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    meta.close().await;
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn availability_follows_status_and_granted_scopes() {
+    let app = keyed_app().await;
+    let user = app.user("scoped").await;
+    link(
+        &app,
+        &user,
+        "oura",
+        &linked(&["profile", "sleep"], &["heartrate"]),
+    )
+    .await;
+    let oura = entry(&app, &user, "oura").await;
+    assert_eq!(oura["status"], "connected");
+    assert_eq!(oura["error_details"], json!(null));
+    let ra = &oura["resource_availability"];
+    assert_eq!(ra["sleep"]["status"], "available");
+    assert_eq!(
+        ra["sleep"]["scope_requirements"]["user_granted"]["required"],
+        json!(["sleep"])
+    );
+    assert_eq!(ra["heartrate"]["status"], "unavailable");
+    assert_eq!(
+        ra["heartrate"]["scope_requirements"]["user_denied"]["required"],
+        json!(["heartrate"])
+    );
+    let scopes = &oura["scope_requirements"];
+    assert_eq!(scopes["user_granted"]["required"], json!(["profile"]));
+    assert_eq!(scopes["user_denied"]["required"], json!([]));
+    assert!(
+        scopes["user_granted"]["optional"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("sleep"))
+    );
+    assert!(
+        scopes["user_denied"]["optional"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("heartrate"))
+    );
+    // An errored connection has nothing available and says why.
+    let details = ErrorDetails {
+        error_type: "provider_credential_error".into(),
+        error_message: "the refresh token was revoked".into(),
+        occurred_at: "2026-01-02T03:04:05Z".parse().unwrap(),
+    };
+    let mut w = app.state.meta.writer().await.unwrap();
+    connections::set_error(&mut w, user.parse().unwrap(), "oura", &details)
+        .await
+        .unwrap();
+    drop(w);
+    let oura = entry(&app, &user, "oura").await;
+    assert_eq!(oura["status"], "error");
+    assert_eq!(
+        oura["resource_availability"]["sleep"]["status"],
+        "unavailable"
+    );
+    assert_eq!(
+        oura["error_details"]["error_type"],
+        "provider_credential_error"
+    );
+    assert_eq!(
+        oura["error_details"]["error_message"],
+        "the refresh token was revoked"
+    );
+    assert!(
+        oura["error_details"]["occurred_at"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-01-02T03:04:05")
+    );
+    // A push provider has no scopes: connected means available.
+    let push = app
+        .state
+        .meta
+        .upsert_connection(
+            user.parse().unwrap(),
+            "apple_health_kit",
+            ConnectionStatus::Connected,
+        )
+        .await
+        .unwrap();
+    assert_eq!(push.scopes_granted, None);
+    let ahk = entry(&app, &user, "apple_health_kit").await;
+    assert_eq!(ahk["resource_availability"]["steps"]["status"], "available");
+    assert_eq!(
+        ahk["scope_requirements"]["user_granted"]["required"],
+        json!([])
+    );
+}
+
+#[tokio::test]
+async fn deregistering_keeps_data_and_answers_404_for_unknown_connections() {
+    let app = keyed_app().await;
+    let user = app.user("leaving").await;
+    let a = app
+        .post(
+            "/v2/link/connect/demo",
+            json!({"user_id": user, "provider": "oura", "days": 2}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    let uri = format!("/v2/user/{user}/oura");
+    let a = app.send("DELETE", &uri, Some(&app.key.clone()), None).await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json, json!({"success": true}));
+    let oura = entry(&app, &user, "oura").await;
+    assert_eq!(oura["status"], "deregistered");
+    assert_eq!(
+        oura["resource_availability"]["sleep"]["status"],
+        "unavailable"
+    );
+    let id: Uuid = user.parse().unwrap();
+    let team = app
+        .state
+        .meta
+        .team_for_key(&app.key)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    assert!(
+        !app.state
+            .health
+            .datasets(team, id)
+            .await
+            .unwrap()
+            .is_empty(),
+        "data kept"
+    );
+    // Again: still deregistered, still fine.
+    let a = app.send("DELETE", &uri, Some(&app.key.clone()), None).await;
+    assert_eq!(a.status, 200, "{}", a.json);
+
+    let a = app
+        .send(
+            "DELETE",
+            &format!("/v2/user/{user}/fitbit"),
+            Some(&app.key.clone()),
+            None,
+        )
+        .await;
+    assert_eq!(a.status, 404);
+    assert_eq!(a.json, json!({"detail": "Connection not found"}));
+    let theirs = app.foreign_user().await;
+    let a = app
+        .send(
+            "DELETE",
+            &format!("/v2/user/{theirs}/oura"),
+            Some(&app.key.clone()),
+            None,
+        )
+        .await;
+    assert_eq!(a.status, 404);
+    assert_eq!(a.json, json!({"detail": "User not found"}));
+    let a = app
+        .send(
+            "DELETE",
+            &format!("/v2/user/{user}/myspace"),
+            Some(&app.key.clone()),
+            None,
+        )
+        .await;
+    assert_422_at(&a, &[json!("path"), json!("provider")]);
+    let a = app
+        .send(
+            "DELETE",
+            "/v2/user/not-a-uuid/oura",
+            Some(&app.key.clone()),
+            None,
+        )
+        .await;
+    assert_422_at(&a, &[json!("path"), json!("user_id")]);
+    let a = app.send("DELETE", &uri, None, None).await;
+    assert_eq!(a.status, 401);
+}
+
+#[tokio::test]
+async fn the_secret_key_comes_from_the_flag_or_the_demo_data_dir() {
+    use clap::Parser;
+    use wearhouse::config::{Cli, Command};
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().display().to_string();
+    let serve = |extra: &[&str]| {
+        let mut argv = vec!["wearhouse", "serve", "--data-dir", data_dir.as_str()];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Serve(args) => args,
+            _ => unreachable!(),
+        }
+    };
+    // Neither flag nor demo nor kept key: none, and nothing written.
+    assert!(wearhouse::app::secret_key(&serve(&[])).unwrap().is_none());
+    let path = dir.path().join(wearhouse::app::SECRET_KEY_FILE);
+    assert!(!path.exists());
+    // Demo: generated once, private, reused.
+    let first = wearhouse::app::secret_key(&serve(&["--demo"]))
+        .unwrap()
+        .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let sealed = first.seal(b"x", "c").unwrap();
+    let again = wearhouse::app::secret_key(&serve(&[])).unwrap().unwrap();
+    assert_eq!(again.open(&sealed, "c").unwrap(), b"x");
+    // The flag wins; a malformed one stops the start.
+    let flag = "11".repeat(32);
+    let given = wearhouse::app::secret_key(&serve(&["--secret-key", &flag]))
+        .unwrap()
+        .unwrap();
+    assert!(given.open(&sealed, "c").is_err());
+    assert!(wearhouse::app::secret_key(&serve(&["--secret-key", "short"])).is_err());
+}
+
+#[tokio::test]
+async fn links_without_a_secret_key_are_refused_not_stored_in_clear() {
+    let app = TestApp::new().await;
+    let user = app.user("keyless").await;
+    let mut tx = app.state.meta.begin().await.unwrap();
+    let r = link_on(
+        &mut tx,
+        None,
+        user.parse().unwrap(),
+        "oura",
+        &linked(&["profile"], &[]),
+    )
+    .await;
+    assert!(r.is_err());
+    drop(tx);
+    assert!(
+        app.state
+            .meta
+            .connection(user.parse().unwrap(), "oura")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

@@ -1,0 +1,164 @@
+//! A fake OAuth 2.0 authorisation server for the link tests: an axum server on a free loopback
+//! port speaking the wire format of RFC 6749 (authorisation code grant) with PKCE (RFC 7636).
+//! It shares no code with wearhouse.
+//!
+//! `GET /authorize` issues a code and redirects to `redirect_uri` with it and `state`. Test-only
+//! query parameters steer what the code yields: `x_grant` (space-separated scopes granted;
+//! default: all asked), `x_account` (the provider user id), `x_fail` (`grant`: the token
+//! endpoint refuses the code with `invalid_grant`; `server`: it answers 500).
+//! `POST /token` checks client authentication (HTTP Basic), the code, the redirect URI and the
+//! PKCE verifier against the S256 challenge.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Form, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine as _;
+use serde_json::json;
+use sha2::Digest;
+
+pub const CLIENT_ID: &str = "wearhouse-test-client";
+pub const CLIENT_SECRET: &str = "fake-client-secret";
+
+#[derive(Clone)]
+struct Grant {
+    redirect_uri: String,
+    challenge: String,
+    scopes: String,
+    account: String,
+    fail: Option<String>,
+}
+
+#[derive(Clone, Default)]
+struct Fake {
+    grants: Arc<Mutex<HashMap<String, Grant>>>,
+    issued: Arc<Mutex<Vec<String>>>,
+}
+
+/// A running fake server.
+pub struct FakeOAuth {
+    pub base: String,
+    issued: Arc<Mutex<Vec<String>>>,
+}
+
+impl FakeOAuth {
+    pub async fn start() -> FakeOAuth {
+        let fake = Fake::default();
+        let issued = fake.issued.clone();
+        let app = Router::new()
+            .route("/authorize", get(authorize))
+            .route("/token", post(token))
+            .with_state(fake);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeOAuth { base, issued }
+    }
+
+    /// The access tokens issued so far.
+    pub fn issued(&self) -> Vec<String> {
+        self.issued.lock().unwrap().clone()
+    }
+}
+
+async fn authorize(State(fake): State<Fake>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let need = |k: &str| q.get(k).cloned();
+    let (Some("code"), Some(client), Some(redirect), Some(state), Some(challenge), Some("S256")) = (
+        need("response_type").as_deref(),
+        need("client_id"),
+        need("redirect_uri"),
+        need("state"),
+        need("code_challenge"),
+        need("code_challenge_method").as_deref(),
+    ) else {
+        return (StatusCode::BAD_REQUEST, "missing authorisation parameters").into_response();
+    };
+    if client != CLIENT_ID {
+        return (StatusCode::BAD_REQUEST, "unknown client").into_response();
+    }
+    let code = format!("code-{}", uuid::Uuid::new_v4().simple());
+    fake.grants.lock().unwrap().insert(
+        code.clone(),
+        Grant {
+            redirect_uri: redirect.clone(),
+            challenge,
+            scopes: q
+                .get("x_grant")
+                .or(q.get("scope"))
+                .cloned()
+                .unwrap_or_default(),
+            account: q
+                .get("x_account")
+                .cloned()
+                .unwrap_or_else(|| "acct-1".into()),
+            fail: q.get("x_fail").cloned(),
+        },
+    );
+    let mut url = url::Url::parse(&redirect).unwrap();
+    url.query_pairs_mut()
+        .append_pair("code", &code)
+        .append_pair("state", &state);
+    Redirect::to(url.as_str()).into_response()
+}
+
+fn oauth_error(error: &str) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({"error": error}))).into_response()
+}
+
+async fn token(
+    State(fake): State<Fake>,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"))
+    );
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "invalid_client"})),
+        )
+            .into_response();
+    }
+    if form.get("grant_type").map(String::as_str) != Some("authorization_code") {
+        return oauth_error("unsupported_grant_type");
+    }
+    let Some(grant) = form
+        .get("code")
+        .and_then(|c| fake.grants.lock().unwrap().remove(c))
+    else {
+        return oauth_error("invalid_grant");
+    };
+    match grant.fail.as_deref() {
+        Some("grant") => return oauth_error("invalid_grant"),
+        Some("server") => return (StatusCode::INTERNAL_SERVER_ERROR, "down").into_response(),
+        _ => {}
+    }
+    if form.get("redirect_uri") != Some(&grant.redirect_uri) {
+        return oauth_error("invalid_grant");
+    }
+    let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+    let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()));
+    if computed != grant.challenge {
+        return oauth_error("invalid_grant");
+    }
+    let access = format!("fake-access-{}", uuid::Uuid::new_v4().simple());
+    fake.issued.lock().unwrap().push(access.clone());
+    Json(json!({
+        "access_token": access,
+        "token_type": "Bearer",
+        "expires_in": 3600,
+        "refresh_token": format!("fake-refresh-{}", uuid::Uuid::new_v4().simple()),
+        "scope": grant.scopes,
+        "user_id": grant.account,
+    }))
+    .into_response()
+}

@@ -1,0 +1,110 @@
+//! Linking (issue 14): connections as records with sealed credentials, their provider list and
+//! deregistration.
+//!
+//! - [`connections`]: the store functions on SQLite and PostgreSQL (credentials never in clear
+//!   in either database), `GET /v2/user/providers/{user_id}` availability and scopes,
+//!   `DELETE /v2/user/{user_id}/{provider}`, the secret key's start-up rules;
+//! - [`tokens`]: `POST /v2/link/token` (every 422 rule, hashed storage, lifetime, single use)
+//!   and the token's checks on `GET /v2/link/providers`;
+//! - [`codes`]: link codes (format, expiry, single use) and the push-only credential;
+//! - [`oauth`]: OAuth links through the link API against [`fake_oauth`], a fake
+//!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error);
+//! - [`team_apps`]: team provider credentials and the team's client in its OAuth links.
+
+mod codes;
+mod connections;
+mod fake_oauth;
+mod oauth;
+mod team_apps;
+mod tokens;
+
+/// What the team-credential tests borrow from the OAuth tests.
+mod oauth_support {
+    pub use super::oauth::setup;
+    use crate::support::TestApp;
+
+    /// The authorisation URL of a new link token of `user`, asked with `key`.
+    pub async fn oauth_url_of(app: &TestApp, user: &str, key: &str) -> String {
+        let a = app
+            .send(
+                "POST",
+                "/v2/link/token",
+                Some(key),
+                Some(serde_json::json!({"user_id": user})),
+            )
+            .await;
+        let token = a.json["link_token"].as_str().unwrap().to_owned();
+        let a = app
+            .send(
+                "GET",
+                &format!("/v2/link/provider/oauth/oura?token={token}"),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.json);
+        a.json["oauth_url"].as_str().unwrap().to_owned()
+    }
+}
+
+use serde_json::Value;
+use wearhouse::link::connections::Linked;
+use wearhouse::link::credentials::Credentials;
+use wearhouse::secret::SecretKey;
+
+use crate::support::TestApp;
+
+/// A token no database may hold in clear.
+pub const ACCESS_TOKEN: &str = "at-9f7c2e51-never-in-clear";
+/// Its refresh token.
+pub const REFRESH_TOKEN: &str = "rt-4d0b8a33-never-in-clear";
+
+/// A link result for `scopes` with the tokens above.
+pub fn linked(scopes: &[&str], denied: &[&str]) -> Linked {
+    Linked {
+        provider_user_id: Some("provider-user-42".into()),
+        scopes_granted: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        scopes_denied: denied.iter().map(|s| (*s).to_owned()).collect(),
+        credentials: Credentials {
+            access_token: Some(ACCESS_TOKEN.into()),
+            refresh_token: Some(REFRESH_TOKEN.into()),
+            expires_at: Some(1_900_000_000),
+            ..Default::default()
+        },
+    }
+}
+
+/// A test app whose state has a secret key.
+pub async fn keyed_app() -> TestApp {
+    let mut app = TestApp::new().await;
+    app.state = app.state.clone().with_secret_key(SecretKey::generate().0);
+    app
+}
+
+/// Records `linked` for the user through the domain function, in a transaction.
+pub async fn link(app: &TestApp, user: &str, provider: &str, linked: &Linked) {
+    let mut tx = app.state.meta.begin().await.unwrap();
+    wearhouse::link::connections::link_on(
+        &mut tx,
+        app.state.secret.as_ref(),
+        user.parse().unwrap(),
+        provider,
+        linked,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+}
+
+/// The entry of `provider` in the user's provider list.
+pub async fn entry(app: &TestApp, user: &str, provider: &str) -> Value {
+    let a = app.get(&format!("/v2/user/providers/{user}")).await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    a.json["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["slug"] == provider)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {provider} in {}", a.json))
+}
