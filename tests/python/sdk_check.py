@@ -719,7 +719,14 @@ def lab_calls(table):
 # Methods in scope this script does not call yet, each with why. Listed so that coverage cannot
 # shrink unnoticed: the run fails if a method outside this list is uncovered, or one in it is
 # covered (remove it).
-NOT_YET = {}
+NOT_YET = {
+    f"{client}.{name}": "link routes merged in the session that wrote this list, after the SDK "
+    "check's lab update (issue 14): not called through the SDK yet"
+    for client, name in [
+        ("link", "token"), ("link", "code_create"), ("link", "generate_oauth_link"),
+        ("link", "get_all_providers"), ("user", "deregister_provider"),
+    ]
+}
 
 
 def main():
