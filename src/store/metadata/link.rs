@@ -127,6 +127,16 @@ pub async fn insert_code(
     Ok(done.rows_affected() == 1)
 }
 
+/// A code's or push credential's row (its `team_id`, `user_id`, `expires_at`).
+fn stored_code(row: &AnyRow, used_at: Option<DateTime<Utc>>) -> Result<StoredCode, MetadataError> {
+    Ok(StoredCode {
+        team_id: get_uuid(row, "team_id")?,
+        user_id: get_uuid(row, "user_id")?,
+        expires_at: get_time(row, "expires_at")?,
+        used_at,
+    })
+}
+
 /// The link code with this hash.
 pub async fn code(
     conn: &mut AnyConnection,
@@ -139,14 +149,7 @@ pub async fn code(
     .fetch_optional(conn)
     .await?;
     row.as_ref()
-        .map(|row| {
-            Ok(StoredCode {
-                team_id: get_uuid(row, "team_id")?,
-                user_id: get_uuid(row, "user_id")?,
-                expires_at: get_time(row, "expires_at")?,
-                used_at: get_opt_time(row, "used_at")?,
-            })
-        })
+        .map(|row| stored_code(row, get_opt_time(row, "used_at")?))
         .transpose()
 }
 
@@ -197,16 +200,7 @@ pub async fn code_token(
     .bind(hash)
     .fetch_optional(conn)
     .await?;
-    row.as_ref()
-        .map(|row| {
-            Ok(StoredCode {
-                team_id: get_uuid(row, "team_id")?,
-                user_id: get_uuid(row, "user_id")?,
-                expires_at: get_time(row, "expires_at")?,
-                used_at: None,
-            })
-        })
-        .transpose()
+    row.as_ref().map(|row| stored_code(row, None)).transpose()
 }
 
 /// An OAuth authorisation in flight.
