@@ -27,7 +27,7 @@ use crate::events::outbox;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::store::health::HealthStore;
 use crate::store::metadata::push_events::{delete_pending, oldest_pending};
-use crate::store::metadata::{self, ConnectionStatus, MetadataError, MetadataStore};
+use crate::store::metadata::{self, MetadataError, MetadataStore};
 
 /// The kind's name.
 pub const KIND: &str = "events.push";
@@ -111,11 +111,11 @@ pub async fn announce(
                     refs.push(outbox::insert(&mut tx, user.team_id, &event, now, ordinal).await?);
                 }
                 if recovered {
-                    metadata::connections::upsert_connection(
+                    metadata::connections::connect_by_push(
                         &mut tx,
                         user.id,
                         &plan.provider,
-                        ConnectionStatus::Connected,
+                        super::push_revives(&plan.provider),
                     )
                     .await?;
                 }

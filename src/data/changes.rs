@@ -514,10 +514,7 @@ impl EventStream {
     pub fn new(user: &User, groups: Vec<(Dataset, Change, Vec<RecordBatch>)>) -> Self {
         EventStream {
             user: user.clone(),
-            who: EventUser {
-                id: user.id,
-                client_user_id: user.client_user_id.clone(),
-            },
+            who: EventUser::of(&user),
             groups: groups
                 .into_iter()
                 .map(|(d, c, b)| (d, c, b.into_iter().filter(|b| b.num_rows() > 0).collect()))

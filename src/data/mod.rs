@@ -41,6 +41,7 @@ use crate::events::{Event, EventType, EventUser};
 use crate::store::metadata::{self, push_events, push_events::PendingPush};
 
 use crate::ingest::{self, PushBatches, PushUser};
+use crate::providers::AuthType;
 use crate::schema::Dataset;
 use crate::store::health::{HealthStore, StoreError};
 use crate::store::metadata::{ConnectionStatus, MetadataError, MetadataStore, User};
@@ -102,6 +103,15 @@ pub async fn push_json(
     store_push(meta, store, user, parsed, now).await
 }
 
+/// Whether a push of `provider` reconnects the user's deregistered connection to it: only for
+/// providers whose data arrives by push alone (SDK and app providers), whose app sending data
+/// again is how they reconnect; a deregistered pull provider waits for a new link
+/// ([`metadata::connections::connect_by_push`]).
+pub fn push_revives(provider: &str) -> bool {
+    crate::providers::provider(provider)
+        .is_some_and(|p| matches!(p.auth_type, AuthType::Sdk | AuthType::App))
+}
+
 fn push_user(user: &User) -> PushUser {
     PushUser {
         fallback_time_zone: fallback_zone(user),
@@ -144,13 +154,8 @@ async fn store_push(
     // One transaction for everything after the write: a push costs two commits, as it did
     // before it had events (the compaction's and the connection's).
     let mut tx = meta.begin().await?;
-    metadata::connections::upsert_connection(
-        &mut tx,
-        user.id,
-        &provider,
-        ConnectionStatus::Connected,
-    )
-    .await?;
+    metadata::connections::connect_by_push(&mut tx, user.id, &provider, push_revives(&provider))
+        .await?;
     let delay = crate::jobs::compaction::DEFAULT_DELAY;
     crate::jobs::compaction::schedule_on(&mut tx, user.team_id, user.id, &written, delay).await?;
     if let Some(pending) = &pending {
@@ -182,11 +187,12 @@ pub async fn begin_push(
 ) -> Result<Option<PendingPush>, DataError> {
     let now = now.trunc_subsecs(6); // as the database keeps instants
     // Two concurrent first pushes of a provider may both announce the connection.
-    let first_connection = !meta
-        .connections(user.id)
-        .await?
-        .iter()
-        .any(|c| c.provider == parsed.provider);
+    let existing = meta.connection(user.id, &parsed.provider).await?;
+    let first_connection = match existing.map(|c| c.status) {
+        None => true,
+        Some(ConnectionStatus::Deregistered) => push_revives(&parsed.provider),
+        Some(_) => false,
+    };
     let plan = changes::plan(
         store,
         user,
@@ -290,10 +296,7 @@ pub(crate) async fn connection_created(
     });
     Ok(Event {
         event_type: EventType::ConnectionCreated,
-        user: Some(EventUser {
-            id: user.id,
-            client_user_id: user.client_user_id.clone(),
-        }),
+        user: Some(EventUser::of(&user)),
         data: json!({
             "user_id": user.id,
             "provider": provider_obj,

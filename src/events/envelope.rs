@@ -26,6 +26,16 @@ pub struct EventUser {
     pub client_user_id: String,
 }
 
+impl EventUser {
+    /// The user an event concerns.
+    pub fn of(user: &crate::store::metadata::User) -> Self {
+        EventUser {
+            id: user.id,
+            client_user_id: user.client_user_id.clone(),
+        }
+    }
+}
+
 /// An event to emit: its type, the user it concerns (if any) and its `data`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {

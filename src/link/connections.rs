@@ -1,7 +1,8 @@
 //! Making and ending connections: a link records the grant and the sealed credentials (with
 //! the token's consumption and `provider.connection.created`, in one transaction); a
 //! deregistration marks the connection `deregistered`, forgets its credentials and keeps the
-//! user's data.
+//! user's data; a failure that needs the user ([`fail`]) puts it in `error` with
+//! `provider.connection.error`, in one transaction.
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -13,8 +14,8 @@ use super::{LinkError, LinkErrorType};
 use crate::events::{Event, EventType, EventUser, outbox};
 use crate::providers::Provider;
 use crate::secret::SecretKey;
-use crate::store::metadata::connections::{self, Grant};
-use crate::store::metadata::{self, Connection, MetadataStore};
+use crate::store::metadata::connections::{self, ErrorDetails, ErrorTransition, Grant};
+use crate::store::metadata::{self, Connection, MetadataStore, User};
 
 /// What a successful link brings: who the user is at the provider, the scopes and the
 /// credentials.
@@ -117,13 +118,10 @@ pub async fn finish_link(
     let mut enqueued = 0;
     if !was_connected {
         let entry = crate::data::connections::entry(&connection);
-        let about = json!({"name": provider.name, "slug": provider.slug, "logo": provider.logo});
+        let about = about(provider);
         let event = Event {
             event_type: EventType::ConnectionCreated,
-            user: Some(EventUser {
-                id: user.id,
-                client_user_id: user.client_user_id.clone(),
-            }),
+            user: Some(EventUser::of(&user)),
             data: json!({
                 "user_id": user.id,
                 "provider": about,
@@ -140,4 +138,56 @@ pub async fn finish_link(
         meta.jobs_wake().notify_waiters();
     }
     Ok(None)
+}
+
+/// Puts the user's connection to `provider` in `error` with `error_details`, and, when it enters
+/// `error` now (not when it was there already), emits `provider.connection.error` in the same
+/// transaction: `{user_id, provider, source, error_type, error_message}`, `provider` and
+/// `source` being the `{name, slug, logo}` object of `provider.connection.created`, so a
+/// receiver reads one provider shape in both. The seam for whatever finds a connection's
+/// credentials refused for good (a revoked refresh token, a changed password): `linking.md`
+/// and `provider-sync.md` say those need the user to link again. Answers what it found.
+pub async fn fail(
+    meta: &MetadataStore,
+    user: &User,
+    provider: &Provider,
+    error_type: LinkErrorType,
+    message: &str,
+    now: DateTime<Utc>,
+) -> Result<ErrorTransition, LinkError> {
+    let details = ErrorDetails {
+        error_type: error_type.as_str().to_owned(),
+        error_message: message.to_owned(),
+        occurred_at: now,
+    };
+    let mut tx = meta.begin().await?;
+    let found = connections::set_error(&mut tx, user.id, provider.slug, &details).await?;
+    let mut enqueued = 0;
+    if found == ErrorTransition::Entered {
+        let about = about(provider);
+        let event = Event {
+            event_type: EventType::ConnectionError,
+            user: Some(EventUser::of(user)),
+            data: json!({
+                "user_id": user.id,
+                "provider": about,
+                "source": about,
+                "error_type": details.error_type,
+                "error_message": details.error_message,
+            }),
+        };
+        enqueued = outbox::enqueue(&mut tx, user.team_id, &[event], now)
+            .await?
+            .deliveries;
+    }
+    tx.commit().await.map_err(metadata::MetadataError::from)?;
+    if enqueued > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
+    Ok(found)
+}
+
+/// The provider as connection events carry it.
+fn about(provider: &Provider) -> serde_json::Value {
+    json!({"name": provider.name, "slug": provider.slug, "logo": provider.logo})
 }

@@ -75,10 +75,7 @@ pub fn from_document(doc: &str) -> Result<Order, LabError> {
 pub fn order_event(kind: EventType, user: &User, order: &Order) -> Event {
     Event {
         event_type: kind,
-        user: Some(EventUser {
-            id: user.id,
-            client_user_id: user.client_user_id.clone(),
-        }),
+        user: Some(EventUser::of(&user)),
         data: serde_json::to_value(order).unwrap_or_default(),
     }
 }
@@ -236,10 +233,7 @@ where
         if order.is_critical {
             let critical = Event {
                 event_type: EventType::ResultCritical,
-                user: Some(EventUser {
-                    id: user.id,
-                    client_user_id: user.client_user_id.clone(),
-                }),
+                user: Some(EventUser::of(&user)),
                 data: serde_json::to_value(CriticalResult {
                     order_id: order.id,
                     sample_id: order.sample_id.clone(),

@@ -277,24 +277,80 @@ pub async fn set_credentials(
     Ok(done.rows_affected() > 0)
 }
 
-/// Puts a connection in `error` with its details (credentials kept: a re-link replaces them).
+/// What a push does to the connection of the provider it names: makes it `connected` when the
+/// user has none, and when it is `deregistered` and `revive` is set (a provider whose data only
+/// ever arrives by push, whose SDK or app sending data again is how it reconnects). It leaves
+/// every other status alone: a push repairs no pull credential (`error`) and resumes nothing
+/// (`paused`), and a deregistered pull provider stays ended until it is linked again.
+/// Answers whether the push made the connection (the moment for `provider.connection.created`).
+pub async fn connect_by_push(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+    revive: bool,
+) -> Result<bool, MetadataError> {
+    let on_conflict = if revive {
+        "DO UPDATE SET status = 'connected', updated_at = excluded.created_at \
+         WHERE connections.status = 'deregistered'"
+    } else {
+        "DO NOTHING"
+    };
+    let done = sqlx::query(&format!(
+        "INSERT INTO connections (user_id, provider, status, created_at) \
+         VALUES ($1, $2, 'connected', $3) ON CONFLICT (user_id, provider) {on_conflict}"
+    ))
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(ts(now()))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// What [`set_error`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorTransition {
+    /// The connection entered `error` (the moment `provider.connection.error` is for).
+    Entered,
+    /// It was in `error` already; only its details changed.
+    Again,
+    /// No such connection, or a deregistered one (which the user ended and nothing pulls).
+    Missing,
+}
+
+/// Puts a connection in `error` with its details (credentials kept: a re-link replaces them)
+/// and says whether it entered `error` now. The transition is one conditional update, so of
+/// two processes failing the same connection at once exactly one sees `Entered` (PostgreSQL
+/// re-checks the condition after the row lock; SQLite has one writer).
 pub async fn set_error(
     conn: &mut AnyConnection,
     user: Uuid,
     provider: &str,
     details: &ErrorDetails,
-) -> Result<bool, MetadataError> {
-    let done = sqlx::query(
-        "UPDATE connections SET status = 'error', error_details = $3, updated_at = $4 \
-         WHERE user_id = $1 AND provider = $2",
+) -> Result<ErrorTransition, MetadataError> {
+    let details = serde_json::to_string(details).unwrap_or_default();
+    let mut update = async |condition: &str| -> Result<bool, MetadataError> {
+        let done = sqlx::query(&format!(
+            "UPDATE connections SET status = 'error', error_details = $3, updated_at = $4 \
+             WHERE user_id = $1 AND provider = $2 AND {condition}"
+        ))
+        .bind(user.to_string())
+        .bind(provider)
+        .bind(&details)
+        .bind(ts(now()))
+        .execute(&mut *conn)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    };
+    Ok(
+        if update("status NOT IN ('error', 'deregistered')").await? {
+            ErrorTransition::Entered
+        } else if update("status = 'error'").await? {
+            ErrorTransition::Again
+        } else {
+            ErrorTransition::Missing
+        },
     )
-    .bind(user.to_string())
-    .bind(provider)
-    .bind(serde_json::to_string(details).unwrap_or_default())
-    .bind(ts(now()))
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() > 0)
 }
 
 /// Marks a connection `deregistered` and forgets its credentials; the data stays.

@@ -63,10 +63,11 @@ async fn exercise(meta: &MetadataStore, key: &SecretKey) -> Uuid {
         occurred_at: "2026-01-02T03:04:05Z".parse().unwrap(),
     };
     let mut w = meta.writer().await.unwrap();
-    assert!(
+    assert_eq!(
         connections::set_error(&mut w, user.id, "oura", &details)
             .await
-            .unwrap()
+            .unwrap(),
+        connections::ErrorTransition::Entered
     );
     drop(w);
     let c = meta.connection(user.id, "oura").await.unwrap().unwrap();
@@ -413,4 +414,225 @@ async fn links_without_a_secret_key_are_refused_not_stored_in_clear() {
             .unwrap()
             .is_none()
     );
+}
+
+/// The `provider.connection.error` events stored for the team, oldest first.
+async fn error_events(meta: &MetadataStore) -> Vec<serde_json::Value> {
+    let mut conn = meta.reader().await.unwrap();
+    let bodies: Vec<String> = sqlx::query_scalar(
+        "SELECT body FROM events WHERE event_type = 'provider.connection.error' \
+         ORDER BY created_at, ordinal",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    bodies
+        .iter()
+        .map(|b| serde_json::from_str(b).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn entering_error_emits_one_connection_error_event_and_refreshes_the_details() {
+    use wearhouse::link::LinkErrorType;
+    use wearhouse::link::connections::fail;
+    use wearhouse::store::metadata::connections::ErrorTransition;
+
+    let dir = tempfile::tempdir().unwrap();
+    let meta = crate::events_support::sqlite_meta(dir.path()).await;
+    let key = SecretKey::generate().0;
+    let (team, _) = meta.create_team("acme").await.unwrap();
+    crate::events_support::endpoint_at(&meta, team.id, "http://127.0.0.1:9/hook").await;
+    let user = meta
+        .create_user(
+            team.id,
+            NewUser {
+                client_user_id: "failing".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let oura = wearhouse::providers::provider("oura").unwrap();
+    let now = chrono::Utc::now();
+    // No connection yet: nothing to fail, nothing emitted.
+    let found = fail(
+        &meta,
+        &user,
+        oura,
+        LinkErrorType::ProviderCredentialError,
+        "x",
+        now,
+    )
+    .await
+    .unwrap();
+    assert_eq!(found, ErrorTransition::Missing);
+    let mut tx = meta.begin().await.unwrap();
+    link_on(
+        &mut tx,
+        Some(&key),
+        user.id,
+        "oura",
+        &linked(&["sleep"], &[]),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let revoked = "The refresh token was revoked; the user must link Oura again.";
+    let found = fail(
+        &meta,
+        &user,
+        oura,
+        LinkErrorType::ProviderCredentialError,
+        revoked,
+        now,
+    )
+    .await
+    .unwrap();
+    assert_eq!(found, ErrorTransition::Entered);
+    let events = error_events(&meta).await;
+    assert_eq!(events.len(), 1);
+    let event = &events[0];
+    assert_eq!(event["event_type"], "provider.connection.error");
+    assert_eq!(event["user_id"], user.id.to_string());
+    assert_eq!(event["client_user_id"], "failing");
+    assert_eq!(event["team_id"], team.id.to_string());
+    assert_eq!(event["data"]["user_id"], user.id.to_string());
+    assert_eq!(event["data"]["provider"]["slug"], "oura");
+    assert_eq!(event["data"]["source"], event["data"]["provider"]);
+    assert_eq!(event["data"]["error_type"], "provider_credential_error");
+    assert_eq!(event["data"]["error_message"], revoked);
+    let deliveries: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM webhook_deliveries")
+        .fetch_one(&mut *meta.reader().await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(deliveries, 1, "the team's endpoint gets the event");
+
+    // Failing again while in `error` refreshes the details and emits nothing.
+    let later = now + chrono::Duration::minutes(30);
+    let found = fail(
+        &meta,
+        &user,
+        oura,
+        LinkErrorType::ProviderApiError,
+        "still down",
+        later,
+    )
+    .await
+    .unwrap();
+    assert_eq!(found, ErrorTransition::Again);
+    assert_eq!(error_events(&meta).await.len(), 1);
+    let c = meta.connection(user.id, "oura").await.unwrap().unwrap();
+    assert_eq!(c.status, ConnectionStatus::Error);
+    let details = c.error_details.unwrap();
+    assert_eq!(details.error_type, "provider_api_error");
+    assert_eq!(details.error_message, "still down");
+
+    // A re-link clears it; failing then emits again. A deregistered connection never fails.
+    let mut tx = meta.begin().await.unwrap();
+    link_on(
+        &mut tx,
+        Some(&key),
+        user.id,
+        "oura",
+        &linked(&["sleep"], &[]),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let found = fail(
+        &meta,
+        &user,
+        oura,
+        LinkErrorType::ProviderCredentialError,
+        revoked,
+        later,
+    )
+    .await
+    .unwrap();
+    assert_eq!(found, ErrorTransition::Entered);
+    assert_eq!(error_events(&meta).await.len(), 2);
+    deregister(&meta, user.id, "oura").await.unwrap();
+    let found = fail(
+        &meta,
+        &user,
+        oura,
+        LinkErrorType::ProviderCredentialError,
+        revoked,
+        later,
+    )
+    .await
+    .unwrap();
+    assert_eq!(found, ErrorTransition::Missing);
+    let c = meta.connection(user.id, "oura").await.unwrap().unwrap();
+    assert_eq!(c.status, ConnectionStatus::Deregistered);
+    assert_eq!(error_events(&meta).await.len(), 2);
+}
+
+/// A push after a deregistration: an SDK provider's app sending data again reconnects it (the
+/// way it connected in the first place), with `provider.connection.created` planned again; a
+/// pull provider stays deregistered (its data is stored, its connection waits for a link).
+#[tokio::test]
+async fn a_push_reconnects_a_deregistered_sdk_provider_but_not_a_pull_provider() {
+    let app = keyed_app().await;
+    let user = app.user("pushing").await;
+    let id: Uuid = user.parse().unwrap();
+    let push = |provider: &str, start: i64| {
+        let mut body = crate::events_support::push_body(start, 3, 61.0);
+        body["provider"] = json!(provider);
+        body
+    };
+    let planned_connections = || async {
+        let mut conn = app.state.meta.reader().await.unwrap();
+        let plans: Vec<String> = sqlx::query_scalar("SELECT plan FROM push_events")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap();
+        plans
+            .iter()
+            .filter(|p| p.contains("\"first_connection\":true"))
+            .count()
+    };
+    for (provider, revives) in [("apple_health_kit", true), ("oura", false)] {
+        let uri = format!("/v2/user/{user}/data");
+        let a = app.post(&uri, push(provider, 0)).await;
+        assert_eq!(a.status, 200, "{}", a.json);
+        assert_eq!(entry(&app, &user, provider).await["status"], "connected");
+        let a = app
+            .send(
+                "DELETE",
+                &format!("/v2/user/{user}/{provider}"),
+                Some(&app.key.clone()),
+                None,
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.json);
+        let before = planned_connections().await;
+        let a = app.post(&uri, push(provider, 3_600)).await;
+        assert_eq!(a.status, 200, "{}", a.json);
+        let status = app
+            .state
+            .meta
+            .connection(id, provider)
+            .await
+            .unwrap()
+            .unwrap()
+            .status;
+        if revives {
+            assert_eq!(status, ConnectionStatus::Connected, "{provider}");
+            assert_eq!(
+                planned_connections().await,
+                before + 1,
+                "{provider} announced again"
+            );
+        } else {
+            assert_eq!(status, ConnectionStatus::Deregistered, "{provider}");
+            assert_eq!(
+                planned_connections().await,
+                before,
+                "{provider} not announced"
+            );
+        }
+    }
 }
