@@ -373,6 +373,10 @@ impl FromRequestParts<AppState> for TeamUser {
 /// The header a custom link widget sends its link token in (or the `token` query parameter).
 pub const LINK_TOKEN_HEADER: &str = "x-link-token";
 
+/// The reference SDKs' name for the link token header, accepted as its alias (as
+/// [`API_KEY_HEADER_ALIAS`] is for the key); `x-link-token` wins when both are sent.
+pub const LINK_TOKEN_HEADER_ALIAS: &str = "x-vital-link-token";
+
 /// A verified link token (`linking.md`): missing → 401 `Missing link token`; unknown, expired
 /// or consumed → 401 with `{"detail": {"error_type", "error_message"}}`.
 #[derive(Debug, Clone)]
@@ -388,6 +392,7 @@ impl FromRequestParts<AppState> for LinkToken {
         let header = parts
             .headers
             .get(LINK_TOKEN_HEADER)
+            .or_else(|| parts.headers.get(LINK_TOKEN_HEADER_ALIAS))
             .map(|v| v.to_str().unwrap_or("").to_owned());
         let token = match header {
             Some(t) if !t.is_empty() => t,

@@ -260,7 +260,12 @@ impl utoipa::Modify for SecurityAddon {
             "link_token",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
                 extract::LINK_TOKEN_HEADER,
-                "A link token from POST /v2/link/token (or the `token` query parameter)",
+                format!(
+                    "A link token from POST /v2/link/token (or the `token` query parameter); \
+                     `{}` (the reference SDKs' header) is accepted as its alias",
+                    extract::LINK_TOKEN_HEADER_ALIAS
+                )
+                .as_str(),
             ))),
         );
         components.add_security_scheme(

@@ -127,6 +127,7 @@ const MANUAL_SET: &[&str] = &[
 
 #[allow(clippy::too_many_arguments)]
 fn p(
+    id: u32,
     slug: &'static str,
     name: &'static str,
     auth_type: AuthType,
@@ -136,6 +137,7 @@ fn p(
     description: &'static str,
 ) -> Provider {
     Provider {
+        id,
         name,
         slug,
         description,
@@ -147,36 +149,38 @@ fn p(
     }
 }
 
-/// Every provider, alphabetically by slug.
+/// Every provider, alphabetically by slug. The first number is the provider's `id`, fixed once
+/// given: a new provider takes the next free number wherever its slug sorts, and a removed
+/// provider's number is not reused (clients key on it).
 #[rustfmt::skip]
 pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
     use AuthType::{App, Email, Oauth, Password, Sdk, TeamOauth};
     vec![
-        p("abbott_libreview", "Abbott LibreView", Email, "automatic", CGM_SET, false, "Continuous glucose data shared from Abbott's LibreView platform."),
-        p("apple_health_kit", "Apple HealthKit", Sdk, "watch", PHONE_SET, true, "Health data from an iPhone and Apple Watch through the mobile SDK."),
-        p("cronometer", "Cronometer", Oauth, "app", NUTRITION_SET, false, "Nutrition and meal logging."),
-        p("dexcom_v3", "Dexcom", Oauth, "automatic", CGM_SET, false, "Continuous glucose monitoring from Dexcom sensors."),
-        p("eight_sleep", "Eight Sleep", Password, "automatic", SLEEP_SET, false, "Sleep sessions from the Eight Sleep smart mattress cover."),
-        p("fitbit", "Fitbit", Oauth, "watch", WATCH_SET, true, "Activity, sleep and heart rate from Fitbit trackers."),
-        p("freestyle_libre", "FreeStyle Libre", Password, "automatic", CGM_SET, true, "Continuous glucose readings from FreeStyle Libre sensors."),
-        p("freestyle_libre_ble", "FreeStyle Libre (Bluetooth)", Sdk, "automatic", CGM_SET, false, "FreeStyle Libre sensors read directly over Bluetooth by the mobile SDK."),
-        p("garmin", "Garmin", Oauth, "watch", WATCH_SET, false, "Activity, sleep, workouts and heart rate from Garmin devices."),
-        p("google_fit", "Google Fit", Oauth, "phone", PHONE_SET, false, "Activity and body data from Google Fit."),
-        p("health_connect", "Health Connect", Sdk, "phone", PHONE_SET, false, "Android Health Connect data through the mobile SDK."),
-        p("ihealth", "iHealth", Oauth, "cuff", BP_SET, false, "Blood pressure, weight and glucose from iHealth devices."),
-        p("manual", "Manual", App, "manual_scan", MANUAL_SET, false, "Data the team's own app pushes through the push API."),
-        p("omron", "Omron", Oauth, "cuff", BP_SET, false, "Blood pressure from Omron cuffs."),
-        p("omron_ble", "Omron (Bluetooth)", Sdk, "cuff", BP_SET, false, "Omron cuffs read directly over Bluetooth by the mobile SDK."),
-        p("oura", "Oura", Oauth, "ring", SLEEP_SET, true, "Sleep, readiness, heart rate and HRV from the Oura ring."),
-        p("peloton", "Peloton", Password, "exercise_machine", CYCLING_SET, false, "Workouts from Peloton bikes and treads."),
-        p("polar", "Polar", Oauth, "watch", WATCH_SET, false, "Training, sleep and heart rate from Polar watches and straps."),
-        p("renpho", "Renpho", Email, "scale", SCALE_SET, false, "Body composition from Renpho smart scales."),
-        p("samsung_health", "Samsung Health", Sdk, "watch", PHONE_SET, false, "Samsung Health data through the mobile SDK."),
-        p("strava", "Strava", Oauth, "app", CYCLING_SET, false, "Workouts recorded with Strava."),
-        p("ultrahuman", "Ultrahuman", TeamOauth, "ring", SLEEP_SET, false, "Sleep, heart rate and movement from the Ultrahuman ring."),
-        p("wahoo", "Wahoo", Oauth, "exercise_machine", CYCLING_SET, false, "Workouts from Wahoo bike computers and trainers."),
-        p("whoop_v2", "WHOOP", Oauth, "automatic", SLEEP_SET, false, "Sleep, recovery, strain and workouts from WHOOP straps."),
-        p("withings", "Withings", Oauth, "scale", SCALE_SET, false, "Weight, body composition, blood pressure and sleep from Withings devices."),
-        p("zwift", "Zwift", Password, "exercise_machine", CYCLING_SET, false, "Virtual rides and runs from Zwift."),
+        p( 1, "abbott_libreview", "Abbott LibreView", Email, "automatic", CGM_SET, false, "Continuous glucose data shared from Abbott's LibreView platform."),
+        p( 2, "apple_health_kit", "Apple HealthKit", Sdk, "watch", PHONE_SET, true, "Health data from an iPhone and Apple Watch through the mobile SDK."),
+        p( 3, "cronometer", "Cronometer", Oauth, "app", NUTRITION_SET, false, "Nutrition and meal logging."),
+        p( 4, "dexcom_v3", "Dexcom", Oauth, "automatic", CGM_SET, false, "Continuous glucose monitoring from Dexcom sensors."),
+        p( 5, "eight_sleep", "Eight Sleep", Password, "automatic", SLEEP_SET, false, "Sleep sessions from the Eight Sleep smart mattress cover."),
+        p( 6, "fitbit", "Fitbit", Oauth, "watch", WATCH_SET, true, "Activity, sleep and heart rate from Fitbit trackers."),
+        p( 7, "freestyle_libre", "FreeStyle Libre", Password, "automatic", CGM_SET, true, "Continuous glucose readings from FreeStyle Libre sensors."),
+        p( 8, "freestyle_libre_ble", "FreeStyle Libre (Bluetooth)", Sdk, "automatic", CGM_SET, false, "FreeStyle Libre sensors read directly over Bluetooth by the mobile SDK."),
+        p( 9, "garmin", "Garmin", Oauth, "watch", WATCH_SET, false, "Activity, sleep, workouts and heart rate from Garmin devices."),
+        p(10, "google_fit", "Google Fit", Oauth, "phone", PHONE_SET, false, "Activity and body data from Google Fit."),
+        p(11, "health_connect", "Health Connect", Sdk, "phone", PHONE_SET, false, "Android Health Connect data through the mobile SDK."),
+        p(12, "ihealth", "iHealth", Oauth, "cuff", BP_SET, false, "Blood pressure, weight and glucose from iHealth devices."),
+        p(13, "manual", "Manual", App, "manual_scan", MANUAL_SET, false, "Data the team's own app pushes through the push API."),
+        p(14, "omron", "Omron", Oauth, "cuff", BP_SET, false, "Blood pressure from Omron cuffs."),
+        p(15, "omron_ble", "Omron (Bluetooth)", Sdk, "cuff", BP_SET, false, "Omron cuffs read directly over Bluetooth by the mobile SDK."),
+        p(16, "oura", "Oura", Oauth, "ring", SLEEP_SET, true, "Sleep, readiness, heart rate and HRV from the Oura ring."),
+        p(17, "peloton", "Peloton", Password, "exercise_machine", CYCLING_SET, false, "Workouts from Peloton bikes and treads."),
+        p(18, "polar", "Polar", Oauth, "watch", WATCH_SET, false, "Training, sleep and heart rate from Polar watches and straps."),
+        p(19, "renpho", "Renpho", Email, "scale", SCALE_SET, false, "Body composition from Renpho smart scales."),
+        p(20, "samsung_health", "Samsung Health", Sdk, "watch", PHONE_SET, false, "Samsung Health data through the mobile SDK."),
+        p(21, "strava", "Strava", Oauth, "app", CYCLING_SET, false, "Workouts recorded with Strava."),
+        p(22, "ultrahuman", "Ultrahuman", TeamOauth, "ring", SLEEP_SET, false, "Sleep, heart rate and movement from the Ultrahuman ring."),
+        p(23, "wahoo", "Wahoo", Oauth, "exercise_machine", CYCLING_SET, false, "Workouts from Wahoo bike computers and trainers."),
+        p(24, "whoop_v2", "WHOOP", Oauth, "automatic", SLEEP_SET, false, "Sleep, recovery, strain and workouts from WHOOP straps."),
+        p(25, "withings", "Withings", Oauth, "scale", SCALE_SET, false, "Weight, body composition, blood pressure and sleep from Withings devices."),
+        p(26, "zwift", "Zwift", Password, "exercise_machine", CYCLING_SET, false, "Virtual rides and runs from Zwift."),
     ]
 });

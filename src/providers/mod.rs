@@ -29,6 +29,8 @@ pub enum AuthType {
 /// One catalogue entry.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Provider {
+    /// Stable numeric id (the reference's `id` of a link provider); fixed once given.
+    pub id: u32,
     /// Display name.
     pub name: &'static str,
     /// Stable identifier used everywhere else.
@@ -133,6 +135,17 @@ mod tests {
         for slug in DEFAULT_PRIORITY {
             assert!(provider(slug).is_some(), "{slug}");
         }
+    }
+
+    #[test]
+    fn provider_ids_are_unique_and_fixed() {
+        let mut ids: Vec<u32> = CATALOGUE.iter().map(|p| p.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), CATALOGUE.len(), "a provider id is given twice");
+        // Given ids never move (clients key on them).
+        assert_eq!(provider("oura").map(|p| p.id), Some(16));
+        assert_eq!(provider("abbott_libreview").map(|p| p.id), Some(1));
     }
 
     #[test]

@@ -719,24 +719,80 @@ def lab_calls(table):
 # Methods in scope this script does not call yet, each with why. Listed so that coverage cannot
 # shrink unnoticed: the run fails if a method outside this list is uncovered, or one in it is
 # covered (remove it).
-NOT_YET = {
-    f"{client}.{name}": "link routes merged in the session that wrote this list, after the SDK "
-    "check's lab update (issue 14): not called through the SDK yet"
-    for client, name in [
-        ("link", "token"), ("link", "code_create"), ("link", "generate_oauth_link"),
-        ("link", "get_all_providers"), ("user", "deregister_provider"),
-    ]
-}
+NOT_YET = {}
+
+
+def link_calls(table):
+    """The link methods: each call goes through the SDK's raw client too, so the parsed model is
+    compared with the very answer it was parsed from (a link token or code is new every call),
+    and the token it made is then used the way the SDK's next calls use it."""
+    target = client.user.create(client_user_id="sdk-link-1").user_id
+    state = {}
+
+    def parsed_and_raw(answer):
+        # The SDK's HttpResponse keeps the httpx response it parsed only as `_response`.
+        response = answer._response
+        if not 200 <= response.status_code < 300:
+            raise AssertionError(f"{response.status_code} {response.text}")
+        check(answer.data, response.json(), True)
+        return answer.data
+
+    def token():
+        got = parsed_and_raw(client.link.with_raw_response.token(user_id=target, provider="oura"))
+        if not got.link_token or not got.link_web_url:
+            raise AssertionError(got)
+        state["token"] = got.link_token
+
+    def providers():
+        got = parsed_and_raw(client.link.with_raw_response.get_all_providers(vital_link_token=state["token"]))
+        answer = raw.get("/v2/link/providers", headers={"x-link-token": state["token"]}).json()
+        check(got, answer, True)
+        if "oura" not in {p.slug for p in got}:
+            raise AssertionError(f"oura not offered by a token made for it: {answer}")
+
+    def oauth_link():
+        got = parsed_and_raw(client.link.with_raw_response.generate_oauth_link("oura", vital_link_token=state["token"]))
+        url = (got.model_extra or {}).get("oauth_url") or getattr(got, "oauth_url", None)
+        if got.slug != "oura" or not url or "client_id=sdk-check-client" not in url:
+            raise AssertionError(f"no authorisation URL of the configured application: {got}")
+
+    def code_create():
+        expires = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=2)
+        got = parsed_and_raw(client.link.with_raw_response.code_create(user_id=target, expires_at=expires))
+        if not re.fullmatch(r"sk(us|eu)[0-9a-f]{8}", got.code) or abs((got.expires_at - expires).total_seconds()) > 1:
+            raise AssertionError(got)
+        exchanged = raw.post("/v2/link/code/exchange", json={"code": got.code})
+        if exchanged.status_code != 200:
+            raise AssertionError(f"the SDK's code does not exchange: {exchanged.text}")
+
+    def deregister():
+        client.link.connect_demo_provider(user_id=target, provider="oura")
+        got = parsed_and_raw(client.user.with_raw_response.deregister_provider(target, "oura"))
+        if got.success is not True:
+            raise AssertionError(got)
+        sources = raw.get(f"/v2/user/providers/{target}").json()["providers"]
+        oura = [p for p in sources if p["slug"] == "oura"]
+        if not oura or oura[0]["status"] != "deregistered":
+            raise AssertionError(f"oura not deregistered: {sources}")
+
+    table[("link", "token")] = token
+    table[("link", "get_all_providers")] = providers
+    table[("link", "generate_oauth_link")] = oauth_link
+    table[("link", "code_create")] = code_create
+    table[("user", "deregister_provider")] = deregister
+    return ["token", "get_all_providers", "generate_oauth_link"]
 
 
 def main():
     table, ring, cgm = calls()
     vitals_calls(table, ring, cgm)
     lab_calls(table)
+    link_order = link_calls(table)
     scope = in_scope()
     # Order: creation before use, the lab flow in its own order, deletion last.
     order = {("user", "create"): 0, ("user", "upsert_user_info"): 1, ("user", "delete"): 9}
     order |= {("lab_tests", name): 6 + i / 100 for i, name in enumerate(LAB_ORDER)}
+    order |= {("link", name): 4 + i / 100 for i, name in enumerate(link_order)}
     scope.sort(key=lambda m: order.get(m, 5))
     failures, uncovered, expected, called, passed = [], [], [], 0, 0
     for key in scope:

@@ -56,6 +56,8 @@ pub struct LinkTokenCreated {
 /// One provider a link token may link.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LinkProvider {
+    /// Stable numeric id of the provider.
+    pub id: u32,
     /// Display name.
     pub name: &'static str,
     /// Slug.
@@ -73,6 +75,7 @@ pub struct LinkProvider {
 impl From<&providers::Provider> for LinkProvider {
     fn from(p: &providers::Provider) -> Self {
         LinkProvider {
+            id: p.id,
             name: p.name,
             slug: p.slug,
             logo: p.logo.clone(),
