@@ -196,7 +196,7 @@ fn interleaved_push_cost(
     }
     let differences: Vec<f64> = with.iter().zip(&without).map(|(w, o)| w - o).collect();
     let (base, events, cost) = (median(&without), median(&with), median(&differences));
-    println!(
+    eprintln!(
         "events/interleaved push of 10,000 samples, {PAIRS} pairs: without events {:.2} ms, \
          with events {:.2} ms, median paired difference {:+.2} ms ({:+.1} % of the push)",
         base * 1e3,
@@ -211,7 +211,7 @@ fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 0 {
+    if sorted.len().is_multiple_of(2) {
         (sorted[mid - 1] + sorted[mid]) / 2.0
     } else {
         sorted[mid]

@@ -514,7 +514,7 @@ impl EventStream {
     pub fn new(user: &User, groups: Vec<(Dataset, Change, Vec<RecordBatch>)>) -> Self {
         EventStream {
             user: user.clone(),
-            who: EventUser::of(&user),
+            who: EventUser::of(user),
             groups: groups
                 .into_iter()
                 .map(|(d, c, b)| (d, c, b.into_iter().filter(|b| b.num_rows() > 0).collect()))

@@ -142,7 +142,7 @@ pub async fn connect(
             }
         }
     }
-    let who = EventUser::of(&user);
+    let who = EventUser::of(user);
     let start = end - chrono::Days::new(u64::from(days.saturating_sub(1)));
     let mut events = Vec::new();
     let mut tx = meta.begin().await?;

@@ -296,7 +296,7 @@ pub(crate) async fn connection_created(
     });
     Ok(Event {
         event_type: EventType::ConnectionCreated,
-        user: Some(EventUser::of(&user)),
+        user: Some(EventUser::of(user)),
         data: json!({
             "user_id": user.id,
             "provider": provider_obj,

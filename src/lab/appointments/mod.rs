@@ -153,7 +153,7 @@ pub(crate) async fn write(
         } else {
             EventType::AppointmentUpdated
         },
-        user: Some(EventUser::of(&user)),
+        user: Some(EventUser::of(user)),
         data: serde_json::to_value(&*appt).unwrap_or_default(),
     };
     deliveries += outbox::enqueue(conn, row.team_id, &[event], now)

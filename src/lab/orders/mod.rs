@@ -75,7 +75,7 @@ pub fn from_document(doc: &str) -> Result<Order, LabError> {
 pub fn order_event(kind: EventType, user: &User, order: &Order) -> Event {
     Event {
         event_type: kind,
-        user: Some(EventUser::of(&user)),
+        user: Some(EventUser::of(user)),
         data: serde_json::to_value(order).unwrap_or_default(),
     }
 }
