@@ -570,3 +570,127 @@ async fn timeseries_reads_come_back_one_source_per_batch_each_sorted_by_time() {
         }
     }
 }
+
+/// Two devices covering the same hours: their segments overlap in time, but a record key starts
+/// with the source, so neither can replace the other's rows and a read resolves nothing; a
+/// correction of one device is resolved within that device's rows only. Compaction keeps the
+/// two apart: each output holds one source, sorted by time.
+#[tokio::test]
+async fn overlapping_sources_are_resolved_apart_and_compacted_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cold = StoreOptions {
+        cache_bytes: 0,
+        ..StoreOptions::default()
+    };
+    let store = open(&dir, cold);
+    let (team, user) = ids();
+    let hr = heartrate();
+    let minute = 60_000_000;
+    let device = |provider: &'static str, from: i64, to: i64, offset: f64| -> Vec<_> {
+        (from..to)
+            .map(|i| {
+                let mut r = row(T0 + i * minute, "x", i as f64 + offset);
+                r.provider = provider;
+                r
+            })
+            .collect()
+    };
+    // Each device syncs two hours in two writes.
+    for (provider, offset) in [("oura", 0.0), ("apple_health_kit", 1000.0)] {
+        for (from, to) in [(0, 60), (60, 120)] {
+            let rows = device(provider, from, to, offset);
+            store.write(team, user, hr, batch(hr, &rows)).await.unwrap();
+        }
+    }
+    let expected = |fixed: Option<(i64, f64)>| -> Vec<Vec<(String, i64, f64)>> {
+        ["apple_health_kit", "oura"]
+            .iter()
+            .map(|p| {
+                let offset = if *p == "oura" { 0.0 } else { 1000.0 };
+                (0..120)
+                    .map(|i| {
+                        let v = match fixed {
+                            Some((at, v)) if *p == "oura" && at == i => v,
+                            _ => i as f64 + offset,
+                        };
+                        (p.to_string(), T0 + i * minute, v)
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let read_by_source = |store: &HealthStore| {
+        let store = store.clone();
+        async move {
+            let batches = store.read(team, user, hr, None).await.unwrap();
+            let mut by_source: Vec<Vec<(String, i64, f64)>> = Vec::new();
+            for rows in sources_per_batch(&batches) {
+                assert!(
+                    rows.iter().all(|r| r.0 == rows[0].0),
+                    "a batch mixes sources"
+                );
+                match by_source.iter_mut().find(|s| s[0].0 == rows[0].0) {
+                    Some(s) => s.extend(rows),
+                    None => by_source.push(rows),
+                }
+            }
+            by_source.sort_by(|a, b| a[0].0.cmp(&b[0].0));
+            by_source
+        }
+    };
+    assert_eq!(read_by_source(&store).await, expected(None));
+    assert_eq!(store.metrics().rows_read, 240);
+    assert_eq!(store.metrics().rows_resolved, 0, "nothing to resolve");
+
+    // A correction of the ring's minute 30: resolved within the ring's rows.
+    let mut fix = row(T0 + 30 * minute, "x", -1.0);
+    fix.ingested = T0 + 1;
+    store
+        .write(team, user, hr, batch(hr, &[fix]))
+        .await
+        .unwrap();
+    assert_eq!(read_by_source(&store).await, expected(Some((30, -1.0))));
+    assert_eq!(store.metrics().rows_replaced, 1);
+    assert_eq!(
+        store.metrics().rows_resolved,
+        121,
+        "only the ring's rows are resolved"
+    );
+
+    let report = store.compact(team, user, hr).await.unwrap();
+    assert_eq!(report.segments_merged, 5);
+    assert_eq!(report.rows_out, 240);
+    let files = segment_files(&store, team, user, hr);
+    assert_eq!(files.len(), 2, "one output per source: {files:?}");
+    let before = store.metrics().rows_resolved;
+    assert_eq!(read_by_source(&store).await, expected(Some((30, -1.0))));
+    assert_eq!(
+        store.metrics().rows_resolved,
+        before,
+        "the outputs overlap in time but not in source: nothing to resolve"
+    );
+    // Each output is one source, sorted by time (the name's range is its first and last row).
+    for file in &files {
+        let bytes = std::fs::read(
+            store
+                .root()
+                .join(format!("{team}/{user}/{}/{file}", hr.path())),
+        )
+        .unwrap();
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(
+            bytes::Bytes::from(bytes),
+            1024,
+        )
+        .unwrap();
+        let rows: Vec<_> = reader
+            .map(|b| sources_per_batch(&[b.unwrap()]).remove(0))
+            .flatten()
+            .collect();
+        assert_eq!(rows.len(), 120, "{file}");
+        assert!(
+            rows.iter().all(|r| r.0 == rows[0].0),
+            "{file} mixes sources"
+        );
+        assert!(rows.windows(2).all(|w| w[0].1 < w[1].1), "{file} unsorted");
+    }
+}

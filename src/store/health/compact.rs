@@ -10,8 +10,9 @@
 //! merely not reclaimed).
 //!
 //! Protocol, per dataset (one compaction at a time, by a mutex):
-//! 1. list and fetch the inputs; merge them (newest per key, sorted by time) off the async
-//!    threads; split into parts of at most `target_segment_rows`;
+//! 1. list and fetch the inputs; merge them (newest per key, sorted by time, or one sorted run
+//!    per source when sources overlap in time: `read.rs`) off the async threads; split each
+//!    run into parts of at most `target_segment_rows`;
 //! 2. write every output durably (temp, fsync, rename, fsync dir). Readers listing now see
 //!    inputs *and* outputs: the same keys twice with equal `ingested_at`, resolved by
 //!    replacement at read time (overlapping ranges disable the no-dedup fast path) - no double
@@ -105,20 +106,34 @@ impl HealthStore {
         let (rows_in, rows_out, written) = tokio::task::spawn_blocking(move || {
             let merged = assemble(fetched, dataset, None, batch_size)?;
             let schema = dataset.schema();
-            let all = concat_batches(&schema, &merged.batches)?;
             let mut written = Vec::new();
-            let mut offset = 0;
             let mut part = 0;
-            while offset < all.num_rows() {
-                let len = target.min(all.num_rows() - offset);
-                let batch = all.slice(offset, len);
-                let name = output_name(&newest, part, &batch, dataset)?;
-                let bytes = write_segment(&write_dir, &name, &batch, props.clone())?;
-                written.push(bytes);
-                offset += len;
-                part += 1;
+            let mut rows_out = 0;
+            // Each time-sorted run (one per source when sources overlap in time, see
+            // `read.rs`) is cut into its own parts, so every output stays sorted by time and
+            // one source's segments stay apart from another's.
+            let runs = match merged.runs.as_slice() {
+                [] => vec![merged.batches.len()],
+                runs => runs.to_vec(),
+            };
+            let mut batches = merged.batches.as_slice();
+            for run in runs {
+                let (this, rest) = batches.split_at(run);
+                batches = rest;
+                let all = concat_batches(&schema, this)?;
+                let mut offset = 0;
+                while offset < all.num_rows() {
+                    let len = target.min(all.num_rows() - offset);
+                    let batch = all.slice(offset, len);
+                    let name = output_name(&newest, part, &batch, dataset)?;
+                    let bytes = write_segment(&write_dir, &name, &batch, props.clone())?;
+                    written.push(bytes);
+                    offset += len;
+                    part += 1;
+                }
+                rows_out += all.num_rows();
             }
-            Ok::<_, StoreError>((merged.rows, all.num_rows(), written))
+            Ok::<_, StoreError>((merged.rows, rows_out, written))
         })
         .await??;
 

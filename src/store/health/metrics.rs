@@ -40,6 +40,9 @@ counters! {
     row_groups_pruned,
     /// Rows decoded from Parquet.
     rows_read,
+    /// Rows that went through replacement resolution (sorted by key) at read time: zero when
+    /// every source's segments are disjoint in time.
+    rows_resolved,
     /// Rows dropped at read time because a newer version of their key exists.
     rows_replaced,
     /// Reads answered from the cache.

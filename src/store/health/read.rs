@@ -7,12 +7,19 @@
 //! key-unique), or timeseries segments whose time ranges are pairwise disjoint (the key contains
 //! the timestamp, so no key can repeat across them); the result is then the segments' batches
 //! concatenated in time order, with no copy.
+//!
+//! Otherwise a timeseries is resolved source by source: its key starts with the source, so a
+//! record of one source never replaces another's, and two devices covering the same days
+//! (segments overlapping in time, but each source's own segments disjoint) need no resolution
+//! at all. Only a source whose own segments overlap is sorted, and only its rows. The result
+//! is then one time-sorted run per source ([`Assembled::runs`]), not one sorted run overall.
 
 use std::ops::Range;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::error::ArrowError;
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use uuid::Uuid;
@@ -20,10 +27,10 @@ use uuid::Uuid;
 use super::constant::ConstantPool;
 use super::layout::SegmentName;
 use super::metrics::Metrics;
-use super::rows::{group_by_source, newest_per_key, slice_window};
+use super::rows::{TimeColumn, group_by_source, newest_per_key, slice_window};
 use super::segment_read::decode;
 use super::{HealthStore, Key, Listed, StoreError};
-use crate::schema::Dataset;
+use crate::schema::{ConstantProofs, Dataset, source_columns};
 
 /// How many times a read re-lists when a listed segment vanished (removed by a compaction).
 const READ_ATTEMPTS: usize = 3;
@@ -76,6 +83,7 @@ impl HealthStore {
         Metrics::add(&m.row_groups_read, assembled.row_groups_read as u64);
         Metrics::add(&m.row_groups_pruned, assembled.row_groups_pruned as u64);
         Metrics::add(&m.rows_read, assembled.rows as u64);
+        Metrics::add(&m.rows_resolved, assembled.resolved as u64);
         Metrics::add(&m.rows_replaced, assembled.replaced as u64);
         Metrics::add(&m.bytes_read, assembled.bytes as u64);
         let evicted = self
@@ -142,13 +150,18 @@ fn cut(
     }
 }
 
-/// A decoded, replacement-free, time-sorted set of segments.
+/// A decoded, replacement-free set of segments: `batches` is one or more runs, each sorted by
+/// time.
 #[derive(Debug, Default)]
 pub(super) struct Assembled {
     pub(super) batches: Vec<RecordBatch>,
+    /// How many batches each time-sorted run has, in order; empty when `batches` is one run.
+    pub(super) runs: Vec<usize>,
     pub(super) segments: usize,
     pub(super) rows: usize,
     pub(super) replaced: usize,
+    /// Rows that went through replacement resolution.
+    pub(super) resolved: usize,
     pub(super) bytes: usize,
     pub(super) row_groups_read: usize,
     pub(super) row_groups_pruned: usize,
@@ -185,20 +198,126 @@ pub(super) fn assemble(
     if matches!(dataset, Dataset::Timeseries(_)) {
         let mut by_time: Vec<_> = decoded.iter().collect();
         by_time.sort_by_key(|(name, _)| name.range.map(|r| r.0));
-        let disjoint = by_time
-            .windows(2)
-            .all(|w| match (w[0].0.range, w[1].0.range) {
-                (Some((_, max)), Some((min, _))) => max < min,
-                _ => false,
-            });
-        if disjoint {
+        if disjoint(by_time.iter().map(|(name, _)| name.range)) {
             out.batches = by_time.into_iter().flat_map(|(_, b)| b.clone()).collect();
             return Ok(out);
         }
+        for run in by_source(decoded, dataset, batch_size)? {
+            let batches = match run {
+                Resolved::Disjoint(batches) => batches,
+                Resolved::Overlapping(batches) => {
+                    let (batch, replaced) = newest_per_key(&batches, dataset)?;
+                    out.resolved += batch.num_rows() + replaced;
+                    out.replaced += replaced;
+                    vec![batch]
+                }
+            };
+            out.runs.push(batches.len());
+            out.batches.extend(batches);
+        }
+        return Ok(out);
     }
     let all: Vec<RecordBatch> = decoded.into_iter().flat_map(|(_, b)| b).collect();
     let (batch, replaced) = newest_per_key(&all, dataset)?;
+    out.resolved = batch.num_rows() + replaced;
     out.replaced = replaced;
     out.batches = vec![batch];
     Ok(out)
+}
+
+/// One source's rows, as [`by_source`] found them.
+enum Resolved {
+    /// Its segments' rows are disjoint in time: these batches, in time order, need nothing.
+    Disjoint(Vec<RecordBatch>),
+    /// Its segments overlap in time: these batches, in creation order, need resolving.
+    Overlapping(Vec<RecordBatch>),
+}
+
+/// The rows of one source from one segment: its batches (in file order, so sorted by time)
+/// and their time range.
+struct Piece {
+    segment: usize,
+    batches: Vec<RecordBatch>,
+    range: Option<(i64, i64)>,
+}
+
+/// Splits decoded timeseries segments (in creation order) by source, sources in first-seen
+/// order, and tells for each whether its pieces overlap in time (see the module docs).
+fn by_source(
+    decoded: Vec<(SegmentName, Vec<RecordBatch>)>,
+    dataset: Dataset,
+    batch_size: usize,
+) -> Result<Vec<Resolved>, StoreError> {
+    let time = dataset.time_column();
+    let mut proofs = ConstantProofs::default();
+    let mut sources: Vec<((String, String), Vec<Piece>)> = Vec::new();
+    for (segment, (_, batches)) in decoded.into_iter().enumerate() {
+        for batch in group_by_source(batches, batch_size)? {
+            let (provider, source_type) = source_columns(&batch)?;
+            let (Some(provider), Some(source_type)) =
+                (proofs.constant(provider), proofs.constant(source_type))
+            else {
+                return Err(ArrowError::ComputeError(
+                    "a batch regrouped by source holds several sources".to_owned(),
+                )
+                .into());
+            };
+            let range = TimeColumn::of(&batch, time)?.sorted_range();
+            let at = match sources
+                .iter()
+                .position(|((p, t), _)| p == provider && t == source_type)
+            {
+                Some(at) => at,
+                None => {
+                    let source = (provider.to_owned(), source_type.to_owned());
+                    sources.push((source, Vec::new()));
+                    sources.len() - 1
+                }
+            };
+            let pieces = &mut sources[at].1;
+            match pieces.last_mut().filter(|p| p.segment == segment) {
+                Some(piece) => {
+                    piece.range = match (piece.range, range) {
+                        (Some((a, _)), Some((_, b))) => Some((a, b)),
+                        (r, None) | (None, r) => r,
+                    };
+                    piece.batches.push(batch);
+                }
+                None => pieces.push(Piece {
+                    segment,
+                    batches: vec![batch],
+                    range,
+                }),
+            }
+        }
+    }
+    Ok(sources
+        .into_iter()
+        .map(|(_, pieces)| {
+            let mut by_time: Vec<&Piece> = pieces.iter().collect();
+            by_time.sort_by_key(|p| p.range.map(|r| r.0));
+            if disjoint(by_time.iter().map(|p| p.range)) {
+                let batches = by_time.iter().flat_map(|p| p.batches.iter().cloned());
+                Resolved::Disjoint(batches.collect())
+            } else {
+                Resolved::Overlapping(pieces.into_iter().flat_map(|p| p.batches).collect())
+            }
+        })
+        .collect())
+}
+
+/// Whether time ranges, sorted by their start, are pairwise disjoint (an unknown range,
+/// all-null times, counts as overlapping).
+fn disjoint(ranges: impl Iterator<Item = Option<(i64, i64)>>) -> bool {
+    let mut last_end = None;
+    for range in ranges {
+        let Some((start, end)) = range else {
+            return false;
+        };
+        if last_end.is_some_and(|e| e >= start) {
+            return false;
+        }
+        last_end = Some(end);
+    }
+    true
 }
