@@ -6,7 +6,12 @@
 //!   batches their journal commits);
 //! - `read 90 days of 1 Hz heart rate (7,776,000 rows)`: cold (cache disabled: list, fetch,
 //!   decode Parquet) and warm (cached), on a current-thread runtime;
-//! - `read one day of 90 days of 1 Hz heart rate, cold`: segment pruning at work.
+//! - `read one day of 90 days of 1 Hz heart rate, cold`: segment pruning at work;
+//! - `read 90 days of 1 Hz heart rate from two devices, pushed (15,552,000 rows)`, cold and
+//!   warm: a watch and a ring covering the same 90 days, each pushed in batches of 50,000
+//!   samples (the push API's size) with the `store.compact` job's compaction after every push,
+//!   so the layout is the one pushes leave: each device's segments disjoint, the two devices'
+//!   segments overlapping in time. Checks that the read resolves nothing and returns every row.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
@@ -35,6 +40,16 @@ fn heartrate() -> Dataset {
 
 /// `rows` 1 Hz samples from `start`, values a seeded random walk in 45..=185 bpm.
 fn samples(start: i64, rows: usize, rng: &mut ChaCha8Rng) -> RecordBatch {
+    device_samples(("apple_health_kit", "watch"), start, rows, rng)
+}
+
+/// [`samples`] of one device: its (provider, source type).
+fn device_samples(
+    (provider, source_type): (&str, &str),
+    start: i64,
+    rows: usize,
+    rng: &mut ChaCha8Rng,
+) -> RecordBatch {
     let schema = heartrate().schema();
     let mut bpm = 70.0f64;
     let values: Float64Array = (0..rows)
@@ -60,8 +75,8 @@ fn samples(start: i64, rows: usize, rng: &mut ChaCha8Rng) -> RecordBatch {
             "timezone_offset" => Arc::new(Int32Array::from_iter_values((0..rows).map(|_| 3600))),
             "unit" => text("bpm"),
             "value" => Arc::new(values.clone()),
-            "source_provider" => text("apple_health_kit"),
-            "source_type" => text("watch"),
+            "source_provider" => text(provider),
+            "source_type" => text(source_type),
             "source_app_id" => text("com.apple.health"),
             _ => new_null_array(f.data_type(), rows),
         })
@@ -218,5 +233,96 @@ fn read(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, push, read);
+/// Samples per push in the two-device scenario (the push API's realistic batch).
+const PUSH_ROWS: usize = 50_000;
+
+/// A store holding 90 days of 1 Hz heart rate from a watch and from a ring, each device's days
+/// pushed in batches of [`PUSH_ROWS`], the watch first, compacting after every push as the
+/// `store.compact` job does (`compact_due`).
+fn two_devices_pushed(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> (Uuid, Uuid) {
+    let store =
+        HealthStore::open(dir.to_str().expect("utf-8"), StoreOptions::default()).expect("open");
+    let (team, user) = (Uuid::new_v4(), Uuid::new_v4());
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let total = 90 * DAY_ROWS;
+    rt.block_on(async {
+        for device in [("apple_health_kit", "watch"), ("oura", "ring")] {
+            for first in (0..total).step_by(PUSH_ROWS) {
+                let rows = PUSH_ROWS.min(total - first);
+                let batch = device_samples(device, T0 + first as i64 * SECOND, rows, &mut rng);
+                store
+                    .write(team, user, heartrate(), batch)
+                    .await
+                    .expect("write");
+                store
+                    .compact_due(team, user, heartrate())
+                    .await
+                    .expect("compact");
+            }
+        }
+    });
+    (team, user)
+}
+
+fn read_two_devices(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (team, user) = two_devices_pushed(&rt, dir.path());
+    let path = dir.path().to_str().expect("utf-8");
+    let cold = HealthStore::open(
+        path,
+        StoreOptions {
+            cache_bytes: 0,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
+    let warm = HealthStore::open(path, StoreOptions::default()).expect("open");
+    let all_rows = 2 * 90 * DAY_ROWS;
+    let mut group = c.benchmark_group("store read");
+    group
+        .sample_size(10)
+        .throughput(Throughput::Elements(all_rows as u64));
+    group.bench_function(
+        "read 90 days of 1 Hz heart rate from two devices, pushed (15,552,000 rows), cold",
+        |b| {
+            b.iter(|| {
+                let got = rt
+                    .block_on(cold.read(team, user, heartrate(), None))
+                    .expect("read");
+                assert_eq!(rows(&got), all_rows);
+            });
+        },
+    );
+    let m = cold.metrics();
+    assert_eq!(m.rows_resolved, 0, "two devices' rows never replace each other");
+    eprintln!(
+        "store read/two devices: {} segments per cold read",
+        m.segments_read / m.cache_misses.max(1)
+    );
+    let first = rt
+        .block_on(warm.read(team, user, heartrate(), None))
+        .expect("read");
+    assert_eq!(rows(&first), all_rows);
+    let hits = warm.metrics().cache_hits;
+    group.sample_size(100);
+    group.bench_function(
+        "read 90 days of 1 Hz heart rate from two devices, pushed (15,552,000 rows), warm",
+        |b| {
+            b.iter(|| {
+                let got = rt
+                    .block_on(warm.read(team, user, heartrate(), None))
+                    .expect("read");
+                assert_eq!(rows(&got), all_rows);
+            });
+        },
+    );
+    assert!(
+        warm.metrics().cache_hits > hits,
+        "warm reads are cache hits (the default cache holds both devices)"
+    );
+    group.finish();
+}
+
+criterion_group!(benches, push, read, read_two_devices);
 criterion::criterion_main!(benches);
