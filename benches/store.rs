@@ -295,7 +295,10 @@ fn read_two_devices(c: &mut Criterion) {
         },
     );
     let m = cold.metrics();
-    assert_eq!(m.rows_resolved, 0, "two devices' rows never replace each other");
+    assert_eq!(
+        m.rows_resolved, 0,
+        "two devices' rows never replace each other"
+    );
     eprintln!(
         "store read/two devices: {} segments per cold read",
         m.segments_read / m.cache_misses.max(1)

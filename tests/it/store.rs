@@ -159,13 +159,15 @@ async fn a_one_day_window_reads_only_the_segments_and_row_groups_overlapping_it(
             .segments_written,
         1
     );
+    // (A window outside day 4, which the cache still holds: compaction keeps the entry.)
     let before = store.metrics();
-    let window = at(T0 + 4 * DAY + 1)..at(T0 + 4 * DAY + 3_600_000_000);
+    let start = T0 + 6 * DAY + 40 * 60_000_000;
+    let window = at(start + 1)..at(start + 3_600_000_000);
     let got = one(hr, &store.read(team, user, hr, Some(window)).await.unwrap());
     let after = store.metrics();
     assert_eq!(got.num_rows(), 59, "minutes 1..=59 of the hour");
     assert_eq!(after.segments_read - before.segments_read, 1);
-    // Minutes 5761..5819 of 14,400 lie in row groups 57 and 58 of 144.
+    // Minutes 8681..8739 of 14,400 lie in row groups 86 and 87 of 144.
     assert_eq!(after.row_groups_read - before.row_groups_read, 2);
     assert_eq!(after.row_groups_pruned - before.row_groups_pruned, 142);
 }
@@ -248,7 +250,7 @@ async fn deleting_a_user_removes_all_of_its_data_and_nothing_else() {
 }
 
 #[tokio::test]
-async fn the_cache_answers_repeated_reads_and_is_invalidated_by_writes() {
+async fn the_cache_answers_repeated_reads_is_invalidated_by_writes_and_kept_by_compaction() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir, StoreOptions::default());
     let (team, user) = ids();
@@ -286,6 +288,20 @@ async fn the_cache_answers_repeated_reads_and_is_invalidated_by_writes() {
     assert_eq!(floats(&got, "value"), vec![70.0, 71.0]);
     let m2 = store.metrics();
     assert_eq!(m2.cache_misses - m1.cache_misses, 1);
+
+    // A compaction changes files, not content: the entry stays and still answers exactly.
+    let report = store.compact(team, user, hr).await.unwrap();
+    assert_eq!(report.segments_merged, 2);
+    let got = one(hr, &store.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![70.0, 71.0]);
+    let m3 = store.metrics();
+    assert_eq!(
+        (
+            m3.cache_misses - m2.cache_misses,
+            m3.cache_hits - m2.cache_hits
+        ),
+        (0, 1)
+    );
 }
 
 #[tokio::test]

@@ -21,8 +21,10 @@
 //!    Readers hold that lock shared from listing until their bytes are fetched, so a listed
 //!    segment is never removed under them; they see either all inputs or none, and in the
 //!    second case all outputs - no missed row;
-//! 4. invalidate the cache entry. The logical content is unchanged, so this costs one cold
-//!    read; it keeps the rule simple (the cache never outlives the files it was decoded from);
+//! 4. keep the cache entry: a compaction changes files, not content (the outputs hold exactly
+//!    the rows a read of the inputs answers), so a cached result stays exact and the next query
+//!    after the `store.compact` job is as warm as the one before it. For the same reason a
+//!    read racing the compaction may cache what it read from inputs, outputs or both;
 //! 5. remove the commit records (see `commit.rs`) none of whose segments exists any more: the
 //!    outputs are unmarked segments, which count by existing.
 //!
@@ -152,7 +154,6 @@ impl HealthStore {
         })
         .await??;
         drop(exclusive);
-        self.inner.cache.invalidate(&key);
         let mut commits: Vec<CommitId> = run.iter().filter_map(|s| s.name.commit()).collect();
         commits.sort_unstable();
         commits.dedup();
