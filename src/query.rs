@@ -87,7 +87,9 @@ async fn run_until(
         added?;
         inputs.insert(dataset, batches);
     }
-    let results = engine.execute(&request, &ctx, inputs, deadline).await?;
+    let results = engine
+        .execute_for(&request, &ctx, inputs, deadline, format)
+        .await?;
     // Encoding large answers is CPU work: the engine does it on the blocking pool.
     Ok(engine::encode_blocking(results, format, limits).await?)
 }

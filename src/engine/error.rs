@@ -19,13 +19,13 @@ pub enum EngineError {
     },
     /// A JSON result would exceed the cell limit (422 advising the Parquet media type).
     #[error(
-        "query {query} produces {cells} cells, more than the JSON limit of {limit}; \
+        "query {query} produces at least {cells} cells, more than the JSON limit of {limit}; \
          request application/vnd.service.tar+gzip+parquet instead"
     )]
     ResultTooLarge {
         /// The 0-based query index.
         query: usize,
-        /// Rows times columns of its result.
+        /// Rows times columns of its result, or of the part computed when the run stopped.
         cells: usize,
         /// The configured limit.
         limit: usize,

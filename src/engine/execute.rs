@@ -21,9 +21,10 @@ use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::optimizer::common_subexpr_eliminate::CommonSubexprEliminate;
 use datafusion::optimizer::optimize_projections::OptimizeProjections;
-use datafusion::physical_plan::{ExecutionPlan, collect};
+use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use datafusion::prelude::SessionConfig;
+use futures::TryStreamExt;
 
 use crate::schema::Dataset;
 
@@ -31,7 +32,7 @@ use super::budget::Budget;
 use super::lang::request::{QuerySource, ValidRequest};
 use super::plan::bucket::BucketPlanner;
 use super::plan::catalog::{Catalog, UserContext};
-use super::{EngineError, Limits, compile, time};
+use super::{EngineError, Limits, OutputFormat, compile, time};
 
 /// One query's result table: its output schema (§4.1 names, §4.3 types) and rows.
 #[derive(Debug, Clone)]
@@ -149,8 +150,15 @@ impl RequestSession {
         }
     }
 
-    /// Optimises, plans and runs one compiled query; a failure says in which phase.
-    async fn run(&self, plan: &LogicalPlan, limits: &Limits) -> Result<Run, EngineError> {
+    /// Optimises, plans and runs one compiled query; a failure says in which phase. With
+    /// `max_cells` (a JSON answer), the run stops as soon as its output passes that many
+    /// cells, so an answer too large for JSON is refused without computing all of it.
+    async fn run(
+        &self,
+        plan: &LogicalPlan,
+        limits: &Limits,
+        max_cells: Option<CellCap>,
+    ) -> Result<Run, EngineError> {
         let planning = |source| EngineError::Planning { source };
         let t = std::time::Instant::now();
         let optimised = self.state.optimize(plan).map_err(planning)?;
@@ -161,9 +169,23 @@ impl RequestSession {
             .await
             .map_err(planning)?;
         let planned_at = t.elapsed();
-        let batches = collect(physical.clone(), self.task.clone())
-            .await
-            .map_err(|e| classify(e, limits))?;
+        let mut stream =
+            execute_stream(physical.clone(), self.task.clone()).map_err(|e| classify(e, limits))?;
+        let columns = physical.schema().fields().len();
+        let (mut batches, mut cells) = (Vec::new(), 0usize);
+        while let Some(batch) = stream.try_next().await.map_err(|e| classify(e, limits))? {
+            cells += batch.num_rows() * columns;
+            if let Some(cap) = max_cells
+                && cells > cap.limit
+            {
+                return Err(EngineError::ResultTooLarge {
+                    query: cap.query,
+                    cells,
+                    limit: cap.limit,
+                });
+            }
+            batches.push(batch);
+        }
         Ok(Run {
             phases: [
                 optimised_at,
@@ -174,6 +196,13 @@ impl RequestSession {
             batches,
         })
     }
+}
+
+/// The JSON cell limit as one query's run checks it.
+#[derive(Debug, Clone, Copy)]
+struct CellCap {
+    query: usize,
+    limit: usize,
 }
 
 /// One query's run: its physical plan (with metrics), its batches, and the time spent
@@ -221,10 +250,15 @@ async fn run_one(
     i: usize,
     catalog: &Catalog,
     limits: &Limits,
+    format: Option<OutputFormat>,
 ) -> Result<QueryResult, EngineError> {
     let plan = compile(req, i, catalog)?;
     let schema = Arc::new(plan.schema().as_arrow().clone());
-    let run = session.run(&plan, limits).await?;
+    let cap = (format == Some(OutputFormat::Json)).then_some(CellCap {
+        query: i,
+        limit: limits.max_json_cells,
+    });
+    let run = session.run(&plan, limits, cap).await?;
     let batches = run
         .batches
         .into_iter()
@@ -273,7 +307,7 @@ pub(super) async fn explain_analyze(
         let t = std::time::Instant::now();
         let plan = compile(req, i, &catalog)?;
         let compiled = t.elapsed();
-        let run = session.run(&plan, limits).await?;
+        let run = session.run(&plan, limits, None).await?;
         let [optimise, planning, execution] = run.phases;
         let _ = writeln!(
             out,
@@ -284,7 +318,8 @@ pub(super) async fn explain_analyze(
     Ok(out)
 }
 
-/// Runs every query of `req` over `inputs` on `runtime` until `deadline`.
+/// Runs every query of `req` over `inputs` on `runtime` until `deadline`; for a JSON answer
+/// (`format`), a query whose output passes the JSON cell limit stops there.
 ///
 /// The returned future owns the work: when it is dropped (the deadline passed here, an outer
 /// deadline, a client that went away), the task is aborted, which drops, and so cancels, every
@@ -298,13 +333,14 @@ pub(super) async fn execute_on(
     inputs: HashMap<Dataset, Vec<RecordBatch>>,
     limits: &Limits,
     deadline: tokio::time::Instant,
+    format: Option<OutputFormat>,
 ) -> Result<Vec<QueryResult>, EngineError> {
     let (catalog, session, mut budget) = prepare(state, ctx, inputs, limits)?;
     let (req, lim) = (req.clone(), limits.clone());
     let work = AbortOnDrop(runtime.spawn(async move {
         let mut results = Vec::with_capacity(req.queries.len());
         for i in 0..req.queries.len() {
-            let result = run_one(&session, &req, i, &catalog, &lim).await?;
+            let result = run_one(&session, &req, i, &catalog, &lim, format).await?;
             // Results wait for the last query (and the encoder): they hold memory meanwhile.
             budget
                 .charge(&result.batches)

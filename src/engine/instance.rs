@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::execute::{self, QueryResult};
 use super::lang::request::ValidRequest;
 use super::plan::catalog::UserContext;
-use super::{EngineError, Limits};
+use super::{EngineError, Limits, OutputFormat};
 use crate::schema::Dataset;
 
 /// The query engine; cheap to clone (one shared inner value).
@@ -94,6 +94,31 @@ impl Engine {
         inputs: HashMap<Dataset, Vec<RecordBatch>>,
         deadline: Instant,
     ) -> Result<Vec<QueryResult>, EngineError> {
+        self.run(req, ctx, inputs, deadline, None).await
+    }
+
+    /// [`Engine::execute`] for an answer in `format`: for JSON, a query stops as soon as its
+    /// output passes `max_json_cells` ([`EngineError::ResultTooLarge`]), instead of running to
+    /// the end for the encoder to refuse it.
+    pub async fn execute_for(
+        &self,
+        req: &ValidRequest,
+        ctx: &UserContext,
+        inputs: HashMap<Dataset, Vec<RecordBatch>>,
+        deadline: Instant,
+        format: OutputFormat,
+    ) -> Result<Vec<QueryResult>, EngineError> {
+        self.run(req, ctx, inputs, deadline, Some(format)).await
+    }
+
+    async fn run(
+        &self,
+        req: &ValidRequest,
+        ctx: &UserContext,
+        inputs: HashMap<Dataset, Vec<RecordBatch>>,
+        deadline: Instant,
+        format: Option<OutputFormat>,
+    ) -> Result<Vec<QueryResult>, EngineError> {
         execute::execute_on(
             &self.inner.handle,
             &self.inner.state,
@@ -102,6 +127,7 @@ impl Engine {
             inputs,
             &self.inner.limits,
             deadline,
+            format,
         )
         .await
     }

@@ -20,8 +20,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use wearhouse::engine::{
-    Catalog, Engine, EngineError, Limits, UserContext, compile, encode_json, encode_parquet_tar,
-    execute, explain_analyze, parse_request,
+    Catalog, Engine, EngineError, Limits, OutputFormat, UserContext, compile, encode_json,
+    encode_parquet_tar, execute, explain_analyze, parse_request,
 };
 use wearhouse::schema::Dataset;
 
@@ -525,6 +525,69 @@ async fn json_cell_limit_advises_parquet() {
         err.to_string()
             .contains("application/vnd.service.tar+gzip+parquet")
     );
+}
+
+/// For a JSON answer the engine refuses an over-large result while it is being produced: the
+/// run stops at the batch that passes the limit, long before the whole result exists. The same
+/// request for Parquet runs to the end.
+#[tokio::test]
+async fn a_json_answer_over_the_cell_limit_stops_the_run_early() {
+    let limits = Limits {
+        max_json_cells: 10,
+        ..Limits::default()
+    };
+    let engine = Engine::new(limits.clone()).unwrap();
+    // Five batches of 20,000 one-second samples; the query selects every row (2 columns).
+    let start = data::ts("2025-03-01T00:00:00");
+    let hr = Dataset::Timeseries(wearhouse::schema::resource("heartrate").unwrap());
+    let batches: Vec<RecordBatch> = (0..5)
+        .map(|b| {
+            let rows: Vec<_> = (0..20_000)
+                .map(|i| {
+                    let t = start + (b * 20_000 + i) * 1_000_000;
+                    data::sample(t, Some(0), 60.0, "oura", "ring", start)
+                })
+                .collect();
+            data::to_batch(hr, &rows)
+        })
+        .collect();
+    let body = json!({"timeframe": {"anchor": "2025-03-07", "past": {"value": 7, "unit": "day"}},
+        "queries": [{"select": [{"index": "timeseries"}, {"timeseries": "heartrate", "field": "value"}]}]});
+    let req = parse_request(&body, &limits).unwrap();
+    let inputs = || {
+        [(hr, batches.clone())]
+            .into_iter()
+            .collect::<HashMap<_, _>>()
+    };
+    let ctx = UserContext::default();
+    let err = engine
+        .execute_for(&req, &ctx, inputs(), engine.deadline(), OutputFormat::Json)
+        .await
+        .unwrap_err();
+    let EngineError::ResultTooLarge {
+        query,
+        cells,
+        limit,
+    } = err
+    else {
+        panic!("{err}");
+    };
+    assert_eq!((query, limit), (0, 10));
+    assert!(
+        cells > 10 && cells < 2 * 100_000,
+        "stopped at the first batch past the limit, not after all 200,000 cells: {cells}"
+    );
+    let all = engine
+        .execute_for(
+            &req,
+            &ctx,
+            inputs(),
+            engine.deadline(),
+            OutputFormat::ParquetTar,
+        )
+        .await
+        .unwrap();
+    assert_eq!(all[0].num_rows(), 100_000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
