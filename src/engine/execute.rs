@@ -32,7 +32,7 @@ use super::budget::Budget;
 use super::lang::request::{QuerySource, ValidRequest};
 use super::plan::bucket::BucketPlanner;
 use super::plan::catalog::{Catalog, UserContext};
-use super::{EngineError, Limits, OutputFormat, compile, time};
+use super::{EngineError, Limits, compile, time};
 
 /// One query's result table: its output schema (§4.1 names, §4.3 types) and rows.
 #[derive(Debug, Clone)]
@@ -250,15 +250,14 @@ async fn run_one(
     i: usize,
     catalog: &Catalog,
     limits: &Limits,
-    format: Option<OutputFormat>,
 ) -> Result<QueryResult, EngineError> {
     let plan = compile(req, i, catalog)?;
     let schema = Arc::new(plan.schema().as_arrow().clone());
-    let cap = (format == Some(OutputFormat::Json)).then_some(CellCap {
+    let cap = CellCap {
         query: i,
         limit: limits.max_json_cells,
-    });
-    let run = session.run(&plan, limits, cap).await?;
+    };
+    let run = session.run(&plan, limits, Some(cap)).await?;
     let batches = run
         .batches
         .into_iter()
@@ -318,8 +317,8 @@ pub(super) async fn explain_analyze(
     Ok(out)
 }
 
-/// Runs every query of `req` over `inputs` on `runtime` until `deadline`; for a JSON answer
-/// (`format`), a query whose output passes the JSON cell limit stops there.
+/// Runs every query of `req` over `inputs` on `runtime` until `deadline`; a query whose output
+/// passes `limits.max_json_cells` stops there (callers answering Parquet lift that limit).
 ///
 /// The returned future owns the work: when it is dropped (the deadline passed here, an outer
 /// deadline, a client that went away), the task is aborted, which drops, and so cancels, every
@@ -333,14 +332,13 @@ pub(super) async fn execute_on(
     inputs: HashMap<Dataset, Vec<RecordBatch>>,
     limits: &Limits,
     deadline: tokio::time::Instant,
-    format: Option<OutputFormat>,
 ) -> Result<Vec<QueryResult>, EngineError> {
     let (catalog, session, mut budget) = prepare(state, ctx, inputs, limits)?;
     let (req, lim) = (req.clone(), limits.clone());
     let work = AbortOnDrop(runtime.spawn(async move {
         let mut results = Vec::with_capacity(req.queries.len());
         for i in 0..req.queries.len() {
-            let result = run_one(&session, &req, i, &catalog, &lim, format).await?;
+            let result = run_one(&session, &req, i, &catalog, &lim).await?;
             // Results wait for the last query (and the encoder): they hold memory meanwhile.
             budget
                 .charge(&result.batches)

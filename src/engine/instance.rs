@@ -85,8 +85,9 @@ impl Engine {
         Instant::now() + self.inner.limits.timeout
     }
 
-    /// Runs every query of `req` over `inputs` within the memory limit, until `deadline`. The
-    /// work stops when the deadline passes or when this future is dropped.
+    /// Runs every query of `req` over `inputs` within the memory limit, until `deadline`, with
+    /// no cell limit (as for a Parquet answer). The work stops when the deadline passes or when
+    /// this future is dropped.
     pub async fn execute(
         &self,
         req: &ValidRequest,
@@ -94,7 +95,8 @@ impl Engine {
         inputs: HashMap<Dataset, Vec<RecordBatch>>,
         deadline: Instant,
     ) -> Result<Vec<QueryResult>, EngineError> {
-        self.run(req, ctx, inputs, deadline, None).await
+        self.run(req, ctx, inputs, deadline, OutputFormat::ParquetTar)
+            .await
     }
 
     /// [`Engine::execute`] for an answer in `format`: for JSON, a query stops as soon as its
@@ -108,7 +110,7 @@ impl Engine {
         deadline: Instant,
         format: OutputFormat,
     ) -> Result<Vec<QueryResult>, EngineError> {
-        self.run(req, ctx, inputs, deadline, Some(format)).await
+        self.run(req, ctx, inputs, deadline, format).await
     }
 
     async fn run(
@@ -117,17 +119,24 @@ impl Engine {
         ctx: &UserContext,
         inputs: HashMap<Dataset, Vec<RecordBatch>>,
         deadline: Instant,
-        format: Option<OutputFormat>,
+        format: OutputFormat,
     ) -> Result<Vec<QueryResult>, EngineError> {
+        // Only a JSON answer has a cell limit; the run stops at it.
+        let limits = match format {
+            OutputFormat::Json => self.inner.limits.clone(),
+            OutputFormat::ParquetTar => Limits {
+                max_json_cells: usize::MAX,
+                ..self.inner.limits.clone()
+            },
+        };
         execute::execute_on(
             &self.inner.handle,
             &self.inner.state,
             req,
             ctx,
             inputs,
-            &self.inner.limits,
+            &limits,
             deadline,
-            format,
         )
         .await
     }
