@@ -699,8 +699,7 @@ async fn overlapping_sources_are_resolved_apart_and_compacted_apart() {
         )
         .unwrap();
         let rows: Vec<_> = reader
-            .map(|b| sources_per_batch(&[b.unwrap()]).remove(0))
-            .flatten()
+            .flat_map(|b| sources_per_batch(&[b.unwrap()]).remove(0))
             .collect();
         assert_eq!(rows.len(), 120, "{file}");
         assert!(
