@@ -86,6 +86,23 @@ pub async fn push(
     store_push(meta, store, user, parsed, now).await
 }
 
+/// Validates a columnar push (one timeseries as an Arrow IPC stream or a Parquet file, see
+/// `ingest::parse_push_columnar`) on a blocking thread; [`store_push`] then stores it exactly
+/// as a JSON push is stored.
+pub async fn parse_columnar(
+    body: bytes::Bytes,
+    format: ingest::Columnar,
+    target: ingest::ColumnarTarget,
+    now: DateTime<Utc>,
+) -> Result<PushBatches, DataError> {
+    Ok(
+        tokio::task::spawn_blocking(move || {
+            ingest::parse_push_columnar(body, format, &target, now)
+        })
+        .await??,
+    )
+}
+
 /// Validates a push body given as JSON text and stores it durably; answers the counts per
 /// table. The text is parsed in one pass on a blocking thread and dropped before the writes,
 /// so a push costs about its body plus its Arrow batches (see `ingest::parse_push_json`).
@@ -124,7 +141,7 @@ fn push_user(user: &User) -> PushUser {
 /// becomes visible only once the plan is (the store's gate), so a crash never leaves data whose
 /// events nobody will announce. Its events are made after it by the `events.push` job, so the
 /// push pays for a read of what it may replace and one small row, overlapped with its write.
-async fn store_push(
+pub async fn store_push(
     meta: &MetadataStore,
     store: &HealthStore,
     user: &User,

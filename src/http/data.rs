@@ -12,12 +12,12 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{ApiPath, AuthTeam, JsonBytes, PushUser, QueryParams, TeamUser, parse_uuid};
+use super::extract::{ApiPath, AuthTeam, PushBody, PushUser, QueryParams, TeamUser, parse_uuid};
 use super::models;
 use super::stream::json_stream;
 use super::users::team_user;
 use crate::data;
-use crate::ingest;
+use crate::ingest::{self, ColumnarTarget};
 use crate::loc;
 use crate::providers;
 use crate::schema::{Dataset, Resource, Table, resource};
@@ -40,8 +40,16 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// Push normalised data for a user; answers once it is durable.
 #[utoipa::path(post, path = "/v2/user/{user_id}/data", tag = "data",
-    params(("user_id" = uuid::Uuid, Path)),
-    request_body(content = models::PushBody),
+    params(("user_id" = uuid::Uuid, Path),
+           ("resource" = Option<String>, Query, description = "Columnar bodies: the timeseries the rows belong to (required)"),
+           ("provider" = Option<String>, Query, description = "Columnar bodies: the provider slug, unless a source_provider column gives it"),
+           ("source_type" = Option<String>, Query, description = "Columnar bodies: the source type (default: the provider's)"),
+           ("source_app_id" = Option<String>, Query, description = "Columnar bodies: the source app"),
+           ("source_device_id" = Option<String>, Query, description = "Columnar bodies: the source device")),
+    request_body(description = "A JSON push body, or the rows of one timeseries (its columns as in a Parquet export: timestamp, value, ...) as an Arrow IPC stream or a Parquet file",
+        content((models::PushBody = "application/json"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"))),
     responses((status = 200, description = "Stored; rows per part", body = models::Pushed),
               (status = 404, description = "User not found", body = models::ErrorDetail),
               (status = 413, description = "Body over the size limit", body = models::ErrorDetail),
@@ -50,26 +58,51 @@ pub fn routes() -> OpenApiRouter<AppState> {
 async fn push_data(
     State(state): State<AppState>,
     PushUser { user, sdk_only }: PushUser,
-    JsonBytes(body): JsonBytes,
+    query: QueryParams,
+    body: PushBody,
 ) -> Result<Json<models::Pushed>, ApiError> {
-    if sdk_only {
-        let provider = serde_json::from_slice::<Value>(&body)
-            .ok()
-            .and_then(|v| v.get("provider").and_then(Value::as_str).map(str::to_owned));
-        if let Some(p) = provider
-            && !crate::link::codes::pushable(&p)
-        {
-            return Err(ApiError::BadRequest(format!(
-                "a link code credential pushes only on-device providers' data (apple_health_kit, \
-                 health_connect, samsung_health, the *_ble providers, manual), not {p:?}"
-            )));
+    let stored = match body {
+        PushBody::Json(body) => {
+            if sdk_only {
+                let provider = serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v.get("provider").and_then(Value::as_str).map(str::to_owned));
+                sdk_pushable(provider.as_deref())?;
+            }
+            data::push_json(&state.meta, &state.health, &user, body, Utc::now()).await?
         }
-    }
-    let stored = data::push_json(&state.meta, &state.health, &user, body, Utc::now()).await?;
+        PushBody::Columnar(format, body) => {
+            let param = |name: &str| query.get(name).map(str::to_owned);
+            let target = ColumnarTarget {
+                resource: param("resource"),
+                provider: param("provider"),
+                source_type: param("source_type"),
+                app_id: param("source_app_id"),
+                device_id: param("source_device_id"),
+            };
+            let now = Utc::now();
+            let parsed = data::parse_columnar(body, format, target, now).await?;
+            if sdk_only {
+                sdk_pushable(Some(&parsed.provider))?;
+            }
+            data::store_push(&state.meta, &state.health, &user, parsed, now).await?
+        }
+    };
     Ok(Json(models::Pushed {
         user_id: user.id,
         stored,
     }))
+}
+
+/// A link code's push credential pushes only on-device providers' data.
+fn sdk_pushable(provider: Option<&str>) -> Result<(), ApiError> {
+    match provider {
+        Some(p) if !crate::link::codes::pushable(p) => Err(ApiError::BadRequest(format!(
+            "a link code credential pushes only on-device providers' data (apple_health_kit, \
+             health_connect, samsung_health, the *_ble providers, manual), not {p:?}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn provider_filter(query: &QueryParams) -> Result<Option<&str>, ApiError> {

@@ -73,31 +73,69 @@ pub async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
 /// `Content-Length` (no second copy): 422 for a wrong or missing `Content-Type` or an empty
 /// body; 413 over the limit.
 pub async fn read_json_bytes(req: Request, limit: usize) -> Result<bytes::Bytes, ApiError> {
-    let content_type = req
-        .headers()
+    match content_type(&req) {
+        Some(ct) if is_json_content_type(&ct) => read_bytes(req, limit).await,
+        other => Err(wrong_content_type(other, "application/json")),
+    }
+}
+
+fn content_type(req: &Request) -> Option<String> {
+    req.headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    match content_type {
-        Some(ct) if is_json_content_type(&ct) => {}
-        Some(ct) => {
-            return Err(ApiError::invalid(
-                Violation::new(
-                    loc!["header", "content-type"],
-                    "content_type",
-                    format!("expected Content-Type application/json, got {ct:?}"),
-                )
-                .with_input(Value::from(ct)),
-            ));
-        }
-        None => {
-            return Err(ApiError::invalid(Violation::new(
-                loc!["header", "content-type"],
-                "content_type",
-                "expected Content-Type application/json",
-            )));
+        .map(str::to_owned)
+}
+
+/// The 422 of a body sent with another `Content-Type` than `expected` (or none).
+fn wrong_content_type(got: Option<String>, expected: &str) -> ApiError {
+    let violation =
+        |msg: String| Violation::new(loc!["header", "content-type"], "content_type", msg);
+    ApiError::invalid(match got {
+        Some(ct) => violation(format!("expected Content-Type {expected}, got {ct:?}"))
+            .with_input(Value::from(ct)),
+        None => violation(format!("expected Content-Type {expected}")),
+    })
+}
+
+/// A push body: JSON text, or the rows of one timeseries in a columnar encoding
+/// (`ingest::parse_push_columnar`), told apart by `Content-Type`; each at most the body limit.
+#[derive(Debug)]
+pub enum PushBody {
+    /// `application/json`.
+    Json(bytes::Bytes),
+    /// An Arrow IPC stream or a Parquet file.
+    Columnar(crate::ingest::Columnar, bytes::Bytes),
+}
+
+impl FromRequest<AppState> for PushBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let limit = state.config.body_limit;
+        let ct = content_type(&req);
+        match ct
+            .as_deref()
+            .and_then(crate::ingest::Columnar::from_media_type)
+        {
+            Some(format) => Ok(PushBody::Columnar(format, read_bytes(req, limit).await?)),
+            None if ct.as_deref().is_some_and(is_json_content_type) => {
+                Ok(PushBody::Json(read_bytes(req, limit).await?))
+            }
+            None => Err(wrong_content_type(
+                ct,
+                &format!(
+                    "application/json, {} or {}",
+                    crate::ingest::ARROW_STREAM_MEDIA_TYPE,
+                    crate::ingest::PARQUET_MEDIA_TYPE
+                ),
+            )),
         }
     }
+}
+
+/// Reads a body of at most `limit` bytes into one buffer sized from `Content-Length`: 413 over
+/// the limit, 422 when it is empty (or only whitespace).
+async fn read_bytes(req: Request, limit: usize) -> Result<bytes::Bytes, ApiError> {
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)

@@ -10,6 +10,8 @@
 //!   from JSON text in one pass, samples straight into Arrow builders with no JSON tree of the
 //!   body (`push_body.rs`): a push costs about its body plus its batches (measured: 3× the body
 //!   for 10^6 samples, was 16×).
+//! - [`parse_push_columnar`] does the same for the rows of one timeseries sent as an Arrow
+//!   IPC stream or a Parquet file (`columnar.rs`), for data teams.
 //! - [`render_summaries`] and [`render_profile`] turn stored batches into the summary getters'
 //!   JSON, in the same field names a push uses, so a pushed body round-trips.
 //! - The timeseries getters answer pages: [`PageBuilder`] fills a [`SamplePage`] from time
@@ -49,6 +51,7 @@
 // request, so boxing it would cost every caller a `Box` for no measurable gain.
 #![allow(clippy::result_large_err)]
 
+mod columnar;
 mod columns;
 mod dates;
 pub mod demo;
@@ -66,6 +69,9 @@ mod summary;
 pub mod wire_schema;
 mod zone;
 
+pub use columnar::{
+    ARROW_STREAM_MEDIA_TYPE, Columnar, ColumnarTarget, PARQUET_MEDIA_TYPE, parse_push_columnar,
+};
 pub use dates::parse_date_range;
 pub use fields::{SOURCE_TYPES, push_key};
 pub use grouped::render_grouped;

@@ -19,6 +19,7 @@ mod aggregate_api;
 mod aggregate_cancel;
 mod api;
 mod cli;
+mod columnar_push;
 mod crash;
 mod data_api;
 mod e2e;
