@@ -10,6 +10,10 @@
 //! - `whole HTTP request, daily buckets, 90 days, ring + watch, priority on`: a demo user with
 //!   an Oura ring and an Apple watch (`POST /v2/link/connect/demo`), the two overlapping.
 //!
+//! - `push over HTTP`: ingest end to end (client encoding excluded, every answer checked): a
+//!   JSON push of 50,000 heart-rate samples, and the columnar push of 500,000 as an Arrow IPC
+//!   stream; each round pushes a new time range of the same user, as a sync would.
+//!
 //! Run with `cargo bench --bench http`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -55,6 +59,22 @@ impl Server {
             .post(format!("{}{path}", self.base))
             .header("x-service-api-key", &self.key)
             .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.bytes().await.unwrap().to_vec())
+    }
+}
+
+impl Server {
+    async fn post_bytes(&self, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("x-service-api-key", &self.key)
+            .header("content-type", content_type)
+            .body(body)
             .send()
             .await
             .unwrap();
@@ -173,9 +193,96 @@ fn http(c: &mut Criterion) {
     );
 }
 
+/// A JSON push body of `n` one-second samples from `start` (unix seconds).
+fn json_push(start: i64, n: i64) -> Vec<u8> {
+    let samples: Vec<Value> = (0..n)
+        .map(|i| {
+            let ts = chrono::DateTime::from_timestamp(start + i, 0)
+                .unwrap()
+                .to_rfc3339();
+            json!({"timestamp": ts, "unit": "bpm", "value": 50.0 + (i % 97) as f64})
+        })
+        .collect();
+    serde_json::to_vec(&json!({"provider": "oura", "timeseries": {"heartrate": samples}})).unwrap()
+}
+
+/// The same samples as an Arrow IPC stream of (timestamp, value).
+fn arrow_push(start: i64, n: i64) -> Vec<u8> {
+    use datafusion::arrow::array::{Float64Array, RecordBatch, TimestampMicrosecondArray};
+    use std::sync::Arc;
+    let ts = TimestampMicrosecondArray::from_iter_values((0..n).map(|i| (start + i) * 1_000_000))
+        .with_timezone("UTC");
+    let values = Float64Array::from_iter_values((0..n).map(|i| 50.0 + (i % 97) as f64));
+    let batch = RecordBatch::try_from_iter([
+        ("timestamp", Arc::new(ts) as _),
+        ("value", Arc::new(values) as _),
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    let mut writer =
+        datafusion::arrow::ipc::writer::StreamWriter::try_new(&mut out, &batch.schema()).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    drop(writer);
+    out
+}
+
+fn push(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(start());
+    let user = rt.block_on(create_user(&server, "bench-push"));
+    let path = format!("/v2/user/{user}/data");
+    let mut next = PUSH_START;
+    let mut group = c.benchmark_group("push over HTTP");
+    group.sample_size(20);
+    for (name, n, content_type, encode) in [
+        (
+            "JSON push of 50,000 heart-rate samples",
+            50_000,
+            "application/json",
+            json_push as fn(i64, i64) -> Vec<u8>,
+        ),
+        (
+            "Arrow push of 500,000 heart-rate samples",
+            500_000,
+            "application/vnd.apache.arrow.stream",
+            arrow_push,
+        ),
+    ] {
+        let arrow = content_type != "application/json";
+        let path = if arrow {
+            format!("{path}?resource=heartrate&provider=oura")
+        } else {
+            path.clone()
+        };
+        group.throughput(criterion::Throughput::Elements(n as u64));
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    next += n;
+                    encode(next, n)
+                },
+                |body| {
+                    let (status, answer) =
+                        rt.block_on(server.post_bytes(&path, content_type, body));
+                    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+                    let answer: Value = serde_json::from_slice(&answer).unwrap();
+                    assert_eq!(answer["stored"]["timeseries"]["heartrate"], n);
+                },
+                criterion::BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(50);
-    targets = http
+    targets = http, push
 }
 criterion_main!(benches);
