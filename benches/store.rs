@@ -157,43 +157,57 @@ fn ninety_days(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> (Uuid, Uu
     (team, user)
 }
 
+/// A store on `path` without a cache (every read lists, fetches and decodes) and one whose
+/// cache holds a whole dataset.
+fn cold_and_warm(path: &std::path::Path) -> (HealthStore, HealthStore) {
+    let open = |cache_bytes| {
+        let options = StoreOptions {
+            cache_bytes,
+            ..StoreOptions::default()
+        };
+        HealthStore::open(path.to_str().expect("utf-8"), options).expect("open")
+    };
+    (open(0), open(1 << 30))
+}
+
+/// Benches whole-dataset reads of `store` under `name`, each checked to hold `expected` rows.
+fn bench_whole_reads(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    store: &HealthStore,
+    (team, user): (Uuid, Uuid),
+    expected: usize,
+) {
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            let got = rt
+                .block_on(store.read(team, user, heartrate(), None))
+                .expect("read");
+            assert_eq!(rows(&got), expected);
+        });
+    });
+}
+
 fn read(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("temp dir");
     let (team, user) = ninety_days(&rt, dir.path());
-    let path = dir.path().to_str().expect("utf-8");
-    let cold = HealthStore::open(
-        path,
-        StoreOptions {
-            cache_bytes: 0,
-            ..StoreOptions::default()
-        },
-    )
-    .expect("open");
-    let warm = HealthStore::open(
-        path,
-        StoreOptions {
-            cache_bytes: 1 << 30,
-            ..StoreOptions::default()
-        },
-    )
-    .expect("open");
+    let (cold, warm) = cold_and_warm(dir.path());
     let all_rows = 90 * DAY_ROWS;
 
     let mut group = c.benchmark_group("store read");
     group
         .sample_size(10)
         .throughput(Throughput::Elements(all_rows as u64));
-    group.bench_function(
-        "read 90 days of 1 Hz heart rate (7,776,000 rows), cold",
-        |b| {
-            b.iter(|| {
-                let got = rt
-                    .block_on(cold.read(team, user, heartrate(), None))
-                    .expect("read");
-                assert_eq!(rows(&got), all_rows);
-            });
-        },
+    let name = "read 90 days of 1 Hz heart rate (7,776,000 rows)";
+    bench_whole_reads(
+        &mut group,
+        &rt,
+        &format!("{name}, cold"),
+        &cold,
+        (team, user),
+        all_rows,
     );
     assert_eq!(
         rows(
@@ -204,16 +218,13 @@ fn read(c: &mut Criterion) {
     );
     let hits = warm.metrics().cache_hits;
     group.sample_size(100);
-    group.bench_function(
-        "read 90 days of 1 Hz heart rate (7,776,000 rows), warm",
-        |b| {
-            b.iter(|| {
-                let got = rt
-                    .block_on(warm.read(team, user, heartrate(), None))
-                    .expect("read");
-                assert_eq!(rows(&got), all_rows);
-            });
-        },
+    bench_whole_reads(
+        &mut group,
+        &rt,
+        &format!("{name}, warm"),
+        &warm,
+        (team, user),
+        all_rows,
     );
     assert!(
         warm.metrics().cache_hits > hits,
@@ -268,31 +279,20 @@ fn read_two_devices(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("temp dir");
     let (team, user) = two_devices_pushed(&rt, dir.path());
-    let path = dir.path().to_str().expect("utf-8");
-    let cold = HealthStore::open(
-        path,
-        StoreOptions {
-            cache_bytes: 0,
-            ..StoreOptions::default()
-        },
-    )
-    .expect("open");
-    let warm = HealthStore::open(path, StoreOptions::default()).expect("open");
+    let (cold, warm) = cold_and_warm(dir.path());
     let all_rows = 2 * 90 * DAY_ROWS;
     let mut group = c.benchmark_group("store read");
     group
         .sample_size(10)
         .throughput(Throughput::Elements(all_rows as u64));
-    group.bench_function(
-        "read 90 days of 1 Hz heart rate from two devices, pushed (15,552,000 rows), cold",
-        |b| {
-            b.iter(|| {
-                let got = rt
-                    .block_on(cold.read(team, user, heartrate(), None))
-                    .expect("read");
-                assert_eq!(rows(&got), all_rows);
-            });
-        },
+    let name = "read 90 days of 1 Hz heart rate from two devices, pushed (15,552,000 rows)";
+    bench_whole_reads(
+        &mut group,
+        &rt,
+        &format!("{name}, cold"),
+        &cold,
+        (team, user),
+        all_rows,
     );
     let m = cold.metrics();
     assert_eq!(
@@ -309,20 +309,17 @@ fn read_two_devices(c: &mut Criterion) {
     assert_eq!(rows(&first), all_rows);
     let hits = warm.metrics().cache_hits;
     group.sample_size(100);
-    group.bench_function(
-        "read 90 days of 1 Hz heart rate from two devices, pushed (15,552,000 rows), warm",
-        |b| {
-            b.iter(|| {
-                let got = rt
-                    .block_on(warm.read(team, user, heartrate(), None))
-                    .expect("read");
-                assert_eq!(rows(&got), all_rows);
-            });
-        },
+    bench_whole_reads(
+        &mut group,
+        &rt,
+        &format!("{name}, warm"),
+        &warm,
+        (team, user),
+        all_rows,
     );
     assert!(
         warm.metrics().cache_hits > hits,
-        "warm reads are cache hits (the default cache holds both devices)"
+        "warm reads are cache hits"
     );
     group.finish();
 }

@@ -455,41 +455,31 @@ async fn entering_error_emits_one_connection_error_event_and_refreshes_the_detai
         .unwrap();
     let oura = wearhouse::providers::provider("oura").unwrap();
     let now = chrono::Utc::now();
+    let fail_with = async |error_type, message: &str, at| {
+        fail(&meta, &user, oura, error_type, message, at)
+            .await
+            .unwrap()
+    };
+    let relink = async || {
+        let mut tx = meta.begin().await.unwrap();
+        link_on(
+            &mut tx,
+            Some(&key),
+            user.id,
+            "oura",
+            &linked(&["sleep"], &[]),
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    };
     // No connection yet: nothing to fail, nothing emitted.
-    let found = fail(
-        &meta,
-        &user,
-        oura,
-        LinkErrorType::ProviderCredentialError,
-        "x",
-        now,
-    )
-    .await
-    .unwrap();
+    let found = fail_with(LinkErrorType::ProviderCredentialError, "x", now).await;
     assert_eq!(found, ErrorTransition::Missing);
-    let mut tx = meta.begin().await.unwrap();
-    link_on(
-        &mut tx,
-        Some(&key),
-        user.id,
-        "oura",
-        &linked(&["sleep"], &[]),
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
+    relink().await;
 
     let revoked = "The refresh token was revoked; the user must link Oura again.";
-    let found = fail(
-        &meta,
-        &user,
-        oura,
-        LinkErrorType::ProviderCredentialError,
-        revoked,
-        now,
-    )
-    .await
-    .unwrap();
+    let found = fail_with(LinkErrorType::ProviderCredentialError, revoked, now).await;
     assert_eq!(found, ErrorTransition::Entered);
     let events = error_events(&meta).await;
     assert_eq!(events.len(), 1);
@@ -511,16 +501,7 @@ async fn entering_error_emits_one_connection_error_event_and_refreshes_the_detai
 
     // Failing again while in `error` refreshes the details and emits nothing.
     let later = now + chrono::Duration::minutes(30);
-    let found = fail(
-        &meta,
-        &user,
-        oura,
-        LinkErrorType::ProviderApiError,
-        "still down",
-        later,
-    )
-    .await
-    .unwrap();
+    let found = fail_with(LinkErrorType::ProviderApiError, "still down", later).await;
     assert_eq!(found, ErrorTransition::Again);
     assert_eq!(error_events(&meta).await.len(), 1);
     let c = meta.connection(user.id, "oura").await.unwrap().unwrap();
@@ -530,40 +511,12 @@ async fn entering_error_emits_one_connection_error_event_and_refreshes_the_detai
     assert_eq!(details.error_message, "still down");
 
     // A re-link clears it; failing then emits again. A deregistered connection never fails.
-    let mut tx = meta.begin().await.unwrap();
-    link_on(
-        &mut tx,
-        Some(&key),
-        user.id,
-        "oura",
-        &linked(&["sleep"], &[]),
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
-    let found = fail(
-        &meta,
-        &user,
-        oura,
-        LinkErrorType::ProviderCredentialError,
-        revoked,
-        later,
-    )
-    .await
-    .unwrap();
+    relink().await;
+    let found = fail_with(LinkErrorType::ProviderCredentialError, revoked, later).await;
     assert_eq!(found, ErrorTransition::Entered);
     assert_eq!(error_events(&meta).await.len(), 2);
     deregister(&meta, user.id, "oura").await.unwrap();
-    let found = fail(
-        &meta,
-        &user,
-        oura,
-        LinkErrorType::ProviderCredentialError,
-        revoked,
-        later,
-    )
-    .await
-    .unwrap();
+    let found = fail_with(LinkErrorType::ProviderCredentialError, revoked, later).await;
     assert_eq!(found, ErrorTransition::Missing);
     let c = meta.connection(user.id, "oura").await.unwrap().unwrap();
     assert_eq!(c.status, ConnectionStatus::Deregistered);
