@@ -307,6 +307,11 @@ fn read_two_devices(c: &mut Criterion) {
         .block_on(warm.read(team, user, heartrate(), None))
         .expect("read");
     assert_eq!(rows(&first), all_rows);
+    eprintln!(
+        "store read/two devices: the cached result holds {} MiB (the default cache: {} MiB)",
+        warm.cache_bytes() >> 20,
+        StoreOptions::default().cache_bytes >> 20
+    );
     let hits = warm.metrics().cache_hits;
     group.sample_size(100);
     bench_whole_reads(
