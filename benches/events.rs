@@ -153,6 +153,7 @@ fn push_cost(c: &mut Criterion) {
     });
     group.finish();
     pushed += interleaved_push_cost(&rt, &meta, &health, &user, &mut round);
+    rt.block_on(announce_all(&meta, &health, &user));
     let created = rt.block_on(count_events(&meta));
     assert_eq!(
         created,
