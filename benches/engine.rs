@@ -7,8 +7,10 @@
 //! - `encode JSON, ...` for the hourly ones: the answer's encoder alone;
 //! - `compile only, 10 select expressions`.
 //!
-//! The data is seeded, written to a temporary health store and read back: the engine gets
-//! exactly the batches a cached read hands it in service (`through_store`).
+//! The data is seeded and pushed into a temporary health store as users push it (pushes of
+//! 50,000 samples, one source after the other, compacted as the `store.compact` job does), then
+//! read back: the engine gets exactly the batches a cached read hands it in service, in the
+//! segment layout pushes leave (`through_store`).
 //!
 //! Run with `cargo bench --bench engine`. Diagnostics: `ENGINE_BENCH_EXPLAIN=1` prints each
 //! phase's time and the physical plan with its metrics for each scenario
@@ -23,6 +25,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use datafusion::arrow::array::{
     ArrayRef, Float64Array, Int32Array, StringArray, TimestampMicrosecondArray,
 };
+use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::record_batch::RecordBatch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -79,17 +82,26 @@ fn heart_rate(step_seconds: i64, provider: &str, source_type: &str, seed: u64) -
     out
 }
 
-/// What a read of the health store hands the engine: `batches` written to a fresh store and
-/// read back (the engine benches measure data as the service caches it: row groups of 65,536
-/// rows, one source per batch, constant source columns shared across batches).
-fn through_store(rt: &tokio::runtime::Runtime, batches: Vec<RecordBatch>) -> Vec<RecordBatch> {
+/// Samples per push: the push API's realistic batch.
+const PUSH_ROWS: usize = 50_000;
+
+/// What a read of the health store hands the engine once `sources` were pushed the way users
+/// push: each source's rows in pushes of [`PUSH_ROWS`], one source after the other, with the
+/// `store.compact` job's compaction (`compact_due`) after every push; then read back once, so
+/// the engine gets exactly the batches a cached read hands it in service.
+fn through_store(rt: &tokio::runtime::Runtime, sources: Vec<Vec<RecordBatch>>) -> Vec<RecordBatch> {
     let dir = tempfile::tempdir().unwrap();
     let store = HealthStore::open(dir.path().to_str().unwrap(), StoreOptions::default()).unwrap();
     let (team, user) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
     let dataset = Dataset::Timeseries(resource("heartrate").unwrap());
     rt.block_on(async {
-        for batch in batches {
-            store.write(team, user, dataset, batch).await.unwrap();
+        for batches in sources {
+            let all = concat_batches(&dataset.schema(), &batches).unwrap();
+            for offset in (0..all.num_rows()).step_by(PUSH_ROWS) {
+                let push = all.slice(offset, PUSH_ROWS.min(all.num_rows() - offset));
+                store.write(team, user, dataset, push).await.unwrap();
+                store.compact_due(team, user, dataset).await.unwrap();
+            }
         }
         store.read(team, user, dataset, None).await.unwrap()
     })
@@ -173,7 +185,7 @@ fn engine(c: &mut Criterion) {
         &rt,
         "daily buckets, 90 days of 1/min heart rate",
         "day",
-        through_store(&rt, ring.clone()),
+        through_store(&rt, vec![ring.clone()]),
         90,
     );
     bench_case(
@@ -181,7 +193,7 @@ fn engine(c: &mut Criterion) {
         &rt,
         "daily buckets, 90 days of 1/min heart rate, two providers, priority on",
         "day",
-        through_store(&rt, [ring, watch].concat()),
+        through_store(&rt, vec![ring, watch]),
         90,
     );
 
@@ -192,7 +204,7 @@ fn engine(c: &mut Criterion) {
         &rt,
         "hourly buckets, 90 days of 1 Hz heart rate",
         "hour",
-        through_store(&rt, ring.clone()),
+        through_store(&rt, vec![ring.clone()]),
         90 * 24,
     );
     bench_case(
@@ -200,7 +212,7 @@ fn engine(c: &mut Criterion) {
         &rt,
         "hourly buckets, 90 days of 1 Hz heart rate, two providers, priority on",
         "hour",
-        through_store(&rt, [ring, watch].concat()),
+        through_store(&rt, vec![ring, watch]),
         90 * 24,
     );
 
