@@ -4,6 +4,7 @@
 //! - `daily buckets, 90 days of 1/min heart rate` (129 600 rows): mean/min/max/newest/count;
 //! - `hourly buckets, 90 days of 1 Hz heart rate` (7 776 000 rows): the same aggregates;
 //! - both again with two fully overlapping providers (Oura ring, Apple watch) and priority on;
+//! - `minute buckets, 90 days of 1/min heart rate`: one bucket per sample (129,600 groups);
 //! - `encode JSON, ...` for the hourly ones: the answer's encoder alone;
 //! - `compile only, 10 select expressions`.
 //!
@@ -195,6 +196,15 @@ fn engine(c: &mut Criterion) {
         "day",
         through_store(&rt, vec![ring, watch]),
         90,
+    );
+
+    bench_case(
+        c,
+        &rt,
+        "minute buckets, 90 days of 1/min heart rate",
+        "minute",
+        through_store(&rt, vec![heart_rate(60, "oura", "ring", 5)]),
+        90 * 1440,
     );
 
     let ring = heart_rate(1, "oura", "ring", 3);
