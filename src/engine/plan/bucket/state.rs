@@ -3,6 +3,7 @@
 //! docs). Filled by `add` as input batches arrive, folded best source first by `finish`.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use chrono_tz::Tz;
@@ -266,6 +267,36 @@ pub(super) struct Counters {
     pub(super) parts_skipped: Count,
 }
 
+/// Hashes a bucket's start: one multiply and a fold of the high bits into the low ones (bucket
+/// starts are multiples of their period, so their low bits alone would collide). SipHash, the
+/// map's default, cost more than the rest of a minute-bucket scan per group.
+#[derive(Default)]
+struct BucketHasher(u64);
+
+impl Hasher for BucketHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        let h = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 29);
+    }
+}
+
+/// The most groups reserved up front (at 5 aggregates, about 60 MB); more grow as needed.
+const MAX_PRESIZED_GROUPS: usize = 1 << 20;
+
 /// Buckets with their owning source and aggregate states.
 pub(super) struct State {
     spec: Arc<BucketSpec>,
@@ -275,7 +306,7 @@ pub(super) struct State {
     /// (provider, source type) pairs in first-seen order; codes index it.
     sources: Interner,
     parts: Vec<Part>,
-    groups: HashMap<i64, usize>,
+    groups: HashMap<i64, usize, BuildHasherDefault<BucketHasher>>,
     buckets: Vec<i64>,
     owners: Vec<u32>,
     accs: Vec<Acc>,
@@ -311,7 +342,7 @@ impl State {
             reservation,
             sources: Interner::default(),
             parts: Vec::new(),
-            groups: HashMap::new(),
+            groups: HashMap::default(),
             buckets: Vec::new(),
             owners: Vec::new(),
             accs: Vec::new(),
@@ -421,6 +452,7 @@ impl State {
     pub(super) fn finish(mut self) -> Result<RecordBatch> {
         let parts = std::mem::take(&mut self.parts);
         if let Some(window) = self.spec.window {
+            self.presize(&parts, window)?;
             for s in self.ranked() {
                 for part in parts.iter().filter(|p| p.source == s) {
                     self.scan(part, window)?;
@@ -429,6 +461,24 @@ impl State {
         }
         drop(parts);
         self.emit()
+    }
+
+    /// Reserves the groups the scan will make, so that a query of many small buckets (minute
+    /// buckets over months) does not grow and rehash its maps a score of times: at most one
+    /// group per row, and no more than the window holds buckets.
+    fn presize(&mut self, parts: &[Part], (w0, w1): (i64, i64)) -> Result<()> {
+        let rows: usize = parts.iter().map(|p| p.timestamp.len()).sum();
+        let period = self.spec.period;
+        let (mut buckets, mut b) = (0usize, time::trunc(w0, period));
+        while b < w1 && buckets < rows.min(MAX_PRESIZED_GROUPS) {
+            buckets += 1;
+            b = time::bucket_end(b, period);
+        }
+        self.groups.reserve(buckets);
+        self.buckets.reserve(buckets);
+        self.owners.reserve(buckets);
+        self.accs.reserve(buckets * self.spec.aggs.len());
+        self.reserve(0)
     }
 
     /// Accumulates the rows of one part, run by run.
