@@ -189,6 +189,25 @@ fn bench_whole_reads(
     });
 }
 
+/// Checks that a second whole read of `store` is a cache hit with `expected` rows (before the
+/// warm bench, so a bench filter cannot skip the check).
+fn assert_cached(
+    rt: &tokio::runtime::Runtime,
+    store: &HealthStore,
+    (team, user): (Uuid, Uuid),
+    expected: usize,
+) {
+    let hits = store.metrics().cache_hits;
+    let again = rt
+        .block_on(store.read(team, user, heartrate(), None))
+        .expect("read");
+    assert_eq!(rows(&again), expected);
+    assert!(
+        store.metrics().cache_hits > hits,
+        "warm reads are cache hits"
+    );
+}
+
 fn read(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("temp dir");
@@ -216,15 +235,7 @@ fn read(c: &mut Criterion) {
         ),
         all_rows
     );
-    let hits = warm.metrics().cache_hits;
-    let again = rt
-        .block_on(warm.read(team, user, heartrate(), None))
-        .expect("read");
-    assert_eq!(rows(&again), all_rows);
-    assert!(
-        warm.metrics().cache_hits > hits,
-        "warm reads are cache hits"
-    );
+    assert_cached(&rt, &warm, (team, user), all_rows);
     group.sample_size(100);
     bench_whole_reads(
         &mut group,
@@ -316,15 +327,7 @@ fn read_two_devices(c: &mut Criterion) {
         warm.cache_bytes() >> 20,
         StoreOptions::default().cache_bytes >> 20
     );
-    let hits = warm.metrics().cache_hits;
-    let again = rt
-        .block_on(warm.read(team, user, heartrate(), None))
-        .expect("read");
-    assert_eq!(rows(&again), all_rows);
-    assert!(
-        warm.metrics().cache_hits > hits,
-        "warm reads are cache hits"
-    );
+    assert_cached(&rt, &warm, (team, user), all_rows);
     group.sample_size(100);
     bench_whole_reads(
         &mut group,
