@@ -54,6 +54,15 @@ async fn oauth_url(app: &TestApp, token: &str, provider: &str) -> Answer {
     .await
 }
 
+/// The authorisation URL the link API answers for `token` (checked to be there).
+async fn authorize_url(app: &TestApp, token: &str, provider: &str) -> String {
+    let a = oauth_url(app, token, provider).await;
+    a.json["oauth_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no oauth_url: {}", a.json))
+        .to_owned()
+}
+
 /// Plays the browser: opens the authorisation URL (plus steering parameters), follows the
 /// provider's redirect to the callback, and answers the callback's answer.
 async fn visit(app: &TestApp, url: &str, extra: &[(&str, &str)]) -> Answer {
@@ -187,36 +196,24 @@ async fn each_callback_failure_lands_with_its_error_type() {
     let user = app.user("oauth").await;
     // Required scope withheld.
     let token = link_token(&app, &user, true).await;
-    let u = oauth_url(&app, &token, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &token, "oura").await;
     assert_error(
         &visit(&app, &u, &[("x_grant", "sleep")]).await,
         "required_scopes_not_granted",
     );
     // The same token still works after a failure (not consumed).
-    let u = oauth_url(&app, &token, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &token, "oura").await;
     assert_error(
         &visit(&app, &u, &[("x_fail", "grant")]).await,
         "provider_credential_error",
     );
-    let u = oauth_url(&app, &token, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &token, "oura").await;
     assert_error(
         &visit(&app, &u, &[("x_fail", "server")]).await,
         "provider_api_error",
     );
     // The user declines at the provider.
-    let u = oauth_url(&app, &token, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &token, "oura").await;
     let state = url::Url::parse(&u)
         .unwrap()
         .query_pairs()
@@ -234,10 +231,7 @@ async fn each_callback_failure_lands_with_its_error_type() {
         .await;
     assert_error(&a, "user_cancelled");
     // The token expires between the URL and the callback.
-    let u = oauth_url(&app, &token, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &token, "oura").await;
     sqlx::query("UPDATE link_tokens SET expires_at = '2000-01-01T00:00:00.000000Z'")
         .execute(&mut *app.state.meta.writer().await.unwrap())
         .await
@@ -254,33 +248,21 @@ async fn each_callback_failure_lands_with_its_error_type() {
 
     // One provider account, two users of the team: the second is a duplicate.
     let first = link_token(&app, &user, true).await;
-    let u = oauth_url(&app, &first, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &first, "oura").await;
     assert_eq!(
         landed(&visit(&app, &u, &[("x_account", "shared")]).await)["state"],
         "success"
     );
     let other = app.user("second").await;
     let second = link_token(&app, &other, true).await;
-    let u = oauth_url(&app, &second, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &second, "oura").await;
     assert_error(
         &visit(&app, &u, &[("x_account", "shared")]).await,
         "duplicate_connection",
     );
     // A consumed token's pending state lands on token_consumed.
-    let u1 = oauth_url(&app, &second, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let u2 = oauth_url(&app, &second, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u1 = authorize_url(&app, &second, "oura").await;
+    let u2 = authorize_url(&app, &second, "oura").await;
     assert_eq!(
         landed(&visit(&app, &u1, &[("x_account", "own")]).await)["state"],
         "success"
@@ -296,10 +278,7 @@ async fn forged_replayed_or_missing_state_is_invalid_token_and_url_rules_hold() 
     let (app, _fake) = setup().await;
     let user = app.user("oauth").await;
     let token = link_token(&app, &user, false).await;
-    let u = oauth_url(&app, &token, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &token, "oura").await;
     let state = url::Url::parse(&u)
         .unwrap()
         .query_pairs()
@@ -330,10 +309,7 @@ async fn forged_replayed_or_missing_state_is_invalid_token_and_url_rules_hold() 
     let a = visit(&app, &u, &[]).await;
     assert_eq!(a.json["error_type"], "invalid_token", "{}", a.json);
     // Without a redirect_url the outcome is answered as JSON.
-    let u = oauth_url(&app, &token, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &token, "oura").await;
     let a = visit(&app, &u, &[]).await;
     assert_eq!(a.status, 200, "{}", a.json);
     assert_eq!(a.json, json!({"state": "success", "provider": "oura"}));
@@ -420,10 +396,7 @@ async fn log_capture_round_trip() {
     let (app, fake) = setup().await;
     let user = app.user("logged").await;
     let token = link_token(&app, &user, true).await;
-    let u = oauth_url(&app, &token, "oura").await.json["oauth_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let u = authorize_url(&app, &token, "oura").await;
     assert_eq!(landed(&visit(&app, &u, &[]).await)["state"], "success");
     let id = user.parse().unwrap();
     let creds = wearhouse::link::connections::credentials(
