@@ -54,20 +54,10 @@ async fn start() -> Server {
 
 impl Server {
     async fn post(&self, path: &str, body: &Value) -> (u16, Vec<u8>) {
-        let r = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .header("x-service-api-key", &self.key)
-            .json(body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        (status, r.bytes().await.unwrap().to_vec())
+        let body = serde_json::to_vec(body).unwrap();
+        self.post_bytes(path, "application/json", body).await
     }
-}
 
-impl Server {
     async fn post_bytes(&self, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
         let r = self
             .client
