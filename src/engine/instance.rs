@@ -95,7 +95,7 @@ impl Engine {
         inputs: HashMap<Dataset, Vec<RecordBatch>>,
         deadline: Instant,
     ) -> Result<Vec<QueryResult>, EngineError> {
-        self.run(req, ctx, inputs, deadline, OutputFormat::ParquetTar)
+        self.execute_for(req, ctx, inputs, deadline, OutputFormat::ParquetTar)
             .await
     }
 
@@ -103,17 +103,6 @@ impl Engine {
     /// output passes `max_json_cells` ([`EngineError::ResultTooLarge`]), instead of running to
     /// the end for the encoder to refuse it.
     pub async fn execute_for(
-        &self,
-        req: &ValidRequest,
-        ctx: &UserContext,
-        inputs: HashMap<Dataset, Vec<RecordBatch>>,
-        deadline: Instant,
-        format: OutputFormat,
-    ) -> Result<Vec<QueryResult>, EngineError> {
-        self.run(req, ctx, inputs, deadline, format).await
-    }
-
-    async fn run(
         &self,
         req: &ValidRequest,
         ctx: &UserContext,
