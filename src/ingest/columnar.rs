@@ -162,12 +162,8 @@ pub fn parse_push_columnar(
         device_id: target.device_id.as_deref(),
         ingested_at: now.timestamp_micros(),
     };
-    let batch = Rows {
-        input: &input,
-        resource,
-        columns: &columns,
-    }
-    .into_storage(&storage, &sources)?;
+    let batch =
+        Rows::new(&input, resource, &columns, &storage)?.into_storage(&storage, &sources)?;
     out.batches.push((dataset, batch));
     Ok(out)
 }
@@ -371,14 +367,43 @@ struct Sources<'a> {
     ingested_at: i64,
 }
 
-/// The input rows and where their columns are.
+/// The input rows, each provided column converted to its storage type once.
 struct Rows<'a> {
     input: &'a RecordBatch,
     resource: Resource,
-    columns: &'a Columns,
+    /// By storage field: the converted input column, if the input has it.
+    converted: Vec<Option<ArrayRef>>,
 }
 
-impl Rows<'_> {
+impl<'a> Rows<'a> {
+    fn new(
+        input: &'a RecordBatch,
+        resource: Resource,
+        columns: &Columns,
+        storage: &Schema,
+    ) -> Result<Self, Invalid> {
+        let converted = storage
+            .fields()
+            .iter()
+            .zip(&columns.at)
+            .map(|(field, at)| {
+                at.map(|i| convert(input.column(i), field.name(), field.data_type()))
+                    .transpose()
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Rows {
+            input,
+            resource,
+            converted,
+        })
+    }
+
+    /// The converted input column for storage column `name`, if the input has it.
+    fn column(&self, name: &str, storage: &Schema) -> Option<ArrayRef> {
+        let i = storage.index_of(name).ok()?;
+        self.converted[i].clone()
+    }
+
     /// The storage batch: input columns converted and checked, derived and constant columns
     /// filled.
     fn into_storage(
@@ -388,7 +413,7 @@ impl Rows<'_> {
     ) -> Result<RecordBatch, Invalid> {
         let n = self.input.num_rows();
         let family = self.resource.family;
-        let timestamp = self.timestamp("timestamp", storage)?.ok_or_else(|| {
+        let timestamp = self.timestamp("timestamp", storage).ok_or_else(|| {
             Violation::new(
                 loc!["body", "timestamp"],
                 "missing",
@@ -407,7 +432,7 @@ impl Rows<'_> {
         if family.is_interval() {
             interval = Some(self.interval(&timestamp, storage)?);
         }
-        if let Some(offsets) = self.converted("timezone_offset", storage)? {
+        if let Some(offsets) = self.column("timezone_offset", storage) {
             let offsets = offsets.as_primitive::<Int32Type>();
             if let Some(i) =
                 (0..n).find(|&i| offsets.is_valid(i) && offsets.value(i).abs() > MAX_OFFSET)
@@ -420,7 +445,7 @@ impl Rows<'_> {
                 .into());
             }
         }
-        if let Some(units) = self.converted("unit", storage)? {
+        if let Some(units) = self.column("unit", storage) {
             let units = units.as_string::<i32>();
             let unit = self.resource.unit;
             if let Some(i) = (0..n).find(|&i| units.is_valid(i) && units.value(i) != unit) {
@@ -433,7 +458,7 @@ impl Rows<'_> {
             }
         }
         if TYPED.contains(&self.resource.name) {
-            let types = self.converted("type", storage)?;
+            let types = self.column("type", storage);
             let missing = match &types {
                 None => Some(0),
                 Some(t) => first_null(t),
@@ -453,7 +478,7 @@ impl Rows<'_> {
             _ => &["value"],
         };
         for name in value_columns {
-            let values = self.converted(name, storage)?.ok_or_else(|| {
+            let values = self.column(name, storage).ok_or_else(|| {
                 Violation::new(
                     loc!["body", *name],
                     "missing",
@@ -490,11 +515,11 @@ impl Rows<'_> {
         let constant = |v: &str| -> ArrayRef {
             Arc::new(StringArray::from_iter_values(std::iter::repeat_n(v, n)))
         };
-        let optional = |v: Option<&str>, field: &str| -> Result<ArrayRef, Invalid> {
-            match (self.converted(field, storage)?, v) {
-                (Some(column), _) => Ok(column),
-                (None, Some(v)) => Ok(constant(v)),
-                (None, None) => Ok(new_null_array(&DataType::Utf8, n)),
+        let optional = |v: Option<&str>, field: &str| -> ArrayRef {
+            match (self.column(field, storage), v) {
+                (Some(column), _) => column,
+                (None, Some(v)) => constant(v),
+                (None, None) => new_null_array(&DataType::Utf8, n),
             }
         };
         let mut out: Vec<ArrayRef> = Vec::with_capacity(storage.fields().len());
@@ -510,8 +535,8 @@ impl Rows<'_> {
                 },
                 "source_provider" => constant(sources.provider),
                 "source_type" => constant(sources.source_type),
-                "source_app_id" => optional(sources.app_id, name)?,
-                "source_device_id" => optional(sources.device_id, name)?,
+                "source_app_id" => optional(sources.app_id, name),
+                "source_device_id" => optional(sources.device_id, name),
                 INGESTED_AT => Arc::new(
                     TimestampMicrosecondArray::from_iter_values(std::iter::repeat_n(
                         sources.ingested_at,
@@ -519,7 +544,7 @@ impl Rows<'_> {
                     ))
                     .with_timezone("UTC"),
                 ),
-                _ => match self.converted(name, storage)? {
+                _ => match self.column(name, storage) {
                     Some(column) => column,
                     None => new_null_array(field.data_type(), n),
                 },
@@ -535,46 +560,9 @@ impl Rows<'_> {
         })
     }
 
-    /// The input column for storage column `name`, converted to its storage type.
-    fn converted(&self, name: &str, storage: &Schema) -> Result<Option<ArrayRef>, Invalid> {
-        let Some(i) = self.columns.index(storage, name) else {
-            return Ok(None);
-        };
-        let want = storage
-            .field_with_name(name)
-            .map_err(|e| Violation::value(loc!["body", name], e.to_string()))?
-            .data_type();
-        let options = CastOptions {
-            safe: false,
-            ..CastOptions::default()
-        };
-        let column = self.input.column(i);
-        let converted = match (column.data_type(), want) {
-            // Zone-less and zoned timestamps alike: re-labelled UTC after the unit change.
-            (DataType::Timestamp(..), DataType::Timestamp(unit, _)) => {
-                cast_with_options(column, &DataType::Timestamp(*unit, None), &options)
-                    .and_then(|c| cast_with_options(&c, want, &options))
-            }
-            _ => cast_with_options(column, want, &options),
-        };
-        converted.map(Some).map_err(|e| {
-            Violation::new(
-                loc!["body", name],
-                "type_error",
-                format!("cannot be read as {want}: {e}"),
-            )
-            .into()
-        })
-    }
-
-    fn timestamp(
-        &self,
-        name: &str,
-        storage: &Schema,
-    ) -> Result<Option<TimestampMicrosecondArray>, Invalid> {
-        Ok(self
-            .converted(name, storage)?
-            .map(|c| c.as_primitive::<TimestampMicrosecondType>().clone()))
+    fn timestamp(&self, name: &str, storage: &Schema) -> Option<TimestampMicrosecondArray> {
+        self.column(name, storage)
+            .map(|c| c.as_primitive::<TimestampMicrosecondType>().clone())
     }
 
     /// `end` and `duration` of an interval family, each derived from the other (`sample.rs`).
@@ -584,8 +572,8 @@ impl Rows<'_> {
         storage: &Schema,
     ) -> Result<(ArrayRef, ArrayRef), Invalid> {
         let n = start.len();
-        let end = self.timestamp("end", storage)?;
-        let duration = self.converted("duration", storage)?;
+        let end = self.timestamp("end", storage);
+        let duration = self.column("duration", storage);
         let duration = duration.as_ref().map(|d| d.as_primitive::<Float64Type>());
         let mut ends = Vec::with_capacity(n);
         let mut durations = Vec::with_capacity(n);
@@ -627,6 +615,30 @@ impl Rows<'_> {
         let ends = TimestampMicrosecondArray::from(ends).with_timezone("UTC");
         Ok((Arc::new(ends), Arc::new(Float64Array::from(durations))))
     }
+}
+
+/// `column` (the input's column `name`) converted to the storage type `want`.
+fn convert(column: &ArrayRef, name: &str, want: &DataType) -> Result<ArrayRef, Invalid> {
+    let options = CastOptions {
+        safe: false,
+        ..CastOptions::default()
+    };
+    let converted = match (column.data_type(), want) {
+        // Zone-less and zoned timestamps alike: re-labelled UTC after the unit change.
+        (DataType::Timestamp(..), DataType::Timestamp(unit, _)) => {
+            cast_with_options(column, &DataType::Timestamp(*unit, None), &options)
+                .and_then(|c| cast_with_options(&c, want, &options))
+        }
+        _ => cast_with_options(column, want, &options),
+    };
+    converted.map_err(|e| {
+        Violation::new(
+            loc!["body", name],
+            "type_error",
+            format!("cannot be read as {want}: {e}"),
+        )
+        .into()
+    })
 }
 
 fn first_null(a: &dyn Array) -> Option<usize> {
