@@ -9,7 +9,7 @@ use wearhouse::secret::SecretKey;
 use wearhouse::store::metadata::connections::{self, ErrorDetails};
 use wearhouse::store::metadata::{ConnectionStatus, MetadataStore, NewUser};
 
-use super::{ACCESS_TOKEN, REFRESH_TOKEN, entry, keyed_app, link, linked};
+use super::{ACCESS_TOKEN, REFRESH_TOKEN, entry, keyed_app, link, linked, sqlite_bytes};
 use crate::postgres::ScratchDb;
 use crate::support::{TestApp, assert_422_at};
 
@@ -90,23 +90,6 @@ async fn exercise(meta: &MetadataStore, key: &SecretKey) -> Uuid {
     assert_eq!(again.error_details, None);
     assert_eq!(again.created_at, c.created_at);
     user.id
-}
-
-/// Bytes of every file of the SQLite database (main file and write-ahead log).
-fn sqlite_bytes(dir: &std::path::Path) -> Vec<u8> {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("meta.db")
-        {
-            all.extend(std::fs::read(&path).unwrap());
-        }
-    }
-    all
 }
 
 fn contains(haystack: &[u8], needle: &str) -> bool {

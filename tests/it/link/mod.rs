@@ -108,3 +108,20 @@ pub async fn entry(app: &TestApp, user: &str, provider: &str) -> Value {
         .cloned()
         .unwrap_or_else(|| panic!("no {provider} in {}", a.json))
 }
+
+/// Bytes of every file of the SQLite database (main file and write-ahead log).
+pub fn sqlite_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("meta.db")
+        {
+            all.extend(std::fs::read(&path).unwrap());
+        }
+    }
+    all
+}

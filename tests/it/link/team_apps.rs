@@ -30,18 +30,7 @@ async fn credentials_are_set_shown_without_secret_and_removed_per_team() {
         a.json.get("client_secret").is_none() && !a.json.to_string().contains("team-secret-77")
     );
     // Sealed in the database.
-    let mut bytes = Vec::new();
-    for entry in std::fs::read_dir(app.dir.path()).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("meta.db")
-        {
-            bytes.extend(std::fs::read(&path).unwrap());
-        }
-    }
+    let bytes = super::sqlite_bytes(app.dir.path());
     assert!(bytes.windows(11).any(|w| w == b"team-client"));
     assert!(!bytes.windows(14).any(|w| w == b"team-secret-77"));
 

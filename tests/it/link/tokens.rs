@@ -53,18 +53,7 @@ async fn a_token_is_issued_stored_hashed_and_lists_what_it_may_link() {
         format!("http://127.0.0.1:8080/link?token={t}")
     );
     // Only the hash is stored.
-    let mut bytes = Vec::new();
-    for entry in std::fs::read_dir(app.dir.path()).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("meta.db")
-        {
-            bytes.extend(std::fs::read(&path).unwrap());
-        }
-    }
+    let bytes = super::sqlite_bytes(app.dir.path());
     let has = |s: &str| bytes.windows(s.len()).any(|w| w == s.as_bytes());
     assert!(has(&tokens::hash(&t)));
     assert!(!has(&t));
