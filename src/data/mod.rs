@@ -154,7 +154,12 @@ pub async fn store_push(
     let (opener, gate) = crate::store::health::gate();
     let planned = async {
         let pending = begin_push(meta, store, user, &parsed, now).await?;
-        opener.open();
+        // An identical re-push (nothing to announce) is not written: its rows would only
+        // replace equal rows with a newer `ingested_at`, and an earlier push whose events are
+        // not yet announced finds its rows by that stamp. Dropping the opener abandons it.
+        if pending.is_some() {
+            opener.open();
+        }
         Ok::<_, DataError>(pending)
     };
     // Batches are shared, not copied: the plan reads them while the store writes them.
@@ -162,6 +167,9 @@ pub async fn store_push(
     // A failed plan drops the opener, which abandons the write before it is visible.
     let (pending, wrote) = tokio::join!(planned, write);
     let pending = pending?;
+    if pending.is_none() && matches!(wrote, Err(StoreError::Abandoned)) {
+        return Ok(counts); // every record is stored already, as it is
+    }
     if let Err(e) = wrote {
         if let Some(pending) = &pending {
             forget(meta, pending.id).await;

@@ -411,3 +411,62 @@ async fn the_grouped_getter_caps_its_limit_and_takes_next_cursor() {
     assert_eq!(count(&last.json), 2);
     assert_eq!(last.json["next_cursor"], Value::Null);
 }
+
+/// An identical re-push answers as a push does but writes nothing: the stored rows keep their
+/// `ingested_at`, by which an earlier push whose events are not yet announced finds them. A
+/// changed value is written.
+#[tokio::test]
+async fn an_identical_re_push_writes_nothing_and_a_changed_one_does() {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::TimestampMicrosecondType;
+    let app = TestApp::new().await;
+    let user = app.user("re-push").await;
+    let uri = format!("/v2/user/{user}/data");
+    let body = crate::events_support::push_body(0, 5, 60.0);
+    let team = app
+        .state
+        .meta
+        .team_for_key(&app.key)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let hr =
+        wearhouse::schema::Dataset::Timeseries(wearhouse::schema::resource("heartrate").unwrap());
+    let stamps = || async {
+        let batches = app
+            .state
+            .health
+            .read(team, user.parse().unwrap(), hr, None)
+            .await
+            .unwrap();
+        let mut all: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| {
+                b.column_by_name("ingested_at")
+                    .unwrap()
+                    .as_primitive::<TimestampMicrosecondType>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        all.sort_unstable();
+        all
+    };
+    let first = app.post(&uri, body.clone()).await;
+    assert_eq!(first.status, 200, "{}", first.json);
+    let before = stamps().await;
+    assert_eq!(before.len(), 5);
+    let again = app.post(&uri, body.clone()).await;
+    assert_eq!(
+        (again.status, again.json.clone()),
+        (first.status, first.json.clone())
+    );
+    assert_eq!(stamps().await, before, "nothing rewritten");
+    let mut changed = body;
+    changed["timeseries"]["heartrate"][2]["value"] = json!(61.0);
+    assert_eq!(app.post(&uri, changed).await.status, 200);
+    let after = stamps().await;
+    assert_eq!(after.len(), 5);
+    assert_ne!(after, before, "the changed push is written");
+}
