@@ -96,7 +96,8 @@ pub async fn announce(
                 if plan.first_connection {
                     let event =
                         super::connection_created(store, &user, &plan.provider, &[]).await?;
-                    refs.push(outbox::insert(&mut tx, user.team_id, &event, now, 0).await?);
+                    let ordinal = out.events;
+                    refs.push(outbox::insert(&mut tx, user.team_id, &event, now, ordinal).await?);
                 }
                 let mut stream = EventStream::new(&user, groups);
                 loop {
@@ -107,7 +108,9 @@ pub async fn announce(
                     .await?;
                     stream = back;
                     let Some(event) = event else { break };
-                    let ordinal = refs.len();
+                    // Numbered across the pass: its pushes' events share `now`, and events
+                    // are delivered in (created_at, ordinal) order.
+                    let ordinal = out.events + refs.len();
                     refs.push(outbox::insert(&mut tx, user.team_id, &event, now, ordinal).await?);
                 }
                 if recovered {

@@ -8,27 +8,31 @@
 //!   and compared. The result, a [`Plan`], is small: runs of timestamps for samples (a push of
 //!   new samples is one run), ids for summaries. It must be taken before the write, which
 //!   replaces the old versions;
-//! - **after the write**, off the push's path (`announce.rs`), the push's records are read back
-//!   from the store (found by their `ingested_at`, the push's stamp), rendered as the getters
-//!   render them (`ingest::render_*`) and made into events ([`EventStream`]), so an event's
-//!   `data` is exactly what `GET /v2/summary/<kind>` or `/v2/timeseries/...` shows for those
-//!   records. Summaries' `created_at`/`updated_at` (the ingestion time) are left out of the
-//!   comparison.
+//! - **after the write**, off the push's path (`announce.rs`), the push's own rows are read
+//!   back from its segments (`HealthStore::read_written`: the rows with its `ingested_at`, the
+//!   push's stamp, as written, even where a later push has replaced them since; the
+//!   `store.compact` job does not merge a user's segments while a push of theirs is
+//!   unannounced, since a merge drops replaced rows), rendered as the getters render them
+//!   (`ingest::render_*`) and made into events ([`EventStream`]), so an event's `data` is
+//!   exactly what `GET /v2/summary/<kind>` or `/v2/timeseries/...` showed for those records
+//!   once the push was stored. Summaries' `created_at`/`updated_at` (the ingestion time) are
+//!   left out of the comparison.
 //!
 //! Keys are the store's record keys (`Dataset::key_columns`): a push has one provider and
 //! source type, so only stored records of those are compared. One event per (resource, source,
 //! created or updated) unless its body would pass 1 MiB, when it is split; records are
 //! rendered [`CHUNK`] rows at a time, so memory stays bounded on big pushes.
 //!
-//! Decision where the spec is silent: a record pushed again (with other content) before its
-//! first push was announced is announced with the content it has when the announcement is
-//! made, by both pushes (`created` by the first, `updated` by the second).
+//! Decision where the spec is silent: every push is announced with its own content. A record
+//! pushed again with other content before its first push was announced is announced twice,
+//! `created` with the first content by the first push and `updated` with the second by the
+//! second, in that order (the job announces a user's pushes oldest first).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 
 use datafusion::arrow::array::{
-    Array, BooleanArray, RecordBatch, Scalar, StringArray, TimestampMicrosecondArray, UInt32Array,
+    Array, BooleanArray, RecordBatch, StringArray, TimestampMicrosecondArray, UInt32Array,
 };
 use datafusion::arrow::compute::kernels::cmp::eq;
 use datafusion::arrow::compute::{filter_record_batch, take_record_batch};
@@ -39,7 +43,7 @@ use super::DataError;
 use super::connections::resource_name;
 use crate::events::{Event, EventType, EventUser};
 use crate::ingest;
-use crate::schema::{Dataset, INGESTED_AT, Table};
+use crate::schema::{Dataset, Table};
 use crate::store::health::HealthStore;
 use crate::store::metadata::User;
 
@@ -401,14 +405,16 @@ pub async fn plan(
     })
 }
 
-/// The changed records a plan describes, read back from the store after the write: per
-/// dataset, the created then the updated ones. Records no longer stored with the push's stamp
-/// (replaced since) are left out.
+/// The changed records a plan describes, as the push wrote them, read back from the store
+/// after the write: per dataset, the created then the updated ones.
 pub async fn changed_records(
     store: &HealthStore,
     user: &User,
     plan: &Plan,
 ) -> Result<Vec<(Dataset, Change, Vec<RecordBatch>)>, DataError> {
+    let Some(stamp) = chrono::DateTime::from_timestamp_micros(plan.stamp) else {
+        return Ok(Vec::new());
+    };
     let mut out = Vec::new();
     for entry in &plan.entries {
         let Some(dataset) = Dataset::from_path(&entry.dataset) else {
@@ -424,22 +430,16 @@ pub async fn changed_records(
             }
             Changed::Id { .. } => None,
         };
-        let batches = super::read(store, user, dataset, window, Some(&plan.provider)).await?;
-        let batches = keep_source(batches, &entry.source_type)?;
+        // The push's own rows, as it wrote them, even where a later push replaced them since.
+        let written = store
+            .read_written(user.team_id, user.id, dataset, window, stamp)
+            .await?;
+        let batches = keep_source(
+            super::keep_provider(written, &plan.provider)?,
+            &entry.source_type,
+        )?;
         let mut split: [Vec<RecordBatch>; 2] = [Vec::new(), Vec::new()];
-        for batch in batches {
-            let Some(ingested) = batch.column_by_name(INGESTED_AT) else {
-                continue;
-            };
-            // The stamp in the column's own type (with its time zone).
-            let stamp = Scalar::new(
-                TimestampMicrosecondArray::from(vec![plan.stamp])
-                    .with_data_type(ingested.data_type().clone()),
-            );
-            let ours = filter_record_batch(&batch, &eq(ingested, &stamp)?)?;
-            if ours.num_rows() == 0 {
-                continue;
-            }
+        for ours in batches {
             let changes = row_changes(&entry.changed, &ours);
             for (slot, wanted) in [Change::Created, Change::Updated].into_iter().enumerate() {
                 let mask: BooleanArray = changes.iter().map(|c| Some(*c == Some(wanted))).collect();

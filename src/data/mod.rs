@@ -340,9 +340,14 @@ pub async fn read(
     provider: Option<&str>,
 ) -> Result<Vec<RecordBatch>, DataError> {
     let batches = store.read(user.team_id, user.id, dataset, window).await?;
-    let Some(provider) = provider else {
-        return Ok(batches);
-    };
+    match provider {
+        Some(provider) => keep_provider(batches, provider),
+        None => Ok(batches),
+    }
+}
+
+/// The rows of `provider`.
+fn keep_provider(batches: Vec<RecordBatch>, provider: &str) -> Result<Vec<RecordBatch>, DataError> {
     let wanted = StringArray::new_scalar(provider);
     let mut kept = Vec::with_capacity(batches.len());
     for batch in batches {

@@ -72,6 +72,28 @@ pub async fn schedule_on(
     Ok(out)
 }
 
+/// A compaction put off by unannounced pushes looks again this often, this many times (their
+/// announcing takes milliseconds), then is retried [`DEFERRED`] later (a push whose writer died
+/// is announced only at its `announce::LEASE` expiry).
+const DEFER_POLL: Duration = Duration::from_millis(100);
+const DEFER_POLLS: usize = 10;
+const DEFERRED: chrono::Duration = chrono::Duration::seconds(5);
+
+/// Whether the user has pushes not yet announced (if that cannot be told: yes).
+async fn unannounced(meta: &MetadataStore, user: Uuid) -> bool {
+    let pending = async {
+        let mut conn = meta.reader().await?;
+        crate::store::metadata::push_events::oldest_pending(&mut conn, user).await
+    };
+    match pending.await {
+        Ok(pending) => pending.is_some(),
+        Err(error) => {
+            tracing::warn!(%error, %user, "could not look for unannounced pushes");
+            true
+        }
+    }
+}
+
 /// The `store.compact` handler.
 #[derive(Debug, Clone)]
 pub struct Compaction {
@@ -98,16 +120,23 @@ impl JobHandler for Compaction {
         KIND
     }
 
-    async fn run(&self, _ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
+    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
         let (team, user, dataset) = parse_payload(&payload)
             .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
-        let report = self
-            .health
-            .compact_due(team, user, dataset)
-            .await
-            .map_err(|e| JobError::Retry(format!("compaction failed: {e}")))?;
-        tracing::debug!(%team, %user, dataset = %dataset.path(), ?report, "compacted");
-        Ok(Outcome::Done)
+        for _ in 0..DEFER_POLLS {
+            let report = self
+                .health
+                // A push not yet announced still needs its own rows, which a merge may drop.
+                .compact_due_unless(team, user, dataset, unannounced(&ctx.meta, user))
+                .await
+                .map_err(|e| JobError::Retry(format!("compaction failed: {e}")))?;
+            if !report.deferred {
+                tracing::debug!(%team, %user, dataset = %dataset.path(), ?report, "compacted");
+                return Ok(Outcome::Done);
+            }
+            tokio::time::sleep(DEFER_POLL).await;
+        }
+        Ok(Outcome::RetryAt(ctx.now() + DEFERRED))
     }
 }
 

@@ -1006,3 +1006,134 @@ async fn events_older_than_30_days_are_pruned_once_delivered() {
         .unwrap();
     assert!(deliveries.is_empty(), "its deliveries went with it");
 }
+
+/// A push whose samples a later push changes before the first is announced is still announced
+/// as it was pushed: every sample created, with its first value; then the changed ones updated,
+/// with the second. The `store.compact` job, which would drop the replaced rows, waits until
+/// both are announced.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_changed_before_its_announcement_is_announced_as_it_was_pushed() {
+    use std::sync::Arc;
+    use wearhouse::data::announce;
+    use wearhouse::events::history;
+    use wearhouse::jobs::{Clock, JobState, ManualClock, Registry, Runner, compaction::Compaction};
+    use wearhouse::store::health::{HealthStore, StoreOptions};
+    use wearhouse::store::metadata::NewUser;
+    use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
+
+    let dir = tempfile::tempdir().unwrap();
+    let meta = events_support::sqlite_meta(dir.path()).await;
+    let options = StoreOptions {
+        compact_min_segments: 2,
+        ..StoreOptions::default()
+    };
+    let health =
+        HealthStore::open(&dir.path().join("health").display().to_string(), options).unwrap();
+    let (team, _) = meta.create_team("acme").await.unwrap();
+    let new_user = NewUser {
+        client_user_id: "u".to_owned(),
+        ..NewUser::default()
+    };
+    let user = meta.create_user(team.id, new_user).await.unwrap();
+    let push = |body: Value| {
+        let (meta, health, user) = (meta.clone(), health.clone(), user.clone());
+        async move {
+            let bytes = body.to_string().into_bytes().into();
+            wearhouse::data::push_json(&meta, &health, &user, bytes, chrono::Utc::now())
+                .await
+                .unwrap();
+        }
+    };
+    push(push_body(0, 10, 60.0)).await;
+    push(push_body(0, 4, 70.0)).await;
+
+    // The pushes asked for a compaction, and it is due (two segments): it must wait.
+    let clock = Arc::new(ManualClock::new(
+        chrono::Utc::now() + chrono::Duration::seconds(31),
+    ));
+    let registry = Registry::new().register(Compaction::new(health.clone()));
+    let config = crate::jobs_support::config("compactor", Duration::from_secs(30));
+    let runner = Runner::new(meta.clone(), registry, config)
+        .with_clock(clock.clone())
+        .spawn();
+    let filter = JobFilter {
+        team: None,
+        state: None,
+        kind: Some("store.compact".into()),
+    };
+    let started = std::time::Instant::now();
+    let job = loop {
+        let mut conn = meta.writer().await.unwrap();
+        let (jobs, _) = list_jobs(&mut conn, &filter, 0, 10).await.unwrap();
+        drop(conn);
+        let job = jobs
+            .into_iter()
+            .next()
+            .expect("the pushes asked for a compaction");
+        // Run, found the pushes unannounced, and put off to later than the clock shows.
+        if job.state == JobState::Pending && job.run_at > clock.now() {
+            break job;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "the compaction was not put off: {job:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(health.metrics().compactions, 0, "nothing merged yet");
+
+    let out = announce::announce(&meta, &health, user.id, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(out.pushes, 2);
+    let listed = history::events(&meta, team.id, None, None, None, None, 100)
+        .await
+        .unwrap()
+        .0;
+    let summary: Vec<(&str, Vec<f64>)> = listed
+        .iter()
+        .map(|e| {
+            let body: Value = serde_json::from_str(&e.body).unwrap();
+            let values = body["data"]["data"]
+                .as_array()
+                .map(|samples| {
+                    samples
+                        .iter()
+                        .map(|s| s["value"].as_f64().unwrap())
+                        .collect()
+                })
+                .unwrap_or_default();
+            (e.event_type.as_str(), values)
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("provider.connection.created", vec![]),
+            ("daily.data.heartrate.created", vec![60.0; 10]),
+            ("daily.data.heartrate.updated", vec![70.0; 4]),
+        ]
+    );
+
+    // Announced, the dataset is merged on the job's next run, keeping the newest versions.
+    clock.advance(chrono::Duration::seconds(10));
+    let done = crate::jobs_support::wait_for(&meta, job.id, JobState::Succeeded, WAIT).await;
+    runner.shutdown().await;
+    assert_eq!(done.kind, "store.compact");
+    assert_eq!(health.metrics().compactions, 1);
+    let dataset =
+        wearhouse::schema::Dataset::Timeseries(wearhouse::schema::resource("heartrate").unwrap());
+    let rows = health.read(team.id, user.id, dataset, None).await.unwrap();
+    let values: Vec<f64> = rows
+        .iter()
+        .flat_map(|b| {
+            let column = b.column_by_name("value").unwrap();
+            let column = column
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::Float64Array>()
+                .unwrap();
+            column.values().to_vec()
+        })
+        .collect();
+    assert_eq!(values, [[70.0; 4].as_slice(), &[60.0; 6]].concat());
+}

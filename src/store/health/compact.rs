@@ -59,7 +59,8 @@ impl HealthStore {
         user: Uuid,
         dataset: Dataset,
     ) -> Result<CompactionReport, StoreError> {
-        self.compact_run((team, user, dataset), 2).await
+        self.compact_run((team, user, dataset), 2, std::future::ready(false))
+            .await
     }
 
     /// Merges the dataset's longest run of small segments if it has at least
@@ -72,11 +73,33 @@ impl HealthStore {
         user: Uuid,
         dataset: Dataset,
     ) -> Result<CompactionReport, StoreError> {
-        let min_run = self.inner.options.compact_min_segments.max(2);
-        self.compact_run((team, user, dataset), min_run).await
+        self.compact_due_unless(team, user, dataset, std::future::ready(false))
+            .await
     }
 
-    async fn compact_run(&self, key: Key, min_run: usize) -> Result<CompactionReport, StoreError> {
+    /// [`HealthStore::compact_due`], unless `busy`, awaited once the merge's inputs are chosen,
+    /// says the dataset is busy: then nothing is merged and the report says `deferred`. A merge drops
+    /// replaced versions, and a push's events are made from its own rows after it
+    /// (`data::announce`), so the `store.compact` job asks whether the user has pushes not yet
+    /// announced. Asked after the listing, the question covers every segment listed: a push's
+    /// segment is visible only after its plan is recorded.
+    pub async fn compact_due_unless(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        dataset: Dataset,
+        busy: impl Future<Output = bool>,
+    ) -> Result<CompactionReport, StoreError> {
+        let min_run = self.inner.options.compact_min_segments.max(2);
+        self.compact_run((team, user, dataset), min_run, busy).await
+    }
+
+    async fn compact_run(
+        &self,
+        key: Key,
+        min_run: usize,
+        busy: impl Future<Output = bool>,
+    ) -> Result<CompactionReport, StoreError> {
         let locks = self.locks(key);
         let _serial = locks.compact.lock().await;
         let listing = self.list(key).await?;
@@ -87,6 +110,10 @@ impl HealthStore {
         let target = self.inner.options.target_segment_rows.max(1);
         let run = choose_run(&listing.segments, target as u64);
         if run.len() < min_run {
+            return Ok(report);
+        }
+        if busy.await {
+            report.deferred = true;
             return Ok(report);
         }
         let fetched: Vec<_> = futures::stream::iter(run.iter().cloned())

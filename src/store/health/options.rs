@@ -59,4 +59,7 @@ pub struct CompactionReport {
     pub rows_out: usize,
     /// Stale temporary files removed.
     pub temp_files_removed: usize,
+    /// Whether a due merge was put off because its caller said the dataset is busy
+    /// ([`HealthStore::compact_due_unless`]).
+    pub deferred: bool,
 }

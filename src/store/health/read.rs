@@ -18,7 +18,9 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{RecordBatch, Scalar, TimestampMicrosecondArray};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::compute::kernels::cmp::eq;
 use datafusion::arrow::error::ArrowError;
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
@@ -30,7 +32,7 @@ use super::metrics::Metrics;
 use super::rows::{TimeColumn, group_by_source, newest_per_key, slice_window};
 use super::segment_read::decode;
 use super::{HealthStore, Key, Listed, StoreError};
-use crate::schema::{ConstantProofs, Dataset, source_columns};
+use crate::schema::{ConstantProofs, Dataset, INGESTED_AT, source_columns};
 
 /// How many times a read re-lists when a listed segment vanished (removed by a compaction).
 const READ_ATTEMPTS: usize = 3;
@@ -94,6 +96,47 @@ impl HealthStore {
         cut(assembled.batches, dataset, window)
     }
 
+    /// The rows one write put in the dataset, as it wrote them: every stored row whose
+    /// `ingested_at` is `stamp` (the write's stamp) and, with a window, whose time is in it,
+    /// read from the segments as they are, before replacement. So the rows are found even where
+    /// a later write has replaced them since (the version a read answers is then the later
+    /// one); only a compaction, which drops replaced rows, removes them. Not cached. This is how
+    /// a push's events are made after it (`data::announce`).
+    pub async fn read_written(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        dataset: Dataset,
+        window: Option<Range<DateTime<Utc>>>,
+        stamp: DateTime<Utc>,
+    ) -> Result<Vec<RecordBatch>, StoreError> {
+        let window = window.map(|w| (w.start.timestamp_micros(), w.end.timestamp_micros()));
+        let prune = match dataset {
+            Dataset::Timeseries(_) => window,
+            Dataset::Table(_) => None,
+        };
+        let fetched = self.fetch((team, user, dataset), prune).await?;
+        let batch_size = self.inner.options.row_group_rows;
+        let stamp = stamp.timestamp_micros();
+        tokio::task::spawn_blocking(move || {
+            let mut pool = ConstantPool::default();
+            let mut out = Vec::new();
+            for (_, bytes) in fetched {
+                for batch in decode(bytes, dataset, prune, batch_size, &mut pool)?.batches {
+                    let written = stamped(&batch, stamp)?;
+                    if written.num_rows() > 0 {
+                        out.push(written);
+                    }
+                }
+            }
+            match window {
+                None => Ok(out),
+                Some((start, end)) => Ok(slice_window(&out, dataset.time_column(), start, end)?),
+            }
+        })
+        .await?
+    }
+
     /// Lists and fetches the segments a read needs, holding the dataset's swap lock shared so a
     /// compaction cannot remove what was listed before it is fetched. Re-lists if a segment
     /// vanished anyway (another process).
@@ -136,6 +179,18 @@ impl HealthStore {
             }
         }
     }
+}
+
+/// The rows of `batch` whose `ingested_at` is `stamp` (µs).
+fn stamped(batch: &RecordBatch, stamp: i64) -> Result<RecordBatch, ArrowError> {
+    let Some(ingested) = batch.column_by_name(INGESTED_AT) else {
+        return Ok(batch.slice(0, 0));
+    };
+    // The stamp in the column's own type (with its time zone).
+    let stamp = Scalar::new(
+        TimestampMicrosecondArray::from(vec![stamp]).with_data_type(ingested.data_type().clone()),
+    );
+    filter_record_batch(batch, &eq(ingested, &stamp)?)
 }
 
 /// Cuts a time-sorted result to the window.
