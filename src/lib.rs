@@ -13,6 +13,7 @@
 //! - [`jobs`]: the durable background job runner (leases, retries, kinds; compaction);
 //! - [`lab`]: laboratory testing: catalogue, area coverage, orders, appointments;
 //! - [`link`]: linking users to providers: connections and their sealed credentials;
+//! - [`sync`]: pulling providers' cloud APIs into push bodies (connectors, their errors);
 //! - [`secret`]: the deployment's secret key, which seals provider credentials at rest;
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
@@ -34,6 +35,7 @@ pub mod query;
 pub mod schema;
 pub mod secret;
 pub mod store;
+pub mod sync;
 pub mod users;
 pub mod validation;
 

@@ -1,0 +1,308 @@
+//! Provider sync: pulling a provider's cloud API and normalising what it answers into a push
+//! body (`provider-sync.md`). This module owns the seam every connector implements; the jobs
+//! that schedule pulls, store their results and emit events live elsewhere and call it.
+//!
+//! - A [`Connector`] is asked for a [`Pull`] (a set of [`Resource`]s over a [`Window`]
+//!   `[start, end)` of UTC instants) with the connection's access token, and answers
+//!   [`Pulled`]: a push body (`data-model.md` §Reading and writing, the shape
+//!   `POST /v2/user/{user_id}/data` takes) plus how many provider records it skipped.
+//! - Pulled data goes through [`crate::ingest::parse_push`] like any push: one validation path.
+//!   [`screen`] does that and drops, record by record, whatever ingest refuses, so that one odd
+//!   provider value never costs the rest of the pull.
+//! - A failure is a [`SyncError`], typed by what the caller should do next: wait
+//!   (`RateLimited`), refresh the token (`Unauthorised`), retry with backoff (`Transient`) or
+//!   give up (`Permanent`).
+//!
+//! Connectors: [`oura`] (Oura API v2).
+
+pub mod oura;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ingest::{PushBatches, PushUser, parse_push};
+use crate::validation::{Loc, Violation};
+
+/// A kind of data a connector can pull, named after the push-body part (or timeseries
+/// resource) it fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resource {
+    /// Sleep sessions: the `sleep` table.
+    Sleep,
+    /// Daily activity summaries: the `activity` table.
+    Activity,
+    /// Workout sessions: the `workouts` table.
+    Workouts,
+    /// Heart-rate samples: the `heartrate` timeseries (bpm).
+    Heartrate,
+    /// Heart-rate variability samples: the `hrv` timeseries (ms, RMSSD).
+    Hrv,
+    /// Blood-oxygen saturation: the `blood_oxygen` timeseries (%).
+    BloodOxygen,
+    /// The user's profile (not windowed: the latest the provider has).
+    Profile,
+}
+
+impl Resource {
+    /// Every resource, in the order a pull fetches them.
+    pub const ALL: [Resource; 7] = [
+        Resource::Sleep,
+        Resource::Activity,
+        Resource::Workouts,
+        Resource::Heartrate,
+        Resource::Hrv,
+        Resource::BloodOxygen,
+        Resource::Profile,
+    ];
+}
+
+/// A half-open span of time `[start, end)` in UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// The first instant included.
+    pub start: DateTime<Utc>,
+    /// The first instant after the window.
+    pub end: DateTime<Utc>,
+}
+
+impl Window {
+    /// The window `[start, end)`; `None` when `end` is not after `start`.
+    pub fn new(start: DateTime<Utc>, end: DateTime<Utc>) -> Option<Window> {
+        (end > start).then_some(Window { start, end })
+    }
+
+    /// Whether `at` lies in the window.
+    pub fn contains(&self, at: DateTime<Utc>) -> bool {
+        self.start <= at && at < self.end
+    }
+}
+
+/// What to pull.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pull {
+    /// The resources wanted; the order does not matter and duplicates are ignored.
+    pub resources: Vec<Resource>,
+    /// The span of time wanted.
+    pub window: Window,
+}
+
+/// What a pull answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pulled {
+    /// A push body: `{"provider", "source", "sleep", "activity", "workouts", "profile",
+    /// "timeseries": {...}}`, with only the parts that received records.
+    pub body: Value,
+    /// Provider records that could not be normalised (each logged with `tracing::warn!`).
+    pub skipped: usize,
+}
+
+/// A failed pull, by what the caller should do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// HTTP 429: wait, then pull again.
+    #[error("the provider is rate limiting us (retry after {retry_after_seconds:?} s)")]
+    RateLimited {
+        /// The provider's `Retry-After`, in seconds; `None` when it named no (readable) delay.
+        retry_after_seconds: Option<u64>,
+    },
+    /// HTTP 401: the access token is expired, malformed or revoked; refresh it once and retry.
+    #[error("the provider refused the access token (expired or revoked)")]
+    Unauthorised,
+    /// A failure worth retrying with backoff: 5xx, a timeout, a broken connection.
+    #[error("transient provider failure: {reason}")]
+    Transient {
+        /// What happened (status or transport failure), for the job's `last_error`.
+        reason: String,
+        /// The transport error, when there was one.
+        #[source]
+        source: Option<reqwest::Error>,
+    },
+    /// A failure no retry fixes: another 4xx, or a response that is not the documented shape.
+    #[error("permanent provider failure: {reason}")]
+    Permanent {
+        /// What was wrong, for the job's `last_error`.
+        reason: String,
+    },
+}
+
+/// A connector to one provider's cloud API. Shared by every connection of the provider: the
+/// connection's access token comes with each pull.
+#[async_trait::async_trait]
+pub trait Connector: Send + Sync {
+    /// The provider's catalogue slug (`oura`).
+    fn provider(&self) -> &'static str;
+
+    /// Pulls `pull` with `access_token` and normalises it into a push body. Every page of every
+    /// resource is fetched before it answers; the first failing request ends the pull.
+    async fn pull(&self, access_token: &str, pull: &Pull) -> Result<Pulled, SyncError>;
+}
+
+/// A pulled body after ingest's validation: what was admitted and what was dropped.
+#[derive(Debug, Clone)]
+pub struct Screened {
+    /// The body less the dropped records: `parse_push` accepts it.
+    pub body: Value,
+    /// Its batches, as `parse_push` built them.
+    pub batches: PushBatches,
+    /// One violation per dropped record, in the order they were found.
+    pub dropped: Vec<Violation>,
+}
+
+/// Runs `body` through [`parse_push`], dropping each record ingest refuses (logged with
+/// `tracing::warn!`) until the rest is accepted. A violation that names no single record (the
+/// provider slug, the source) is returned as the error: that is a connector bug, not data.
+///
+/// Each refusal costs one more parse, so a connector should not rely on this for checks it can
+/// make itself; it is the safety net that keeps one odd value from costing a whole pull.
+pub fn screen(
+    mut body: Value,
+    user: &PushUser,
+    now: DateTime<Utc>,
+) -> Result<Screened, Violation> {
+    let mut dropped = Vec::new();
+    loop {
+        let violation = match parse_push(&body, user, now) {
+            Ok(batches) => {
+                return Ok(Screened {
+                    body,
+                    batches,
+                    dropped,
+                });
+            }
+            Err(invalid) => invalid.0.into_iter().next().ok_or_else(|| {
+                Violation::value(vec![Loc::from("body")], "rejected without a violation")
+            })?,
+        };
+        if !drop_record(&mut body, &violation.loc) {
+            return Err(violation);
+        }
+        tracing::warn!(
+            loc = ?violation.loc,
+            msg = %violation.msg,
+            "dropped a pulled record that ingest refused"
+        );
+        dropped.push(violation);
+    }
+}
+
+/// Removes the record a violation's location names: `["body", part, i, ...]`,
+/// `["body", "timeseries", resource, i, ...]` or `["body", "profile", ...]`. `false` when it
+/// names no record.
+fn drop_record(body: &mut Value, loc: &[Loc]) -> bool {
+    let key = |i: usize| match loc.get(i) {
+        Some(Loc::Key(k)) => Some(k.as_str()),
+        _ => None,
+    };
+    let index = |i: usize| match loc.get(i) {
+        Some(Loc::Index(n)) => Some(*n),
+        _ => None,
+    };
+    let Some(obj) = body.as_object_mut() else {
+        return false;
+    };
+    match (key(0), key(1)) {
+        (Some("body"), Some("profile")) => obj.remove("profile").is_some(),
+        (Some("body"), Some("timeseries")) => {
+            let (Some(resource), Some(i)) = (key(2), index(3)) else {
+                return false;
+            };
+            remove_at(obj.get_mut("timeseries").and_then(|t| t.get_mut(resource)), i)
+        }
+        (Some("body"), Some(part)) => match index(2) {
+            Some(i) => remove_at(obj.get_mut(part), i),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+fn remove_at(list: Option<&mut Value>, i: usize) -> bool {
+    match list.and_then(Value::as_array_mut) {
+        Some(items) if i < items.len() => {
+            items.remove(i);
+            true
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn windows_are_half_open() {
+        let start = Utc.with_ymd_and_hms(2025, 3, 1, 0, 0, 0).unwrap();
+        let end = Utc.with_ymd_and_hms(2025, 3, 2, 0, 0, 0).unwrap();
+        let w = Window::new(start, end).unwrap();
+        assert!(w.contains(start));
+        assert!(!w.contains(end));
+        assert!(Window::new(end, start).is_none());
+        assert!(Window::new(start, start).is_none());
+    }
+
+    #[test]
+    fn screen_drops_only_the_refused_records() {
+        let body = json!({
+            "provider": "oura",
+            "source": {"type": "ring"},
+            "workouts": [
+                {"id": "w1", "time_start": "2025-03-01T10:00:00+01:00", "time_end": "2025-03-01T11:00:00+01:00"},
+                {"id": "w2", "time_start": "2025-03-01T12:00:00+01:00", "time_end": "2025-03-01T11:00:00+01:00"},
+                {"id": "w3", "time_start": "2025-03-01T14:00:00+01:00", "time_end": "2025-03-01T15:00:00+01:00"}
+            ],
+            "timeseries": {"heartrate": [
+                {"timestamp": "2025-03-01T10:00:00Z", "unit": "bpm", "value": 61},
+                {"timestamp": "2025-03-01T10:05:00Z", "unit": "bpm", "value": 900},
+                {"timestamp": "2025-03-01T10:10:00Z", "unit": "bpm", "value": 63}
+            ]}
+        });
+        let screened = screen(body, &PushUser::default(), now()).unwrap();
+        assert_eq!(screened.dropped.len(), 2);
+        assert_eq!(
+            screened.batches.counts(),
+            json!({"workouts": 2, "timeseries": {"heartrate": 2}})
+        );
+        let ids: Vec<_> = screened.body["workouts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["id"].clone())
+            .collect();
+        assert_eq!(ids, [json!("w1"), json!("w3")]);
+    }
+
+    #[test]
+    fn screen_refuses_a_body_level_error() {
+        let body = json!({"provider": "no-such-provider", "sleep": []});
+        let err = screen(body, &PushUser::default(), now()).unwrap_err();
+        assert_eq!(err.loc, vec![Loc::from("body"), Loc::from("provider")]);
+    }
+
+    #[test]
+    fn screen_drops_a_refused_profile() {
+        let body = json!({
+            "provider": "oura",
+            "profile": {"height": 178, "sex": "robot"},
+            "timeseries": {"heartrate": [{"timestamp": "2025-03-01T10:00:00Z", "value": 61}]}
+        });
+        let screened = screen(body, &PushUser::default(), now()).unwrap();
+        assert_eq!(screened.dropped.len(), 1);
+        assert!(screened.body.get("profile").is_none());
+        assert_eq!(
+            screened.batches.counts(),
+            json!({"timeseries": {"heartrate": 1}})
+        );
+    }
+}

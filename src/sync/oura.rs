@@ -1,0 +1,329 @@
+//! The Oura API v2 connector: its endpoints, paging and errors. The payload-to-push-body
+//! mapping is `oura/normalise.rs`.
+//!
+//! Written against Oura's published OpenAPI document (`Oura API` 2.0, schema 1.29, served at
+//! `cloud.ouraring.com/v2/docs`):
+//! - `GET /v2/usercollection/{sleep, daily_activity, workout, daily_spo2}` take `start_date`
+//!   and `end_date` (`YYYY-MM-DD`) and `next_token`; `GET /v2/usercollection/heartrate` takes
+//!   `start_datetime` and `end_datetime` (ISO 8601) and `next_token`. Each answers
+//!   `{"data": [...], "next_token": "..." | null}`; a pull follows `next_token` until it is
+//!   null or absent. `GET /v2/usercollection/personal_info` answers one object.
+//! - Authentication is `Authorization: Bearer <access token>` (OAuth 2.0 or a personal token).
+//! - 401 means the token is expired, malformed or revoked; 403 that the user's Oura
+//!   subscription has lapsed (permanent until they renew); 429 that the rate limit (5,000
+//!   requests per 5 minutes per token) is exceeded, with `Retry-After` where given.
+//!
+//! The base URL defaults to [`DEFAULT_API_URL`]; deployments and tests override it with
+//! [`API_URL_ENV`] (`WEARHOUSE_PROVIDER_OURA_API_URL`), passed to [`Oura::new`].
+//!
+//! Decisions where the documentation is silent:
+//! - Which days a date-range request covers differs between Oura's collections (some read
+//!   `start_date` as exclusive, some `end_date`). A request asks for one day more on each side
+//!   of the window's days, and the answer is cut to documents whose `day` is one of the UTC
+//!   calendar days the window touches. Heart-rate samples are cut to the window itself.
+//! - `Retry-After` is read as seconds or as an HTTP date; absent or unreadable, the error
+//!   carries `None` and the caller picks its own backoff.
+//! - 408 and every 5xx are transient; every other status but 2xx, 401 and 429 is permanent.
+//! - A `next_token` seen twice in one pull, or more than [`MAX_PAGES`] pages, is a permanent
+//!   failure rather than an endless loop.
+
+mod normalise;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, HashSet};
+use std::time::Duration;
+
+use chrono::{DateTime, Days, NaiveDate, SecondsFormat, TimeDelta, Utc};
+use reqwest::header::{ACCEPT, HeaderMap, RETRY_AFTER};
+use serde_json::Value;
+
+use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
+use normalise::Body;
+
+/// Oura's production API host.
+pub const DEFAULT_API_URL: &str = "https://api.ouraring.com";
+
+/// The environment variable a deployment sets to point the connector elsewhere.
+pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_OURA_API_URL";
+
+/// The most pages one resource may answer in one pull.
+pub const MAX_PAGES: usize = 10_000;
+
+/// How long one request may take, connection included.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest error body kept in an error message.
+const ERROR_BODY_CHARS: usize = 200;
+
+/// The Oura API v2 connector.
+#[derive(Debug, Clone)]
+pub struct Oura {
+    http: reqwest::Client,
+    /// The base URL without a trailing slash.
+    base: String,
+}
+
+/// How a collection is windowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Span {
+    /// `start_date`/`end_date`; documents carry a `day`.
+    Days,
+    /// `start_datetime`/`end_datetime`; documents carry a `timestamp`.
+    Instants,
+}
+
+impl Oura {
+    /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
+    /// client (30 s per request, no redirects followed).
+    pub fn new(base_url: &str) -> Result<Oura, SyncError> {
+        let parsed = url::Url::parse(base_url).map_err(|e| SyncError::Permanent {
+            reason: format!("invalid Oura API URL {base_url:?}: {e}"),
+        })?;
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(REQUEST_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("wearhouse/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| SyncError::Permanent {
+                reason: format!("could not build the HTTP client: {e}"),
+            })?;
+        Ok(Oura::with_client(parsed, http))
+    }
+
+    /// A connector for the API at `base_url` over an existing client.
+    pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Oura {
+        Oura {
+            http,
+            base: base_url.as_str().trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// Every document of a collection in the window, all pages followed.
+    async fn collection(
+        &self,
+        token: &str,
+        name: &str,
+        span: Span,
+        window: &Window,
+    ) -> Result<Vec<Value>, SyncError> {
+        let url = format!("{}/v2/usercollection/{name}", self.base);
+        let range = match span {
+            Span::Days => {
+                let (first, last) = days(window);
+                [
+                    ("start_date", shift(first, -1).to_string()),
+                    ("end_date", shift(last, 1).to_string()),
+                ]
+            }
+            Span::Instants => [
+                ("start_datetime", rfc3339(window.start)),
+                ("end_datetime", rfc3339(window.end)),
+            ],
+        };
+        let mut documents = Vec::new();
+        let mut next: Option<String> = None;
+        let mut seen = HashSet::new();
+        for _ in 0..MAX_PAGES {
+            let mut query: Vec<(&str, String)> = range.to_vec();
+            if let Some(t) = &next {
+                query.push(("next_token", t.clone()));
+            }
+            let page = self.get(token, &url, &query).await?;
+            let (data, token_after) = envelope(page, name)?;
+            documents.extend(data.into_iter().filter(|d| in_window(d, span, window)));
+            match token_after {
+                None => return Ok(documents),
+                Some(t) if !seen.insert(t.clone()) => {
+                    return Err(SyncError::Permanent {
+                        reason: format!("Oura {name}: next_token {t:?} came back a second time"),
+                    });
+                }
+                Some(t) => next = Some(t),
+            }
+        }
+        Err(SyncError::Permanent {
+            reason: format!("Oura {name}: more than {MAX_PAGES} pages"),
+        })
+    }
+
+    /// One GET answering JSON, with the status mapped to [`SyncError`].
+    async fn get(
+        &self,
+        token: &str,
+        url: &str,
+        query: &[(&str, String)],
+    ) -> Result<Value, SyncError> {
+        let response = self
+            .http
+            .get(url)
+            .query(query)
+            .bearer_auth(token)
+            .header(ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = response.status();
+        if status.is_success() {
+            let bytes = response.bytes().await.map_err(transport)?;
+            return serde_json::from_slice(&bytes).map_err(|e| SyncError::Permanent {
+                reason: format!("Oura answered {status} with a body that is not JSON: {e}"),
+            });
+        }
+        let retry_after = retry_after(response.headers(), Utc::now());
+        // The body only feeds the error message: a failure to read it changes nothing.
+        let text = response.text().await.unwrap_or_default();
+        let detail: String = text.chars().take(ERROR_BODY_CHARS).collect();
+        Err(match status.as_u16() {
+            401 => SyncError::Unauthorised,
+            429 => SyncError::RateLimited {
+                retry_after_seconds: retry_after,
+            },
+            408 | 500..=599 => SyncError::Transient {
+                reason: format!("Oura answered {status}: {detail}"),
+                source: None,
+            },
+            _ => SyncError::Permanent {
+                reason: format!("Oura answered {status}: {detail}"),
+            },
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Connector for Oura {
+    fn provider(&self) -> &'static str {
+        "oura"
+    }
+
+    async fn pull(&self, token: &str, pull: &Pull) -> Result<Pulled, SyncError> {
+        let wanted: BTreeSet<Resource> = pull.resources.iter().copied().collect();
+        let w = &pull.window;
+        let mut body = Body::default();
+        let sleep_rows = wanted.contains(&Resource::Sleep);
+        let hrv = wanted.contains(&Resource::Hrv);
+        if sleep_rows || hrv {
+            let docs = self.collection(token, "sleep", Span::Days, w).await?;
+            body.sleep(&docs, sleep_rows, hrv);
+        }
+        if wanted.contains(&Resource::Activity) {
+            let docs = self
+                .collection(token, "daily_activity", Span::Days, w)
+                .await?;
+            body.activity(&docs);
+        }
+        if wanted.contains(&Resource::Workouts) {
+            let docs = self.collection(token, "workout", Span::Days, w).await?;
+            body.workouts(&docs);
+        }
+        if wanted.contains(&Resource::Heartrate) {
+            let docs = self
+                .collection(token, "heartrate", Span::Instants, w)
+                .await?;
+            body.heartrate(&docs);
+        }
+        if wanted.contains(&Resource::BloodOxygen) {
+            let docs = self.collection(token, "daily_spo2", Span::Days, w).await?;
+            body.spo2(&docs);
+        }
+        if wanted.contains(&Resource::Profile) {
+            let url = format!("{}/v2/usercollection/personal_info", self.base);
+            let info = self.get(token, &url, &[]).await?;
+            body.personal_info(&info);
+        }
+        Ok(body.finish())
+    }
+}
+
+/// The first and last UTC calendar days the window touches.
+fn days(window: &Window) -> (NaiveDate, NaiveDate) {
+    let last = window.end - TimeDelta::nanoseconds(1);
+    (window.start.date_naive(), last.date_naive())
+}
+
+fn shift(day: NaiveDate, by: i64) -> NaiveDate {
+    let moved = if by < 0 {
+        day.checked_sub_days(Days::new(by.unsigned_abs()))
+    } else {
+        day.checked_add_days(Days::new(by.unsigned_abs()))
+    };
+    moved.unwrap_or(day)
+}
+
+fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// Whether a document belongs to the window. A document without a readable `day` or
+/// `timestamp` is kept: the normaliser counts it as malformed.
+fn in_window(document: &Value, span: Span, window: &Window) -> bool {
+    match span {
+        Span::Days => {
+            let (first, last) = days(window);
+            match document
+                .get("day")
+                .and_then(Value::as_str)
+                .and_then(|d| d.parse::<NaiveDate>().ok())
+            {
+                Some(day) => first <= day && day <= last,
+                None => true,
+            }
+        }
+        Span::Instants => match document
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        {
+            Some(at) => window.contains(at.with_timezone(&Utc)),
+            None => true,
+        },
+    }
+}
+
+/// A page's `data` and `next_token` (an empty token counts as none).
+fn envelope(page: Value, name: &str) -> Result<(Vec<Value>, Option<String>), SyncError> {
+    let bad = |what: &str| SyncError::Permanent {
+        reason: format!("Oura {name}: {what}"),
+    };
+    let Value::Object(mut page) = page else {
+        return Err(bad("the page is not a JSON object"));
+    };
+    let data = match page.remove("data") {
+        Some(Value::Array(items)) => items,
+        _ => return Err(bad("the page has no `data` array")),
+    };
+    let next = match page.remove("next_token") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) if t.is_empty() => None,
+        Some(Value::String(t)) => Some(t),
+        Some(_) => return Err(bad("`next_token` is not a string")),
+    };
+    Ok((data, next))
+}
+
+/// A transport failure: always worth a retry (timeouts, refused or broken connections).
+fn transport(e: reqwest::Error) -> SyncError {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "request failed"
+    };
+    SyncError::Transient {
+        reason: format!("Oura {what}: {e}"),
+        source: Some(e),
+    }
+}
+
+/// `Retry-After` in seconds: delta-seconds, or an HTTP date (RFC 9110) counted from `now`.
+fn retry_after(headers: &HeaderMap, now: DateTime<Utc>) -> Option<u64> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(seconds);
+    }
+    let at = DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = at.with_timezone(&Utc) - now;
+    Some(u64::try_from(wait.num_seconds()).unwrap_or(0))
+}

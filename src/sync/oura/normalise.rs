@@ -1,0 +1,489 @@
+//! Oura API v2 documents to one push body (`data-model.md`), source `{"type": "ring"}`.
+//!
+//! | Oura | push body |
+//! |---|---|
+//! | `sleep` | `sleep` rows; its `hrv` samples → `timeseries.hrv` (ms) |
+//! | `daily_activity` | `activity` rows |
+//! | `workout` | `workouts` rows |
+//! | `heartrate` | `timeseries.heartrate` (bpm) |
+//! | `daily_spo2` | `timeseries.blood_oxygen` (%) |
+//! | `personal_info` | `profile` |
+//!
+//! Oura's record ids are kept as `id` (workouts also as `provider_id`) so a re-pull replaces;
+//! instants keep the offset Oura gave them and each record's `timezone_offset` is that offset in
+//! seconds. A document that does not read as its documented shape is skipped, counted and
+//! logged; its neighbours are kept.
+//!
+//! Decisions where the documentation is silent:
+//! - Sleep periods of type `deleted` (deleted by the user) and `rest` (rejected by the user as
+//!   falsely detected) are not sleep: they are left out, not counted as malformed. Types
+//!   `sleep` and `late_nap` (user-confirmed naps) become `acknowledged_nap`, `long_sleep` stays;
+//!   without a type, ingest derives it from the duration.
+//! - Sleep `duration` is `time_in_bed`; `hr_highest` is the highest of the period's 5-minute
+//!   heart-rate samples (Oura gives no maximum); `hr_average` (a float at Oura) is rounded to
+//!   the integer the column holds; `temperature_delta` is the period's
+//!   `readiness.temperature_deviation`; `sleep_phase_5_min` is the hypnogram (Oura's codes 1
+//!   deep, 2 light, 3 REM, 4 awake are ours), dropped with a warning when it has another code
+//!   or runs past the period. Oura's sleep score belongs to `daily_sleep`, not the period: no
+//!   `score`.
+//! - Activity: `distance` is Oura's `equivalent_walking_distance` (the only distance it
+//!   gives); `duration_active_second` is low + medium + high activity time; the intensities
+//!   travel in minutes as the wire has them; the offset is that of the day's `timestamp`
+//!   (04:00 local). Ingest derives activity ids from the day, so Oura's id is carried but not
+//!   kept.
+//! - Workouts: `sport.slug` is Oura's `activity`, `sport.name` the same in words
+//!   (`strength_training` → `Strength training`); `title` is the user's `label`.
+//! - Heart-rate samples are UTC instants without the wearer's offset, so `timezone_offset` is
+//!   left out; `type` is Oura's sample `source` (`awake`, `rest`, `sleep`, `workout`, `live`,
+//!   `session`).
+//! - SpO2 is one daily average: one `blood_oxygen` sample at 00:00 UTC of its `day`; days
+//!   without a value have no sample.
+//! - Profile: `height` is given in metres and becomes centimetres; `biological_sex` becomes
+//!   `sex` when it is `female`, `male` or `other`; age, weight and e-mail are not kept.
+
+use chrono::{DateTime, FixedOffset, SecondsFormat, TimeDelta};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::sync::Pulled;
+
+/// The hypnogram interval Oura's `sleep_phase_5_min` uses, in seconds.
+const PHASE_INTERVAL: i64 = 300;
+
+/// A push body being filled, part by part.
+#[derive(Debug, Default)]
+pub(crate) struct Body {
+    sleep: Vec<Value>,
+    activity: Vec<Value>,
+    workouts: Vec<Value>,
+    heartrate: Vec<Value>,
+    hrv: Vec<Value>,
+    blood_oxygen: Vec<Value>,
+    profile: Option<Value>,
+    skipped: usize,
+}
+
+#[derive(Debug, Deserialize)]
+struct Sample {
+    interval: f64,
+    items: Vec<Option<f64>>,
+    timestamp: DateTime<FixedOffset>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Readiness {
+    temperature_deviation: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Sleep {
+    id: String,
+    bedtime_start: DateTime<FixedOffset>,
+    bedtime_end: DateTime<FixedOffset>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    time_in_bed: Option<i64>,
+    total_sleep_duration: Option<i64>,
+    awake_time: Option<i64>,
+    light_sleep_duration: Option<i64>,
+    rem_sleep_duration: Option<i64>,
+    deep_sleep_duration: Option<i64>,
+    latency: Option<i64>,
+    lowest_heart_rate: Option<i64>,
+    average_heart_rate: Option<f64>,
+    average_hrv: Option<f64>,
+    average_breath: Option<f64>,
+    efficiency: Option<f64>,
+    heart_rate: Option<Sample>,
+    hrv: Option<Sample>,
+    readiness: Option<Readiness>,
+    sleep_phase_5_min: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DailyActivity {
+    id: String,
+    day: chrono::NaiveDate,
+    timestamp: DateTime<FixedOffset>,
+    total_calories: f64,
+    active_calories: f64,
+    steps: i64,
+    equivalent_walking_distance: Option<f64>,
+    sedentary_time: Option<i64>,
+    low_activity_time: i64,
+    medium_activity_time: i64,
+    high_activity_time: i64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Workout {
+    id: String,
+    activity: String,
+    start_datetime: DateTime<FixedOffset>,
+    end_datetime: DateTime<FixedOffset>,
+    label: Option<String>,
+    calories: Option<f64>,
+    distance: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct HeartRate {
+    timestamp: DateTime<FixedOffset>,
+    bpm: f64,
+    source: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SpO2Average {
+    average: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DailySpO2 {
+    id: String,
+    day: chrono::NaiveDate,
+    spo2_percentage: Option<SpO2Average>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PersonalInfo {
+    height: Option<f64>,
+    biological_sex: Option<String>,
+}
+
+/// An instant as it travels: RFC 3339 in the offset Oura gave.
+fn stamp(at: DateTime<FixedOffset>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::AutoSi, false)
+}
+
+fn offset(at: DateTime<FixedOffset>) -> i32 {
+    at.offset().local_minus_utc()
+}
+
+/// Inserts `value` under `key` when there is one.
+fn put<T: Into<Value>>(obj: &mut Map<String, Value>, key: &str, value: Option<T>) {
+    if let Some(v) = value {
+        obj.insert(key.to_owned(), v.into());
+    }
+}
+
+/// A number as JSON: integral values as integers (`61`, not `61.0`), so bodies read as Oura's
+/// documents did.
+fn num(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        Value::from(v as i64)
+    } else {
+        Value::from(v)
+    }
+}
+
+/// Rounds a float to the integer an int64 column holds; `None` for non-finite values.
+fn round(v: f64) -> Option<i64> {
+    v.is_finite().then(|| v.round() as i64)
+}
+
+impl Body {
+    /// Reads one document, or counts and logs it as malformed.
+    fn read<T: DeserializeOwned>(&mut self, resource: &str, document: &Value) -> Option<T> {
+        match T::deserialize(document) {
+            Ok(t) => Some(t),
+            Err(e) => self.malformed(resource, document, &e.to_string()),
+        }
+    }
+
+    fn malformed<T>(&mut self, resource: &str, document: &Value, why: &str) -> Option<T> {
+        let id = document.get("id").and_then(Value::as_str).unwrap_or("?");
+        tracing::warn!(
+            provider = "oura",
+            resource,
+            id,
+            error = why,
+            "skipped a malformed provider record"
+        );
+        self.skipped += 1;
+        None
+    }
+
+    /// Sleep periods: rows when `rows`, their HRV samples when `hrv`.
+    pub(crate) fn sleep(&mut self, documents: &[Value], rows: bool, hrv: bool) {
+        for document in documents {
+            let Some(s) = self.read::<Sleep>("sleep", document) else {
+                continue;
+            };
+            if s.bedtime_end < s.bedtime_start {
+                self.malformed::<()>("sleep", document, "bedtime_end is before bedtime_start");
+                continue;
+            }
+            let kind = match s.kind.as_deref() {
+                Some("deleted" | "rest") => continue,
+                Some("long_sleep") => Some("long_sleep"),
+                Some("sleep" | "late_nap") => Some("acknowledged_nap"),
+                _ => None,
+            };
+            if hrv && let Some(sample) = &s.hrv {
+                self.hrv.extend(samples(sample, "ms"));
+            }
+            if rows {
+                let row = sleep_row(&s, kind);
+                self.sleep.push(row);
+            }
+        }
+    }
+
+    /// Daily activity summaries.
+    pub(crate) fn activity(&mut self, documents: &[Value]) {
+        for document in documents {
+            let Some(a) = self.read::<DailyActivity>("daily_activity", document) else {
+                continue;
+            };
+            let mut row = Map::new();
+            row.insert("id".into(), a.id.into());
+            row.insert("date".into(), a.day.to_string().into());
+            row.insert("calories_total".into(), num(a.total_calories));
+            row.insert("calories_active".into(), num(a.active_calories));
+            row.insert("steps".into(), a.steps.into());
+            put(&mut row, "distance", a.equivalent_walking_distance.map(num));
+            let active = a.low_activity_time + a.medium_activity_time + a.high_activity_time;
+            row.insert("duration_active_second".into(), active.into());
+            put(&mut row, "intensity_sedentary_second", a.sedentary_time);
+            row.insert("low".into(), minutes(a.low_activity_time));
+            row.insert("medium".into(), minutes(a.medium_activity_time));
+            row.insert("high".into(), minutes(a.high_activity_time));
+            row.insert("timezone_offset".into(), offset(a.timestamp).into());
+            self.activity.push(Value::Object(row));
+        }
+    }
+
+    /// Workouts.
+    pub(crate) fn workouts(&mut self, documents: &[Value]) {
+        for document in documents {
+            let Some(w) = self.read::<Workout>("workout", document) else {
+                continue;
+            };
+            if w.end_datetime < w.start_datetime {
+                self.malformed::<()>(
+                    "workout",
+                    document,
+                    "end_datetime is before start_datetime",
+                );
+                continue;
+            }
+            let mut row = Map::new();
+            row.insert("id".into(), w.id.clone().into());
+            row.insert("time_start".into(), stamp(w.start_datetime).into());
+            row.insert("time_end".into(), stamp(w.end_datetime).into());
+            put(&mut row, "title", w.label);
+            row.insert(
+                "sport".into(),
+                json!({"name": sport_name(&w.activity), "slug": w.activity}),
+            );
+            put(&mut row, "calories", w.calories.map(num));
+            put(&mut row, "distance", w.distance.map(num));
+            row.insert("provider_id".into(), w.id.into());
+            row.insert("timezone_offset".into(), offset(w.start_datetime).into());
+            self.workouts.push(Value::Object(row));
+        }
+    }
+
+    /// Heart-rate samples.
+    pub(crate) fn heartrate(&mut self, documents: &[Value]) {
+        for document in documents {
+            let Some(h) = self.read::<HeartRate>("heartrate", document) else {
+                continue;
+            };
+            if !(0.0..=300.0).contains(&h.bpm) {
+                self.malformed::<()>("heartrate", document, "bpm outside 0–300");
+                continue;
+            }
+            let mut sample = Map::new();
+            sample.insert(
+                "timestamp".into(),
+                h.timestamp
+                    .to_utc()
+                    .to_rfc3339_opts(SecondsFormat::AutoSi, true)
+                    .into(),
+            );
+            put(&mut sample, "type", h.source);
+            sample.insert("unit".into(), "bpm".into());
+            sample.insert("value".into(), num(h.bpm));
+            self.heartrate.push(Value::Object(sample));
+        }
+    }
+
+    /// Daily SpO2 averages.
+    pub(crate) fn spo2(&mut self, documents: &[Value]) {
+        for document in documents {
+            let Some(d) = self.read::<DailySpO2>("daily_spo2", document) else {
+                continue;
+            };
+            let Some(average) = d.spo2_percentage.and_then(|p| p.average) else {
+                tracing::debug!(id = d.id, "Oura daily_spo2 without an average");
+                continue;
+            };
+            self.blood_oxygen.push(json!({
+                "timestamp": format!("{}T00:00:00Z", d.day),
+                "unit": "%",
+                "value": num(average),
+            }));
+        }
+    }
+
+    /// The personal info document.
+    pub(crate) fn personal_info(&mut self, document: &Value) {
+        let Some(p) = self.read::<PersonalInfo>("personal_info", document) else {
+            return;
+        };
+        let mut profile = Map::new();
+        put(&mut profile, "height", p.height.and_then(|m| round(m * 100.0)));
+        let sex = p.biological_sex.map(|s| s.to_ascii_lowercase());
+        put(
+            &mut profile,
+            "sex",
+            sex.filter(|s| matches!(s.as_str(), "female" | "male" | "other")),
+        );
+        if !profile.is_empty() {
+            self.profile = Some(Value::Object(profile));
+        }
+    }
+
+    /// The push body, with only the parts that received records.
+    pub(crate) fn finish(self) -> Pulled {
+        let mut body = Map::new();
+        body.insert("provider".into(), "oura".into());
+        body.insert("source".into(), json!({"type": "ring"}));
+        for (key, rows) in [
+            ("sleep", self.sleep),
+            ("activity", self.activity),
+            ("workouts", self.workouts),
+        ] {
+            if !rows.is_empty() {
+                body.insert(key.into(), Value::Array(rows));
+            }
+        }
+        put(&mut body, "profile", self.profile);
+        let mut series = Map::new();
+        for (resource, samples) in [
+            ("heartrate", self.heartrate),
+            ("hrv", self.hrv),
+            ("blood_oxygen", self.blood_oxygen),
+        ] {
+            if !samples.is_empty() {
+                series.insert(resource.into(), Value::Array(samples));
+            }
+        }
+        if !series.is_empty() {
+            body.insert("timeseries".into(), Value::Object(series));
+        }
+        Pulled {
+            body: Value::Object(body),
+            skipped: self.skipped,
+        }
+    }
+}
+
+fn sleep_row(s: &Sleep, kind: Option<&str>) -> Value {
+    let mut row = Map::new();
+    row.insert("id".into(), s.id.clone().into());
+    row.insert("bedtime_start".into(), stamp(s.bedtime_start).into());
+    row.insert("bedtime_stop".into(), stamp(s.bedtime_end).into());
+    put(&mut row, "type", kind);
+    put(&mut row, "duration", s.time_in_bed);
+    put(&mut row, "total", s.total_sleep_duration);
+    put(&mut row, "awake", s.awake_time);
+    put(&mut row, "light", s.light_sleep_duration);
+    put(&mut row, "rem", s.rem_sleep_duration);
+    put(&mut row, "deep", s.deep_sleep_duration);
+    put(&mut row, "latency", s.latency);
+    put(&mut row, "hr_lowest", s.lowest_heart_rate);
+    put(&mut row, "hr_average", s.average_heart_rate.and_then(round));
+    let highest = s
+        .heart_rate
+        .as_ref()
+        .and_then(|hr| hr.items.iter().flatten().copied().reduce(f64::max));
+    put(&mut row, "hr_highest", highest.and_then(round));
+    put(&mut row, "efficiency", s.efficiency.map(num));
+    put(&mut row, "average_hrv", s.average_hrv.map(num));
+    put(&mut row, "respiratory_rate", s.average_breath.map(num));
+    put(
+        &mut row,
+        "temperature_delta",
+        s.readiness
+            .as_ref()
+            .and_then(|r| r.temperature_deviation)
+            .map(num),
+    );
+    row.insert("timezone_offset".into(), offset(s.bedtime_end).into());
+    let span = (s.bedtime_end - s.bedtime_start).num_seconds();
+    if let Some(stages) = s.sleep_phase_5_min.as_deref().and_then(|p| hypnogram(&s.id, p, span)) {
+        row.insert(
+            "sleep_stream".into(),
+            json!({"hypnogram": stages, "interval": PHASE_INTERVAL}),
+        );
+    }
+    Value::Object(row)
+}
+
+/// Oura's 5-minute phase string as stage codes, when every character is one and it fits the
+/// session (ingest refuses a hypnogram running past `bedtime_stop`).
+fn hypnogram(id: &str, phases: &str, span_seconds: i64) -> Option<Vec<i64>> {
+    let stages: Option<Vec<i64>> = phases
+        .chars()
+        .map(|c| match c {
+            '1'..='4' => c.to_digit(10).map(i64::from),
+            _ => None,
+        })
+        .collect();
+    let fits = |s: &Vec<i64>| (s.len() as i64 - 1) * PHASE_INTERVAL <= span_seconds;
+    match stages {
+        Some(s) if s.is_empty() => None,
+        Some(s) if fits(&s) => Some(s),
+        _ => {
+            tracing::warn!(
+                provider = "oura",
+                id,
+                "dropped a sleep_phase_5_min that is not 1–4 codes within the period"
+            );
+            None
+        }
+    }
+}
+
+/// Samples `{timestamp, timezone_offset, unit, value}` from an Oura sample series; null items
+/// (no reading) are left out.
+fn samples(sample: &Sample, unit: &str) -> Vec<Value> {
+    let Some(step) = (sample.interval.is_finite() && sample.interval > 0.0)
+        .then(|| TimeDelta::milliseconds((sample.interval * 1000.0).round() as i64))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut at = sample.timestamp;
+    for item in &sample.items {
+        if let Some(value) = item.filter(|v| v.is_finite()) {
+            out.push(json!({
+                "timestamp": stamp(at),
+                "timezone_offset": offset(at),
+                "unit": unit,
+                "value": num(value),
+            }));
+        }
+        at += step;
+    }
+    out
+}
+
+/// Seconds as the minutes the wire's activity intensities travel in.
+fn minutes(seconds: i64) -> Value {
+    num(seconds as f64 / 60.0)
+}
+
+/// `strength_training` → `Strength training`.
+fn sport_name(slug: &str) -> String {
+    let words = slug.replace('_', " ");
+    let mut chars = words.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => words,
+    }
+}
