@@ -262,11 +262,7 @@ impl Body {
                 continue;
             };
             if w.end_datetime < w.start_datetime {
-                self.malformed::<()>(
-                    "workout",
-                    document,
-                    "end_datetime is before start_datetime",
-                );
+                self.malformed::<()>("workout", document, "end_datetime is before start_datetime");
                 continue;
             }
             let mut row = Map::new();
@@ -335,7 +331,11 @@ impl Body {
             return;
         };
         let mut profile = Map::new();
-        put(&mut profile, "height", p.height.and_then(|m| round(m * 100.0)));
+        put(
+            &mut profile,
+            "height",
+            p.height.and_then(|m| round(m * 100.0)),
+        );
         let sex = p.biological_sex.map(|s| s.to_ascii_lowercase());
         put(
             &mut profile,
@@ -415,7 +415,11 @@ fn sleep_row(s: &Sleep, kind: Option<&str>) -> Value {
     );
     row.insert("timezone_offset".into(), offset(s.bedtime_end).into());
     let span = (s.bedtime_end - s.bedtime_start).num_seconds();
-    if let Some(stages) = s.sleep_phase_5_min.as_deref().and_then(|p| hypnogram(&s.id, p, span)) {
+    if let Some(stages) = s
+        .sleep_phase_5_min
+        .as_deref()
+        .and_then(|p| hypnogram(&s.id, p, span))
+    {
         row.insert(
             "sleep_stream".into(),
             json!({"hypnogram": stages, "interval": PHASE_INTERVAL}),

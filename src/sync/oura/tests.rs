@@ -296,7 +296,19 @@ fn documents_are_cut_to_the_window() {
     // Unreadable: kept, for the normaliser to count as malformed.
     assert!(in_window(&json!({"id": "x"}), Span::Days, &w));
     let at = |t: &str| json!({"timestamp": t});
-    assert!(in_window(&at("2025-03-01T00:00:00+00:00"), Span::Instants, &w));
-    assert!(in_window(&at("2025-03-02T00:59:59+01:00"), Span::Instants, &w));
-    assert!(!in_window(&at("2025-03-02T00:00:00+00:00"), Span::Instants, &w));
+    assert!(in_window(
+        &at("2025-03-01T00:00:00+00:00"),
+        Span::Instants,
+        &w
+    ));
+    assert!(in_window(
+        &at("2025-03-02T00:59:59+01:00"),
+        Span::Instants,
+        &w
+    ));
+    assert!(!in_window(
+        &at("2025-03-02T00:00:00+00:00"),
+        Span::Instants,
+        &w
+    ));
 }
