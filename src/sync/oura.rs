@@ -24,6 +24,8 @@
 //! - `Retry-After` is read as seconds or as an HTTP date; absent or unreadable, the error
 //!   carries `None` and the caller picks its own backoff.
 //! - 408 and every 5xx are transient; every other status but 2xx, 401 and 429 is permanent.
+//! - Heart rate is asked in chunks of at most [`MAX_INSTANT_SPAN_DAYS`] (30) days, the range
+//!   Oura's heart-rate endpoint is known to accept (other clients chunk the same way).
 //! - A `next_token` seen twice in one pull, or more than [`MAX_PAGES`] pages, is a permanent
 //!   failure rather than an endless loop.
 
@@ -49,6 +51,10 @@ pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_OURA_API_URL";
 
 /// The most pages one resource may answer in one pull.
 pub const MAX_PAGES: usize = 10_000;
+
+/// The longest span one heart-rate request asks for, in days. Not in Oura's OpenAPI document:
+/// the limit Oura's heart-rate endpoint is known to enforce, which other clients chunk by.
+pub const MAX_INSTANT_SPAN_DAYS: i64 = 30;
 
 /// How long one request may take, connection included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -100,8 +106,24 @@ impl Oura {
         }
     }
 
-    /// Every document of a collection in the window, all pages followed.
+    /// Every document of a collection in the window, all pages followed; instant-windowed
+    /// collections are asked in chunks of at most [`MAX_INSTANT_SPAN_DAYS`].
     async fn collection(
+        &self,
+        token: &str,
+        name: &str,
+        span: Span,
+        window: &Window,
+    ) -> Result<Vec<Value>, SyncError> {
+        let mut documents = Vec::new();
+        for chunk in chunks(span, window) {
+            documents.extend(self.pages(token, name, span, &chunk).await?);
+        }
+        Ok(documents)
+    }
+
+    /// Every page of one request's answer, cut to `window`.
+    async fn pages(
         &self,
         token: &str,
         name: &str,
@@ -234,6 +256,24 @@ impl Connector for Oura {
         }
         Ok(body.finish())
     }
+}
+
+/// The windows one request each: the whole window for day-windowed collections, consecutive
+/// half-open chunks of at most [`MAX_INSTANT_SPAN_DAYS`] for instant-windowed ones (so a
+/// sample on a chunk boundary belongs to one chunk only).
+fn chunks(span: Span, window: &Window) -> Vec<Window> {
+    if span == Span::Days {
+        return vec![*window];
+    }
+    let step = TimeDelta::days(MAX_INSTANT_SPAN_DAYS);
+    let mut out = Vec::new();
+    let mut start = window.start;
+    while start < window.end {
+        let end = (start + step).min(window.end);
+        out.push(Window { start, end });
+        start = end;
+    }
+    out
 }
 
 /// The first and last UTC calendar days the window touches.

@@ -2,7 +2,8 @@
 //! that stands in for Oura's cloud. It shares no code with `wearhouse::sync`, only the wire
 //! format: it serves the documents of `testdata/providers/oura/` (or generated heart rate)
 //! under the documented paths, checks the bearer token, filters by `start_date`/`end_date`
-//! (inclusive, by `day`) or `start_datetime`/`end_datetime` (inclusive, by `timestamp`), pages
+//! (inclusive, by `day`) or `start_datetime`/`end_datetime` (inclusive, by `timestamp`, at most
+//! 30 days apart), pages
 //! with opaque `next_token`s, and can be switched to answer 429 (with `Retry-After`), 500, 401
 //! or to hang, after a number of good answers.
 
@@ -203,6 +204,9 @@ async fn collection(
         let (Some(from), Some(to)) = (instant("start_datetime"), instant("end_datetime")) else {
             return unprocessable("start_datetime and end_datetime are required date-times");
         };
+        if to - from > chrono::TimeDelta::days(30) {
+            return unprocessable("The maximum heart rate range is 30 days");
+        }
         Box::new(move |d| {
             let t = DateTime::parse_from_rfc3339(d["timestamp"].as_str().unwrap()).unwrap();
             from <= t && t <= to
@@ -349,6 +353,42 @@ async fn a_day_of_heart_rate_over_many_pages_is_cut_to_the_window() {
     assert_eq!(stamps.last(), Some(&"2025-03-01T23:59:00Z"));
     // 1441 samples match the fake's inclusive bounds: 15 pages of 100.
     assert_eq!(fake.log().len(), 15);
+}
+
+#[tokio::test]
+async fn a_long_heart_rate_window_is_asked_in_chunks_the_api_accepts() {
+    // One sample every 6 hours for 45 days; the fake refuses ranges over 30 days.
+    let samples: Vec<Value> = (0..45 * 4)
+        .map(|i| {
+            let at = utc(2025, 1, 1) + chrono::TimeDelta::hours(6 * i);
+            json!({"bpm": 60, "source": "rest", "timestamp": at.to_rfc3339()})
+        })
+        .collect();
+    let fake = FakeOura::start(HashMap::from([("heartrate".to_owned(), samples)]), 50).await;
+    let oura = Oura::new(&fake.base).unwrap();
+    let window = pull(&[Resource::Heartrate], utc(2025, 1, 1), utc(2025, 2, 15));
+    let pulled = oura.pull(TOKEN, &window).await.unwrap();
+    let got = pulled.body["timeseries"]["heartrate"].as_array().unwrap();
+    let stamps: std::collections::BTreeSet<&str> = got
+        .iter()
+        .map(|s| s["timestamp"].as_str().unwrap())
+        .collect();
+    // 180 samples, the one on the chunk boundary (2025-01-31 00:00) once.
+    assert_eq!((got.len(), stamps.len()), (180, 180));
+    assert!(stamps.contains("2025-01-31T00:00:00Z"));
+    let log = fake.log();
+    // 121 then 60 samples match the two chunks at the fake's inclusive bounds: 3 + 2 pages.
+    assert_eq!(log.len(), 5, "{log:#?}");
+    assert!(
+        log[0].contains("end_datetime=2025-01-31T00:00:00Z"),
+        "{log:#?}"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("start_datetime=2025-01-31T00:00:00Z")
+                && l.contains("end_datetime=2025-02-15T00:00:00Z")),
+        "{log:#?}"
+    );
 }
 
 #[tokio::test]
