@@ -30,6 +30,7 @@
 //!   failure rather than an endless loop.
 
 mod normalise;
+mod sleep;
 #[cfg(test)]
 mod tests;
 
