@@ -1,8 +1,8 @@
 //! The Oura API v2 connector: its endpoints, paging and errors. The payload-to-push-body
 //! mapping is `oura/normalise.rs`.
 //!
-//! Written against Oura's published OpenAPI document (`Oura API` 2.0, schema 1.29, served at
-//! `cloud.ouraring.com/v2/docs`):
+//! Written against Oura's OpenAPI document (`Oura API` 2.0, schema 1.29, the one behind
+//! `cloud.ouraring.com/v2/docs`; read from a public client library's copy):
 //! - `GET /v2/usercollection/{sleep, daily_activity, workout, daily_spo2}` take `start_date`
 //!   and `end_date` (`YYYY-MM-DD`) and `next_token`; `GET /v2/usercollection/heartrate` takes
 //!   `start_datetime` and `end_datetime` (ISO 8601) and `next_token`. Each answers
@@ -10,8 +10,8 @@
 //!   null or absent. `GET /v2/usercollection/personal_info` answers one object.
 //! - Authentication is `Authorization: Bearer <access token>` (OAuth 2.0 or a personal token).
 //! - 401 means the token is expired, malformed or revoked; 403 that the user's Oura
-//!   subscription has lapsed (permanent until they renew); 429 that the rate limit (5,000
-//!   requests per 5 minutes per token) is exceeded, with `Retry-After` where given.
+//!   subscription has lapsed (permanent until they renew); 429 that the rate limit is
+//!   exceeded (5,000 requests per 5 minutes per token, per Oura's documentation).
 //!
 //! The base URL defaults to [`DEFAULT_API_URL`]; deployments and tests override it with
 //! [`API_URL_ENV`] (`WEARHOUSE_PROVIDER_OURA_API_URL`), passed to [`Oura::new`].
@@ -50,7 +50,7 @@ pub const DEFAULT_API_URL: &str = "https://api.ouraring.com";
 /// The environment variable a deployment sets to point the connector elsewhere.
 pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_OURA_API_URL";
 
-/// The most pages one resource may answer in one pull.
+/// The most pages one request (one resource, one chunk) may answer.
 pub const MAX_PAGES: usize = 10_000;
 
 /// The longest span one heart-rate request asks for, in days. Not in Oura's OpenAPI document:
