@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ingest::{PushBatches, PushUser, parse_push};
-use crate::validation::{Loc, Violation};
+use crate::validation::{Invalid, Loc, Violation};
 
 /// A kind of data a connector can pull, named after the push-body part (or timeseries
 /// resource) it fills.
@@ -156,11 +156,7 @@ pub struct Screened {
 ///
 /// Each refusal costs one more parse, so a connector should not rely on this for checks it can
 /// make itself; it is the safety net that keeps one odd value from costing a whole pull.
-pub fn screen(
-    mut body: Value,
-    user: &PushUser,
-    now: DateTime<Utc>,
-) -> Result<Screened, Violation> {
+pub fn screen(mut body: Value, user: &PushUser, now: DateTime<Utc>) -> Result<Screened, Invalid> {
     let mut dropped = Vec::new();
     loop {
         let violation = match parse_push(&body, user, now) {
@@ -176,7 +172,7 @@ pub fn screen(
             })?,
         };
         if !drop_record(&mut body, &violation.loc) {
-            return Err(violation);
+            return Err(violation.into());
         }
         tracing::warn!(
             loc = ?violation.loc,
@@ -208,7 +204,10 @@ fn drop_record(body: &mut Value, loc: &[Loc]) -> bool {
             let (Some(resource), Some(i)) = (key(2), index(3)) else {
                 return false;
             };
-            remove_at(obj.get_mut("timeseries").and_then(|t| t.get_mut(resource)), i)
+            remove_at(
+                obj.get_mut("timeseries").and_then(|t| t.get_mut(resource)),
+                i,
+            )
         }
         (Some("body"), Some(part)) => match index(2) {
             Some(i) => remove_at(obj.get_mut(part), i),
@@ -287,7 +286,7 @@ mod tests {
     fn screen_refuses_a_body_level_error() {
         let body = json!({"provider": "no-such-provider", "sleep": []});
         let err = screen(body, &PushUser::default(), now()).unwrap_err();
-        assert_eq!(err.loc, vec![Loc::from("body"), Loc::from("provider")]);
+        assert_eq!(err.0[0].loc, vec![Loc::from("body"), Loc::from("provider")]);
     }
 
     #[test]

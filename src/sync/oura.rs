@@ -1,8 +1,8 @@
 //! The Oura API v2 connector: its endpoints, paging and errors. The payload-to-push-body
 //! mapping is `oura/normalise.rs`.
 //!
-//! Written against Oura's published OpenAPI document (`Oura API` 2.0, schema 1.29, served at
-//! `cloud.ouraring.com/v2/docs`):
+//! Written against Oura's OpenAPI document (`Oura API` 2.0, schema 1.29, the one behind
+//! `cloud.ouraring.com/v2/docs`; read from a public client library's copy):
 //! - `GET /v2/usercollection/{sleep, daily_activity, workout, daily_spo2}` take `start_date`
 //!   and `end_date` (`YYYY-MM-DD`) and `next_token`; `GET /v2/usercollection/heartrate` takes
 //!   `start_datetime` and `end_datetime` (ISO 8601) and `next_token`. Each answers
@@ -10,8 +10,8 @@
 //!   null or absent. `GET /v2/usercollection/personal_info` answers one object.
 //! - Authentication is `Authorization: Bearer <access token>` (OAuth 2.0 or a personal token).
 //! - 401 means the token is expired, malformed or revoked; 403 that the user's Oura
-//!   subscription has lapsed (permanent until they renew); 429 that the rate limit (5,000
-//!   requests per 5 minutes per token) is exceeded, with `Retry-After` where given.
+//!   subscription has lapsed (permanent until they renew); 429 that the rate limit is
+//!   exceeded (5,000 requests per 5 minutes per token, per Oura's documentation).
 //!
 //! The base URL defaults to [`DEFAULT_API_URL`]; deployments and tests override it with
 //! [`API_URL_ENV`] (`WEARHOUSE_PROVIDER_OURA_API_URL`), passed to [`Oura::new`].
@@ -24,10 +24,13 @@
 //! - `Retry-After` is read as seconds or as an HTTP date; absent or unreadable, the error
 //!   carries `None` and the caller picks its own backoff.
 //! - 408 and every 5xx are transient; every other status but 2xx, 401 and 429 is permanent.
+//! - Heart rate is asked in chunks of at most [`MAX_INSTANT_SPAN_DAYS`] (30) days, the range
+//!   Oura's heart-rate endpoint is known to accept (other clients chunk the same way).
 //! - A `next_token` seen twice in one pull, or more than [`MAX_PAGES`] pages, is a permanent
 //!   failure rather than an endless loop.
 
 mod normalise;
+mod sleep;
 #[cfg(test)]
 mod tests;
 
@@ -47,8 +50,12 @@ pub const DEFAULT_API_URL: &str = "https://api.ouraring.com";
 /// The environment variable a deployment sets to point the connector elsewhere.
 pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_OURA_API_URL";
 
-/// The most pages one resource may answer in one pull.
+/// The most pages one request (one resource, one chunk) may answer.
 pub const MAX_PAGES: usize = 10_000;
+
+/// The longest span one heart-rate request asks for, in days. Not in Oura's OpenAPI document:
+/// the limit Oura's heart-rate endpoint is known to enforce, which other clients chunk by.
+pub const MAX_INSTANT_SPAN_DAYS: i64 = 30;
 
 /// How long one request may take, connection included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -100,8 +107,24 @@ impl Oura {
         }
     }
 
-    /// Every document of a collection in the window, all pages followed.
+    /// Every document of a collection in the window, all pages followed; instant-windowed
+    /// collections are asked in chunks of at most [`MAX_INSTANT_SPAN_DAYS`].
     async fn collection(
+        &self,
+        token: &str,
+        name: &str,
+        span: Span,
+        window: &Window,
+    ) -> Result<Vec<Value>, SyncError> {
+        let mut documents = Vec::new();
+        for chunk in chunks(span, window) {
+            documents.extend(self.pages(token, name, span, &chunk).await?);
+        }
+        Ok(documents)
+    }
+
+    /// Every page of one request's answer, cut to `window`.
+    async fn pages(
         &self,
         token: &str,
         name: &str,
@@ -234,6 +257,24 @@ impl Connector for Oura {
         }
         Ok(body.finish())
     }
+}
+
+/// The windows one request each: the whole window for day-windowed collections, consecutive
+/// half-open chunks of at most [`MAX_INSTANT_SPAN_DAYS`] for instant-windowed ones (so a
+/// sample on a chunk boundary belongs to one chunk only).
+fn chunks(span: Span, window: &Window) -> Vec<Window> {
+    if span == Span::Days {
+        return vec![*window];
+    }
+    let step = TimeDelta::days(MAX_INSTANT_SPAN_DAYS);
+    let mut out = Vec::new();
+    let mut start = window.start;
+    while start < window.end {
+        let end = (start + step).min(window.end);
+        out.push(Window { start, end });
+        start = end;
+    }
+    out
 }
 
 /// The first and last UTC calendar days the window touches.

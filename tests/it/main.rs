@@ -40,3 +40,4 @@ mod series_names;
 mod store;
 mod store_gate;
 mod store_recovery;
+mod sync_oura;

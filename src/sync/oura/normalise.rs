@@ -19,13 +19,7 @@
 //!   falsely detected) are not sleep: they are left out, not counted as malformed. Types
 //!   `sleep` and `late_nap` (user-confirmed naps) become `acknowledged_nap`, `long_sleep` stays;
 //!   without a type, ingest derives it from the duration.
-//! - Sleep `duration` is `time_in_bed`; `hr_highest` is the highest of the period's 5-minute
-//!   heart-rate samples (Oura gives no maximum); `hr_average` (a float at Oura) is rounded to
-//!   the integer the column holds; `temperature_delta` is the period's
-//!   `readiness.temperature_deviation`; `sleep_phase_5_min` is the hypnogram (Oura's codes 1
-//!   deep, 2 light, 3 REM, 4 awake are ours), dropped with a warning when it has another code
-//!   or runs past the period. Oura's sleep score belongs to `daily_sleep`, not the period: no
-//!   `score`.
+//! - Sleep rows and HRV samples: see `sleep.rs`.
 //! - Activity: `distance` is Oura's `equivalent_walking_distance` (the only distance it
 //!   gives); `duration_active_second` is low + medium + high activity time; the intensities
 //!   travel in minutes as the wire has them; the offset is that of the day's `timestamp`
@@ -38,18 +32,17 @@
 //!   `session`).
 //! - SpO2 is one daily average: one `blood_oxygen` sample at 00:00 UTC of its `day`; days
 //!   without a value have no sample.
-//! - Profile: `height` is given in metres and becomes centimetres; `biological_sex` becomes
-//!   `sex` when it is `female`, `male` or `other`; age, weight and e-mail are not kept.
+//! - Profile: `height` is in metres (the documentation names no unit; recorded responses give
+//!   `1.8`) and becomes centimetres; `biological_sex` becomes `sex` when it is `female`, `male`
+//!   or `other`; age, weight and e-mail are not kept.
 
-use chrono::{DateTime, FixedOffset, SecondsFormat, TimeDelta};
+use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use super::sleep::{self, Sleep};
 use crate::sync::Pulled;
-
-/// The hypnogram interval Oura's `sleep_phase_5_min` uses, in seconds.
-const PHASE_INTERVAL: i64 = 300;
 
 /// A push body being filled, part by part.
 #[derive(Debug, Default)]
@@ -62,43 +55,6 @@ pub(crate) struct Body {
     blood_oxygen: Vec<Value>,
     profile: Option<Value>,
     skipped: usize,
-}
-
-#[derive(Debug, Deserialize)]
-struct Sample {
-    interval: f64,
-    items: Vec<Option<f64>>,
-    timestamp: DateTime<FixedOffset>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Readiness {
-    temperature_deviation: Option<f64>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Sleep {
-    id: String,
-    bedtime_start: DateTime<FixedOffset>,
-    bedtime_end: DateTime<FixedOffset>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    time_in_bed: Option<i64>,
-    total_sleep_duration: Option<i64>,
-    awake_time: Option<i64>,
-    light_sleep_duration: Option<i64>,
-    rem_sleep_duration: Option<i64>,
-    deep_sleep_duration: Option<i64>,
-    latency: Option<i64>,
-    lowest_heart_rate: Option<i64>,
-    average_heart_rate: Option<f64>,
-    average_hrv: Option<f64>,
-    average_breath: Option<f64>,
-    efficiency: Option<f64>,
-    heart_rate: Option<Sample>,
-    hrv: Option<Sample>,
-    readiness: Option<Readiness>,
-    sleep_phase_5_min: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,16 +109,16 @@ struct PersonalInfo {
 }
 
 /// An instant as it travels: RFC 3339 in the offset Oura gave.
-fn stamp(at: DateTime<FixedOffset>) -> String {
+pub(super) fn stamp(at: DateTime<FixedOffset>) -> String {
     at.to_rfc3339_opts(SecondsFormat::AutoSi, false)
 }
 
-fn offset(at: DateTime<FixedOffset>) -> i32 {
+pub(super) fn offset(at: DateTime<FixedOffset>) -> i32 {
     at.offset().local_minus_utc()
 }
 
 /// Inserts `value` under `key` when there is one.
-fn put<T: Into<Value>>(obj: &mut Map<String, Value>, key: &str, value: Option<T>) {
+pub(super) fn put<T: Into<Value>>(obj: &mut Map<String, Value>, key: &str, value: Option<T>) {
     if let Some(v) = value {
         obj.insert(key.to_owned(), v.into());
     }
@@ -170,7 +126,7 @@ fn put<T: Into<Value>>(obj: &mut Map<String, Value>, key: &str, value: Option<T>
 
 /// A number as JSON: integral values as integers (`61`, not `61.0`), so bodies read as Oura's
 /// documents did.
-fn num(v: f64) -> Value {
+pub(super) fn num(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9.0e15 {
         Value::from(v as i64)
     } else {
@@ -179,7 +135,7 @@ fn num(v: f64) -> Value {
 }
 
 /// Rounds a float to the integer an int64 column holds; `None` for non-finite values.
-fn round(v: f64) -> Option<i64> {
+pub(super) fn round(v: f64) -> Option<i64> {
     v.is_finite().then(|| v.round() as i64)
 }
 
@@ -222,10 +178,10 @@ impl Body {
                 _ => None,
             };
             if hrv && let Some(sample) = &s.hrv {
-                self.hrv.extend(samples(sample, "ms"));
+                self.hrv.extend(sleep::samples(sample, "ms"));
             }
             if rows {
-                let row = sleep_row(&s, kind);
+                let row = sleep::row(&s, kind);
                 self.sleep.push(row);
             }
         }
@@ -262,11 +218,7 @@ impl Body {
                 continue;
             };
             if w.end_datetime < w.start_datetime {
-                self.malformed::<()>(
-                    "workout",
-                    document,
-                    "end_datetime is before start_datetime",
-                );
+                self.malformed::<()>("workout", document, "end_datetime is before start_datetime");
                 continue;
             }
             let mut row = Map::new();
@@ -335,7 +287,11 @@ impl Body {
             return;
         };
         let mut profile = Map::new();
-        put(&mut profile, "height", p.height.and_then(|m| round(m * 100.0)));
+        put(
+            &mut profile,
+            "height",
+            p.height.and_then(|m| round(m * 100.0)),
+        );
         let sex = p.biological_sex.map(|s| s.to_ascii_lowercase());
         put(
             &mut profile,
@@ -380,97 +336,6 @@ impl Body {
             skipped: self.skipped,
         }
     }
-}
-
-fn sleep_row(s: &Sleep, kind: Option<&str>) -> Value {
-    let mut row = Map::new();
-    row.insert("id".into(), s.id.clone().into());
-    row.insert("bedtime_start".into(), stamp(s.bedtime_start).into());
-    row.insert("bedtime_stop".into(), stamp(s.bedtime_end).into());
-    put(&mut row, "type", kind);
-    put(&mut row, "duration", s.time_in_bed);
-    put(&mut row, "total", s.total_sleep_duration);
-    put(&mut row, "awake", s.awake_time);
-    put(&mut row, "light", s.light_sleep_duration);
-    put(&mut row, "rem", s.rem_sleep_duration);
-    put(&mut row, "deep", s.deep_sleep_duration);
-    put(&mut row, "latency", s.latency);
-    put(&mut row, "hr_lowest", s.lowest_heart_rate);
-    put(&mut row, "hr_average", s.average_heart_rate.and_then(round));
-    let highest = s
-        .heart_rate
-        .as_ref()
-        .and_then(|hr| hr.items.iter().flatten().copied().reduce(f64::max));
-    put(&mut row, "hr_highest", highest.and_then(round));
-    put(&mut row, "efficiency", s.efficiency.map(num));
-    put(&mut row, "average_hrv", s.average_hrv.map(num));
-    put(&mut row, "respiratory_rate", s.average_breath.map(num));
-    put(
-        &mut row,
-        "temperature_delta",
-        s.readiness
-            .as_ref()
-            .and_then(|r| r.temperature_deviation)
-            .map(num),
-    );
-    row.insert("timezone_offset".into(), offset(s.bedtime_end).into());
-    let span = (s.bedtime_end - s.bedtime_start).num_seconds();
-    if let Some(stages) = s.sleep_phase_5_min.as_deref().and_then(|p| hypnogram(&s.id, p, span)) {
-        row.insert(
-            "sleep_stream".into(),
-            json!({"hypnogram": stages, "interval": PHASE_INTERVAL}),
-        );
-    }
-    Value::Object(row)
-}
-
-/// Oura's 5-minute phase string as stage codes, when every character is one and it fits the
-/// session (ingest refuses a hypnogram running past `bedtime_stop`).
-fn hypnogram(id: &str, phases: &str, span_seconds: i64) -> Option<Vec<i64>> {
-    let stages: Option<Vec<i64>> = phases
-        .chars()
-        .map(|c| match c {
-            '1'..='4' => c.to_digit(10).map(i64::from),
-            _ => None,
-        })
-        .collect();
-    let fits = |s: &Vec<i64>| (s.len() as i64 - 1) * PHASE_INTERVAL <= span_seconds;
-    match stages {
-        Some(s) if s.is_empty() => None,
-        Some(s) if fits(&s) => Some(s),
-        _ => {
-            tracing::warn!(
-                provider = "oura",
-                id,
-                "dropped a sleep_phase_5_min that is not 1–4 codes within the period"
-            );
-            None
-        }
-    }
-}
-
-/// Samples `{timestamp, timezone_offset, unit, value}` from an Oura sample series; null items
-/// (no reading) are left out.
-fn samples(sample: &Sample, unit: &str) -> Vec<Value> {
-    let Some(step) = (sample.interval.is_finite() && sample.interval > 0.0)
-        .then(|| TimeDelta::milliseconds((sample.interval * 1000.0).round() as i64))
-    else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut at = sample.timestamp;
-    for item in &sample.items {
-        if let Some(value) = item.filter(|v| v.is_finite()) {
-            out.push(json!({
-                "timestamp": stamp(at),
-                "timezone_offset": offset(at),
-                "unit": unit,
-                "value": num(value),
-            }));
-        }
-        at += step;
-    }
-    out
 }
 
 /// Seconds as the minutes the wire's activity intensities travel in.

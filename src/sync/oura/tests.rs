@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use serde_json::{Value, json};
 
 use super::normalise::Body;
-use super::{Span, days, envelope, in_window, retry_after};
+use super::{MAX_INSTANT_SPAN_DAYS, Span, chunks, days, envelope, in_window, retry_after};
 use crate::ingest::{PushUser, parse_push};
 use crate::sync::{SyncError, Window};
 
@@ -296,7 +296,41 @@ fn documents_are_cut_to_the_window() {
     // Unreadable: kept, for the normaliser to count as malformed.
     assert!(in_window(&json!({"id": "x"}), Span::Days, &w));
     let at = |t: &str| json!({"timestamp": t});
-    assert!(in_window(&at("2025-03-01T00:00:00+00:00"), Span::Instants, &w));
-    assert!(in_window(&at("2025-03-02T00:59:59+01:00"), Span::Instants, &w));
-    assert!(!in_window(&at("2025-03-02T00:00:00+00:00"), Span::Instants, &w));
+    assert!(in_window(
+        &at("2025-03-01T00:00:00+00:00"),
+        Span::Instants,
+        &w
+    ));
+    assert!(in_window(
+        &at("2025-03-02T00:59:59+01:00"),
+        Span::Instants,
+        &w
+    ));
+    assert!(!in_window(
+        &at("2025-03-02T00:00:00+00:00"),
+        Span::Instants,
+        &w
+    ));
+}
+
+#[test]
+fn heart_rate_windows_are_chunked_and_daily_ones_are_not() {
+    let start = Utc.with_ymd_and_hms(2025, 1, 1, 6, 0, 0).unwrap();
+    let end = Utc.with_ymd_and_hms(2025, 3, 10, 0, 0, 0).unwrap();
+    let w = Window::new(start, end).unwrap();
+    assert_eq!(chunks(Span::Days, &w), [w]);
+    let parts = chunks(Span::Instants, &w);
+    assert_eq!(parts.len(), 3);
+    assert_eq!(parts[0].start, start);
+    assert_eq!(parts[2].end, end);
+    for pair in parts.windows(2) {
+        assert_eq!(pair[0].end, pair[1].start);
+    }
+    assert!(
+        parts
+            .iter()
+            .all(|p| p.end - p.start <= chrono::TimeDelta::days(MAX_INSTANT_SPAN_DAYS))
+    );
+    let short = Window::new(start, start + chrono::TimeDelta::hours(1)).unwrap();
+    assert_eq!(chunks(Span::Instants, &short), [short]);
 }

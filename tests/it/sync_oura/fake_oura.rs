@@ -1,0 +1,248 @@
+//! A fake Oura API v2 for the connector tests: an axum server on a loopback port that stands in
+//! for Oura's cloud. It shares no code with `wearhouse::sync`, only the wire format: it serves
+//! the documents of `testdata/providers/oura/` (or generated ones) under the documented paths,
+//! checks the bearer token, filters by `start_date`/`end_date` (inclusive, by `day`) or
+//! `start_datetime`/`end_datetime` (inclusive, by `timestamp`, at most 30 days apart), pages
+//! with opaque `next_token`s, and can be switched to answer 429 (with `Retry-After`), 500 or
+//! 401, or to hang, after a number of good answers.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, NaiveDate, Utc};
+use serde_json::{Value, json};
+
+/// The only access token the fake accepts.
+pub const TOKEN: &str = "fake-oura-access-token";
+
+/// A switchable failure.
+#[derive(Debug, Clone, Copy)]
+pub enum Fault {
+    RateLimited { retry_after: u64 },
+    ServerError,
+    Unauthorised,
+    Hang,
+}
+
+#[derive(Default)]
+struct Inner {
+    fault: Option<(Fault, usize)>,
+    /// `next_token` → (collection, offset of the next page).
+    tokens: HashMap<String, (String, usize)>,
+    /// Every request as `collection?query`.
+    log: Vec<String>,
+    good: usize,
+}
+
+#[derive(Clone)]
+struct Fake {
+    collections: Arc<HashMap<String, Vec<Value>>>,
+    personal_info: Arc<Value>,
+    page_size: usize,
+    inner: Arc<Mutex<Inner>>,
+}
+
+/// A running fake Oura API.
+pub struct FakeOura {
+    /// Its base URL, `http://127.0.0.1:<port>`.
+    pub base: String,
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl FakeOura {
+    /// Starts a fake serving `collections` (name → documents), `page_size` per page.
+    pub async fn start(collections: HashMap<String, Vec<Value>>, page_size: usize) -> FakeOura {
+        let fake = Fake {
+            collections: Arc::new(collections),
+            personal_info: Arc::new(fixture("personal_info.json")),
+            page_size,
+            inner: Arc::default(),
+        };
+        let inner = fake.inner.clone();
+        let app = Router::new()
+            .route("/v2/usercollection/personal_info", get(personal_info))
+            .route("/v2/usercollection/{collection}", get(collection))
+            .with_state(fake);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeOura { base, inner }
+    }
+
+    /// Serves `fault` from the request after the next `after` good ones.
+    pub fn fail(&self, fault: Fault, after: usize) {
+        let mut inner = self.inner.lock().unwrap();
+        let good = inner.good;
+        inner.fault = Some((fault, good + after));
+    }
+
+    /// Every request so far, as `collection?sorted query`.
+    pub fn log(&self) -> Vec<String> {
+        self.inner.lock().unwrap().log.clone()
+    }
+}
+
+/// A fixture file of `testdata/providers/oura/`.
+pub fn fixture(name: &str) -> Value {
+    let path = format!(
+        "{}/testdata/providers/oura/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The collections of the fixture files.
+pub fn fixture_collections() -> HashMap<String, Vec<Value>> {
+    [
+        "sleep",
+        "daily_activity",
+        "workout",
+        "heartrate",
+        "daily_spo2",
+    ]
+    .into_iter()
+    .map(|c| {
+        let data = fixture(&format!("{c}.json"))["data"]
+            .as_array()
+            .unwrap()
+            .clone();
+        (c.to_owned(), data)
+    })
+    .collect()
+}
+
+/// The answer to a request the fault or the token check refuses, if any.
+async fn refusal(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
+    let fault = {
+        let mut inner = fake.inner.lock().unwrap();
+        match inner.fault {
+            Some((fault, at)) if inner.good >= at => Some(fault),
+            _ => {
+                inner.good += 1;
+                None
+            }
+        }
+    };
+    let detail = |msg: &str| Json(json!({"detail": msg}));
+    match fault {
+        Some(Fault::RateLimited { retry_after }) => {
+            return Some(
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(header::RETRY_AFTER, retry_after.to_string())],
+                    detail("Request Rate Limit Exceeded."),
+                )
+                    .into_response(),
+            );
+        }
+        Some(Fault::ServerError) => {
+            return Some((StatusCode::INTERNAL_SERVER_ERROR, "upstream failure").into_response());
+        }
+        Some(Fault::Unauthorised) => {
+            return Some((StatusCode::UNAUTHORIZED, detail("Token expired")).into_response());
+        }
+        Some(Fault::Hang) => {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+        None => {}
+    }
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    (bearer != Some(&format!("Bearer {TOKEN}")))
+        .then(|| (StatusCode::UNAUTHORIZED, detail("Unauthorized access")).into_response())
+}
+
+async fn personal_info(State(fake): State<Fake>, headers: HeaderMap) -> Response {
+    fake.inner.lock().unwrap().log.push("personal_info".into());
+    if let Some(refused) = refusal(&fake, &headers).await {
+        return refused;
+    }
+    Json((*fake.personal_info).clone()).into_response()
+}
+
+async fn collection(
+    State(fake): State<Fake>,
+    Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut pairs: Vec<_> = q.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    pairs.sort();
+    fake.inner
+        .lock()
+        .unwrap()
+        .log
+        .push(format!("{name}?{}", pairs.join("&")));
+    if let Some(refused) = refusal(&fake, &headers).await {
+        return refused;
+    }
+    let Some(documents) = fake.collections.get(&name) else {
+        return (StatusCode::NOT_FOUND, Json(json!({"detail": "Not Found"}))).into_response();
+    };
+    let unprocessable = |msg: &str| {
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"detail": [{"loc": ["query"], "msg": msg, "type": "value_error"}]})),
+        )
+            .into_response()
+    };
+    let keep: Box<dyn Fn(&Value) -> bool> = if name == "heartrate" {
+        let instant = |k: &str| {
+            q.get(k)
+                .and_then(|v| DateTime::parse_from_rfc3339(v).ok())
+                .map(|t| t.with_timezone(&Utc))
+        };
+        let (Some(from), Some(to)) = (instant("start_datetime"), instant("end_datetime")) else {
+            return unprocessable("start_datetime and end_datetime are required date-times");
+        };
+        if to - from > chrono::TimeDelta::days(30) {
+            return unprocessable("The maximum heart rate range is 30 days");
+        }
+        Box::new(move |d| {
+            let t = DateTime::parse_from_rfc3339(d["timestamp"].as_str().unwrap()).unwrap();
+            from <= t && t <= to
+        })
+    } else {
+        let date = |k: &str| q.get(k).and_then(|v| v.parse::<NaiveDate>().ok());
+        let (Some(from), Some(to)) = (date("start_date"), date("end_date")) else {
+            return unprocessable("start_date and end_date are required dates");
+        };
+        Box::new(move |d| {
+            let day: NaiveDate = d["day"].as_str().unwrap().parse().unwrap();
+            from <= day && day <= to
+        })
+    };
+    let offset = match q.get("next_token") {
+        None => 0,
+        Some(t) => match fake.inner.lock().unwrap().tokens.get(t) {
+            Some((c, offset)) if *c == name => *offset,
+            _ => return (StatusCode::BAD_REQUEST, "invalid next_token").into_response(),
+        },
+    };
+    let matching: Vec<&Value> = documents.iter().filter(|d| keep(d)).collect();
+    let page: Vec<Value> = matching
+        .iter()
+        .skip(offset)
+        .take(fake.page_size)
+        .map(|d| (*d).clone())
+        .collect();
+    let next = offset + page.len();
+    let next_token = if next < matching.len() {
+        let mut inner = fake.inner.lock().unwrap();
+        let token = format!("{:016x}", 0x5eed_0000 + inner.tokens.len() * 7919);
+        inner.tokens.insert(token.clone(), (name.clone(), next));
+        Value::from(token)
+    } else {
+        Value::Null
+    };
+    Json(json!({"data": page, "next_token": next_token})).into_response()
+}
