@@ -76,7 +76,10 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
     let rules = crate::events::UrlRules {
         allow_private: args.webhook_allow_private,
     };
-    let mut state = AppState::new(meta, health, config)?.with_webhook_rules(rules);
+    let connectors = crate::sync::Connectors::from_env().context("building provider connectors")?;
+    let mut state = AppState::new(meta, health, config)?
+        .with_webhook_rules(rules)
+        .with_connectors(connectors);
     if let Some(key) = secret_key(args)? {
         state = state.with_secret_key(key);
     }
@@ -124,7 +127,7 @@ pub fn webhook_hint(addr: &std::net::SocketAddr, key: &str, args: &ServeArgs) ->
 
 /// The job kinds this process runs: compaction, announcing pushes, webhook delivery, event
 /// retention, the asynchronous wait of lab appointment bookings, the activation of scheduled
-/// lab orders.
+/// lab orders, historical pulls from providers.
 pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
     let registry = crate::jobs::Registry::new()
         .register(crate::jobs::compaction::Compaction::new(
@@ -134,6 +137,19 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
         .register(crate::events::retention::Pruner)
         .register(crate::lab::appointments::confirm::Confirmer)
         .register(crate::lab::orders::activation::Activator);
+    let registry = match crate::sync::pull::HistoricalPuller::new(
+        state.health.clone(),
+        state.connectors.clone(),
+        state.secret.clone(),
+        state.link.clone(),
+    ) {
+        Ok(puller) => registry.register(puller),
+        Err(error) => {
+            // Without an HTTP client pulls wait (their jobs retry) until a process has one.
+            tracing::error!(%error, "no HTTP client for provider pulls");
+            registry
+        }
+    };
     match crate::events::delivery::Deliverer::new(state.webhooks) {
         Ok(deliverer) => registry.register(deliverer),
         Err(error) => {

@@ -9,14 +9,11 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Map, Value};
 
-use serde_json::json;
-
 use super::DataError;
 use super::connections::resource_name;
-use crate::events::{Event, EventType, EventUser, outbox};
+use crate::events::outbox;
 use crate::ingest::demo::{self, Persona};
 use crate::ingest::{PushUser, parse_push};
-use crate::providers;
 use crate::store::health::HealthStore;
 use crate::store::metadata::{
     self, ConnectionStatus, MetadataError, MetadataStore, User, connections,
@@ -142,7 +139,6 @@ pub async fn connect(
             }
         }
     }
-    let who = EventUser::of(user);
     let start = end - chrono::Days::new(u64::from(days.saturating_sub(1)));
     let mut events = Vec::new();
     let mut tx = meta.begin().await?;
@@ -154,23 +150,12 @@ pub async fn connect(
     if !had {
         events.push(super::connection_created(store, user, provider, &[]).await?);
     }
-    let source = json!({
-        "name": providers::provider(provider).map_or(provider, |p| p.name),
-        "slug": provider,
-        "logo": providers::provider(provider).map(|p| p.logo.clone()),
-    });
-    for name in written {
-        events.push(Event {
-            event_type: EventType::HistoricalCreated(name),
-            user: Some(who.clone()),
-            data: json!({
-                "user_id": user.id,
-                "start_date": start.to_string(),
-                "end_date": end.to_string(),
-                "provider": source,
-            }),
-        });
-    }
+    events.extend(super::historical_created(
+        user,
+        provider,
+        &written,
+        (start, end),
+    ));
     let enqueued = outbox::enqueue(&mut tx, user.team_id, &events, metadata::now()).await?;
     tx.commit().await.map_err(MetadataError::from)?;
     if enqueued.deliveries > 0 {

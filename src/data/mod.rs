@@ -314,11 +314,7 @@ pub(crate) async fn connection_created(
             ((*r).to_owned(), json!({ "status": status }))
         })
         .collect();
-    let provider_obj = json!({
-        "name": entry.map_or(provider, |p| p.name),
-        "slug": provider,
-        "logo": entry.map(|p| p.logo.clone()),
-    });
+    let provider_obj = provider_object(provider);
     Ok(Event {
         event_type: EventType::ConnectionCreated,
         user: Some(EventUser::of(user)),
@@ -329,6 +325,40 @@ pub(crate) async fn connection_created(
             "resource_availability": availability,
         }),
     })
+}
+
+/// A provider as events show it: `{name, slug, logo}`.
+pub(crate) fn provider_object(provider: &str) -> Value {
+    let entry = crate::providers::provider(provider);
+    json!({
+        "name": entry.map_or(provider, |p| p.name),
+        "slug": provider,
+        "logo": entry.map(|p| p.logo.clone()),
+    })
+}
+
+/// The `historical.data.<resource>.created` events of a completed historical pull (a demo
+/// connection's or a provider's) of `resources` over the days `start..=end`.
+pub(crate) fn historical_created(
+    user: &User,
+    provider: &str,
+    resources: &[&'static str],
+    (start, end): (chrono::NaiveDate, chrono::NaiveDate),
+) -> Vec<Event> {
+    let source = provider_object(provider);
+    resources
+        .iter()
+        .map(|name| Event {
+            event_type: EventType::HistoricalCreated(name),
+            user: Some(EventUser::of(user)),
+            data: json!({
+                "user_id": user.id,
+                "start_date": start.to_string(),
+                "end_date": end.to_string(),
+                "provider": source,
+            }),
+        })
+        .collect()
 }
 
 /// Reads a dataset in a window, keeping only rows of `provider` when given.

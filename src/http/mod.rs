@@ -91,6 +91,9 @@ pub struct AppState {
     pub secret: Option<crate::secret::SecretKey>,
     /// Linking's deployment settings (public URL, app URL, region).
     pub link: Arc<crate::link::LinkConfig>,
+    /// The provider connectors pulls use (none until set: `app::open_state` sets every one,
+    /// at the URLs the environment names).
+    pub connectors: crate::sync::Connectors,
 }
 
 impl AppState {
@@ -110,12 +113,19 @@ impl AppState {
             lab: crate::lab::Lab::default(),
             secret: None,
             link: Arc::default(),
+            connectors: crate::sync::Connectors::default(),
         })
     }
 
     /// The same state with these link settings.
     pub fn with_link_config(mut self, config: crate::link::LinkConfig) -> AppState {
         self.link = Arc::new(config);
+        self
+    }
+
+    /// The same state with these provider connectors.
+    pub fn with_connectors(mut self, connectors: crate::sync::Connectors) -> AppState {
+        self.connectors = connectors;
         self
     }
 

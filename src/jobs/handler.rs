@@ -35,6 +35,14 @@ pub enum JobError {
     Permanent(String),
 }
 
+/// A metadata-store failure in a handler is worth retrying (the database was busy, restarting,
+/// unreachable): the job is retried with backoff.
+impl From<crate::store::metadata::MetadataError> for JobError {
+    fn from(e: crate::store::metadata::MetadataError) -> Self {
+        JobError::Retry(format!("metadata store: {e}"))
+    }
+}
+
 /// One kind of job. Runs are at-least-once: a run may be cut short (process killed, lease
 /// lost) and run again, so a handler must be idempotent or resumable from durable progress.
 #[async_trait::async_trait]

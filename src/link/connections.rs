@@ -115,6 +115,8 @@ pub async fn finish_link(
         return Ok(Some((error_type, message)));
     }
     let (connection, was_connected) = link_on(&mut tx, key, user.id, provider.slug, linked).await?;
+    // The new connection's history, pulled by a job committed with the link.
+    crate::sync::pull::start_on(&mut tx, &user, provider.slug, now).await?;
     let mut enqueued = 0;
     if !was_connected {
         let entry = crate::data::connections::entry(&connection);

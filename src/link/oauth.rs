@@ -372,6 +372,73 @@ async fn exchange_and_link(
     finish_link(meta, Some(key), session, provider, &linked, now).await
 }
 
+/// What a token refresh came to.
+#[derive(Debug)]
+pub enum Refreshed {
+    /// New credentials (a provider that sends no new refresh token keeps the old one valid).
+    Tokens(Credentials),
+    /// The provider refused the grant (revoked, expired, client no longer valid): only a new
+    /// link fixes it. The message says what it answered.
+    Refused(String),
+    /// Anything else (unreachable, a 5xx, an unreadable answer): worth retrying later.
+    Failed(String),
+}
+
+/// Exchanges a connection's refresh token for new tokens (RFC 6749 §6) at the provider's token
+/// endpoint, with the OAuth application the team's links use (its own, else the
+/// deployment's). The new credentials are not stored here.
+pub async fn refresh(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    config: &LinkConfig,
+    http: &reqwest::Client,
+    team: uuid::Uuid,
+    provider: &Provider,
+    credentials: &Credentials,
+) -> Result<Refreshed, LinkError> {
+    let Some(refresh_token) = &credentials.refresh_token else {
+        return Ok(Refreshed::Refused(format!(
+            "{} gave no refresh token and its access token was refused.",
+            provider.name
+        )));
+    };
+    let app = super::team_apps::resolve(meta, key, &config.oauth_apps, team, provider.slug).await?;
+    let answer = client(&app, config, provider.slug)?
+        .exchange_refresh_token(&oauth2::RefreshToken::new(refresh_token.clone()))
+        .request_async(http)
+        .await;
+    let token = match answer {
+        Ok(token) => token,
+        Err(RequestTokenError::ServerResponse(e))
+            if matches!(
+                e.error(),
+                BasicErrorResponseType::InvalidGrant
+                    | BasicErrorResponseType::InvalidClient
+                    | BasicErrorResponseType::UnauthorizedClient
+            ) =>
+        {
+            return Ok(Refreshed::Refused(format!(
+                "{} refused to refresh the access ({}).",
+                provider.name,
+                e.error().as_ref()
+            )));
+        }
+        Err(e) => return Ok(Refreshed::Failed(format!("token refresh failed: {e}"))),
+    };
+    Ok(Refreshed::Tokens(Credentials {
+        access_token: Some(token.access_token().secret().clone()),
+        refresh_token: token
+            .refresh_token()
+            .map(|t| t.secret().clone())
+            .or_else(|| credentials.refresh_token.clone()),
+        expires_at: token
+            .expires_in()
+            .and_then(|d| chrono::Duration::from_std(d).ok())
+            .map(|d| (Utc::now() + d).timestamp()),
+        ..Credentials::default()
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

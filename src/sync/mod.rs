@@ -16,6 +16,10 @@
 //! Connectors: [`oura`] (Oura API v2).
 
 pub mod oura;
+pub mod pull;
+pub mod registry;
+
+pub use registry::{Connectors, has_connector};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -41,3 +41,4 @@ mod store;
 mod store_gate;
 mod store_recovery;
 mod sync_oura;
+mod sync_pull;

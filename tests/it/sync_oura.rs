@@ -2,7 +2,7 @@
 //! pulls over several pages and chunks, and every failure kind (429 with `Retry-After`, 401,
 //! 500, timeouts, refused connections, unknown paths).
 
-mod fake_oura;
+pub mod fake_oura;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -31,6 +31,7 @@ pub mod lab;
 pub mod link;
 pub mod priorities;
 pub mod push_events;
+pub mod sync_pulls;
 pub mod team_apps;
 pub mod teams;
 pub mod user_info;

@@ -37,18 +37,22 @@ struct Grant {
 struct Fake {
     grants: Arc<Mutex<HashMap<String, Grant>>>,
     issued: Arc<Mutex<Vec<String>>>,
+    /// Refresh tokens issued and still valid, with their grant's scopes.
+    refreshable: Arc<Mutex<HashMap<String, String>>>,
 }
 
 /// A running fake server.
 pub struct FakeOAuth {
     pub base: String,
     issued: Arc<Mutex<Vec<String>>>,
+    refreshable: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl FakeOAuth {
     pub async fn start() -> FakeOAuth {
         let fake = Fake::default();
         let issued = fake.issued.clone();
+        let refreshable = fake.refreshable.clone();
         let app = Router::new()
             .route("/authorize", get(authorize))
             .route("/token", post(token))
@@ -58,12 +62,26 @@ impl FakeOAuth {
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        FakeOAuth { base, issued }
+        FakeOAuth {
+            base,
+            issued,
+            refreshable,
+        }
     }
 
     /// The access tokens issued so far.
     pub fn issued(&self) -> Vec<String> {
         self.issued.lock().unwrap().clone()
+    }
+
+    /// The live list of access tokens issued, oldest first.
+    pub fn issued_list(&self) -> Arc<Mutex<Vec<String>>> {
+        self.issued.clone()
+    }
+
+    /// Revokes every refresh token issued so far (the user withdrew the grant).
+    pub fn revoke_refresh_tokens(&self) {
+        self.refreshable.lock().unwrap().clear();
     }
 }
 
@@ -127,8 +145,17 @@ async fn token(
         )
             .into_response();
     }
-    if form.get("grant_type").map(String::as_str) != Some("authorization_code") {
-        return oauth_error("unsupported_grant_type");
+    match form.get("grant_type").map(String::as_str) {
+        Some("authorization_code") => {}
+        // RFC 6749 §6: a valid refresh token buys new tokens (and is itself replaced).
+        Some("refresh_token") => {
+            let presented = form.get("refresh_token").cloned().unwrap_or_default();
+            let Some(scopes) = fake.refreshable.lock().unwrap().remove(&presented) else {
+                return oauth_error("invalid_grant");
+            };
+            return issue(&fake, &scopes, None);
+        }
+        _ => return oauth_error("unsupported_grant_type"),
     }
     let Some(grant) = form
         .get("code")
@@ -150,15 +177,27 @@ async fn token(
     if computed != grant.challenge {
         return oauth_error("invalid_grant");
     }
+    issue(&fake, &grant.scopes, Some(&grant.account))
+}
+
+/// Issues an access and a refresh token for `scopes` (with the provider user id when given).
+fn issue(fake: &Fake, scopes: &str, account: Option<&str>) -> Response {
     let access = format!("fake-access-{}", uuid::Uuid::new_v4().simple());
+    let refresh = format!("fake-refresh-{}", uuid::Uuid::new_v4().simple());
     fake.issued.lock().unwrap().push(access.clone());
-    Json(json!({
+    fake.refreshable
+        .lock()
+        .unwrap()
+        .insert(refresh.clone(), scopes.to_owned());
+    let mut answer = json!({
         "access_token": access,
         "token_type": "Bearer",
         "expires_in": 3600,
-        "refresh_token": format!("fake-refresh-{}", uuid::Uuid::new_v4().simple()),
-        "scope": grant.scopes,
-        "user_id": grant.account,
-    }))
-    .into_response()
+        "refresh_token": refresh,
+        "scope": scopes,
+    });
+    if let Some(account) = account {
+        answer["user_id"] = json!(account);
+    }
+    Json(answer).into_response()
 }

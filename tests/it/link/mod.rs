@@ -13,8 +13,8 @@
 
 mod codes;
 mod connections;
-mod fake_oauth;
-mod oauth;
+pub(crate) mod fake_oauth;
+pub(crate) mod oauth;
 mod team_apps;
 mod tokens;
 

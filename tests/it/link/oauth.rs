@@ -33,7 +33,7 @@ pub async fn setup() -> (TestApp, FakeOAuth) {
     (app, fake)
 }
 
-async fn link_token(app: &TestApp, user: &str, redirect: bool) -> String {
+pub(crate) async fn link_token(app: &TestApp, user: &str, redirect: bool) -> String {
     let body = if redirect {
         json!({"user_id": user, "redirect_url": BACK})
     } else {
@@ -55,7 +55,7 @@ async fn oauth_url(app: &TestApp, token: &str, provider: &str) -> Answer {
 }
 
 /// The authorisation URL the link API answers for `token` (checked to be there).
-async fn authorize_url(app: &TestApp, token: &str, provider: &str) -> String {
+pub(crate) async fn authorize_url(app: &TestApp, token: &str, provider: &str) -> String {
     let a = oauth_url(app, token, provider).await;
     a.json["oauth_url"]
         .as_str()
@@ -65,7 +65,7 @@ async fn authorize_url(app: &TestApp, token: &str, provider: &str) -> String {
 
 /// Plays the browser: opens the authorisation URL (plus steering parameters), follows the
 /// provider's redirect to the callback, and answers the callback's answer.
-async fn visit(app: &TestApp, url: &str, extra: &[(&str, &str)]) -> Answer {
+pub(crate) async fn visit(app: &TestApp, url: &str, extra: &[(&str, &str)]) -> Answer {
     let mut url = url::Url::parse(url).unwrap();
     for (k, v) in extra {
         url.query_pairs_mut().append_pair(k, v);

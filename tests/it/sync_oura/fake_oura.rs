@@ -33,6 +33,8 @@ pub enum Fault {
 #[derive(Default)]
 struct Inner {
     fault: Option<(Fault, usize)>,
+    /// Faults left to serve before the fake recovers (`None`: it never does).
+    faults_left: Option<usize>,
     /// `next_token` → (collection, offset of the next page).
     tokens: HashMap<String, (String, usize)>,
     /// Every request as `collection?query`.
@@ -40,8 +42,12 @@ struct Inner {
     good: usize,
 }
 
+/// Which bearer tokens the fake accepts.
+type TokenCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 #[derive(Clone)]
 struct Fake {
+    accepts: Arc<Mutex<TokenCheck>>,
     collections: Arc<HashMap<String, Vec<Value>>>,
     personal_info: Arc<Value>,
     page_size: usize,
@@ -53,12 +59,15 @@ pub struct FakeOura {
     /// Its base URL, `http://127.0.0.1:<port>`.
     pub base: String,
     inner: Arc<Mutex<Inner>>,
+    accepts: Arc<Mutex<TokenCheck>>,
 }
 
 impl FakeOura {
     /// Starts a fake serving `collections` (name → documents), `page_size` per page.
     pub async fn start(collections: HashMap<String, Vec<Value>>, page_size: usize) -> FakeOura {
+        let accepts: Arc<Mutex<TokenCheck>> = Arc::new(Mutex::new(Arc::new(|t| t == TOKEN)));
         let fake = Fake {
+            accepts: accepts.clone(),
             collections: Arc::new(collections),
             personal_info: Arc::new(fixture("personal_info.json")),
             page_size,
@@ -74,7 +83,17 @@ impl FakeOura {
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        FakeOura { base, inner }
+        FakeOura {
+            base,
+            inner,
+            accepts,
+        }
+    }
+
+    /// Accepts the bearer tokens `check` approves from now on (instead of [`TOKEN`]): tests
+    /// that link through an OAuth server accept the tokens it issued.
+    pub fn accept_when(&self, check: impl Fn(&str) -> bool + Send + Sync + 'static) {
+        *self.accepts.lock().unwrap() = Arc::new(check);
     }
 
     /// Serves `fault` from the request after the next `after` good ones.
@@ -82,6 +101,14 @@ impl FakeOura {
         let mut inner = self.inner.lock().unwrap();
         let good = inner.good;
         inner.fault = Some((fault, good + after));
+        inner.faults_left = None;
+    }
+
+    /// Serves `fault` `times` times from the request after the next `after` good ones, then
+    /// answers normally again.
+    pub fn fail_times(&self, fault: Fault, after: usize, times: usize) {
+        self.fail(fault, after);
+        self.inner.lock().unwrap().faults_left = Some(times.max(1));
     }
 
     /// Every request so far, as `collection?sorted query`.
@@ -124,7 +151,16 @@ async fn refusal(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
     let fault = {
         let mut inner = fake.inner.lock().unwrap();
         match inner.fault {
-            Some((fault, at)) if inner.good >= at => Some(fault),
+            Some((fault, at)) if inner.good >= at => {
+                if let Some(left) = inner.faults_left.as_mut() {
+                    *left -= 1;
+                    if *left == 0 {
+                        inner.fault = None;
+                        inner.faults_left = None;
+                    }
+                }
+                Some(fault)
+            }
             _ => {
                 inner.good += 1;
                 None
@@ -154,10 +190,12 @@ async fn refusal(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
         }
         None => {}
     }
-    let bearer = headers
+    let token = headers
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    (bearer != Some(&format!("Bearer {TOKEN}")))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let accepts = fake.accepts.lock().unwrap().clone();
+    (!token.is_some_and(|t| accepts(t)))
         .then(|| (StatusCode::UNAUTHORIZED, detail("Unauthorized access")).into_response())
 }
 

@@ -1,0 +1,119 @@
+//! The `sync_pulls` table: each connection's historical pull, its window and its progress (see
+//! `sync::pull`).
+
+use chrono::{DateTime, Utc};
+use sqlx::AnyConnection;
+use uuid::Uuid;
+
+use super::{MetadataError, get_opt_time, get_str, get_time, get_uuid, ts};
+
+/// A connection's historical pull.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoricalPull {
+    /// The user.
+    pub user_id: Uuid,
+    /// The provider's slug.
+    pub provider: String,
+    /// The user's team.
+    pub team_id: Uuid,
+    /// The first instant pulled.
+    pub window_start: DateTime<Utc>,
+    /// The first instant not pulled.
+    pub window_end: DateTime<Utc>,
+    /// Everything before this is stored.
+    pub done_until: DateTime<Utc>,
+    /// Resources that received records so far (`sync::Resource` names).
+    pub resources: Vec<String>,
+    /// When the pull completed (its events were sent then).
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+/// Starts a connection's historical pull unless one is recorded (a link made again resumes or
+/// keeps the first); answers whether it was new.
+pub async fn start(
+    conn: &mut AnyConnection,
+    pull: &HistoricalPull,
+    now: DateTime<Utc>,
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(
+        "INSERT INTO sync_pulls (user_id, provider, team_id, window_start, window_end, \
+         done_until, resources, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (user_id, provider) DO NOTHING",
+    )
+    .bind(pull.user_id.to_string())
+    .bind(&pull.provider)
+    .bind(pull.team_id.to_string())
+    .bind(ts(pull.window_start))
+    .bind(ts(pull.window_end))
+    .bind(ts(pull.done_until))
+    .bind(resources_json(&pull.resources))
+    .bind(ts(now))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The connection's historical pull, if one was started.
+pub async fn get(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+) -> Result<Option<HistoricalPull>, MetadataError> {
+    let row = sqlx::query(
+        "SELECT user_id, provider, team_id, window_start, window_end, done_until, resources, \
+         completed_at FROM sync_pulls WHERE user_id = $1 AND provider = $2",
+    )
+    .bind(user.to_string())
+    .bind(provider)
+    .fetch_optional(conn)
+    .await?;
+    row.map(|row| {
+        let resources = get_str(&row, "resources")?;
+        Ok(HistoricalPull {
+            user_id: get_uuid(&row, "user_id")?,
+            provider: get_str(&row, "provider")?,
+            team_id: get_uuid(&row, "team_id")?,
+            window_start: get_time(&row, "window_start")?,
+            window_end: get_time(&row, "window_end")?,
+            done_until: get_time(&row, "done_until")?,
+            resources: serde_json::from_str(&resources).unwrap_or_default(),
+            completed_at: get_opt_time(&row, "completed_at")?,
+        })
+    })
+    .transpose()
+}
+
+/// Records a chunk stored: progress up to `done_until`, with the resources seen so far.
+pub async fn advance(conn: &mut AnyConnection, pull: &HistoricalPull) -> Result<(), MetadataError> {
+    sqlx::query(
+        "UPDATE sync_pulls SET done_until = $3, resources = $4 \
+         WHERE user_id = $1 AND provider = $2",
+    )
+    .bind(pull.user_id.to_string())
+    .bind(&pull.provider)
+    .bind(ts(pull.done_until))
+    .bind(resources_json(&pull.resources))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Marks the pull complete.
+pub async fn complete(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+    at: DateTime<Utc>,
+) -> Result<(), MetadataError> {
+    sqlx::query("UPDATE sync_pulls SET completed_at = $3 WHERE user_id = $1 AND provider = $2")
+        .bind(user.to_string())
+        .bind(provider)
+        .bind(ts(at))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+fn resources_json(resources: &[String]) -> String {
+    serde_json::to_string(resources).unwrap_or_else(|_| "[]".to_owned())
+}

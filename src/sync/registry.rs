@@ -1,0 +1,51 @@
+//! Which connectors this process has, by provider slug, and where they point.
+//!
+//! Adding a provider is adding its module and one line in [`Connectors::from_env`] and
+//! [`SLUGS`]. Base URLs come from `WEARHOUSE_PROVIDER_<SLUG>_API_URL`, defaulting to the
+//! provider's real host; tests build their own set pointing at local fakes
+//! ([`Connectors::with`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{Connector, SyncError, oura};
+
+/// Providers with a connector: a link to one of them starts a historical pull.
+pub const SLUGS: &[&str] = &["oura"];
+
+/// Whether `provider` has a connector (its links start pulls).
+pub fn has_connector(provider: &str) -> bool {
+    SLUGS.contains(&provider)
+}
+
+/// The connectors by provider slug.
+#[derive(Clone, Default)]
+pub struct Connectors(HashMap<&'static str, Arc<dyn Connector>>);
+
+impl std::fmt::Debug for Connectors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut slugs: Vec<_> = self.0.keys().collect();
+        slugs.sort();
+        f.debug_tuple("Connectors").field(&slugs).finish()
+    }
+}
+
+impl Connectors {
+    /// Every connector, at the URL its environment variable names, else the provider's host.
+    pub fn from_env() -> Result<Connectors, SyncError> {
+        let url = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.into());
+        let oura = oura::Oura::new(&url(oura::API_URL_ENV, oura::DEFAULT_API_URL))?;
+        Ok(Connectors::default().with(Arc::new(oura)))
+    }
+
+    /// The same set with `connector` added (replacing one of the same provider).
+    pub fn with(mut self, connector: Arc<dyn Connector>) -> Connectors {
+        self.0.insert(connector.provider(), connector);
+        self
+    }
+
+    /// The provider's connector.
+    pub fn get(&self, provider: &str) -> Option<&Arc<dyn Connector>> {
+        self.0.get(provider)
+    }
+}
