@@ -137,13 +137,15 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
         .register(crate::events::retention::Pruner)
         .register(crate::lab::appointments::confirm::Confirmer)
         .register(crate::lab::orders::activation::Activator);
-    let registry = match crate::sync::pull::HistoricalPuller::new(
+    let registry = match crate::sync::pull::Puller::new(
         state.health.clone(),
         state.connectors.clone(),
         state.secret.clone(),
         state.link.clone(),
     ) {
-        Ok(puller) => registry.register(puller),
+        Ok(puller) => registry
+            .register(crate::sync::pull::HistoricalPuller(puller.clone()))
+            .register(crate::sync::pull::IncrementalPuller(puller)),
         Err(error) => {
             // Without an HTTP client pulls wait (their jobs retry) until a process has one.
             tracing::error!(%error, "no HTTP client for provider pulls");

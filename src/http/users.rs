@@ -27,6 +27,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(patch_user_info))
         .routes(routes!(latest_user_info))
         .routes(routes!(user_providers))
+        .routes(routes!(refresh_user))
         .routes(routes!(team_metrics))
         .routes(routes!(undo_delete))
 }
@@ -233,6 +234,43 @@ async fn user_providers(
 ) -> Result<impl IntoResponse, ApiError> {
     let providers = crate::data::connections::provider_entries(&state.meta, &user).await?;
     Ok(Json(models::UserProviders { providers }))
+}
+
+/// Refresh the user's provider data: an incremental pull of every connected provider with a
+/// connector, waited for up to `timeout` seconds (`sync::refresh`).
+#[utoipa::path(post, path = "/v2/user/refresh/{user_id}", tag = "users",
+    params(("user_id" = uuid::Uuid, Path),
+           ("timeout" = Option<f64>, Query, description = "Seconds to wait, 5 to 60 (default 10)")),
+    responses((status = 200, description = "What was refreshed, is still running, or failed",
+               body = crate::sync::refresh::RefreshResult),
+              (status = 404, description = "User not found", body = models::ErrorDetail)),
+    security(("api_key" = [])))]
+async fn refresh_user(
+    State(state): State<AppState>,
+    TeamUser(user): TeamUser,
+    query: QueryParams,
+) -> Result<impl IntoResponse, ApiError> {
+    let timeout = match query.get("timeout") {
+        None => 10.0,
+        Some(raw) => {
+            let invalid = |msg: &str| {
+                ApiError::invalid(
+                    Violation::value(crate::loc!["query", "timeout"], msg)
+                        .with_input(serde_json::Value::from(raw)),
+                )
+            };
+            let seconds: f64 = raw
+                .parse()
+                .map_err(|_| invalid("Input should be a valid number"))?;
+            if !(5.0..=60.0).contains(&seconds) {
+                return Err(invalid("Input should be between 5 and 60"));
+            }
+            seconds
+        }
+    };
+    let wait = std::time::Duration::from_secs_f64(timeout);
+    let result = crate::sync::refresh::refresh(&state.meta, &state.health, &user, wait).await?;
+    Ok(Json(result))
 }
 
 /// The team's counts of users and connections.

@@ -17,6 +17,7 @@
 
 pub mod oura;
 pub mod pull;
+pub mod refresh;
 pub mod registry;
 
 pub use registry::{Connectors, has_connector};

@@ -22,6 +22,13 @@
 //!   with the runner's backoff; anything else fails the job with its reason.
 //! - A connection no longer `connected` (deregistered, in error) is not pulled: the job ends.
 //!
+//! **Incremental pulls** (`sync.incremental`, one job per connection, enqueued with the
+//! historical one): from where the last one ended less [`OVERLAP`] to now, every resource but
+//! the profile, stored like a push (`data::store_push`: `daily.data.<resource>.created` for new
+//! records, `.updated` for changed ones, nothing for identical ones), then again [`INTERVAL`]
+//! later. `POST /v2/user/refresh` moves the pending job to now (`refresh.rs`). It waits while
+//! the historical pull is incomplete. Both kinds record their last failure on the sync row.
+//!
 //! Decisions where the spec is silent: the window's end is fixed when the link is made (data
 //! arriving later is the incremental pull's); a pull that finds no record of any resource
 //! completes without events.
@@ -35,13 +42,14 @@ use uuid::Uuid;
 
 use super::{Connector, Connectors, Pull, Resource, SyncError, Window, screen};
 use crate::events::outbox;
+use crate::ingest::PushBatches;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::link::LinkErrorType;
 use crate::link::credentials::Credentials;
 use crate::link::oauth::Refreshed;
 use crate::schema::Dataset;
 use crate::store::health::HealthStore;
-use crate::store::metadata::sync_pulls::{self, HistoricalPull};
+use crate::store::metadata::sync_pulls::{self, ConnectionSync};
 use crate::store::metadata::{self, ConnectionStatus, MetadataError, MetadataStore, User};
 
 /// The kind's name.
@@ -105,7 +113,7 @@ pub async fn start_on(
     let Some(window) = window(user, now) else {
         return Ok(false);
     };
-    let pull = HistoricalPull {
+    let pull = ConnectionSync {
         user_id: user.id,
         provider: provider.to_owned(),
         team_id: user.team_id,
@@ -114,17 +122,29 @@ pub async fn start_on(
         done_until: window.start,
         resources: Vec::new(),
         completed_at: None,
+        synced_until: window.end,
+        synced_at: None,
+        synced_resources: Vec::new(),
+        failed: None,
     };
     if !sync_pulls::start(&mut *conn, &pull, now).await? {
         return Ok(false);
     }
-    crate::jobs::enqueue(conn, &job(user.team_id, user.id, provider, now)).await?;
+    crate::jobs::enqueue(&mut *conn, &job(user.team_id, user.id, provider, now)).await?;
+    let next = now + INTERVAL;
+    crate::jobs::enqueue(
+        conn,
+        &incremental_job(user.team_id, user.id, provider, next),
+    )
+    .await?;
     Ok(true)
 }
 
-/// The `sync.historical` handler.
+/// What pulls share: where they store, which connectors, how credentials are opened and
+/// tokens refreshed. The two job kinds, [`HistoricalPuller`] and [`IncrementalPuller`], are
+/// this with a different run.
 #[derive(Clone)]
-pub struct HistoricalPuller {
+pub struct Puller {
     health: HealthStore,
     connectors: Connectors,
     secret: Option<crate::secret::SecretKey>,
@@ -132,17 +152,28 @@ pub struct HistoricalPuller {
     http: reqwest::Client,
 }
 
-impl std::fmt::Debug for HistoricalPuller {
+impl std::fmt::Debug for Puller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HistoricalPuller")
+        f.debug_struct("Puller")
             .field("connectors", &self.connectors)
             .finish_non_exhaustive()
     }
 }
 
-impl HistoricalPuller {
-    /// A handler storing into `health`, pulling with `connectors`, opening credentials with
-    /// `secret` and refreshing tokens with the link settings' OAuth applications.
+/// One run's connection: its user, provider, connector, credentials and sync row.
+struct Session {
+    user: User,
+    provider: &'static crate::providers::Provider,
+    connector: Arc<dyn Connector>,
+    credentials: Credentials,
+    /// Whether this run refreshed the token already (a run refreshes at most once).
+    refreshed: bool,
+    sync: ConnectionSync,
+}
+
+impl Puller {
+    /// Pulls storing into `health`, with `connectors`, opening credentials with `secret` and
+    /// refreshing tokens with the link settings' OAuth applications.
     pub fn new(
         health: HealthStore,
         connectors: Connectors,
@@ -153,7 +184,7 @@ impl HistoricalPuller {
             .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(30))
             .build()?;
-        Ok(HistoricalPuller {
+        Ok(Puller {
             health,
             connectors,
             secret,
@@ -162,124 +193,88 @@ impl HistoricalPuller {
         })
     }
 
-    async fn pull(
+    /// The connection's session, or `None` when there is nothing to pull (no sync row, the
+    /// user is gone, the connection is no longer `connected`).
+    async fn open(
         &self,
-        ctx: &JobContext,
+        meta: &MetadataStore,
         user: Uuid,
         provider: &str,
-    ) -> Result<Outcome, JobError> {
-        let meta = &ctx.meta;
-        let Some(mut pull) = sync_pulls::get(&mut *meta.reader().await?, user, provider).await?
-        else {
-            return Ok(Outcome::Done);
+    ) -> Result<Option<Session>, JobError> {
+        let Some(sync) = sync_pulls::get(&mut *meta.reader().await?, user, provider).await? else {
+            return Ok(None);
         };
         let connected = meta
             .connection(user, provider)
             .await?
             .is_some_and(|c| c.status == ConnectionStatus::Connected);
-        let Some(user) = meta.user(pull.team_id, user).await? else {
-            return Ok(Outcome::Done);
+        let Some(user) = meta.user(sync.team_id, user).await? else {
+            return Ok(None);
         };
-        if pull.completed_at.is_some() || !connected {
-            return Ok(Outcome::Done);
+        if !connected {
+            return Ok(None);
         }
         let entry = crate::providers::provider(provider)
             .ok_or_else(|| permanent(format!("{provider} is not in the catalogue")))?;
         let connector = self
             .connectors
             .get(provider)
-            .ok_or_else(|| permanent(format!("no connector for {provider}")))?;
-        let mut credentials =
+            .ok_or_else(|| permanent(format!("no connector for {provider}")))?
+            .clone();
+        let credentials =
             crate::link::connections::credentials(meta, self.secret.as_ref(), user.id, provider)
                 .await
                 .map_err(|e| permanent(format!("the connection's credentials: {e}")))?
                 .ok_or_else(|| permanent("the connection has no credentials".to_owned()))?;
-        let mut refreshed = false;
-        while pull.done_until < pull.window_end {
-            if ctx.is_draining() {
-                return Ok(Outcome::RetryAt(ctx.now()));
-            }
-            let end = (pull.done_until + CHUNK).min(pull.window_end);
-            let Some(chunk) = Window::new(pull.done_until, end) else {
-                break;
-            };
-            let asked = Pull {
-                resources: Resource::ALL.to_vec(),
-                window: chunk,
-            };
-            let token = credentials.access_token.clone().unwrap_or_default();
-            let pulled = match connector.pull(&token, &asked).await {
-                Ok(pulled) => pulled,
-                Err(SyncError::Unauthorised) if !refreshed => {
-                    refreshed = true;
-                    credentials = self.refresh(meta, &user, entry, &credentials).await?;
-                    continue;
-                }
-                Err(e) => return self.failed(ctx, &user, entry, e).await,
-            };
-            self.store(meta, &user, connector.as_ref(), pulled.body, &mut pull)
-                .await?;
-            pull.done_until = end;
-            sync_pulls::advance(&mut *meta.writer().await?, &pull).await?;
-        }
-        self.complete(meta, &user, &pull).await?;
-        Ok(Outcome::Done)
+        Ok(Some(Session {
+            user,
+            provider: entry,
+            connector,
+            credentials,
+            refreshed: false,
+            sync,
+        }))
     }
 
-    /// Validates and writes one chunk's body; notes which resources received records.
-    async fn store(
+    /// Pulls `asked` and validates the answer as ingested at `now` (records
+    /// ingest refuses are dropped and logged): on a refused token, refreshes it once per run and
+    /// asks again. `Err(Ok(outcome))`: the run ends with it (a rate-limit wait).
+    async fn fetch(
         &self,
-        meta: &MetadataStore,
-        user: &User,
-        connector: &dyn Connector,
+        ctx: &JobContext,
+        session: &mut Session,
+        asked: Pull,
+        now: DateTime<Utc>,
+    ) -> Result<PushBatches, Result<Outcome, JobError>> {
+        loop {
+            let token = session.credentials.access_token.clone().unwrap_or_default();
+            match session.connector.pull(&token, &asked).await {
+                Ok(pulled) => return self.screened(session, pulled.body, now).map_err(Err),
+                Err(SyncError::Unauthorised) if !session.refreshed => {
+                    session.refreshed = true;
+                    session.credentials = self.refresh(&ctx.meta, session).await.map_err(Err)?;
+                }
+                Err(error) => return Err(self.failed(ctx, session, error).await),
+            }
+        }
+    }
+
+    fn screened(
+        &self,
+        session: &Session,
         body: Value,
-        pull: &mut HistoricalPull,
-    ) -> Result<(), JobError> {
+        now: DateTime<Utc>,
+    ) -> Result<PushBatches, JobError> {
         let zone = crate::ingest::PushUser {
-            fallback_time_zone: crate::data::fallback_zone(user),
+            fallback_time_zone: crate::data::fallback_zone(&session.user),
         };
-        let screened = screen(body, &zone, metadata::now()).map_err(|e| {
+        let screened = screen(body, &zone, now).map_err(|e| {
             permanent(format!(
                 "the {} connector built a body ingest refuses: {e}",
-                connector.provider()
+                session.connector.provider()
             ))
         })?;
-        if screened.batches.batches.is_empty() {
-            return Ok(());
-        }
-        let written = crate::data::write_parsed(meta, &self.health, user, screened.batches)
-            .await
-            .map_err(|e| JobError::Retry(format!("storing a chunk: {e}")))?;
-        let mut seen: BTreeSet<String> = pull.resources.iter().cloned().collect();
-        seen.extend(written.into_iter().map(|d| d.path()));
-        pull.resources = seen.into_iter().collect();
-        Ok(())
-    }
-
-    /// Marks the pull complete and emits its events, in one transaction.
-    async fn complete(
-        &self,
-        meta: &MetadataStore,
-        user: &User,
-        pull: &HistoricalPull,
-    ) -> Result<(), JobError> {
-        let names: Vec<&'static str> = pull
-            .resources
-            .iter()
-            .filter_map(|path| Dataset::from_path(path))
-            .map(crate::data::connections::resource_name)
-            .collect();
-        let last_day = (pull.window_end - chrono::Duration::microseconds(1)).date_naive();
-        let days = (pull.window_start.date_naive(), last_day);
-        let events = crate::data::historical_created(user, &pull.provider, &names, days);
-        let mut tx = meta.begin().await?;
-        sync_pulls::complete(&mut tx, user.id, &pull.provider, metadata::now()).await?;
-        let enqueued = outbox::enqueue(&mut tx, user.team_id, &events, metadata::now()).await?;
-        tx.commit().await.map_err(MetadataError::from)?;
-        if enqueued.deliveries > 0 {
-            meta.jobs_wake().notify_waiters();
-        }
-        Ok(())
+        Ok(screened.batches)
     }
 
     /// Refreshes the access token and stores the new credentials; a refusal puts the connection
@@ -287,10 +282,9 @@ impl HistoricalPuller {
     async fn refresh(
         &self,
         meta: &MetadataStore,
-        user: &User,
-        provider: &crate::providers::Provider,
-        credentials: &Credentials,
+        session: &Session,
     ) -> Result<Credentials, JobError> {
+        let (user, provider) = (&session.user, session.provider);
         let key = self.secret.as_ref();
         let answer = crate::link::oauth::refresh(
             meta,
@@ -299,7 +293,7 @@ impl HistoricalPuller {
             &self.http,
             user.team_id,
             provider,
-            credentials,
+            &session.credentials,
         )
         .await
         .map_err(|e| JobError::Retry(format!("token refresh: {e}")))?;
@@ -333,14 +327,14 @@ impl HistoricalPuller {
         }
     }
 
-    /// What a failed chunk does to the job.
+    /// What a failed pull does to the job.
     async fn failed(
         &self,
         ctx: &JobContext,
-        user: &User,
-        provider: &crate::providers::Provider,
+        session: &Session,
         error: SyncError,
     ) -> Result<Outcome, JobError> {
+        let (user, provider) = (&session.user, session.provider.slug);
         match error {
             SyncError::RateLimited {
                 retry_after_seconds,
@@ -349,7 +343,7 @@ impl HistoricalPuller {
                     .and_then(|s| i64::try_from(s).ok())
                     .map_or(RATE_LIMIT_WAIT, chrono::Duration::seconds)
                     .min(LONGEST_WAIT);
-                tracing::info!(user = %user.id, provider = provider.slug, wait_s = wait.num_seconds(),
+                tracing::info!(user = %user.id, provider, wait_s = wait.num_seconds(),
                     "provider rate limit: the pull waits");
                 Ok(Outcome::RetryAt(ctx.now() + wait))
             }
@@ -361,11 +355,201 @@ impl HistoricalPuller {
             SyncError::Permanent { reason } => Err(permanent(reason)),
         }
     }
+
+    /// Records a run's failure on the connection's sync row (for `POST /v2/user/refresh`),
+    /// best effort, and passes it on.
+    async fn note<T>(
+        meta: &MetadataStore,
+        user: Uuid,
+        provider: &str,
+        result: Result<T, JobError>,
+    ) -> Result<T, JobError> {
+        if let Err(error) = &result {
+            let noted = async {
+                let mut conn = meta.writer().await?;
+                sync_pulls::failed(
+                    &mut conn,
+                    user,
+                    provider,
+                    metadata::now(),
+                    &error.to_string(),
+                )
+                .await
+            };
+            if let Err(e) = noted.await {
+                tracing::warn!(error = %e, %user, provider, "could not record a failed pull");
+            }
+        }
+        result
+    }
+
+    async fn historical(
+        &self,
+        ctx: &JobContext,
+        user: Uuid,
+        provider: &str,
+    ) -> Result<Outcome, JobError> {
+        let meta = &ctx.meta;
+        let Some(mut session) = self.open(meta, user, provider).await? else {
+            return Ok(Outcome::Done);
+        };
+        if session.sync.completed_at.is_some() {
+            return Ok(Outcome::Done);
+        }
+        while session.sync.done_until < session.sync.window_end {
+            if ctx.is_draining() {
+                return Ok(Outcome::RetryAt(ctx.now()));
+            }
+            let end = (session.sync.done_until + CHUNK).min(session.sync.window_end);
+            let Some(chunk) = Window::new(session.sync.done_until, end) else {
+                break;
+            };
+            let asked = Pull {
+                resources: Resource::ALL.to_vec(),
+                window: chunk,
+            };
+            let batches = match self.fetch(ctx, &mut session, asked, metadata::now()).await {
+                Ok(batches) => batches,
+                Err(stop) => return stop,
+            };
+            if !batches.batches.is_empty() {
+                let written = crate::data::write_parsed(meta, &self.health, &session.user, batches)
+                    .await
+                    .map_err(|e| JobError::Retry(format!("storing a chunk: {e}")))?;
+                let mut seen: BTreeSet<String> = session.sync.resources.drain(..).collect();
+                seen.extend(written.into_iter().map(|d| d.path()));
+                session.sync.resources = seen.into_iter().collect();
+            }
+            session.sync.done_until = end;
+            sync_pulls::advance(&mut *meta.writer().await?, &session.sync).await?;
+        }
+        self.complete(meta, &session.user, &session.sync).await?;
+        Ok(Outcome::Done)
+    }
+
+    /// Marks the historical pull complete and emits its events, in one transaction.
+    async fn complete(
+        &self,
+        meta: &MetadataStore,
+        user: &User,
+        pull: &ConnectionSync,
+    ) -> Result<(), JobError> {
+        let names: Vec<&'static str> = pull
+            .resources
+            .iter()
+            .filter_map(|path| Dataset::from_path(path))
+            .map(crate::data::connections::resource_name)
+            .collect();
+        let last_day = (pull.window_end - chrono::Duration::microseconds(1)).date_naive();
+        let days = (pull.window_start.date_naive(), last_day);
+        let events = crate::data::historical_created(user, &pull.provider, &names, days);
+        let mut tx = meta.begin().await?;
+        sync_pulls::complete(&mut tx, user.id, &pull.provider, metadata::now()).await?;
+        let enqueued = outbox::enqueue(&mut tx, user.team_id, &events, metadata::now()).await?;
+        tx.commit().await.map_err(MetadataError::from)?;
+        if enqueued.deliveries > 0 {
+            meta.jobs_wake().notify_waiters();
+        }
+        Ok(())
+    }
+
+    async fn incremental(
+        &self,
+        ctx: &JobContext,
+        user: Uuid,
+        provider: &str,
+    ) -> Result<Outcome, JobError> {
+        let meta = &ctx.meta;
+        let Some(mut session) = self.open(meta, user, provider).await? else {
+            return Ok(Outcome::Done);
+        };
+        let now = ctx.now();
+        if session.sync.completed_at.is_none() {
+            // The history comes first; its window ends where incremental pulls begin.
+            return Ok(Outcome::RetryAt(now + HISTORY_WAIT));
+        }
+        let mut start = (session.sync.synced_until - OVERLAP).max(session.sync.window_start);
+        let mut brought: BTreeSet<String> = BTreeSet::new();
+        while let Some(chunk) = Window::new(start, (start + CHUNK).min(now)) {
+            // The records' ingestion time is the push's stamp, by which its events find them.
+            let stamp = metadata::now();
+            let asked = Pull {
+                resources: incremental_resources(),
+                window: chunk,
+            };
+            let batches = match self.fetch(ctx, &mut session, asked, stamp).await {
+                Ok(batches) => batches,
+                Err(stop) => return stop,
+            };
+            if !batches.batches.is_empty() {
+                brought.extend(batches.batches.iter().map(|(d, _)| d.path()));
+                crate::data::store_push(meta, &self.health, &session.user, batches, stamp)
+                    .await
+                    .map_err(|e| JobError::Retry(format!("storing a pull: {e}")))?;
+            }
+            start = chunk.end;
+        }
+        let brought: Vec<String> = brought.into_iter().collect();
+        sync_pulls::synced(&mut *meta.writer().await?, user, provider, now, &brought).await?;
+        Ok(Outcome::RetryAt(now + INTERVAL))
+    }
+}
+
+/// What incremental pulls ask for: everything but the profile, which is not windowed (the
+/// provider's current one) and carries no time of its own, so pulled every 30 minutes it would
+/// be a new record each time. The historical pull takes it once.
+fn incremental_resources() -> Vec<Resource> {
+    Resource::ALL
+        .into_iter()
+        .filter(|r| *r != Resource::Profile)
+        .collect()
+}
+
+/// How often a connection is pulled incrementally.
+pub const INTERVAL: chrono::Duration = chrono::Duration::minutes(30);
+
+/// How far back an incremental pull starts before the last one's end: providers finalise a
+/// night's sleep or a day's activity hours after it began.
+pub const OVERLAP: chrono::Duration = chrono::Duration::days(2);
+
+/// How long an incremental pull waits for the connection's historical pull to complete.
+const HISTORY_WAIT: chrono::Duration = chrono::Duration::minutes(1);
+
+/// The `sync.incremental` kind's name.
+pub const INCREMENTAL_KIND: &str = "sync.incremental";
+
+/// The connection's incremental pull job, due at `at` (one per connection; enqueuing it again
+/// only moves it earlier, which is how `POST /v2/user/refresh` asks for a pull now).
+pub fn incremental_job(team: Uuid, user: Uuid, provider: &str, at: DateTime<Utc>) -> NewJob {
+    NewJob {
+        kind: INCREMENTAL_KIND.to_owned(),
+        team_id: Some(team),
+        payload: json!({ "user": user, "provider": provider }),
+        run_at: at,
+        unique_key: Some(format!("{INCREMENTAL_KIND}:{user}:{provider}")),
+        max_attempts: 8,
+    }
 }
 
 fn permanent(message: String) -> JobError {
     JobError::Permanent(message)
 }
+
+fn parse_payload(payload: &Value) -> Result<(Uuid, String), JobError> {
+    let user = payload
+        .get("user")
+        .and_then(Value::as_str)
+        .and_then(|u| u.parse::<Uuid>().ok());
+    let provider = payload.get("provider").and_then(Value::as_str);
+    match (user, provider) {
+        (Some(user), Some(provider)) => Ok((user, provider.to_owned())),
+        _ => Err(JobError::Permanent(format!("malformed payload {payload}"))),
+    }
+}
+
+/// The `sync.historical` handler.
+#[derive(Debug, Clone)]
+pub struct HistoricalPuller(pub Puller);
 
 #[async_trait::async_trait]
 impl JobHandler for HistoricalPuller {
@@ -374,14 +558,27 @@ impl JobHandler for HistoricalPuller {
     }
 
     async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let user = payload
-            .get("user")
-            .and_then(Value::as_str)
-            .and_then(|u| u.parse::<Uuid>().ok());
-        let provider = payload.get("provider").and_then(Value::as_str);
-        let (Some(user), Some(provider)) = (user, provider) else {
-            return Err(JobError::Permanent(format!("malformed payload {payload}")));
-        };
-        self.pull(ctx, user, provider).await
+        let (user, provider) = parse_payload(&payload)?;
+        let result = self.0.historical(ctx, user, &provider).await;
+        Puller::note(&ctx.meta, user, &provider, result).await
+    }
+}
+
+/// The `sync.incremental` handler: pulls from where the last pull ended (less [`OVERLAP`]) to
+/// now, stored like a push (`daily.data.*` events for new and changed records, none for
+/// identical ones), then runs again [`INTERVAL`] later.
+#[derive(Debug, Clone)]
+pub struct IncrementalPuller(pub Puller);
+
+#[async_trait::async_trait]
+impl JobHandler for IncrementalPuller {
+    fn kind(&self) -> &'static str {
+        INCREMENTAL_KIND
+    }
+
+    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
+        let (user, provider) = parse_payload(&payload)?;
+        let result = self.0.incremental(ctx, user, &provider).await;
+        Puller::note(&ctx.meta, user, &provider, result).await
     }
 }

@@ -28,7 +28,7 @@ use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 use wearhouse::sync::Connectors;
 use wearhouse::sync::oura::Oura;
 
-const LONG: Duration = Duration::from_secs(60);
+const LONG: Duration = Duration::from_secs(15);
 
 /// Moves every `YYYY-MM-DD` date and RFC 3339 instant in `value` by `days`.
 fn shifted(value: &Value, days: i64) -> Value {
@@ -303,4 +303,95 @@ async fn a_rate_limited_pull_waits_out_retry_after_and_completes() {
         Some(expected("heartrate.expected.json", "/timeseries/heartrate").len()),
         "nothing lost or doubled across the wait"
     );
+}
+
+/// Polls the user's events of `event_type` until there are `n`.
+async fn events_of(app: &TestApp, user: &str, event_type: &str, n: usize) -> Vec<Value> {
+    let started = std::time::Instant::now();
+    loop {
+        let a = app
+            .get(&format!(
+                "/v2/team/events?user_id={user}&event_type={event_type}&limit=100"
+            ))
+            .await;
+        let events = a.json["events"].as_array().cloned().unwrap_or_default();
+        if events.len() >= n {
+            return events;
+        }
+        if started.elapsed() > LONG {
+            let all = event_types(app, user).await;
+            let hr = app
+                .get(&format!("/v2/timeseries/{user}/heartrate?{}", window()))
+                .await;
+            let n_hr = hr.json.as_array().map(Vec::len);
+            panic!(
+                "{n} {event_type}: {} (all: {all:?}; heart rate samples {n_hr:?})",
+                a.json
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refresh_pulls_what_is_new_or_changed_and_announces_only_that() {
+    let oura = fake_oura().await;
+    let (app, oauth, user) = linked(&oura).await;
+    let issued = oauth.issued_list();
+    oura.accept_when(move |t| issued.lock().unwrap().iter().any(|i| i == t));
+    let history = pull_job(&app).await;
+    let registry = wearhouse::app::job_registry(&app.state);
+    let runner = Runner::new(app.state.meta.clone(), registry, config("puller", LONG)).spawn();
+    wait_for(&app.state.meta, history.id, JobState::Succeeded, LONG).await;
+
+    let refresh = |timeout: &str| {
+        let path = format!("/v2/user/refresh/{user}?timeout={timeout}");
+        let app = &app;
+        async move { app.post(&path, serde_json::json!({})).await }
+    };
+    let at = (Utc::now() - chrono::Duration::hours(2))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+    let sample = |bpm: i64| serde_json::json!({"bpm": bpm, "source": "awake", "timestamp": at});
+
+    oura.put("heartrate", "timestamp", sample(61));
+    let a = refresh("20").await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json["success"], true, "{}", a.json);
+    assert_eq!(a.json["user_id"], user.as_str());
+    let refreshed: Vec<&str> = a.json["refreshed_sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(refreshed.contains(&"oura/heartrate"), "{}", a.json);
+    assert_eq!(a.json["in_progress_sources"], serde_json::json!([]));
+    assert_eq!(a.json["failed_sources"], serde_json::json!([]));
+    let created = events_of(&app, &user, "daily.data.heartrate.created", 1).await;
+    let samples = created[0]["data"]["data"].as_array().unwrap();
+    assert_eq!(samples.len(), 1, "only the new sample: {}", created[0]);
+    assert_eq!(samples[0]["value"].as_f64(), Some(61.0));
+
+    oura.put("heartrate", "timestamp", sample(64));
+    assert_eq!(refresh("20").await.json["success"], true);
+    let updated = events_of(&app, &user, "daily.data.heartrate.updated", 1).await;
+    let samples = updated[0]["data"]["data"].as_array().unwrap();
+    assert_eq!(samples.len(), 1, "only the changed sample: {}", updated[0]);
+    assert_eq!(samples[0]["value"].as_f64(), Some(64.0));
+
+    // Pulled again unchanged: stored as it is, announced by nothing.
+    assert_eq!(refresh("20").await.json["success"], true);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let types = event_types(&app, &user).await;
+    let daily: Vec<&String> = types.iter().filter(|t| t.starts_with("daily.")).collect();
+    assert_eq!(daily.len(), 2, "{types:?}");
+    runner.shutdown().await;
+
+    for bad in ["4", "61", "soon"] {
+        let a = refresh(bad).await;
+        crate::support::assert_422_at(
+            &a,
+            &[serde_json::json!("query"), serde_json::json!("timeout")],
+        );
+    }
 }

@@ -254,6 +254,12 @@ def calls():
         got = client.user.get_connected_providers(ring)
         check(got, raw.get(f"/v2/user/providers/{ring}").json(), True)
 
+    def user_refresh():
+        # The demo user's providers are demo ones (no connector): refreshed from what is stored.
+        got = client.user.refresh(ring, timeout=5)
+        check(got, raw.post(f"/v2/user/refresh/{ring}?timeout=5").json(), True)
+        assert got.success and got.failed_sources == [], got
+
     def user_metrics():
         check(client.user.get_team_metrics(), raw.get("/v2/user/metrics").json(), True)
 
@@ -320,6 +326,7 @@ def calls():
         ("user", "get_latest_user_info"): user_info_latest,
         ("user", "get_connected_providers"): user_providers,
         ("user", "get_team_metrics"): user_metrics,
+        ("user", "refresh"): user_refresh,
         ("user", "undo_delete"): user_undo_delete,
         ("user", "delete"): user_delete,
         ("providers", "get_all"): providers,

@@ -1,15 +1,15 @@
-//! The `sync_pulls` table: each connection's historical pull, its window and its progress (see
-//! `sync::pull`).
+//! The `sync_pulls` table: per connection with a connector, its historical pull (window and
+//! progress) and its incremental pulls (cursor, last success, last failure); see `sync::pull`.
 
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use uuid::Uuid;
 
-use super::{MetadataError, get_opt_time, get_str, get_time, get_uuid, ts};
+use super::{MetadataError, get_opt_str, get_opt_time, get_str, get_time, get_uuid, ts};
 
-/// A connection's historical pull.
+/// A connection's pulls: its historical pull and its incremental cursor.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HistoricalPull {
+pub struct ConnectionSync {
     /// The user.
     pub user_id: Uuid,
     /// The provider's slug.
@@ -26,18 +26,27 @@ pub struct HistoricalPull {
     pub resources: Vec<String>,
     /// When the pull completed (its events were sent then).
     pub completed_at: Option<DateTime<Utc>>,
+    /// Where the next incremental pull starts (less its overlap).
+    pub synced_until: DateTime<Utc>,
+    /// When the last incremental pull succeeded.
+    pub synced_at: Option<DateTime<Utc>>,
+    /// What it brought (dataset paths).
+    pub synced_resources: Vec<String>,
+    /// When the last pull (of either kind) failed, and why.
+    pub failed: Option<(DateTime<Utc>, String)>,
 }
 
 /// Starts a connection's historical pull unless one is recorded (a link made again resumes or
 /// keeps the first); answers whether it was new.
 pub async fn start(
     conn: &mut AnyConnection,
-    pull: &HistoricalPull,
+    pull: &ConnectionSync,
     now: DateTime<Utc>,
 ) -> Result<bool, MetadataError> {
     let done = sqlx::query(
         "INSERT INTO sync_pulls (user_id, provider, team_id, window_start, window_end, \
-         done_until, resources, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         done_until, resources, created_at, synced_until) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $5) \
          ON CONFLICT (user_id, provider) DO NOTHING",
     )
     .bind(pull.user_id.to_string())
@@ -58,33 +67,47 @@ pub async fn get(
     conn: &mut AnyConnection,
     user: Uuid,
     provider: &str,
-) -> Result<Option<HistoricalPull>, MetadataError> {
+) -> Result<Option<ConnectionSync>, MetadataError> {
     let row = sqlx::query(
         "SELECT user_id, provider, team_id, window_start, window_end, done_until, resources, \
-         completed_at FROM sync_pulls WHERE user_id = $1 AND provider = $2",
+         completed_at, synced_until, synced_at, synced_resources, failed_at, last_error \
+         FROM sync_pulls WHERE user_id = $1 AND provider = $2",
     )
     .bind(user.to_string())
     .bind(provider)
     .fetch_optional(conn)
     .await?;
     row.map(|row| {
-        let resources = get_str(&row, "resources")?;
-        Ok(HistoricalPull {
+        let list = |name: &'static str| -> Result<Vec<String>, MetadataError> {
+            Ok(serde_json::from_str(&get_str(&row, name)?).unwrap_or_default())
+        };
+        let failed = match (
+            get_opt_time(&row, "failed_at")?,
+            get_opt_str(&row, "last_error")?,
+        ) {
+            (Some(at), Some(error)) => Some((at, error)),
+            _ => None,
+        };
+        Ok(ConnectionSync {
             user_id: get_uuid(&row, "user_id")?,
             provider: get_str(&row, "provider")?,
             team_id: get_uuid(&row, "team_id")?,
             window_start: get_time(&row, "window_start")?,
             window_end: get_time(&row, "window_end")?,
             done_until: get_time(&row, "done_until")?,
-            resources: serde_json::from_str(&resources).unwrap_or_default(),
+            resources: list("resources")?,
             completed_at: get_opt_time(&row, "completed_at")?,
+            synced_until: get_time(&row, "synced_until")?,
+            synced_at: get_opt_time(&row, "synced_at")?,
+            synced_resources: list("synced_resources")?,
+            failed,
         })
     })
     .transpose()
 }
 
 /// Records a chunk stored: progress up to `done_until`, with the resources seen so far.
-pub async fn advance(conn: &mut AnyConnection, pull: &HistoricalPull) -> Result<(), MetadataError> {
+pub async fn advance(conn: &mut AnyConnection, pull: &ConnectionSync) -> Result<(), MetadataError> {
     sqlx::query(
         "UPDATE sync_pulls SET done_until = $3, resources = $4 \
          WHERE user_id = $1 AND provider = $2",
@@ -111,6 +134,48 @@ pub async fn complete(
         .bind(ts(at))
         .execute(conn)
         .await?;
+    Ok(())
+}
+
+/// Records an incremental pull that stored everything up to `until`, bringing `resources`.
+pub async fn synced(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+    until: DateTime<Utc>,
+    resources: &[String],
+) -> Result<(), MetadataError> {
+    sqlx::query(
+        "UPDATE sync_pulls SET synced_until = $3, synced_at = $3, synced_resources = $4 \
+         WHERE user_id = $1 AND provider = $2",
+    )
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(ts(until))
+    .bind(resources_json(resources))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Records a failed pull and its reason.
+pub async fn failed(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+    at: DateTime<Utc>,
+    error: &str,
+) -> Result<(), MetadataError> {
+    sqlx::query(
+        "UPDATE sync_pulls SET failed_at = $3, last_error = $4 \
+         WHERE user_id = $1 AND provider = $2",
+    )
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(ts(at))
+    .bind(error)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 

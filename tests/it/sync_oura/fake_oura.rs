@@ -48,7 +48,7 @@ type TokenCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 #[derive(Clone)]
 struct Fake {
     accepts: Arc<Mutex<TokenCheck>>,
-    collections: Arc<HashMap<String, Vec<Value>>>,
+    collections: Arc<Mutex<HashMap<String, Vec<Value>>>>,
     personal_info: Arc<Value>,
     page_size: usize,
     inner: Arc<Mutex<Inner>>,
@@ -60,15 +60,17 @@ pub struct FakeOura {
     pub base: String,
     inner: Arc<Mutex<Inner>>,
     accepts: Arc<Mutex<TokenCheck>>,
+    collections: Arc<Mutex<HashMap<String, Vec<Value>>>>,
 }
 
 impl FakeOura {
     /// Starts a fake serving `collections` (name → documents), `page_size` per page.
     pub async fn start(collections: HashMap<String, Vec<Value>>, page_size: usize) -> FakeOura {
         let accepts: Arc<Mutex<TokenCheck>> = Arc::new(Mutex::new(Arc::new(|t| t == TOKEN)));
+        let collections = Arc::new(Mutex::new(collections));
         let fake = Fake {
             accepts: accepts.clone(),
-            collections: Arc::new(collections),
+            collections: collections.clone(),
             personal_info: Arc::new(fixture("personal_info.json")),
             page_size,
             inner: Arc::default(),
@@ -87,7 +89,17 @@ impl FakeOura {
             base,
             inner,
             accepts,
+            collections,
         }
+    }
+
+    /// Adds `document` to `collection`, replacing the document with the same `key` value (the
+    /// user recorded something new, or the provider revised a record).
+    pub fn put(&self, collection: &str, key: &str, document: Value) {
+        let mut all = self.collections.lock().unwrap();
+        let docs = all.entry(collection.to_owned()).or_default();
+        docs.retain(|d| d[key] != document[key]);
+        docs.push(document);
     }
 
     /// Accepts the bearer tokens `check` approves from now on (instead of [`TOKEN`]): tests
@@ -223,7 +235,7 @@ async fn collection(
     if let Some(refused) = refusal(&fake, &headers).await {
         return refused;
     }
-    let Some(documents) = fake.collections.get(&name) else {
+    let Some(documents) = fake.collections.lock().unwrap().get(&name).cloned() else {
         return (StatusCode::NOT_FOUND, Json(json!({"detail": "Not Found"}))).into_response();
     };
     let unprocessable = |msg: &str| {
