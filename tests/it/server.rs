@@ -58,12 +58,23 @@ impl Server {
 
     /// [`Server::start`] with `RUST_LOG=rust_log`.
     pub fn start_logging(data_dir: &Path, args: &[&str], rust_log: &str) -> Server {
+        Server::start_with(data_dir, args, rust_log, &[])
+    }
+
+    /// [`Server::start_logging`] with extra environment variables.
+    pub fn start_with(
+        data_dir: &Path,
+        args: &[&str],
+        rust_log: &str,
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .arg("--data-dir")
             .arg(data_dir)
             .env("RUST_LOG", rust_log)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

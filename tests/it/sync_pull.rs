@@ -395,3 +395,145 @@ async fn refresh_pulls_what_is_new_or_changed_and_announces_only_that() {
         );
     }
 }
+
+/// The server binary pulling from the fakes, with an OAuth application for Oura at `oauth`.
+fn serve(dir: &std::path::Path, oauth: &FakeOAuth, oura: &FakeOura) -> crate::server::Server {
+    let apps = dir.join("oauth-apps.json");
+    let app = serde_json::json!({"oura": {
+        "client_id": crate::link::fake_oauth::CLIENT_ID,
+        "client_secret": crate::link::fake_oauth::CLIENT_SECRET,
+        "authorize_url": format!("{}/authorize", oauth.base),
+        "token_url": format!("{}/token", oauth.base)}});
+    std::fs::write(&apps, app.to_string()).unwrap();
+    let secret = "42".repeat(32);
+    let args = [
+        "--oauth-apps",
+        apps.to_str().unwrap(),
+        "--secret-key",
+        secret.as_str(),
+    ];
+    let env = [(wearhouse::sync::oura::API_URL_ENV, oura.base.as_str())];
+    crate::server::Server::start_with(dir, &args, "warn", &env)
+}
+
+/// Links `user` to Oura on a server process: link token, authorisation URL, the fake's
+/// redirect, the callback (sent to the server's real port: it was started on port 0, so the
+/// callback URL it registered names that).
+async fn link_on_server(server: &crate::server::Server, key: &str, user: &str) {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let token: Value = client
+        .post(server.url("/v2/link/token"))
+        .header("x-service-api-key", key)
+        .json(&serde_json::json!({"user_id": user}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = token["link_token"].as_str().unwrap();
+    let oauth: Value = client
+        .get(server.url(&format!("/v2/link/provider/oauth/oura?token={token}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let authorize = oauth["oauth_url"].as_str().unwrap();
+    let at_provider = client.get(authorize).send().await.unwrap();
+    assert_eq!(at_provider.status(), 303);
+    let callback = url::Url::parse(at_provider.headers()["location"].to_str().unwrap()).unwrap();
+    let path = format!("{}?{}", callback.path(), callback.query().unwrap_or(""));
+    let landed: Value = client
+        .get(server.url(&path))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(landed["state"], "success", "{landed}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pull_killed_midway_completes_after_restart_with_every_record_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let oauth = FakeOAuth::start().await;
+    let oura = fake_oura().await;
+    let issued = oauth.issued_list();
+    oura.accept_when(move |t| issued.lock().unwrap().iter().any(|i| i == t));
+    // The seventh request hangs: the pull has stored some chunks and is inside another.
+    oura.fail_times(Fault::Hang, 6, 1);
+    let key = crate::server::create_team(dir.path(), "acme", &[]);
+    let server = serve(dir.path(), &oauth, &oura);
+    let client = reqwest::Client::new();
+    let created: Value = client
+        .post(server.url("/v2/user/"))
+        .header("x-service-api-key", &key)
+        .json(&serde_json::json!({"client_user_id": "killed"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let user = created["user_id"].as_str().unwrap().to_owned();
+    link_on_server(&server, &key, &user).await;
+    let started = std::time::Instant::now();
+    while oura.log().len() < 7 {
+        assert!(started.elapsed() < LONG, "the pull never reached the hang");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill();
+
+    let server = serve(dir.path(), &oauth, &oura);
+    let get = |path: String| {
+        let (client, url, key) = (client.clone(), server.url(&path), key.clone());
+        async move {
+            let r = client
+                .get(url)
+                .header("x-service-api-key", key)
+                .send()
+                .await
+                .unwrap();
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    // The dead runner's lease (60 s) runs out, then the new one finishes the pull.
+    let deadline = std::time::Instant::now() + Duration::from_secs(150);
+    loop {
+        let jobs = get("/v2/team/jobs?kind=sync.historical".to_owned()).await;
+        if jobs["jobs"][0]["state"] == "succeeded" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{jobs}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let hr = get(format!("/v2/timeseries/{user}/heartrate?{}", window())).await;
+    assert_eq!(
+        hr.as_array().map(Vec::len),
+        Some(expected("heartrate.expected.json", "/timeseries/heartrate").len()),
+        "every sample exactly once: {hr}"
+    );
+    let sleep = get(format!("/v2/summary/sleep/{user}?{}", window())).await;
+    assert_eq!(
+        sleep["sleep"].as_array().map(Vec::len),
+        Some(expected("sleep.expected.json", "/sleep").len()),
+        "{sleep}"
+    );
+    let events = get(format!("/v2/team/events?user_id={user}&limit=100")).await;
+    let historical: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event_type"].as_str())
+        .filter(|t| t.starts_with("historical."))
+        .collect();
+    let unique: std::collections::BTreeSet<&&str> = historical.iter().collect();
+    assert_eq!(historical.len(), unique.len(), "each once: {historical:?}");
+    assert!(historical.contains(&"historical.data.heartrate.created"));
+}
