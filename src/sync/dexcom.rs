@@ -5,12 +5,15 @@
 //! endpoint overview and the `getEstimatedGlucoseValuesV3` and `getDevicesV3` operations):
 //! - `GET /v3/users/self/egvs?startDate=…&endDate=…` answers `{"recordType": "egv",
 //!   "recordVersion": "3.0", "userId", "records": [...]}`, every record of the window in one
-//!   answer (the API has no paging). `startDate` and `endDate` are required ISO 8601 date-times
-//!   without an offset (`2022-02-06T09:12:35`), read as UTC against the records' `systemTime`;
-//!   one request may span at most [`MAX_WINDOW_DAYS`] (30) days.
+//!   answer (the operation documents no paging). `startDate` and `endDate` are required ISO 8601
+//!   date-times, documented by example without an offset (`2022-02-06T09:12:35`). That they are
+//!   read as UTC against the records' `systemTime`, and that one request may span at most
+//!   [`MAX_WINDOW_DAYS`] (30) days, is not in the operation's page but in an OpenAPI
+//!   transcription of the endpoint overview (`api-evangelist/dexcom` on GitHub); the connector
+//!   keeps to both.
 //! - Authentication is `Authorization: Bearer <access token>` (OAuth 2.0 authorisation code).
 //! - 401 means the token is expired or revoked; 429 that the rate limit is exceeded (60,000
-//!   requests per app per hour, per Dexcom's endpoint overview).
+//!   requests per app per hour, per Dexcom's v2 endpoint overview, which names the 429).
 //! - `GET /v3/users/self/devices` lists the user's receivers, apps and transmitters with their
 //!   alert settings. The data model has no table for devices (`data-model.md`: sources are
 //!   strings on every row, and a push body has one source), so the connector does not call it.

@@ -18,13 +18,15 @@
 //! neighbours are kept.
 //!
 //! Decisions where the documentation is silent:
-//! - `value` is null when the sensor read outside the range it reports (Dexcom's `status`
-//!   `high` or `low`: above 400 or below 40 mg/dL on current sensors). Such a record is left
-//!   out, not counted as malformed: the data model's `value` is a measurement, and a clamped
-//!   400 or 40 would enter every mean as if measured.
+//! - `value` may be null (the operation's schema says `integer or null`, without saying when).
+//!   Read here as a reading outside the range the sensor reports, shown as HIGH or LOW (Dexcom's
+//!   user guides: 40–400 mg/dL), which is what `status` `high` or `low` beside it says. Such a
+//!   record is left out, not counted as malformed: the data model's `value` is a measurement,
+//!   and a clamped 400 or 40 would enter every mean as if measured.
 //! - Samples carry no id (ingest keys a sample by provider, source type, resource and
-//!   timestamp): Dexcom's `recordId` is not kept, and a re-pull replaces by `systemTime`, which
-//!   Dexcom does not change for a record.
+//!   timestamp): Dexcom's `recordId` is not kept, and a re-pull replaces by `systemTime`. That
+//!   matters: Dexcom may change a stored record's `value` later (its v2 notes: retrospective
+//!   smoothing fills in values after upload), and the re-pull then updates the sample.
 //! - `unit` `unknown` (or any unit but `mg/dL` and `mmol/L`) is malformed: the number cannot be
 //!   converted. So is a value outside ingest's 0–50 mmol/L.
 //! - A computed offset is rounded to the nearest 15 minutes (every zone's offset is a multiple
