@@ -13,8 +13,9 @@
 //!   (`RateLimited`), refresh the token (`Unauthorised`), retry with backoff (`Transient`) or
 //!   give up (`Permanent`).
 //!
-//! Connectors: [`oura`] (Oura API v2).
+//! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3).
 
+pub mod dexcom;
 pub mod oura;
 pub mod pull;
 pub mod refresh;
@@ -46,19 +47,22 @@ pub enum Resource {
     Hrv,
     /// Blood-oxygen saturation: the `blood_oxygen` timeseries (%).
     BloodOxygen,
+    /// Glucose readings (a CGM's estimated glucose values): the `glucose` timeseries (mmol/L).
+    Glucose,
     /// The user's profile (not windowed: the latest the provider has).
     Profile,
 }
 
 impl Resource {
     /// Every resource, in the order a pull fetches them.
-    pub const ALL: [Resource; 7] = [
+    pub const ALL: [Resource; 8] = [
         Resource::Sleep,
         Resource::Activity,
         Resource::Workouts,
         Resource::Heartrate,
         Resource::Hrv,
         Resource::BloodOxygen,
+        Resource::Glucose,
         Resource::Profile,
     ];
 }
