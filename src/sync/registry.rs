@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Connector, SyncError, oura};
+use super::{Connector, SyncError, dexcom, oura};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
-pub const SLUGS: &[&str] = &["oura"];
+pub const SLUGS: &[&str] = &["oura", "dexcom_v3"];
 
 /// Whether `provider` has a connector (its links start pulls).
 pub fn has_connector(provider: &str) -> bool {
@@ -35,7 +35,10 @@ impl Connectors {
     pub fn from_env() -> Result<Connectors, SyncError> {
         let url = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.into());
         let oura = oura::Oura::new(&url(oura::API_URL_ENV, oura::DEFAULT_API_URL))?;
-        Ok(Connectors::default().with(Arc::new(oura)))
+        let dexcom = dexcom::Dexcom::new(&url(dexcom::API_URL_ENV, dexcom::DEFAULT_API_URL))?;
+        Ok(Connectors::default()
+            .with(Arc::new(oura))
+            .with(Arc::new(dexcom)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).
@@ -47,5 +50,22 @@ impl Connectors {
     /// The provider's connector.
     pub fn get(&self, provider: &str) -> Option<&Arc<dyn Connector>> {
         self.0.get(provider)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn every_slug_has_a_connector_and_a_catalogue_entry_and_nothing_else_does() {
+        let all = Connectors::from_env().unwrap();
+        for slug in SLUGS {
+            assert_eq!(all.get(slug).map(|c| c.provider()), Some(*slug));
+            assert!(crate::providers::provider(slug).is_some(), "{slug}");
+        }
+        assert_eq!(all.0.len(), SLUGS.len());
+        assert!(!has_connector("apple_health_kit"));
     }
 }
