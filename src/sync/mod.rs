@@ -15,6 +15,7 @@
 //!
 //! Connectors: [`oura`] (Oura API v2).
 
+pub mod fitbit;
 pub mod oura;
 pub mod pull;
 pub mod registry;
