@@ -40,5 +40,6 @@ mod series_names;
 mod store;
 mod store_gate;
 mod store_recovery;
+mod sync_fitbit;
 mod sync_oura;
 mod sync_pull;
