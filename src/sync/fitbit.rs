@@ -41,6 +41,7 @@
 //! - A profile without a readable `timezone` uses `offsetFromUTCMillis`, else the fallback zone
 //!   given to [`Fitbit::with_fallback_zone`] (UTC unless set).
 
+mod body;
 mod normalise;
 mod sleep;
 #[cfg(test)]

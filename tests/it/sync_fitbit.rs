@@ -103,7 +103,7 @@ fn night_and_weigh_in(day: NaiveDate, i: u64) -> (Value, Value, Option<Value>) {
         "bmi": 22.3, "date": day.to_string(), "logId": 1_700_000_000_000u64 + i,
         "source": "Aria", "time": "07:00:00", "weight": 63.0 + (i % 10) as f64 / 10.0
     });
-    let fat = (i % 2 == 0).then(|| {
+    let fat = i.is_multiple_of(2).then(|| {
         json!({"date": day.to_string(), "fat": 24.0, "logId": 1_700_000_000_000u64 + i,
                "source": "Aria", "time": "07:00:00"})
     });

@@ -1,4 +1,5 @@
-//! Fitbit Web API documents to one push body (`data-model.md`), source `{"type": "watch"}`.
+//! Fitbit Web API documents to one push body (`data-model.md`), source `{"type": "watch"}`;
+//! sleep logs are read in `sleep.rs`, body logs and the profile in `body.rs`.
 //!
 //! | Fitbit | push body |
 //! |---|---|
@@ -33,8 +34,6 @@
 //! - Profile: `height` is in centimetres (metric) and rounded; `gender` `MALE`/`FEMALE`
 //!   becomes `male`/`female`, `NA` `unknown`; `dateOfBirth` is `birth_date`.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -47,16 +46,16 @@ use crate::sync::{Pulled, Window};
 /// A push body being filled, part by part.
 #[derive(Debug)]
 pub(crate) struct Body {
-    zone: UserZone,
+    pub(super) zone: UserZone,
     window: Option<Window>,
     sleep: Vec<Value>,
     activity: Vec<Value>,
-    body: Vec<Value>,
+    pub(super) body: Vec<Value>,
     heartrate: Vec<Value>,
     steps: Vec<Value>,
-    weight: Vec<Value>,
-    fat: Vec<Value>,
-    profile: Option<Value>,
+    pub(super) weight: Vec<Value>,
+    pub(super) fat: Vec<Value>,
+    pub(super) profile: Option<Value>,
     skipped: usize,
 }
 
@@ -99,39 +98,6 @@ struct Intraday {
     dataset_interval: Option<i64>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WeightLog {
-    log_id: u64,
-    date: NaiveDate,
-    time: NaiveTime,
-    weight: f64,
-    bmi: Option<f64>,
-    fat: Option<f64>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct FatLog {
-    log_id: u64,
-    date: NaiveDate,
-    time: NaiveTime,
-    fat: f64,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct User {
-    height: Option<f64>,
-    gender: Option<String>,
-    date_of_birth: Option<NaiveDate>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Profile {
-    user: User,
-}
-
 /// Inserts `value` under `key` when there is one.
 pub(super) fn put<T: Into<Value>>(obj: &mut Map<String, Value>, key: &str, value: Option<T>) {
     if let Some(v) = value {
@@ -149,7 +115,7 @@ pub(super) fn num(v: f64) -> Value {
 }
 
 /// Rounds a float to the integer an int64 column holds; `None` for non-finite values.
-fn round(v: f64) -> Option<i64> {
+pub(super) fn round(v: f64) -> Option<i64> {
     v.is_finite().then(|| v.round() as i64)
 }
 
@@ -172,7 +138,11 @@ impl Body {
     }
 
     /// Reads one document, or counts and logs it as malformed.
-    fn read<T: DeserializeOwned>(&mut self, resource: &str, document: &Value) -> Option<T> {
+    pub(super) fn read<T: DeserializeOwned>(
+        &mut self,
+        resource: &str,
+        document: &Value,
+    ) -> Option<T> {
         match T::deserialize(document) {
             Ok(t) => Some(t),
             Err(e) => self.malformed(resource, document, &e.to_string()),
@@ -200,7 +170,7 @@ impl Body {
     }
 
     /// The instant of a local time, or the record counted as malformed.
-    fn instant(
+    pub(super) fn instant(
         &mut self,
         resource: &str,
         document: &Value,
@@ -212,7 +182,7 @@ impl Body {
         }
     }
 
-    fn in_window(&self, at: DateTime<FixedOffset>) -> bool {
+    pub(super) fn in_window(&self, at: DateTime<FixedOffset>) -> bool {
         self.window.is_none_or(|w| w.contains(at.to_utc()))
     }
 
@@ -347,110 +317,6 @@ impl Body {
                 "unit": "count",
                 "value": num(count),
             }));
-        }
-    }
-
-    /// Weight and body-fat logs of the date-range answers.
-    pub(crate) fn body_logs(&mut self, weights: &[Value], fats: &[Value]) {
-        let mut fat_logs: Vec<(FatLog, DateTime<FixedOffset>)> = Vec::new();
-        for document in fats {
-            let Some(f) = self.read::<FatLog>("fat", document) else {
-                continue;
-            };
-            if !(0.0..=100.0).contains(&f.fat) {
-                self.malformed::<()>("fat", document, "fat outside 0–100 %");
-                continue;
-            }
-            if let Some(at) = self.instant("fat", document, f.date.and_time(f.time)) {
-                fat_logs.push((f, at));
-            }
-        }
-        let fat_of: HashMap<u64, f64> = fat_logs.iter().map(|(f, _)| (f.log_id, f.fat)).collect();
-        let mut weighed = std::collections::HashSet::new();
-        for document in weights {
-            let Some(w) = self.read::<WeightLog>("weight", document) else {
-                continue;
-            };
-            if !(w.weight.is_finite() && w.weight > 0.0 && w.weight <= 700.0) {
-                self.malformed::<()>("weight", document, "weight outside 0–700 kg");
-                continue;
-            }
-            let Some(at) = self.instant("weight", document, w.date.and_time(w.time)) else {
-                continue;
-            };
-            weighed.insert(w.log_id);
-            if !self.in_window(at) {
-                continue;
-            }
-            let fat = w
-                .fat
-                .filter(|f| (0.0..=100.0).contains(f))
-                .or_else(|| fat_of.get(&w.log_id).copied());
-            self.body_row(w.log_id, at, Some(w.weight), fat, w.bmi);
-        }
-        for (f, at) in fat_logs {
-            if !weighed.contains(&f.log_id) && self.in_window(at) {
-                self.body_row(f.log_id, at, None, Some(f.fat), None);
-            }
-        }
-    }
-
-    fn body_row(
-        &mut self,
-        id: u64,
-        at: DateTime<FixedOffset>,
-        weight: Option<f64>,
-        fat: Option<f64>,
-        bmi: Option<f64>,
-    ) {
-        let mut row = Map::new();
-        row.insert("id".into(), id.to_string().into());
-        row.insert("measured_at".into(), stamp(at).into());
-        put(&mut row, "weight", weight.map(num));
-        put(&mut row, "fat", fat.map(num));
-        put(&mut row, "body_mass_index", bmi.map(num));
-        row.insert("time_zone".into(), self.zone.label().into());
-        self.body.push(Value::Object(row));
-        let sample = |unit: &str, value: f64| {
-            json!({
-                "timestamp": stamp(at),
-                "timezone_offset": offset(at),
-                "unit": unit,
-                "value": num(value),
-            })
-        };
-        if let Some(w) = weight {
-            self.weight.push(sample("kg", w));
-        }
-        if let Some(f) = fat {
-            self.fat.push(sample("%", f));
-        }
-    }
-
-    /// The profile document `{"user": {...}}`.
-    pub(crate) fn profile(&mut self, document: &Value) {
-        let Some(Profile { user }) = self.read::<Profile>("profile", document) else {
-            return;
-        };
-        let mut profile = Map::new();
-        put(
-            &mut profile,
-            "height",
-            user.height.filter(|h| *h > 0.0).and_then(round),
-        );
-        put(
-            &mut profile,
-            "birth_date",
-            user.date_of_birth.map(|d| d.to_string()),
-        );
-        let gender = user.gender.map(|g| match g.to_ascii_uppercase().as_str() {
-            "MALE" => "male",
-            "FEMALE" => "female",
-            _ => "unknown",
-        });
-        put(&mut profile, "gender", gender);
-        if !profile.is_empty() {
-            self.profile = Some(Value::Object(profile));
         }
     }
 
