@@ -203,7 +203,7 @@ impl Body {
                 continue;
             }
             if self.in_window(end) {
-                let row = sleep::row(&log, start, end);
+                let row = sleep::row(&log, &self.zone, start, end);
                 self.sleep.push(row);
             }
         }

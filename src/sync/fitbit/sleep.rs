@@ -10,7 +10,9 @@
 //! - The hypnogram has one code per 30 s (Fitbit's stage resolution) from `startTime`:
 //!   `levels.data` gives the stages (deep 1, light 2, rem 3, wake 4), then the `shortData`
 //!   wakes (≤ 3 min) are laid over them; a slot no entry covers is −1 (missing). It is dropped
-//!   with a warning when an entry has another level.
+//!   with a warning when an entry has another level. Entries are placed by their instant in the
+//!   user's zone (a night across a change of clocks keeps its length); an entry in an hour the
+//!   clocks skip is left out, one in an hour they repeat reads as its first pass.
 //! - No `type`: ingest derives it from the duration (`isMainSleep` does not say nap).
 
 use std::collections::HashMap;
@@ -20,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::normalise::{num, put};
-use super::zone::{offset, stamp};
+use super::zone::{UserZone, offset, stamp};
 
 /// The hypnogram interval, in seconds: Fitbit's stages come in multiples of 30 s.
 pub(super) const STAGE_INTERVAL: i64 = 30;
@@ -71,6 +73,7 @@ pub(super) struct SleepLog {
 /// The `sleep` row of a log whose local times are the instants `start` and `end`.
 pub(super) fn row(
     log: &SleepLog,
+    zone: &UserZone,
     start: DateTime<FixedOffset>,
     end: DateTime<FixedOffset>,
 ) -> Value {
@@ -105,7 +108,7 @@ pub(super) fn row(
     let span = (end - start).num_seconds();
     if stages
         && let Some(levels) = &log.levels
-        && let Some(codes) = hypnogram(log.log_id, levels, log.start_time, span)
+        && let Some(codes) = hypnogram(log.log_id, levels, zone, start, span)
     {
         row.insert(
             "sleep_stream".into(),
@@ -125,17 +128,25 @@ fn code(level: &str) -> Option<i64> {
     }
 }
 
-/// The 30-second stage codes of a log spanning `span` seconds from `start` (local), or `None`.
-fn hypnogram(id: u64, levels: &Levels, start: NaiveDateTime, span: i64) -> Option<Vec<i64>> {
+/// The 30-second stage codes of a log spanning `span` seconds from `start`, or `None`. Entries
+/// are placed by their instant in `zone`, so a night across a change of clocks keeps its slots.
+fn hypnogram(
+    id: u64,
+    levels: &Levels,
+    zone: &UserZone,
+    start: DateTime<FixedOffset>,
+    span: i64,
+) -> Option<Vec<i64>> {
     let slots = span / STAGE_INTERVAL;
     if levels.data.is_empty() || slots <= 0 || slots > MAX_SLOTS {
         return None;
     }
     let mut codes = vec![-1; slots as usize];
     let mut paint = |entry: &Level, code: i64| {
-        let from = (entry.date_time - start)
-            .num_seconds()
-            .div_euclid(STAGE_INTERVAL);
+        let Some(at) = zone.resolve(entry.date_time) else {
+            return;
+        };
+        let from = (at - start).num_seconds().div_euclid(STAGE_INTERVAL);
         let to = from + entry.seconds.max(0) / STAGE_INTERVAL;
         for slot in from.max(0)..to.min(slots) {
             codes[slot as usize] = code;

@@ -326,6 +326,37 @@ fn local_times_take_the_zones_offset_on_their_day() {
 }
 
 #[test]
+fn a_night_across_the_change_to_summer_time_keeps_its_hypnogram() {
+    // 2025-03-30 in Berlin: 01:00 … 04:00 local is two hours. Light, then deep from 03:00.
+    let log = json!({
+        "dateOfSleep": "2025-03-30", "duration": 7_200_000, "efficiency": 95,
+        "endTime": "2025-03-30T04:00:00.000", "isMainSleep": true, "logId": 7,
+        "levels": {
+            "data": [
+                {"dateTime": "2025-03-30T01:00:00.000", "level": "light", "seconds": 3600},
+                {"dateTime": "2025-03-30T03:00:00.000", "level": "deep", "seconds": 3600}
+            ],
+            "shortData": [],
+            "summary": {"deep": {"minutes": 60}, "light": {"minutes": 60},
+                        "rem": {"minutes": 0}, "wake": {"minutes": 0}}
+        },
+        "minutesAsleep": 120, "minutesAwake": 0, "minutesToFallAsleep": 0,
+        "startTime": "2025-03-30T01:00:00.000", "timeInBed": 120, "type": "stages"
+    });
+    let mut b = body();
+    b.sleep(&[log]);
+    let pulled = b.finish();
+    let row = &pulled.body["sleep"][0];
+    assert_eq!(row["bedtime_start"], json!("2025-03-30T01:00:00+01:00"));
+    assert_eq!(row["bedtime_stop"], json!("2025-03-30T04:00:00+02:00"));
+    let codes = row["sleep_stream"]["hypnogram"].as_array().unwrap();
+    assert_eq!(codes.len(), 240);
+    assert!(codes[..120].iter().all(|c| *c == json!(2)));
+    assert!(codes[120..].iter().all(|c| *c == json!(1)));
+    assert_eq!(counts(&pulled.body), json!({"sleep": 1}));
+}
+
+#[test]
 fn retry_after_reads_both_headers() {
     let now = Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0).unwrap();
     let with = |pairs: &[(&'static str, &str)]| {
