@@ -1,6 +1,6 @@
 //! The Fitbit Web API connector: its endpoints, chunking and errors. The payload-to-push-body
-//! mapping is `fitbit/normalise.rs` (sleep in `fitbit/sleep.rs`), local times are resolved in
-//! `fitbit/zone.rs`.
+//! mapping is `fitbit/normalise.rs` (sleep in `fitbit/sleep.rs`, body logs and the profile in
+//! `fitbit/body.rs`); local times are resolved in `fitbit/zone.rs`.
 //!
 //! Written against Fitbit's Web API reference (`dev.fitbit.com/build/reference/web-api/`):
 //! - `GET /1/user/-/profile.json` answers `{"user": {...}}` with the user's `timezone` (IANA)
