@@ -13,9 +13,10 @@
 //!   (`RateLimited`), refresh the token (`Unauthorised`), retry with backoff (`Transient`) or
 //!   give up (`Permanent`).
 //!
-//! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3).
+//! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API).
 
 pub mod dexcom;
+pub mod fitbit;
 pub mod oura;
 pub mod pull;
 pub mod refresh;
@@ -49,13 +50,16 @@ pub enum Resource {
     BloodOxygen,
     /// Glucose readings (a CGM's estimated glucose values): the `glucose` timeseries (mmol/L).
     Glucose,
+    /// Body measurements (a scale's weigh-ins): the `body` table and the `weight` and `fat`
+    /// timeseries.
+    Body,
     /// The user's profile (not windowed: the latest the provider has).
     Profile,
 }
 
 impl Resource {
     /// Every resource, in the order a pull fetches them.
-    pub const ALL: [Resource; 8] = [
+    pub const ALL: [Resource; 9] = [
         Resource::Sleep,
         Resource::Activity,
         Resource::Workouts,
@@ -63,6 +67,7 @@ impl Resource {
         Resource::Hrv,
         Resource::BloodOxygen,
         Resource::Glucose,
+        Resource::Body,
         Resource::Profile,
     ];
 }

@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Connector, SyncError, dexcom, oura};
+use super::{Connector, SyncError, dexcom, fitbit, oura};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
-pub const SLUGS: &[&str] = &["oura", "dexcom_v3"];
+pub const SLUGS: &[&str] = &["oura", "dexcom_v3", "fitbit"];
 
 /// Whether `provider` has a connector (its links start pulls).
 pub fn has_connector(provider: &str) -> bool {
@@ -36,9 +36,11 @@ impl Connectors {
         let url = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.into());
         let oura = oura::Oura::new(&url(oura::API_URL_ENV, oura::DEFAULT_API_URL))?;
         let dexcom = dexcom::Dexcom::new(&url(dexcom::API_URL_ENV, dexcom::DEFAULT_API_URL))?;
+        let fitbit = fitbit::Fitbit::new(&url(fitbit::API_URL_ENV, fitbit::DEFAULT_API_URL))?;
         Ok(Connectors::default()
             .with(Arc::new(oura))
-            .with(Arc::new(dexcom)))
+            .with(Arc::new(dexcom))
+            .with(Arc::new(fitbit)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

@@ -41,5 +41,6 @@ mod store;
 mod store_gate;
 mod store_recovery;
 mod sync_dexcom;
+mod sync_fitbit;
 mod sync_oura;
 mod sync_pull;
