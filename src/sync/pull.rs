@@ -97,10 +97,12 @@ pub fn window(user: &User, now: DateTime<Utc>) -> Option<Window> {
     Window::new(start, end)
 }
 
-/// Starts the historical pull of the user's new connection to `provider`, on the caller's
-/// transaction: records its window and enqueues its job. Does nothing for a provider without a
-/// connector, an empty window, or a connection whose pull was started before (a link made
-/// again keeps the first pull). Answers whether it started one.
+/// Starts the pulls of the user's new connection to `provider`, on the caller's transaction:
+/// records the historical pull's window and enqueues its job, and the incremental pull's,
+/// [`INTERVAL`] later. Does nothing for a provider without a connector or an empty window. A
+/// connection linked again keeps its first historical pull and has its incremental pulls
+/// resumed (the first one covers the time it was not connected). Answers whether it started a
+/// historical pull.
 pub async fn start_on(
     conn: &mut sqlx::AnyConnection,
     user: &User,
@@ -127,17 +129,13 @@ pub async fn start_on(
         synced_resources: Vec::new(),
         failed: None,
     };
-    if !sync_pulls::start(&mut *conn, &pull, now).await? {
-        return Ok(false);
+    let started = sync_pulls::start(&mut *conn, &pull, now).await?;
+    if started {
+        crate::jobs::enqueue(&mut *conn, &job(user.team_id, user.id, provider, now)).await?;
     }
-    crate::jobs::enqueue(&mut *conn, &job(user.team_id, user.id, provider, now)).await?;
-    let next = now + INTERVAL;
-    crate::jobs::enqueue(
-        conn,
-        &incremental_job(user.team_id, user.id, provider, next),
-    )
-    .await?;
-    Ok(true)
+    let next = incremental_job(user.team_id, user.id, provider, now + INTERVAL);
+    crate::jobs::enqueue(conn, &next).await?;
+    Ok(started)
 }
 
 /// What pulls share: where they store, which connectors, how credentials are opened and
