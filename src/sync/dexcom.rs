@@ -39,12 +39,11 @@ mod normalise;
 mod tests;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
-use reqwest::header::{ACCEPT, HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
+use super::http::Api;
 use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use normalise::Body;
 
@@ -64,103 +63,41 @@ pub const MAX_WINDOW_DAYS: i64 = 30;
 /// The EGV endpoint's path.
 const EGVS_PATH: &str = "/v3/users/self/egvs";
 
-/// How long one request may take, connection included.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The longest error body kept in an error message.
-const ERROR_BODY_CHARS: usize = 200;
-
 /// The Dexcom API v3 connector.
 #[derive(Debug, Clone)]
 pub struct Dexcom {
-    http: reqwest::Client,
-    /// The base URL without a trailing slash.
-    base: String,
+    api: Api,
 }
 
 impl Dexcom {
+    fn from_api(api: Api) -> Dexcom {
+        Dexcom { api }
+    }
+
     /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
     /// client (30 s per request, no redirects followed).
     pub fn new(base_url: &str) -> Result<Dexcom, SyncError> {
-        let parsed = url::Url::parse(base_url).map_err(|e| SyncError::Permanent {
-            reason: format!("invalid Dexcom API URL {base_url:?}: {e}"),
-        })?;
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("wearhouse/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SyncError::Permanent {
-                reason: format!("could not build the HTTP client: {e}"),
-            })?;
-        Ok(Dexcom::with_client(parsed, http))
+        Ok(Dexcom::from_api(Api::new("Dexcom", base_url)?))
     }
 
     /// A connector for the API at `base_url` over an existing client.
     pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Dexcom {
-        Dexcom {
-            http,
-            base: base_url.as_str().trim_end_matches('/').to_owned(),
-        }
+        Dexcom::from_api(Api::with_client("Dexcom", base_url, http))
     }
 
     /// Every EGV record of the window, asked in chunks the API accepts, each cut to its chunk.
     async fn egvs(&self, token: &str, window: &Window) -> Result<Vec<Value>, SyncError> {
-        let url = format!("{}{EGVS_PATH}", self.base);
         let mut records = Vec::new();
         for chunk in chunks(window) {
             let query = [
                 ("startDate", query_time(chunk.start, false)),
                 ("endDate", query_time(chunk.end, true)),
             ];
-            let answer = self.get(token, &url, &query).await?;
+            let answer = self.api.get(token, EGVS_PATH, &query).await?;
             let found = envelope(answer, "egv")?;
             records.extend(found.into_iter().filter(|r| in_window(r, &chunk)));
         }
         Ok(records)
-    }
-
-    /// One GET answering JSON, with the status mapped to [`SyncError`].
-    async fn get(
-        &self,
-        token: &str,
-        url: &str,
-        query: &[(&str, String)],
-    ) -> Result<Value, SyncError> {
-        let response = self
-            .http
-            .get(url)
-            .query(query)
-            .bearer_auth(token)
-            .header(ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(transport)?;
-        let status = response.status();
-        if status.is_success() {
-            let bytes = response.bytes().await.map_err(transport)?;
-            return serde_json::from_slice(&bytes).map_err(|e| SyncError::Permanent {
-                reason: format!("Dexcom answered {status} with a body that is not JSON: {e}"),
-            });
-        }
-        let retry_after = retry_after(response.headers(), Utc::now());
-        // The body only feeds the error message: a failure to read it changes nothing.
-        let text = response.text().await.unwrap_or_default();
-        let detail: String = text.chars().take(ERROR_BODY_CHARS).collect();
-        Err(match status.as_u16() {
-            401 => SyncError::Unauthorised,
-            429 => SyncError::RateLimited {
-                retry_after_seconds: retry_after,
-            },
-            408 | 500..=599 => SyncError::Transient {
-                reason: format!("Dexcom answered {status}: {detail}"),
-                source: None,
-            },
-            _ => SyncError::Permanent {
-                reason: format!("Dexcom answered {status}: {detail}"),
-            },
-        })
     }
 }
 
@@ -238,30 +175,4 @@ fn envelope(answer: Value, record_type: &str) -> Result<Vec<Value>, SyncError> {
         Some(Value::Array(records)) => Ok(records),
         _ => Err(bad("the answer has no `records` array")),
     }
-}
-
-/// A transport failure: always worth a retry (timeouts, refused or broken connections).
-fn transport(e: reqwest::Error) -> SyncError {
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "request failed"
-    };
-    SyncError::Transient {
-        reason: format!("Dexcom {what}: {e}"),
-        source: Some(e),
-    }
-}
-
-/// `Retry-After` in seconds: delta-seconds, or an HTTP date (RFC 9110) counted from `now`.
-fn retry_after(headers: &HeaderMap, now: DateTime<Utc>) -> Option<u64> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(seconds);
-    }
-    let at = DateTime::parse_from_rfc2822(value).ok()?;
-    let wait = at.with_timezone(&Utc) - now;
-    Some(u64::try_from(wait.num_seconds()).unwrap_or(0))
 }

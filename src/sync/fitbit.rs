@@ -48,12 +48,11 @@ mod tests;
 mod zone;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
-use chrono::{DateTime, Days, NaiveDate, Utc};
-use reqwest::header::{ACCEPT, HeaderMap, RETRY_AFTER};
+use chrono::{Days, NaiveDate};
 use serde_json::Value;
 
+use super::http::Api;
 use super::{Connector, Pull, Pulled, Resource, SyncError};
 use normalise::Body;
 use zone::UserZone;
@@ -74,48 +73,31 @@ pub const MAX_BODY_RANGE_DAYS: u64 = 30;
 /// The header Fitbit names the seconds until the rate-limit quota resets in.
 pub const RATE_LIMIT_RESET: &str = "fitbit-rate-limit-reset";
 
-/// How long one request may take, connection included.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The longest error body kept in an error message.
-const ERROR_BODY_CHARS: usize = 200;
-
 /// The Fitbit Web API connector.
 #[derive(Debug, Clone)]
 pub struct Fitbit {
-    http: reqwest::Client,
-    /// The base URL without a trailing slash.
-    base: String,
+    api: Api,
     /// The zone used when the profile names none.
     fallback: UserZone,
 }
 
 impl Fitbit {
+    fn from_api(api: Api) -> Fitbit {
+        Fitbit {
+            api: api.with_reset_header(RATE_LIMIT_RESET),
+            fallback: UserZone::Named(chrono_tz::UTC),
+        }
+    }
+
     /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
     /// client (30 s per request, no redirects followed).
     pub fn new(base_url: &str) -> Result<Fitbit, SyncError> {
-        let parsed = url::Url::parse(base_url).map_err(|e| SyncError::Permanent {
-            reason: format!("invalid Fitbit API URL {base_url:?}: {e}"),
-        })?;
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("wearhouse/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SyncError::Permanent {
-                reason: format!("could not build the HTTP client: {e}"),
-            })?;
-        Ok(Fitbit::with_client(parsed, http))
+        Ok(Fitbit::from_api(Api::new("Fitbit", base_url)?))
     }
 
     /// A connector for the API at `base_url` over an existing client.
     pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Fitbit {
-        Fitbit {
-            http,
-            base: base_url.as_str().trim_end_matches('/').to_owned(),
-            fallback: UserZone::Named(chrono_tz::UTC),
-        }
+        Fitbit::from_api(Api::with_client("Fitbit", base_url, http))
     }
 
     /// The zone local times are read in when the user's Fitbit profile names none (the
@@ -123,43 +105,6 @@ impl Fitbit {
     pub fn with_fallback_zone(mut self, zone: chrono_tz::Tz) -> Fitbit {
         self.fallback = UserZone::Named(zone);
         self
-    }
-
-    /// One GET answering JSON, with the status mapped to [`SyncError`].
-    async fn get(&self, token: &str, path: &str) -> Result<Value, SyncError> {
-        let url = format!("{}{path}", self.base);
-        let response = self
-            .http
-            .get(&url)
-            .bearer_auth(token)
-            .header(ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(transport)?;
-        let status = response.status();
-        if status.is_success() {
-            let bytes = response.bytes().await.map_err(transport)?;
-            return serde_json::from_slice(&bytes).map_err(|e| SyncError::Permanent {
-                reason: format!("Fitbit answered {status} with a body that is not JSON: {e}"),
-            });
-        }
-        let retry_after = retry_after(response.headers(), Utc::now());
-        // The body only feeds the error message: a failure to read it changes nothing.
-        let text = response.text().await.unwrap_or_default();
-        let detail: String = text.chars().take(ERROR_BODY_CHARS).collect();
-        Err(match status.as_u16() {
-            401 => SyncError::Unauthorised,
-            429 => SyncError::RateLimited {
-                retry_after_seconds: retry_after,
-            },
-            408 | 500..=599 => SyncError::Transient {
-                reason: format!("Fitbit answered {status} to {path}: {detail}"),
-                source: None,
-            },
-            _ => SyncError::Permanent {
-                reason: format!("Fitbit answered {status} to {path}: {detail}"),
-            },
-        })
     }
 
     /// Every record of a date-range endpoint (`{prefix}/{start}/{end}.json` answering
@@ -175,7 +120,8 @@ impl Fitbit {
         let mut records = Vec::new();
         for (from, to) in date_chunks(first, last, max_days) {
             let page = self
-                .get(token, &format!("{prefix}/{from}/{to}.json"))
+                .api
+                .get(token, &format!("{prefix}/{from}/{to}.json"), &[])
                 .await?;
             records.extend(member_array(page, member)?);
         }
@@ -192,7 +138,7 @@ impl Connector for Fitbit {
     async fn pull(&self, token: &str, pull: &Pull) -> Result<Pulled, SyncError> {
         let wanted: BTreeSet<Resource> = pull.resources.iter().copied().collect();
         let w = pull.window;
-        let profile = self.get(token, "/1/user/-/profile.json").await?;
+        let profile = self.api.get(token, "/1/user/-/profile.json", &[]).await?;
         let zone = UserZone::of_profile(&profile).unwrap_or_else(|| {
             tracing::warn!(
                 provider = "fitbit",
@@ -218,18 +164,19 @@ impl Connector for Fitbit {
         if wanted.contains(&Resource::Activity) {
             for day in each_day(first, last) {
                 let doc = self
-                    .get(token, &format!("/1/user/-/activities/date/{day}.json"))
+                    .api
+                    .get(token, &format!("/1/user/-/activities/date/{day}.json"), &[])
                     .await?;
                 body.activity(day, &doc);
                 let path = format!("/1/user/-/activities/steps/date/{day}/1d/15min.json");
-                let doc = self.get(token, &path).await?;
+                let doc = self.api.get(token, &path, &[]).await?;
                 body.steps(day, &doc);
             }
         }
         if wanted.contains(&Resource::Heartrate) {
             for day in each_day(first, last) {
                 let path = format!("/1/user/-/activities/heart/date/{day}/1d/1min.json");
-                let doc = self.get(token, &path).await?;
+                let doc = self.api.get(token, &path, &[]).await?;
                 body.heartrate(day, &doc);
             }
         }
@@ -305,40 +252,4 @@ fn member_array(page: Value, member: &str) -> Result<Vec<Value>, SyncError> {
             reason: format!("Fitbit {member}: the answer is not a JSON object"),
         }),
     }
-}
-
-/// A transport failure: always worth a retry (timeouts, refused or broken connections).
-fn transport(e: reqwest::Error) -> SyncError {
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "request failed"
-    };
-    SyncError::Transient {
-        reason: format!("Fitbit {what}: {e}"),
-        source: Some(e),
-    }
-}
-
-/// The wait a 429 names: `Retry-After` (delta-seconds, or an HTTP date counted from `now`),
-/// else `Fitbit-Rate-Limit-Reset` (seconds).
-fn retry_after(headers: &HeaderMap, now: DateTime<Utc>) -> Option<u64> {
-    let header = |name| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    if let Some(value) = header(RETRY_AFTER.as_str()) {
-        if let Ok(seconds) = value.parse::<u64>() {
-            return Some(seconds);
-        }
-        if let Ok(at) = DateTime::parse_from_rfc2822(value) {
-            let wait = at.with_timezone(&Utc) - now;
-            return Some(u64::try_from(wait.num_seconds()).unwrap_or(0));
-        }
-    }
-    header(RATE_LIMIT_RESET).and_then(|v| v.parse::<u64>().ok())
 }

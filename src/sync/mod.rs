@@ -17,6 +17,7 @@
 
 pub mod dexcom;
 pub mod fitbit;
+pub mod http;
 pub mod oura;
 pub mod pull;
 pub mod refresh;

@@ -35,12 +35,11 @@ mod sleep;
 mod tests;
 
 use std::collections::{BTreeSet, HashSet};
-use std::time::Duration;
 
 use chrono::{DateTime, Days, NaiveDate, SecondsFormat, TimeDelta, Utc};
-use reqwest::header::{ACCEPT, HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
+use super::http::Api;
 use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use normalise::Body;
 
@@ -57,18 +56,10 @@ pub const MAX_PAGES: usize = 10_000;
 /// the limit Oura's heart-rate endpoint is known to enforce, which other clients chunk by.
 pub const MAX_INSTANT_SPAN_DAYS: i64 = 30;
 
-/// How long one request may take, connection included.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The longest error body kept in an error message.
-const ERROR_BODY_CHARS: usize = 200;
-
 /// The Oura API v2 connector.
 #[derive(Debug, Clone)]
 pub struct Oura {
-    http: reqwest::Client,
-    /// The base URL without a trailing slash.
-    base: String,
+    api: Api,
 }
 
 /// How a collection is windowed.
@@ -81,30 +72,19 @@ enum Span {
 }
 
 impl Oura {
+    fn from_api(api: Api) -> Oura {
+        Oura { api }
+    }
+
     /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
     /// client (30 s per request, no redirects followed).
     pub fn new(base_url: &str) -> Result<Oura, SyncError> {
-        let parsed = url::Url::parse(base_url).map_err(|e| SyncError::Permanent {
-            reason: format!("invalid Oura API URL {base_url:?}: {e}"),
-        })?;
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("wearhouse/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SyncError::Permanent {
-                reason: format!("could not build the HTTP client: {e}"),
-            })?;
-        Ok(Oura::with_client(parsed, http))
+        Ok(Oura::from_api(Api::new("Oura", base_url)?))
     }
 
     /// A connector for the API at `base_url` over an existing client.
     pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Oura {
-        Oura {
-            http,
-            base: base_url.as_str().trim_end_matches('/').to_owned(),
-        }
+        Oura::from_api(Api::with_client("Oura", base_url, http))
     }
 
     /// Every document of a collection in the window, all pages followed; instant-windowed
@@ -131,7 +111,7 @@ impl Oura {
         span: Span,
         window: &Window,
     ) -> Result<Vec<Value>, SyncError> {
-        let url = format!("{}/v2/usercollection/{name}", self.base);
+        let path = format!("/v2/usercollection/{name}");
         let range = match span {
             Span::Days => {
                 let (first, last) = days(window);
@@ -153,7 +133,7 @@ impl Oura {
             if let Some(t) = &next {
                 query.push(("next_token", t.clone()));
             }
-            let page = self.get(token, &url, &query).await?;
+            let page = self.api.get(token, &path, &query).await?;
             let (data, token_after) = envelope(page, name)?;
             documents.extend(data.into_iter().filter(|d| in_window(d, span, window)));
             match token_after {
@@ -168,48 +148,6 @@ impl Oura {
         }
         Err(SyncError::Permanent {
             reason: format!("Oura {name}: more than {MAX_PAGES} pages"),
-        })
-    }
-
-    /// One GET answering JSON, with the status mapped to [`SyncError`].
-    async fn get(
-        &self,
-        token: &str,
-        url: &str,
-        query: &[(&str, String)],
-    ) -> Result<Value, SyncError> {
-        let response = self
-            .http
-            .get(url)
-            .query(query)
-            .bearer_auth(token)
-            .header(ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(transport)?;
-        let status = response.status();
-        if status.is_success() {
-            let bytes = response.bytes().await.map_err(transport)?;
-            return serde_json::from_slice(&bytes).map_err(|e| SyncError::Permanent {
-                reason: format!("Oura answered {status} with a body that is not JSON: {e}"),
-            });
-        }
-        let retry_after = retry_after(response.headers(), Utc::now());
-        // The body only feeds the error message: a failure to read it changes nothing.
-        let text = response.text().await.unwrap_or_default();
-        let detail: String = text.chars().take(ERROR_BODY_CHARS).collect();
-        Err(match status.as_u16() {
-            401 => SyncError::Unauthorised,
-            429 => SyncError::RateLimited {
-                retry_after_seconds: retry_after,
-            },
-            408 | 500..=599 => SyncError::Transient {
-                reason: format!("Oura answered {status}: {detail}"),
-                source: None,
-            },
-            _ => SyncError::Permanent {
-                reason: format!("Oura answered {status}: {detail}"),
-            },
         })
     }
 }
@@ -251,8 +189,10 @@ impl Connector for Oura {
             body.spo2(&docs);
         }
         if wanted.contains(&Resource::Profile) {
-            let url = format!("{}/v2/usercollection/personal_info", self.base);
-            let info = self.get(token, &url, &[]).await?;
+            let info = self
+                .api
+                .get(token, "/v2/usercollection/personal_info", &[])
+                .await?;
             body.personal_info(&info);
         }
         Ok(body.finish())
@@ -341,30 +281,4 @@ fn envelope(page: Value, name: &str) -> Result<(Vec<Value>, Option<String>), Syn
         Some(_) => return Err(bad("`next_token` is not a string")),
     };
     Ok((data, next))
-}
-
-/// A transport failure: always worth a retry (timeouts, refused or broken connections).
-fn transport(e: reqwest::Error) -> SyncError {
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "request failed"
-    };
-    SyncError::Transient {
-        reason: format!("Oura {what}: {e}"),
-        source: Some(e),
-    }
-}
-
-/// `Retry-After` in seconds: delta-seconds, or an HTTP date (RFC 9110) counted from `now`.
-fn retry_after(headers: &HeaderMap, now: DateTime<Utc>) -> Option<u64> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(seconds);
-    }
-    let at = DateTime::parse_from_rfc2822(value).ok()?;
-    let wait = at.with_timezone(&Utc) - now;
-    Some(u64::try_from(wait.num_seconds()).unwrap_or(0))
 }

@@ -5,11 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::{TimeZone, Utc};
-use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use serde_json::{Value, json};
 
 use super::normalise::{Body, mmol_per_litre, system_time};
-use super::{MAX_WINDOW_DAYS, chunks, envelope, in_window, query_time, retry_after};
+use super::{MAX_WINDOW_DAYS, chunks, envelope, in_window, query_time};
 use crate::ingest::{PushUser, parse_push};
 use crate::sync::{SyncError, Window};
 
@@ -167,21 +166,6 @@ fn system_times_read_with_or_without_an_offset() {
     assert_eq!(system_time("2025-03-01T07:00:00Z"), Some(at));
     assert_eq!(system_time("2025-03-01T08:00:00+01:00"), Some(at));
     assert_eq!(system_time("tomorrow"), None);
-}
-
-#[test]
-fn retry_after_reads_seconds_and_http_dates() {
-    let now = Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0).unwrap();
-    let with = |v: &str| {
-        let mut h = HeaderMap::new();
-        h.insert(RETRY_AFTER, HeaderValue::from_str(v).unwrap());
-        retry_after(&h, now)
-    };
-    assert_eq!(with("120"), Some(120));
-    assert_eq!(with("Sat, 01 Mar 2025 12:01:30 GMT"), Some(90));
-    assert_eq!(with("Sat, 01 Mar 2025 11:00:00 GMT"), Some(0));
-    assert_eq!(with("soon"), None);
-    assert_eq!(retry_after(&HeaderMap::new(), now), None);
 }
 
 #[test]

@@ -6,12 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::{NaiveDate, TimeZone, Utc};
-use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use serde_json::{Value, json};
 
 use super::normalise::Body;
 use super::zone::UserZone;
-use super::{MAX_SLEEP_RANGE_DAYS, date_chunks, member_array, retry_after};
+use super::{MAX_SLEEP_RANGE_DAYS, date_chunks, member_array};
 use crate::ingest::{PushUser, parse_push};
 use crate::sync::{SyncError, Window};
 
@@ -354,39 +353,6 @@ fn a_night_across_the_change_to_summer_time_keeps_its_hypnogram() {
     assert!(codes[..120].iter().all(|c| *c == json!(2)));
     assert!(codes[120..].iter().all(|c| *c == json!(1)));
     assert_eq!(counts(&pulled.body), json!({"sleep": 1}));
-}
-
-#[test]
-fn retry_after_reads_both_headers() {
-    let now = Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0).unwrap();
-    let with = |pairs: &[(&'static str, &str)]| {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_str(v).unwrap());
-        }
-        retry_after(&h, now)
-    };
-    assert_eq!(with(&[(RETRY_AFTER.as_str(), "120")]), Some(120));
-    assert_eq!(
-        with(&[(RETRY_AFTER.as_str(), "Sat, 01 Mar 2025 12:01:30 GMT")]),
-        Some(90)
-    );
-    assert_eq!(with(&[("fitbit-rate-limit-reset", "1740")]), Some(1740));
-    assert_eq!(
-        with(&[
-            (RETRY_AFTER.as_str(), "60"),
-            ("fitbit-rate-limit-reset", "1740")
-        ]),
-        Some(60)
-    );
-    assert_eq!(
-        with(&[
-            (RETRY_AFTER.as_str(), "soon"),
-            ("fitbit-rate-limit-reset", "300")
-        ]),
-        Some(300)
-    );
-    assert_eq!(with(&[]), None);
 }
 
 #[test]

@@ -5,11 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::{TimeZone, Utc};
-use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use serde_json::{Value, json};
 
 use super::normalise::Body;
-use super::{MAX_INSTANT_SPAN_DAYS, Span, chunks, days, envelope, in_window, retry_after};
+use super::{MAX_INSTANT_SPAN_DAYS, Span, chunks, days, envelope, in_window};
 use crate::ingest::{PushUser, parse_push};
 use crate::sync::{SyncError, Window};
 
@@ -246,21 +245,6 @@ fn sleep_types_map_to_the_data_model() {
         ]
     );
     assert_eq!(counts(&body), json!({"sleep": 3}));
-}
-
-#[test]
-fn retry_after_reads_seconds_and_http_dates() {
-    let now = Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0).unwrap();
-    let with = |v: &str| {
-        let mut h = HeaderMap::new();
-        h.insert(RETRY_AFTER, HeaderValue::from_str(v).unwrap());
-        retry_after(&h, now)
-    };
-    assert_eq!(with("120"), Some(120));
-    assert_eq!(with("Sat, 01 Mar 2025 12:01:30 GMT"), Some(90));
-    assert_eq!(with("Sat, 01 Mar 2025 11:00:00 GMT"), Some(0));
-    assert_eq!(with("soon"), None);
-    assert_eq!(retry_after(&HeaderMap::new(), now), None);
 }
 
 #[test]

@@ -1,0 +1,201 @@
+//! What every connector's calls to its provider share: an HTTP client (30 s per request,
+//! connection included; no redirects followed), a base URL, and one JSON `GET` with a bearer
+//! token whose status becomes a [`SyncError`]: 401 `Unauthorised`, 429 `RateLimited` with the
+//! wait the provider named, 408 and 5xx `Transient`, any other status `Permanent`; a transport
+//! failure (timeout, refused or broken connection) is `Transient`.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use reqwest::header::{ACCEPT, HeaderMap, RETRY_AFTER};
+use serde_json::Value;
+
+use super::SyncError;
+
+/// How long one request may take, connection included.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest part of an error body kept in an error message.
+const ERROR_BODY_CHARS: usize = 200;
+
+/// One provider's API: its client, base URL and name (for messages).
+#[derive(Debug, Clone)]
+pub struct Api {
+    http: reqwest::Client,
+    /// The base URL without a trailing slash.
+    base: String,
+    /// The provider's display name (`Oura`).
+    name: &'static str,
+    /// A header naming the seconds until a rate limit resets, read when `Retry-After` is not.
+    reset_header: Option<&'static str>,
+}
+
+impl Api {
+    /// The API of `name` at `base_url`, with its own client.
+    pub fn new(name: &'static str, base_url: &str) -> Result<Api, SyncError> {
+        let parsed = url::Url::parse(base_url).map_err(|e| SyncError::Permanent {
+            reason: format!("invalid {name} API URL {base_url:?}: {e}"),
+        })?;
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(REQUEST_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("wearhouse/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| SyncError::Permanent {
+                reason: format!("could not build the HTTP client: {e}"),
+            })?;
+        Ok(Api::with_client(name, parsed, http))
+    }
+
+    /// The API of `name` at `base_url` over an existing client.
+    pub fn with_client(name: &'static str, base_url: url::Url, http: reqwest::Client) -> Api {
+        Api {
+            http,
+            base: base_url.as_str().trim_end_matches('/').to_owned(),
+            name,
+            reset_header: None,
+        }
+    }
+
+    /// The same API, reading `header` (seconds) for a 429's wait when `Retry-After` is absent.
+    pub fn with_reset_header(mut self, header: &'static str) -> Api {
+        self.reset_header = Some(header);
+        self
+    }
+
+    /// `GET {base}{path}?{query}` with `token`, answering its JSON body.
+    pub async fn get(
+        &self,
+        token: &str,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<Value, SyncError> {
+        let name = self.name;
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .query(query)
+            .bearer_auth(token)
+            .header(ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| transport(name, e))?;
+        let status = response.status();
+        if status.is_success() {
+            let bytes = response.bytes().await.map_err(|e| transport(name, e))?;
+            return serde_json::from_slice(&bytes).map_err(|e| SyncError::Permanent {
+                reason: format!("{name} answered {status} with a body that is not JSON: {e}"),
+            });
+        }
+        let wait = retry_after(response.headers(), Utc::now(), self.reset_header);
+        // The body only feeds the error message: a failure to read it changes nothing.
+        let text = response.text().await.unwrap_or_default();
+        let detail: String = text.chars().take(ERROR_BODY_CHARS).collect();
+        Err(match status.as_u16() {
+            401 => SyncError::Unauthorised,
+            429 => SyncError::RateLimited {
+                retry_after_seconds: wait,
+            },
+            408 | 500..=599 => SyncError::Transient {
+                reason: format!("{name} answered {status} to {path}: {detail}"),
+                source: None,
+            },
+            _ => SyncError::Permanent {
+                reason: format!("{name} answered {status} to {path}: {detail}"),
+            },
+        })
+    }
+}
+
+/// A transport failure: always worth a retry (timeouts, refused or broken connections).
+fn transport(name: &str, e: reqwest::Error) -> SyncError {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "request failed"
+    };
+    SyncError::Transient {
+        reason: format!("{name} {what}: {e}"),
+        source: Some(e),
+    }
+}
+
+/// The wait a 429 names, in seconds: `Retry-After` (delta-seconds, or an HTTP date counted from
+/// `now`, RFC 9110), else the provider's `reset_header` (seconds), else `None`.
+pub fn retry_after(
+    headers: &HeaderMap,
+    now: DateTime<Utc>,
+    reset_header: Option<&str>,
+) -> Option<u64> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(value) = header(RETRY_AFTER.as_str()) {
+        if let Ok(seconds) = value.parse::<u64>() {
+            return Some(seconds);
+        }
+        if let Ok(at) = DateTime::parse_from_rfc2822(value) {
+            let wait = at.with_timezone(&Utc) - now;
+            return Some(u64::try_from(wait.num_seconds()).unwrap_or(0));
+        }
+    }
+    header(reset_header?).and_then(|v| v.parse::<u64>().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn retry_after_reads_seconds_http_dates_and_a_reset_header() {
+        let now: DateTime<Utc> = "2025-03-01T12:00:00Z".parse().unwrap();
+        let with = |pairs: &[(&'static str, &str)], reset: Option<&str>| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_str(v).unwrap());
+            }
+            retry_after(&h, now, reset)
+        };
+        let reset = Some("fitbit-rate-limit-reset");
+        assert_eq!(with(&[("retry-after", "120")], None), Some(120));
+        assert_eq!(
+            with(&[("retry-after", "Sat, 01 Mar 2025 12:01:30 GMT")], None),
+            Some(90)
+        );
+        assert_eq!(
+            with(&[("retry-after", "Sat, 01 Mar 2025 11:00:00 GMT")], None),
+            Some(0),
+            "a date in the past means now"
+        );
+        assert_eq!(with(&[("retry-after", "soon")], None), None);
+        assert_eq!(with(&[], None), None);
+        assert_eq!(
+            with(
+                &[("retry-after", "60"), ("fitbit-rate-limit-reset", "900")],
+                reset
+            ),
+            Some(60),
+            "Retry-After wins"
+        );
+        assert_eq!(
+            with(
+                &[("retry-after", "soon"), ("fitbit-rate-limit-reset", "900")],
+                reset
+            ),
+            Some(900)
+        );
+        assert_eq!(
+            with(&[("fitbit-rate-limit-reset", "900")], None),
+            None,
+            "a reset header counts only for the provider that sends it"
+        );
+    }
+}
