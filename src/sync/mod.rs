@@ -15,6 +15,7 @@
 //!
 //! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API).
 
+mod body;
 pub mod dexcom;
 pub mod fitbit;
 pub mod http;

@@ -38,7 +38,7 @@
 
 use chrono::{DateTime, FixedOffset, NaiveDateTime, SecondsFormat, Utc};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::sync::Pulled;
 
@@ -183,15 +183,12 @@ impl Body {
 
     /// The push body, with the glucose series only when it received samples.
     pub(crate) fn finish(self) -> Pulled {
-        let mut body = Map::new();
-        body.insert("provider".into(), "dexcom_v3".into());
-        body.insert("source".into(), json!({"type": "automatic"}));
-        if !self.glucose.is_empty() {
-            body.insert("timeseries".into(), json!({"glucose": self.glucose}));
-        }
-        Pulled {
-            body: Value::Object(body),
-            skipped: self.skipped,
-        }
+        crate::sync::body::pulled(
+            ("dexcom_v3", "automatic"),
+            Vec::new(),
+            None,
+            vec![("glucose", self.glucose)],
+            self.skipped,
+        )
     }
 }

@@ -41,6 +41,7 @@ use serde_json::{Map, Value, json};
 
 use super::sleep::{self, SleepLog};
 use super::zone::{UserZone, offset, stamp};
+pub(super) use crate::sync::body::{num, put};
 use crate::sync::{Pulled, Window};
 
 /// A push body being filled, part by part.
@@ -96,22 +97,6 @@ struct Reading {
 struct Intraday {
     dataset: Vec<Value>,
     dataset_interval: Option<i64>,
-}
-
-/// Inserts `value` under `key` when there is one.
-pub(super) fn put<T: Into<Value>>(obj: &mut Map<String, Value>, key: &str, value: Option<T>) {
-    if let Some(v) = value {
-        obj.insert(key.to_owned(), v.into());
-    }
-}
-
-/// A number as JSON: integral values as integers (`61`, not `61.0`).
-pub(super) fn num(v: f64) -> Value {
-    if v.fract() == 0.0 && v.abs() < 9.0e15 {
-        Value::from(v as i64)
-    } else {
-        Value::from(v)
-    }
 }
 
 /// Rounds a float to the integer an int64 column holds; `None` for non-finite values.
@@ -322,36 +307,21 @@ impl Body {
 
     /// The push body, with only the parts that received records.
     pub(crate) fn finish(self) -> Pulled {
-        let mut body = Map::new();
-        body.insert("provider".into(), "fitbit".into());
-        body.insert("source".into(), json!({"type": "watch"}));
-        for (key, rows) in [
-            ("sleep", self.sleep),
-            ("activity", self.activity),
-            ("body", self.body),
-        ] {
-            if !rows.is_empty() {
-                body.insert(key.into(), Value::Array(rows));
-            }
-        }
-        put(&mut body, "profile", self.profile);
-        let mut series = Map::new();
-        for (resource, samples) in [
-            ("heartrate", self.heartrate),
-            ("steps", self.steps),
-            ("weight", self.weight),
-            ("fat", self.fat),
-        ] {
-            if !samples.is_empty() {
-                series.insert(resource.into(), Value::Array(samples));
-            }
-        }
-        if !series.is_empty() {
-            body.insert("timeseries".into(), Value::Object(series));
-        }
-        Pulled {
-            body: Value::Object(body),
-            skipped: self.skipped,
-        }
+        crate::sync::body::pulled(
+            ("fitbit", "watch"),
+            vec![
+                ("sleep", self.sleep),
+                ("activity", self.activity),
+                ("body", self.body),
+            ],
+            self.profile,
+            vec![
+                ("heartrate", self.heartrate),
+                ("steps", self.steps),
+                ("weight", self.weight),
+                ("fat", self.fat),
+            ],
+            self.skipped,
+        )
     }
 }

@@ -43,6 +43,7 @@ use serde_json::{Map, Value, json};
 
 use super::sleep::{self, Sleep};
 use crate::sync::Pulled;
+pub(super) use crate::sync::body::{num, put};
 
 /// A push body being filled, part by part.
 #[derive(Debug, Default)]
@@ -115,23 +116,6 @@ pub(super) fn stamp(at: DateTime<FixedOffset>) -> String {
 
 pub(super) fn offset(at: DateTime<FixedOffset>) -> i32 {
     at.offset().local_minus_utc()
-}
-
-/// Inserts `value` under `key` when there is one.
-pub(super) fn put<T: Into<Value>>(obj: &mut Map<String, Value>, key: &str, value: Option<T>) {
-    if let Some(v) = value {
-        obj.insert(key.to_owned(), v.into());
-    }
-}
-
-/// A number as JSON: integral values as integers (`61`, not `61.0`), so bodies read as Oura's
-/// documents did.
-pub(super) fn num(v: f64) -> Value {
-    if v.fract() == 0.0 && v.abs() < 9.0e15 {
-        Value::from(v as i64)
-    } else {
-        Value::from(v)
-    }
 }
 
 /// Rounds a float to the integer an int64 column holds; `None` for non-finite values.
@@ -305,36 +289,21 @@ impl Body {
 
     /// The push body, with only the parts that received records.
     pub(crate) fn finish(self) -> Pulled {
-        let mut body = Map::new();
-        body.insert("provider".into(), "oura".into());
-        body.insert("source".into(), json!({"type": "ring"}));
-        for (key, rows) in [
-            ("sleep", self.sleep),
-            ("activity", self.activity),
-            ("workouts", self.workouts),
-        ] {
-            if !rows.is_empty() {
-                body.insert(key.into(), Value::Array(rows));
-            }
-        }
-        put(&mut body, "profile", self.profile);
-        let mut series = Map::new();
-        for (resource, samples) in [
-            ("heartrate", self.heartrate),
-            ("hrv", self.hrv),
-            ("blood_oxygen", self.blood_oxygen),
-        ] {
-            if !samples.is_empty() {
-                series.insert(resource.into(), Value::Array(samples));
-            }
-        }
-        if !series.is_empty() {
-            body.insert("timeseries".into(), Value::Object(series));
-        }
-        Pulled {
-            body: Value::Object(body),
-            skipped: self.skipped,
-        }
+        crate::sync::body::pulled(
+            ("oura", "ring"),
+            vec![
+                ("sleep", self.sleep),
+                ("activity", self.activity),
+                ("workouts", self.workouts),
+            ],
+            self.profile,
+            vec![
+                ("heartrate", self.heartrate),
+                ("hrv", self.hrv),
+                ("blood_oxygen", self.blood_oxygen),
+            ],
+            self.skipped,
+        )
     }
 }
 
