@@ -152,6 +152,7 @@ async fn no_schema_is_a_bare_object_without_saying_so() {
 /// Operations that take no body by design.
 const NO_BODY: &[&str] = &[
     "POST /v2/user/undo_delete",
+    "POST /v2/user/refresh/{user_id}",
     "POST /v2/link/code/create",
     "POST /v2/team/webhooks/{id}/rotate_secret",
     "POST /v2/team/webhooks/{id}/replay",

@@ -136,6 +136,19 @@ fn window() -> String {
     )
 }
 
+/// The user's heart rate holds the fixture's samples, each once.
+async fn assert_every_heart_rate_sample_once(app: &TestApp, user: &str) {
+    let hr = app
+        .get(&format!("/v2/timeseries/{user}/heartrate?{}", window()))
+        .await;
+    assert_eq!(
+        hr.json.as_array().map(Vec::len),
+        Some(expected("heartrate.expected.json", "/timeseries/heartrate").len()),
+        "every sample once: {}",
+        hr.json
+    );
+}
+
 async fn event_types(app: &TestApp, user: &str) -> Vec<String> {
     let a = app
         .get(&format!("/v2/team/events?user_id={user}&limit=100"))
@@ -227,13 +240,7 @@ async fn an_expired_access_token_is_refreshed_and_the_pull_completes() {
     let done = run_until(&app, JobState::Succeeded).await;
     assert_eq!(oauth.issued().len(), 2, "one refresh");
     assert_eq!(done.attempts, 1, "refreshed within the run: {done:?}");
-    let hr = app
-        .get(&format!("/v2/timeseries/{user}/heartrate?{}", window()))
-        .await;
-    assert_eq!(
-        hr.json.as_array().map(Vec::len),
-        Some(expected("heartrate.expected.json", "/timeseries/heartrate").len())
-    );
+    assert_every_heart_rate_sample_once(&app, &user).await;
     let connections = app.get(&format!("/v2/user/providers/{user}")).await;
     assert_eq!(
         connections.json["providers"][0]["status"], "connected",
@@ -295,14 +302,7 @@ async fn a_rate_limited_pull_waits_out_retry_after_and_completes() {
         "the Retry-After was waited out"
     );
     assert_eq!(done.attempts, 1, "a wait is not a failed attempt: {done:?}");
-    let hr = app
-        .get(&format!("/v2/timeseries/{user}/heartrate?{}", window()))
-        .await;
-    assert_eq!(
-        hr.json.as_array().map(Vec::len),
-        Some(expected("heartrate.expected.json", "/timeseries/heartrate").len()),
-        "nothing lost or doubled across the wait"
-    );
+    assert_every_heart_rate_sample_once(&app, &user).await;
 }
 
 /// Polls the user's events of `event_type` until there are `n`.
