@@ -1,8 +1,9 @@
-//! Historical pulls (`provider-sync.md` §Pulls): when a user links a provider that has a
-//! connector, the last [`HISTORY`] of their data is pulled, chunk by chunk, by the durable
-//! `sync.historical` job, stored like a push, and announced with one
-//! `historical.data.<resource>.created` per resource that received records once the last chunk
-//! is stored.
+//! Pulls from providers (`provider-sync.md` §Pulls), as durable jobs.
+//!
+//! **Historical pulls**: when a user links a provider that has a connector, the last
+//! [`HISTORY`] of their data is pulled, chunk by chunk, by the `sync.historical` job, stored,
+//! and announced with one `historical.data.<resource>.created` per resource that received
+//! records once the last chunk is stored.
 //!
 //! - **Start**: [`start_on`] runs in the link's own transaction (`link::connections`): it
 //!   records the pull's window in `sync_pulls` and enqueues the job, so a link is never
