@@ -152,6 +152,41 @@ impl Oura {
     }
 }
 
+/// Oura's documents of one pull, by collection, as its pages answered them.
+#[derive(Debug, Clone, Default)]
+pub struct Documents {
+    /// `sleep` periods (rows and their HRV series).
+    pub sleep: Vec<Value>,
+    /// `daily_activity` documents.
+    pub daily_activity: Vec<Value>,
+    /// `workout` documents.
+    pub workout: Vec<Value>,
+    /// `heartrate` samples.
+    pub heartrate: Vec<Value>,
+    /// `daily_spo2` documents.
+    pub daily_spo2: Vec<Value>,
+    /// The `personal_info` document.
+    pub personal_info: Option<Value>,
+}
+
+/// Normalises the documents of a pull into its push body, as [`Oura`]'s pull does once it has
+/// fetched them (`sleep_rows` and `hrv` choose what the sleep periods give). Public so the
+/// normalisation can be measured on its own (`benches/sync.rs`).
+pub fn normalise(documents: &Documents, sleep_rows: bool, hrv: bool) -> Pulled {
+    let mut body = Body::default();
+    if sleep_rows || hrv {
+        body.sleep(&documents.sleep, sleep_rows, hrv);
+    }
+    body.activity(&documents.daily_activity);
+    body.workouts(&documents.workout);
+    body.heartrate(&documents.heartrate);
+    body.spo2(&documents.daily_spo2);
+    if let Some(info) = &documents.personal_info {
+        body.personal_info(info);
+    }
+    body.finish()
+}
+
 #[async_trait::async_trait]
 impl Connector for Oura {
     fn provider(&self) -> &'static str {
@@ -161,41 +196,36 @@ impl Connector for Oura {
     async fn pull(&self, token: &str, pull: &Pull) -> Result<Pulled, SyncError> {
         let wanted: BTreeSet<Resource> = pull.resources.iter().copied().collect();
         let w = &pull.window;
-        let mut body = Body::default();
-        let sleep_rows = wanted.contains(&Resource::Sleep);
-        let hrv = wanted.contains(&Resource::Hrv);
+        let asked = |r: Resource| wanted.contains(&r);
+        let mut docs = Documents::default();
+        let (sleep_rows, hrv) = (asked(Resource::Sleep), asked(Resource::Hrv));
         if sleep_rows || hrv {
-            let docs = self.collection(token, "sleep", Span::Days, w).await?;
-            body.sleep(&docs, sleep_rows, hrv);
+            docs.sleep = self.collection(token, "sleep", Span::Days, w).await?;
         }
-        if wanted.contains(&Resource::Activity) {
-            let docs = self
+        if asked(Resource::Activity) {
+            docs.daily_activity = self
                 .collection(token, "daily_activity", Span::Days, w)
                 .await?;
-            body.activity(&docs);
         }
-        if wanted.contains(&Resource::Workouts) {
-            let docs = self.collection(token, "workout", Span::Days, w).await?;
-            body.workouts(&docs);
+        if asked(Resource::Workouts) {
+            docs.workout = self.collection(token, "workout", Span::Days, w).await?;
         }
-        if wanted.contains(&Resource::Heartrate) {
-            let docs = self
+        if asked(Resource::Heartrate) {
+            docs.heartrate = self
                 .collection(token, "heartrate", Span::Instants, w)
                 .await?;
-            body.heartrate(&docs);
         }
-        if wanted.contains(&Resource::BloodOxygen) {
-            let docs = self.collection(token, "daily_spo2", Span::Days, w).await?;
-            body.spo2(&docs);
+        if asked(Resource::BloodOxygen) {
+            docs.daily_spo2 = self.collection(token, "daily_spo2", Span::Days, w).await?;
         }
-        if wanted.contains(&Resource::Profile) {
+        if asked(Resource::Profile) {
             let info = self
                 .api
                 .get(token, "/v2/usercollection/personal_info", &[])
                 .await?;
-            body.personal_info(&info);
+            docs.personal_info = Some(info);
         }
-        Ok(body.finish())
+        Ok(normalise(&docs, sleep_rows, hrv))
     }
 }
 
