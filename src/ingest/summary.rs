@@ -169,7 +169,7 @@ fn locate<'a>(
 }
 
 /// Where a column's value is read: its wire place, else (when that is absent) a member named
-/// after the column itself.
+/// after the column itself, which is in the column's own unit (see [`parse`]).
 fn source_of<'a>(
     obj: &'a Obj,
     column: &'static str,
@@ -195,17 +195,13 @@ pub(crate) fn parse(table: Table, value: &Value, loc: &[Loc], ctx: &Ctx) -> Resu
             continue;
         };
         let (parent, key, here) = source_of(obj, column.name, place, loc)?;
+        // A value given under the column's own name is in the column's unit: the wire's factor
+        // (minutes to seconds, say) applies to the wire name only.
+        let by_column = std::ptr::eq(parent, obj) && key == column.name;
+        let factor = if by_column { 1.0 } else { place.factor };
         row.set(
             column.name,
-            typed(
-                table,
-                column.name,
-                column.kind,
-                parent,
-                key,
-                &here,
-                place.factor,
-            )?,
+            typed(table, column.name, column.kind, parent, key, &here, factor)?,
         );
     }
     match table {

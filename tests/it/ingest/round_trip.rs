@@ -201,3 +201,29 @@ fn rendered_shapes_are_snapshotted() {
     insta::assert_json_snapshot!("rendered_grouped_steps", grouped);
     insta::assert_json_snapshot!("push_counts", parsed.counts());
 }
+
+/// A value given under its column's own name is in the column's unit: the wire's factor applies
+/// to the wire name only (`low` travels in minutes, `intensity_low_second` is seconds).
+#[test]
+fn a_column_named_directly_keeps_its_own_unit() {
+    let mut by_wire = full_body()["activity"][0].clone();
+    let mut by_column = by_wire.clone();
+    by_wire["low"] = json!(10);
+    by_column.as_object_mut().unwrap().remove("low");
+    by_column["intensity_low_second"] = json!(600);
+    let rendered: Vec<Value> = [by_wire, by_column]
+        .into_iter()
+        .map(|record| {
+            let body = json!({"provider": "manual", "activity": [record]});
+            let parsed = parse_push(&body, &user(), now()).unwrap();
+            let batches = batches_of(&parsed, Dataset::Table(Table::Activity));
+            render_summaries(Table::Activity, &batches, Uuid::nil()).remove(0)
+        })
+        .collect();
+    assert_eq!(rendered[0]["low"].as_f64(), Some(10.0));
+    assert_eq!(
+        rendered[1]["low"].as_f64(),
+        Some(10.0),
+        "600 seconds are 10 minutes"
+    );
+}
