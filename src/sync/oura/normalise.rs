@@ -38,7 +38,6 @@
 
 use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::sleep::{self, Sleep};
@@ -85,10 +84,11 @@ struct Workout {
 }
 
 #[derive(Debug, Deserialize)]
-struct HeartRate {
-    timestamp: DateTime<FixedOffset>,
+struct HeartRate<'a> {
+    /// Kept as sent: most are UTC already, and then need no formatting (see `utc_stamp`).
+    timestamp: &'a str,
     bpm: f64,
-    source: Option<String>,
+    source: Option<&'a str>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +109,16 @@ struct PersonalInfo {
     biological_sex: Option<String>,
 }
 
+/// An instant in UTC as samples carry it (`2025-03-01T06:58:12Z`): `raw`, the text it was
+/// parsed from, is reused when it is whole seconds at `+00:00`, as Oura sends heart rate;
+/// otherwise it is formatted.
+fn utc_stamp(raw: &str, at: DateTime<FixedOffset>) -> String {
+    match raw.strip_suffix("+00:00") {
+        Some(head) if head.len() == 19 && head.as_bytes()[10] == b'T' => format!("{head}Z"),
+        _ => at.to_utc().to_rfc3339_opts(SecondsFormat::AutoSi, true),
+    }
+}
+
 /// An instant as it travels: RFC 3339 in the offset Oura gave.
 pub(super) fn stamp(at: DateTime<FixedOffset>) -> String {
     at.to_rfc3339_opts(SecondsFormat::AutoSi, false)
@@ -125,7 +135,7 @@ pub(super) fn round(v: f64) -> Option<i64> {
 
 impl Body {
     /// Reads one document, or counts and logs it as malformed.
-    fn read<T: DeserializeOwned>(&mut self, resource: &str, document: &Value) -> Option<T> {
+    fn read<'a, T: Deserialize<'a>>(&mut self, resource: &str, document: &'a Value) -> Option<T> {
         match T::deserialize(document) {
             Ok(t) => Some(t),
             Err(e) => self.malformed(resource, document, &e.to_string()),
@@ -232,14 +242,12 @@ impl Body {
                 self.malformed::<()>("heartrate", document, "bpm outside 0–300");
                 continue;
             }
-            let mut sample = Map::new();
-            sample.insert(
-                "timestamp".into(),
-                h.timestamp
-                    .to_utc()
-                    .to_rfc3339_opts(SecondsFormat::AutoSi, true)
-                    .into(),
-            );
+            let Ok(at) = DateTime::parse_from_rfc3339(h.timestamp) else {
+                self.malformed::<()>("heartrate", document, "timestamp is not RFC 3339");
+                continue;
+            };
+            let mut sample = Map::with_capacity(4);
+            sample.insert("timestamp".into(), utc_stamp(h.timestamp, at).into());
             put(&mut sample, "type", h.source);
             sample.insert("unit".into(), "bpm".into());
             sample.insert("value".into(), num(h.bpm));
