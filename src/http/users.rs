@@ -243,7 +243,8 @@ async fn user_providers(
            ("timeout" = Option<f64>, Query, description = "Seconds to wait, 5 to 60 (default 10)")),
     responses((status = 200, description = "What was refreshed, is still running, or failed",
                body = crate::sync::refresh::RefreshResult),
-              (status = 404, description = "User not found", body = models::ErrorDetail)),
+              (status = 404, description = "User not found", body = models::ErrorDetail),
+              (status = 429, description = "The user's 8 refreshes of the hour are used: `Retry-After` says when the next is allowed", body = models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn refresh_user(
     State(state): State<AppState>,
@@ -269,8 +270,18 @@ async fn refresh_user(
         }
     };
     let wait = std::time::Duration::from_secs_f64(timeout);
-    let result = crate::sync::refresh::refresh(&state.meta, &state.health, &user, wait).await?;
-    Ok(Json(result))
+    use crate::sync::refresh::{RefreshError, refresh};
+    match refresh(&state.meta, &state.health, &user, wait).await {
+        Ok(result) => Ok(Json(result)),
+        Err(RefreshError::Limited { retry_after }) => Err(ApiError::TooManyRequests {
+            message: format!(
+                "At most {} refreshes per user per hour; retry in {retry_after} seconds.",
+                crate::sync::refresh::LIMIT
+            ),
+            retry_after,
+        }),
+        Err(RefreshError::Data(e)) => Err(e.into()),
+    }
 }
 
 /// The team's counts of users and connections.

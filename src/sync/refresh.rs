@@ -14,7 +14,10 @@
 //! (a pull that brought nothing new lists none); for a failed or unfinished one, the
 //! resources of its historical pull, else its catalogue resources.
 //!
-//! Not built yet: the limit of 8 refreshes per user per hour (`linking.md`).
+//! At most [`LIMIT`] refreshes per user per hour (`linking.md`): the next is refused with the
+//! seconds until the oldest of them leaves the hour. Requests are counted in the metadata
+//! database, so the limit holds across restarts and (on SQLite) across concurrent requests;
+//! on PostgreSQL two requests racing for the last place may both get it.
 
 use std::time::Duration;
 
@@ -28,6 +31,29 @@ use crate::schema::Dataset;
 use crate::store::health::HealthStore;
 use crate::store::metadata::sync_pulls;
 use crate::store::metadata::{self, ConnectionStatus, MetadataError, MetadataStore, User};
+
+/// Refreshes allowed per user per hour.
+pub const LIMIT: usize = 8;
+
+/// Why a refresh was not done.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// The user had [`LIMIT`] refreshes in the last hour.
+    #[error("at most {LIMIT} refreshes per user per hour; retry in {retry_after} s")]
+    Limited {
+        /// Seconds until one more is allowed.
+        retry_after: u64,
+    },
+    /// A store failed.
+    #[error(transparent)]
+    Data(#[from] DataError),
+}
+
+impl From<MetadataError> for RefreshError {
+    fn from(e: MetadataError) -> Self {
+        RefreshError::Data(e.into())
+    }
+}
 
 /// How often the wait looks at the pulls.
 const POLL: Duration = Duration::from_millis(100);
@@ -55,8 +81,20 @@ pub async fn refresh(
     health: &HealthStore,
     user: &User,
     timeout: Duration,
-) -> Result<RefreshResult, DataError> {
+) -> Result<RefreshResult, RefreshError> {
     let started = metadata::now();
+    let hour = chrono::Duration::hours(1);
+    let mut tx = meta.begin().await?;
+    let recent = sync_pulls::recent_refreshes(&mut tx, user.id, started - hour).await?;
+    if recent.len() >= LIMIT {
+        let oldest = recent.first().copied().unwrap_or(started);
+        let wait = (oldest + hour - started).num_seconds().max(0) + 1;
+        return Err(RefreshError::Limited {
+            retry_after: u64::try_from(wait).unwrap_or(1),
+        });
+    }
+    sync_pulls::record_refresh(&mut tx, user.id, started).await?;
+    tx.commit().await.map_err(MetadataError::from)?;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut out = RefreshResult {
         user_id: user.id,
@@ -100,7 +138,10 @@ pub async fn refresh(
         meta.jobs_wake().notify_waiters();
     }
     if !pushed.is_empty() {
-        let stored = health.datasets(user.team_id, user.id).await?;
+        let stored = health
+            .datasets(user.team_id, user.id)
+            .await
+            .map_err(DataError::from)?;
         for provider in &pushed {
             let supported = crate::providers::provider(provider)
                 .map(|p| p.supported_resources)
@@ -110,7 +151,9 @@ pub async fn refresh(
                 if !supported.contains(&name) {
                     continue;
                 }
-                let rows = crate::data::read(health, user, *dataset, None, Some(provider)).await?;
+                let rows = crate::data::read(health, user, *dataset, None, Some(provider))
+                    .await
+                    .map_err(RefreshError::Data)?;
                 if rows.iter().any(|b| b.num_rows() > 0) {
                     out.refreshed_sources.push(format!("{provider}/{name}"));
                 }

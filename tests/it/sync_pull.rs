@@ -537,3 +537,39 @@ async fn a_pull_killed_midway_completes_after_restart_with_every_record_once() {
     assert_eq!(historical.len(), unique.len(), "each once: {historical:?}");
     assert!(historical.contains(&"historical.data.heartrate.created"));
 }
+
+/// `linking.md`: a user without connections is refreshed at once with three empty lists; at
+/// most 8 refreshes per user per hour, the 9th answers 429 with `Retry-After`; another user
+/// is not affected.
+#[tokio::test]
+async fn the_ninth_refresh_of_an_hour_answers_429_with_retry_after() {
+    let app = TestApp::new().await;
+    let user = app.user("eager").await;
+    let path = format!("/v2/user/refresh/{user}?timeout=5");
+    for n in 0..8 {
+        let a = app.post(&path, serde_json::json!({})).await;
+        assert_eq!(a.status, 200, "refresh {n}: {}", a.json);
+        assert_eq!(
+            a.json,
+            serde_json::json!({"success": true, "user_id": user, "refreshed_sources": [],
+                               "in_progress_sources": [], "failed_sources": []})
+        );
+    }
+    let a = app.post(&path, serde_json::json!({})).await;
+    assert_eq!(a.status, 429, "{}", a.json);
+    let wait: u64 = a.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((3590..=3601).contains(&wait), "Retry-After {wait}");
+    assert!(
+        a.json["detail"].as_str().unwrap().contains("8 refreshes"),
+        "{}",
+        a.json
+    );
+    let other = app.user("patient").await;
+    let a = app
+        .post(
+            &format!("/v2/user/refresh/{other}?timeout=5"),
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+}

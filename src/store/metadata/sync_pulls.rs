@@ -182,3 +182,39 @@ pub async fn failed(
 fn resources_json(resources: &[String]) -> String {
     serde_json::to_string(resources).unwrap_or_else(|_| "[]".to_owned())
 }
+
+/// The user's refresh requests since `since`, oldest first, after forgetting older ones (a
+/// write, so on SQLite the caller's transaction holds the write lock from here on).
+pub async fn recent_refreshes(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    since: DateTime<Utc>,
+) -> Result<Vec<DateTime<Utc>>, MetadataError> {
+    sqlx::query("DELETE FROM refresh_requests WHERE user_id = $1 AND requested_at < $2")
+        .bind(user.to_string())
+        .bind(ts(since))
+        .execute(&mut *conn)
+        .await?;
+    let rows = sqlx::query(
+        "SELECT requested_at FROM refresh_requests WHERE user_id = $1 ORDER BY requested_at",
+    )
+    .bind(user.to_string())
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter().map(|r| get_time(r, "requested_at")).collect()
+}
+
+/// Records a refresh request of `user` at `at`.
+pub async fn record_refresh(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    at: DateTime<Utc>,
+) -> Result<(), MetadataError> {
+    sqlx::query("INSERT INTO refresh_requests (id, user_id, requested_at) VALUES ($1, $2, $3)")
+        .bind(Uuid::new_v4().to_string())
+        .bind(user.to_string())
+        .bind(ts(at))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
