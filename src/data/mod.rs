@@ -377,7 +377,10 @@ pub async fn read(
 }
 
 /// The rows of `provider`.
-fn keep_provider(batches: Vec<RecordBatch>, provider: &str) -> Result<Vec<RecordBatch>, DataError> {
+pub(crate) fn keep_provider(
+    batches: Vec<RecordBatch>,
+    provider: &str,
+) -> Result<Vec<RecordBatch>, DataError> {
     let wanted = StringArray::new_scalar(provider);
     let mut kept = Vec::with_capacity(batches.len());
     for batch in batches {

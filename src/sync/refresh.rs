@@ -142,22 +142,36 @@ pub async fn refresh(
             .datasets(user.team_id, user.id)
             .await
             .map_err(DataError::from)?;
-        for provider in &pushed {
-            let supported = crate::providers::provider(provider)
-                .map(|p| p.supported_resources)
-                .unwrap_or_default();
-            for dataset in &stored {
-                let name = crate::data::connections::resource_name(*dataset);
-                if !supported.contains(&name) {
-                    continue;
-                }
-                let rows = crate::data::read(health, user, *dataset, None, Some(provider))
-                    .await
-                    .map_err(RefreshError::Data)?;
+        let supports = |provider: &str, name: &str| {
+            crate::providers::provider(provider)
+                .is_some_and(|p| p.supported_resources.contains(&name))
+        };
+        // Each dataset is read once; which pushed providers have rows in it is then found in
+        // memory (a timeseries read comes back one source per batch).
+        let mut found: Vec<(&str, &'static str)> = Vec::new();
+        for dataset in stored {
+            let name = crate::data::connections::resource_name(dataset);
+            if !pushed.iter().any(|p| supports(p, name)) {
+                continue;
+            }
+            let batches = health
+                .read(user.team_id, user.id, dataset, None)
+                .await
+                .map_err(DataError::from)?;
+            for provider in pushed.iter().filter(|p| supports(p, name)) {
+                let rows = crate::data::keep_provider(batches.clone(), provider)?;
                 if rows.iter().any(|b| b.num_rows() > 0) {
-                    out.refreshed_sources.push(format!("{provider}/{name}"));
+                    found.push((provider.as_str(), name));
                 }
             }
+        }
+        for provider in &pushed {
+            out.refreshed_sources.extend(
+                found
+                    .iter()
+                    .filter(|(p, _)| *p == provider.as_str())
+                    .map(|(p, name)| format!("{p}/{name}")),
+            );
         }
     }
     loop {
