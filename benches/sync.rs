@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{NaiveDate, Utc};
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
 use wearhouse::jobs::{JobState, Registry, Runner, RunnerConfig};
@@ -39,29 +39,6 @@ use wearhouse::sync::pull::{HistoricalPuller, Puller, start_on};
 const DAYS: i64 = 90;
 const PER_DAY: i64 = 1_440;
 
-/// Moves every `YYYY-MM-DD` date and RFC 3339 instant in `value` by `days`.
-fn shifted(value: &Value, days: i64) -> Value {
-    match value {
-        Value::String(s) => {
-            if let Ok(day) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-                return Value::String((day + chrono::Duration::days(days)).to_string());
-            }
-            if let Ok(at) = DateTime::parse_from_rfc3339(s) {
-                let moved = at + chrono::Duration::days(days);
-                return Value::String(moved.to_rfc3339());
-            }
-            value.clone()
-        }
-        Value::Array(items) => Value::Array(items.iter().map(|v| shifted(v, days)).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), shifted(v, days)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 /// The documents of the `days` days starting `first`: a fixture sleep and activity moved to
 /// each day (with their own ids), and heart rate at 1/min.
 fn documents(first: NaiveDate, days: i64) -> Documents {
@@ -76,7 +53,7 @@ fn documents(first: NaiveDate, days: i64) -> Documents {
             (&sleep, &mut docs.sleep),
             (&activity, &mut docs.daily_activity),
         ] {
-            let mut doc = shifted(template, shift);
+            let mut doc = fake_oura::shifted(template, shift);
             doc["id"] = json!(format!("{}-{d}", template["id"].as_str().unwrap()));
             out.push(doc);
         }

@@ -243,6 +243,18 @@ fn remove_at(list: Option<&mut Value>, i: usize) -> bool {
     }
 }
 
+/// A fixture of `testdata/providers/<provider>/`, for the connectors' unit tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn fixture(provider: &str, name: &str) -> Value {
+    let path = format!(
+        "{}/testdata/providers/{provider}/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

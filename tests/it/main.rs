@@ -44,3 +44,4 @@ mod sync_dexcom;
 mod sync_fitbit;
 mod sync_oura;
 mod sync_pull;
+mod sync_support;

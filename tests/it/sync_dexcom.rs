@@ -4,28 +4,14 @@
 
 pub mod fake_dexcom;
 
-use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Value, json};
 
+use crate::sync_support::{all_march, pull, utc};
 use fake_dexcom::{EGVS_PATH, FakeDexcom, Fault, TOKEN, fixture, fixture_records};
 use wearhouse::ingest::PushUser;
 use wearhouse::sync::dexcom::Dexcom;
-use wearhouse::sync::{Connector, Pull, Resource, SyncError, Window, screen};
-
-fn utc(y: i32, m: u32, d: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).unwrap()
-}
-
-fn pull(resources: &[Resource], start: DateTime<Utc>, end: DateTime<Utc>) -> Pull {
-    Pull {
-        resources: resources.to_vec(),
-        window: Window::new(start, end).unwrap(),
-    }
-}
-
-fn all_march() -> Pull {
-    pull(&Resource::ALL, utc(2025, 3, 1), utc(2025, 3, 4))
-}
+use wearhouse::sync::{Connector, Resource, SyncError, screen};
 
 /// An EGV record as Dexcom's iOS app sends it: `systemTime` in UTC, `displayTime` in −05:00.
 fn egv(n: usize, at: DateTime<Utc>, mg_dl: i64) -> Value {

@@ -7,28 +7,14 @@ pub mod fake_fitbit;
 
 use std::collections::BTreeSet;
 
-use chrono::{DateTime, Days, NaiveDate, TimeZone, Utc};
+use chrono::{Days, NaiveDate, Utc};
 use serde_json::{Value, json};
 
+use crate::sync_support::{all_march, pull, utc};
 use fake_fitbit::{Data, FakeFitbit, Fault, TOKEN, fixture, fixture_data};
 use wearhouse::ingest::PushUser;
 use wearhouse::sync::fitbit::Fitbit;
-use wearhouse::sync::{Connector, Pull, Resource, SyncError, Window, screen};
-
-fn utc(y: i32, m: u32, d: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).unwrap()
-}
-
-fn pull(resources: &[Resource], start: DateTime<Utc>, end: DateTime<Utc>) -> Pull {
-    Pull {
-        resources: resources.to_vec(),
-        window: Window::new(start, end).unwrap(),
-    }
-}
-
-fn all_march() -> Pull {
-    pull(&Resource::ALL, utc(2025, 3, 1), utc(2025, 3, 4))
-}
+use wearhouse::sync::{Connector, Resource, SyncError, screen};
 
 #[tokio::test]
 async fn a_pull_of_every_resource_gives_the_fixture_bodies() {

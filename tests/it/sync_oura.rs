@@ -7,28 +7,14 @@ pub mod fake_oura;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::Utc;
 use serde_json::{Value, json};
 
+use crate::sync_support::{all_march, pull, utc};
 use fake_oura::{FakeOura, Fault, TOKEN, fixture, fixture_collections};
 use wearhouse::ingest::PushUser;
 use wearhouse::sync::oura::Oura;
-use wearhouse::sync::{Connector, Pull, Resource, SyncError, Window, screen};
-
-fn utc(y: i32, m: u32, d: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).unwrap()
-}
-
-fn pull(resources: &[Resource], start: DateTime<Utc>, end: DateTime<Utc>) -> Pull {
-    Pull {
-        resources: resources.to_vec(),
-        window: Window::new(start, end).unwrap(),
-    }
-}
-
-fn all_march() -> Pull {
-    pull(&Resource::ALL, utc(2025, 3, 1), utc(2025, 3, 4))
-}
+use wearhouse::sync::{Connector, Resource, SyncError, screen};
 
 #[tokio::test]
 async fn a_multi_page_pull_returns_every_record_exactly_once() {

@@ -22,42 +22,13 @@ use crate::jobs_support::{config, wait_for};
 use crate::link::fake_oauth::FakeOAuth;
 use crate::link::oauth::{authorize_url, link_token, setup, visit};
 use crate::support::TestApp;
-use crate::sync_oura::fake_oura::{FakeOura, Fault, fixture, fixture_collections};
+use crate::sync_oura::fake_oura::{FakeOura, Fault, fixture, fixture_collections, shifted};
 use wearhouse::jobs::{Job, JobState, Runner};
 use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 use wearhouse::sync::Connectors;
 use wearhouse::sync::oura::Oura;
 
 const LONG: Duration = Duration::from_secs(15);
-
-/// Moves every `YYYY-MM-DD` date and RFC 3339 instant in `value` by `days`.
-fn shifted(value: &Value, days: i64) -> Value {
-    match value {
-        Value::String(s) => {
-            if let Ok(day) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-                return Value::String((day + chrono::Duration::days(days)).to_string());
-            }
-            if let Ok(at) = DateTime::parse_from_rfc3339(s) {
-                let moved = at + chrono::Duration::days(days);
-                let text = moved.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
-                // Keep the fixture's own offset notation (`+00:00` stays, `Z` stays).
-                return Value::String(if s.ends_with('Z') {
-                    text
-                } else {
-                    moved.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
-                });
-            }
-            value.clone()
-        }
-        Value::Array(items) => Value::Array(items.iter().map(|v| shifted(v, days)).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), shifted(v, days)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
 
 /// Days that move the fixtures (the last of them 2025-03-03) to ten days ago.
 fn offset_days() -> i64 {

@@ -13,12 +13,7 @@ use crate::ingest::{PushUser, parse_push};
 use crate::sync::{SyncError, Window};
 
 fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/testdata/providers/dexcom_v3/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap()
+    crate::sync::fixture("dexcom_v3", name)
 }
 
 /// The EGV fixture's records.

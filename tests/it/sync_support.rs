@@ -1,0 +1,22 @@
+//! What the connector tests against their fakes share: instants and pulls.
+
+use chrono::{DateTime, TimeZone, Utc};
+use wearhouse::sync::{Pull, Resource, Window};
+
+/// Midnight UTC of a day.
+pub fn utc(y: i32, m: u32, d: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).unwrap()
+}
+
+/// A pull of `resources` over `[start, end)`.
+pub fn pull(resources: &[Resource], start: DateTime<Utc>, end: DateTime<Utc>) -> Pull {
+    Pull {
+        resources: resources.to_vec(),
+        window: Window::new(start, end).unwrap(),
+    }
+}
+
+/// Every resource over the fixtures' days, 2025-03-01 to 03-03.
+pub fn all_march() -> Pull {
+    pull(&Resource::ALL, utc(2025, 3, 1), utc(2025, 3, 4))
+}
