@@ -101,6 +101,9 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
             }
             None => crate::link::oauth::OAuthApps::default(),
         },
+        password: crate::link::password::PasswordLogins::from_env()
+            .context("building the password providers' HTTP client")?,
+        demo: args.demo,
     });
     state
         .lab

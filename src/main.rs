@@ -17,7 +17,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => {
-            let state = wearhouse::app::open_state(&args).await?;
+            let mut state = wearhouse::app::open_state(&args).await?;
             let mut demo_key = None;
             if args.demo {
                 let key = wearhouse::app::demo_key(&state.meta, &args.store.data_dir).await?;
@@ -30,8 +30,13 @@ async fn main() -> anyhow::Result<()> {
                 demo_key = Some(key);
             }
             let shutdown = wearhouse::app::shutdown_signal()?;
-            let jobs = wearhouse::app::spawn_jobs(&state).await?;
             let listener = tokio::net::TcpListener::bind(args.listen).await?;
+            if args.public_url.is_none() {
+                // The public URL defaults to the address actually bound (`--listen` may name
+                // port 0), so OAuth callbacks and link pages point back here.
+                state = state.with_public_url(&format!("http://{}", listener.local_addr()?));
+            }
+            let jobs = wearhouse::app::spawn_jobs(&state).await?;
             println!("listening on http://{}", listener.local_addr()?);
             if let Some(key) = demo_key {
                 let hint = wearhouse::app::webhook_hint(&listener.local_addr()?, &key, &args);

@@ -123,6 +123,15 @@ impl AppState {
         self
     }
 
+    /// The same state with linking's public URL replaced (`serve` sets the bound address when
+    /// `--public-url` is not given).
+    pub fn with_public_url(mut self, public_url: &str) -> AppState {
+        let mut link = (*self.link).clone();
+        link.public_url = public_url.trim_end_matches('/').to_owned();
+        self.link = Arc::new(link);
+        self
+    }
+
     /// The same state with these provider connectors.
     pub fn with_connectors(mut self, connectors: crate::sync::Connectors) -> AppState {
         self.connectors = connectors;

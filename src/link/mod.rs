@@ -10,6 +10,7 @@ pub mod codes;
 pub mod connections;
 pub mod credentials;
 pub mod oauth;
+pub mod password;
 pub mod team_apps;
 pub mod tokens;
 
@@ -28,6 +29,11 @@ pub struct LinkConfig {
     pub region: Region,
     /// The deployment's OAuth applications by provider (`--oauth-apps`).
     pub oauth_apps: oauth::OAuthApps,
+    /// The password providers' sign-ins (none until set: `app::open_state` sets every one).
+    pub password: password::PasswordLogins,
+    /// Demo mode (`serve --demo`): the hosted page connects demo-capable providers at once,
+    /// with synthetic history, instead of sending the user to the provider.
+    pub demo: bool,
 }
 
 impl Default for LinkConfig {
@@ -37,6 +43,8 @@ impl Default for LinkConfig {
             app_url: "wearhouse://link".into(),
             region: Region::Us,
             oauth_apps: oauth::OAuthApps::default(),
+            password: password::PasswordLogins::default(),
+            demo: false,
         }
     }
 }
@@ -103,6 +111,46 @@ impl LinkErrorType {
             LinkErrorType::IncorrectMfaCode => "incorrect_mfa_code",
             LinkErrorType::UserCancelled => "user_cancelled",
         }
+    }
+}
+
+/// Where a link lands: the token's `redirect_url` (when it is known) with the outcome.
+#[derive(Debug, Clone)]
+pub struct Landing {
+    /// The token's redirect URL.
+    pub redirect_url: Option<String>,
+    /// The provider slug.
+    pub provider: String,
+    /// `None` on success, else the link error and its sentence.
+    pub error: Option<(LinkErrorType, String)>,
+}
+
+impl Landing {
+    /// The token's `redirect_url` with the outcome in its query (`linking.md`):
+    /// `state=success&provider=<slug>`, or `state=error&provider=<slug>&error_type=<t>&error=<text>`
+    /// (without `provider` when none was picked: the Close button's `user_cancelled`); `None`
+    /// when the token has no (valid) `redirect_url`.
+    pub fn url(&self) -> Option<String> {
+        let mut url = url::Url::parse(self.redirect_url.as_deref()?).ok()?;
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair(
+                "state",
+                if self.error.is_some() {
+                    "error"
+                } else {
+                    "success"
+                },
+            );
+            if !self.provider.is_empty() {
+                q.append_pair("provider", &self.provider);
+            }
+            if let Some((t, message)) = &self.error {
+                q.append_pair("error_type", t.as_str());
+                q.append_pair("error", message);
+            }
+        }
+        Some(url.into())
     }
 }
 

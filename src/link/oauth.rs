@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::connections::{Linked, finish_link};
 use super::credentials::Credentials;
 use super::tokens::{self, LinkSession};
-use super::{LinkConfig, LinkError, LinkErrorType};
+use super::{Landing, LinkConfig, LinkError, LinkErrorType};
 use crate::providers::{self, Provider, scopes};
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
@@ -183,17 +183,6 @@ pub struct CallbackParams {
     pub error: Option<String>,
     /// The provider's description of it.
     pub error_description: Option<String>,
-}
-
-/// Where the callback lands: the token's `redirect_url` (when it is known) with the outcome.
-#[derive(Debug, Clone)]
-pub struct Landing {
-    /// The token's redirect URL.
-    pub redirect_url: Option<String>,
-    /// The provider slug.
-    pub provider: String,
-    /// `None` on success, else the link error and its sentence.
-    pub error: Option<(LinkErrorType, String)>,
 }
 
 fn fail(error_type: LinkErrorType, message: impl Into<String>) -> Option<(LinkErrorType, String)> {

@@ -782,7 +782,17 @@ def link_calls(table):
         if not oura or oura[0]["status"] != "deregistered":
             raise AssertionError(f"oura not deregistered: {sources}")
 
+    def password_link():
+        # A token of its own (the shared one names oura); Peloton is unreachable from the test
+        # server, so the link fails with a link error the SDK must parse.
+        fresh = client.link.token(user_id=target).link_token
+        got = parsed_and_raw(client.link.with_raw_response.connect_password_provider(
+            "peloton", username="rider@example.com", password="not-sent-anywhere", vital_link_token=fresh))
+        if got.connected or got.state != "error" or got.provider != "peloton" or got.error_type != "provider_api_error":
+            raise AssertionError(got)
+
     table[("link", "token")] = token
+    table[("link", "connect_password_provider")] = password_link
     table[("link", "get_all_providers")] = providers
     table[("link", "generate_oauth_link")] = oauth_link
     table[("link", "code_create")] = code_create

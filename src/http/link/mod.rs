@@ -1,9 +1,12 @@
-//! `/v2/link` and the user's connections: the HTTP side of [`crate::link`].
+//! `/v2/link`, the hosted link page `/link` and the user's connections: the HTTP side of
+//! [`crate::link`].
 
 mod codes;
 mod connections;
 mod demo;
 mod oauth;
+mod page;
+mod password;
 mod team_apps;
 mod tokens;
 
@@ -20,4 +23,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(codes::routes())
         .merge(oauth::routes())
         .merge(team_apps::routes())
+        .merge(password::routes())
+        .merge(page::routes())
 }

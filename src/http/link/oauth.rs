@@ -16,7 +16,8 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, LinkToken, QueryParams};
 use crate::http::models;
-use crate::link::oauth::{self, CallbackParams, Landing};
+use crate::link::Landing;
+use crate::link::oauth::{self, CallbackParams};
 use crate::loc;
 use crate::providers::scopes;
 use crate::validation::Violation;
@@ -98,38 +99,29 @@ async fn oauth_provider(
     }))
 }
 
-/// Where a landing goes: the token's `redirect_url` with `state`, `provider` and, on error,
-/// `error_type` and `error`; without one, the outcome as JSON.
-fn land(landing: Landing) -> Response {
-    let (error_type, error) = match &landing.error {
-        Some((t, message)) => (Some(t.as_str()), Some(message.clone())),
+/// Where a landing goes: the token's `redirect_url` with the outcome in its query; without one,
+/// the outcome as JSON, or as the hosted page's outcome screen for a browser (`accept:
+/// text/html`), since the hosted page's OAuth links come back here.
+fn land(landing: Landing, browser: bool) -> Response {
+    if let Some(url) = landing.url() {
+        return Redirect::to(&url).into_response();
+    }
+    if browser {
+        return super::page::outcome(&landing);
+    }
+    let status = if landing.error.is_some() {
+        axum::http::StatusCode::BAD_REQUEST
+    } else {
+        axum::http::StatusCode::OK
+    };
+    let (error_type, error) = match landing.error {
+        Some((t, message)) => (Some(t.as_str()), Some(message)),
         None => (None, None),
     };
     let state = if error_type.is_some() {
         "error"
     } else {
         "success"
-    };
-    if let Some(mut url) = landing
-        .redirect_url
-        .as_deref()
-        .and_then(|u| url::Url::parse(u).ok())
-    {
-        {
-            let mut q = url.query_pairs_mut();
-            q.append_pair("state", state);
-            q.append_pair("provider", &landing.provider);
-            if let (Some(t), Some(e)) = (error_type, &error) {
-                q.append_pair("error_type", t);
-                q.append_pair("error", e);
-            }
-        }
-        return Redirect::to(url.as_str()).into_response();
-    }
-    let status = if error_type.is_some() {
-        axum::http::StatusCode::BAD_REQUEST
-    } else {
-        axum::http::StatusCode::OK
     };
     (
         status,
@@ -156,6 +148,7 @@ fn land(landing: Landing) -> Response {
 async fn oauth_callback(
     State(state): State<AppState>,
     ApiPath(slug): ApiPath<String>,
+    headers: axum::http::HeaderMap,
     query: QueryParams,
 ) -> Result<Response, ApiError> {
     let provider = path_provider(&slug)?;
@@ -181,5 +174,5 @@ async fn oauth_callback(
         Utc::now(),
     )
     .await?;
-    Ok(land(landing))
+    Ok(land(landing, super::page::wants_html(&headers)))
 }

@@ -9,12 +9,17 @@
 //! - [`codes`]: link codes (format, expiry, single use) and the push-only credential;
 //! - [`oauth`]: OAuth links through the link API against [`fake_oauth`], a fake
 //!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error);
-//! - [`team_apps`]: team provider credentials and the team's client in its OAuth links.
+//! - [`team_apps`]: team provider credentials and the team's client in its OAuth links;
+//! - [`password`]: password links through the link API against [`fake_peloton`];
+//! - [`page`]: the hosted link page in a real headless Chromium, against a real server.
 
 mod codes;
 mod connections;
 pub(crate) mod fake_oauth;
+pub(crate) mod fake_peloton;
 pub(crate) mod oauth;
+mod page;
+mod password;
 mod team_apps;
 mod tokens;
 

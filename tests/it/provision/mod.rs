@@ -8,6 +8,9 @@
 //! - [`python`]: a virtual environment with the exact versions of `tests/python/requirements.txt`
 //!   (pinned, transitive dependencies included), at `<target>/tmp/python-<hash of the file>`: a
 //!   change to the file makes a new environment, never a half-updated one.
+//! - [`chromium`]: Debian's `chromium` and `chromium-driver`, installed with apt (as root, or
+//!   through `sudo -n`) when the machine does not have them; `WEARHOUSE_TEST_CHROMIUM` and
+//!   `WEARHOUSE_TEST_CHROMEDRIVER` name other binaries.
 //!
 //! Provisioning runs under a file lock, so parallel tests (threads of one binary, or nextest's
 //! processes) wait for one installation instead of racing. It is marked done only after it
@@ -59,6 +62,60 @@ pub fn python() -> &'static Path {
             )
         });
         venv_python(&env_dir)
+    })
+}
+
+/// A headless browser for the web-page tests: (the browser, its WebDriver server).
+pub struct Chromium {
+    pub browser: PathBuf,
+    pub driver: PathBuf,
+}
+
+/// Debian's Chromium and ChromeDriver, installed on first use when missing. Panics with one line
+/// naming what is missing when they cannot be installed.
+pub fn chromium() -> &'static Chromium {
+    static CHROMIUM: OnceLock<Chromium> = OnceLock::new();
+    CHROMIUM.get_or_init(|| {
+        let pick = |var: &str, default: &str| {
+            PathBuf::from(std::env::var(var).unwrap_or_else(|_| default.to_owned()))
+        };
+        let found = Chromium {
+            browser: pick("WEARHOUSE_TEST_CHROMIUM", "/usr/bin/chromium"),
+            driver: pick("WEARHOUSE_TEST_CHROMEDRIVER", "/usr/bin/chromedriver"),
+        };
+        let present = |c: &Chromium| c.browser.exists() && c.driver.exists();
+        if present(&found) {
+            return found;
+        }
+        fs::create_dir_all(cache_dir()).expect("create the target's tmp directory");
+        let lock = File::create(cache_dir().join("chromium.lock")).expect("create the lock file");
+        lock.lock().expect("take the provisioning lock");
+        if !present(&found) {
+            eprintln!("provisioning Debian's chromium and chromium-driver (first run only)");
+            let apt = |args: &[&str]| {
+                let root = Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n");
+                let mut command = if root.unwrap_or(false) {
+                    Command::new("apt-get")
+                } else {
+                    let mut sudo = Command::new("sudo");
+                    sudo.args(["-n", "apt-get"]);
+                    sudo
+                };
+                command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+                command
+            };
+            let hint = "`apt-get install chromium chromium-driver` (needs root or passwordless sudo, and Debian's mirrors once)";
+            if let Err(why) = run_step(&mut apt(&["update", "-q"]), hint).and_then(|()| {
+                run_step(
+                    &mut apt(&["install", "-y", "-q", "--no-install-recommends", "chromium", "chromium-driver"]),
+                    hint,
+                )
+            }) {
+                panic!("missing test dependency: {why}");
+            }
+            assert!(present(&found), "missing test dependency: {hint} left no {}", found.driver.display());
+        }
+        found
     })
 }
 

@@ -1,0 +1,429 @@
+//! The hosted link page in a real headless Chromium (Debian's, driven through ChromeDriver with
+//! the fantoccini WebDriver client) against a real server process: an OAuth round trip through
+//! [`FakeOAuth`], a password provider's inline error and its `on_error=redirect`, the Close
+//! button with and without `on_close=redirect`, a spent token, and demo mode.
+//!
+//! Every step is photographed into the test's temporary directory; a failing test keeps that
+//! directory and names it (set `WEARHOUSE_TEST_SCREENSHOTS=<dir>` to keep the pictures of a
+//! passing run too).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use axum::response::Html;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use super::fake_oauth::{CLIENT_ID, CLIENT_SECRET, FakeOAuth};
+use super::fake_peloton::{FakePeloton, PASSWORD, USERNAME};
+use crate::server::Server;
+
+/// A ChromeDriver process and a session of headless Chromium on it, with a place for
+/// screenshots.
+struct Browser {
+    client: Client,
+    driver: Child,
+    shots: Shots,
+}
+
+/// Where the screenshots go: kept when the test fails (or when asked to), else removed.
+struct Shots {
+    dir: Option<tempfile::TempDir>,
+    keep: Option<PathBuf>,
+    taken: usize,
+}
+
+impl Drop for Shots {
+    fn drop(&mut self) {
+        if std::thread::panicking()
+            && let Some(dir) = self.dir.take()
+        {
+            eprintln!("link page screenshots kept in {}", dir.keep().display());
+        }
+    }
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let chromium = crate::provision::chromium();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = Command::new(&chromium.driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while reqwest::get(format!("{url}/status")).await.is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": chromium.browser,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1000,900"],
+            }),
+        );
+        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&url)
+            .await
+            .expect("a Chromium session");
+        Browser {
+            client,
+            driver,
+            shots: Shots {
+                dir: Some(tempfile::tempdir().unwrap()),
+                keep: std::env::var_os("WEARHOUSE_TEST_SCREENSHOTS").map(PathBuf::from),
+                taken: 0,
+            },
+        }
+    }
+
+    /// Saves a screenshot of the page as `NN-name.png`.
+    async fn shot(&mut self, name: &str) {
+        self.shots.taken += 1;
+        let png = self.client.screenshot().await.unwrap();
+        let file = format!("{:02}-{name}.png", self.shots.taken);
+        let dir = self.shots.dir.as_ref().unwrap().path();
+        std::fs::write(dir.join(&file), &png).unwrap();
+        if let Some(keep) = &self.shots.keep {
+            std::fs::create_dir_all(keep).unwrap();
+            std::fs::write(keep.join(&file), &png).unwrap();
+        }
+    }
+
+    async fn goto(&self, url: &str) {
+        self.client.goto(url).await.unwrap();
+    }
+
+    async fn text(&self, css: &str) -> String {
+        self.find(css).await.text().await.unwrap()
+    }
+
+    async fn find(&self, css: &str) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(15))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
+    }
+
+    async fn click(&self, css: &str) {
+        self.find(css).await.click().await.unwrap();
+    }
+
+    async fn fill(&self, css: &str, text: &str) {
+        let field = self.find(css).await;
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
+    /// Waits until the browser is on a page of `base` and answers that URL's query.
+    async fn landed_on(&self, base: &str) -> HashMap<String, String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let url = self.client.current_url().await.unwrap();
+            if url.as_str().starts_with(base) {
+                return url.query_pairs().into_owned().collect();
+            }
+            assert!(Instant::now() < deadline, "still on {url}, not {base}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn close(mut self) {
+        self.client.clone().close().await.ok();
+        self.driver.kill().ok();
+        self.driver.wait().ok();
+    }
+}
+
+/// The customer's app the page sends users back to: `GET /back` answers a small page.
+async fn customer_app() -> String {
+    let app = axum::Router::new().route(
+        "/back",
+        axum::routing::get(|| async { Html("<h1 id=back>Back in the app</h1>") }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/back", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+/// A server with an OAuth application for Oura at `oauth`, Peloton's sign-in at `peloton`, and
+/// pulls pointed at a closed port (this test is about linking, not pulling).
+fn serve(
+    dir: &std::path::Path,
+    oauth: &FakeOAuth,
+    peloton: &FakePeloton,
+    extra: &[&str],
+) -> Server {
+    let apps = dir.join("oauth-apps.json");
+    let app = json!({"oura": {
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
+        "authorize_url": format!("{}/authorize", oauth.base),
+        "token_url": format!("{}/token", oauth.base)}});
+    std::fs::write(&apps, app.to_string()).unwrap();
+    let secret = "5a".repeat(32);
+    let mut args = vec![
+        "--oauth-apps",
+        apps.to_str().unwrap(),
+        "--secret-key",
+        &secret,
+    ];
+    args.extend_from_slice(extra);
+    let env = [
+        (
+            wearhouse::link::password::peloton::API_URL_ENV,
+            peloton.base.as_str(),
+        ),
+        (wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9"),
+    ];
+    Server::start_with(dir, &args, "warn", &env)
+}
+
+/// A new user of the team and a link token for it with `options`: (user id, link_web_url).
+async fn link_url(server: &Server, key: &str, name: &str, options: Value) -> (String, String) {
+    let http = reqwest::Client::new();
+    let user: Value = http
+        .post(server.url("/v2/user"))
+        .header("x-service-api-key", key)
+        .json(&json!({"client_user_id": name}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let user = user["user_id"].as_str().unwrap().to_owned();
+    let mut body = json!({"user_id": user});
+    body.as_object_mut()
+        .unwrap()
+        .extend(options.as_object().unwrap().clone());
+    let a = http
+        .post(server.url("/v2/link/token"))
+        .header("x-service-api-key", key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(a.status(), 200);
+    let token: Value = a.json().await.unwrap();
+    (user, token["link_web_url"].as_str().unwrap().to_owned())
+}
+
+/// The status of the user's connection to `provider`, if any.
+async fn connection(server: &Server, key: &str, user: &str, provider: &str) -> Option<String> {
+    let list: Value = reqwest::Client::new()
+        .get(server.url(&format!("/v2/user/providers/{user}")))
+        .header("x-service-api-key", key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    list["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["slug"] == provider)
+        .map(|p| p["status"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosted_page_links_providers_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let (oauth, peloton) = (FakeOAuth::start().await, FakePeloton::start().await);
+    let back = customer_app().await;
+    let server = serve(dir.path(), &oauth, &peloton, &[]);
+    let key = crate::server::create_team(dir.path(), "browser", &[]);
+    let mut b = Browser::start().await;
+
+    // The list: grouped, searchable as the user types.
+    let (oura_user, url) =
+        link_url(&server, &key, "oura-user", json!({"redirect_url": back})).await;
+    b.goto(&url).await;
+    assert_eq!(b.text("h1").await, "Connect a device or app");
+    assert!(b.find("#provider-oura").await.is_displayed().await.unwrap());
+    b.shot("providers").await;
+    b.fill("#q", "pelo").await;
+    assert!(!b.find("#provider-oura").await.is_displayed().await.unwrap());
+    assert!(
+        b.find("#provider-peloton")
+            .await
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+    b.shot("search").await;
+    b.goto(&url).await;
+
+    // OAuth: the provider's page, its redirect to the callback, back to the app.
+    b.click("#provider-oura").await;
+    let landing = b.landed_on(&back).await;
+    assert_eq!(
+        landing.get("state").map(String::as_str),
+        Some("success"),
+        "{landing:?}"
+    );
+    assert_eq!(landing.get("provider").map(String::as_str), Some("oura"));
+    assert_eq!(b.text("#back").await, "Back in the app");
+    assert_eq!(
+        connection(&server, &key, &oura_user, "oura")
+            .await
+            .as_deref(),
+        Some("connected")
+    );
+
+    // The spent token shows why it cannot be used.
+    b.goto(&url).await;
+    assert_eq!(b.text("h1").await, "This link cannot be used");
+    assert_eq!(b.text("#error-type").await, "token_consumed");
+    b.shot("token-consumed").await;
+
+    // A password provider: a wrong password shows inline, the right one connects.
+    let (rider, url) = link_url(&server, &key, "rider", json!({"redirect_url": back})).await;
+    b.goto(&url).await;
+    b.click("#provider-peloton").await;
+    assert_eq!(b.text("h1").await, "Sign in to Peloton");
+    b.shot("password-form").await;
+    b.fill("#username", USERNAME).await;
+    b.fill("#password", "wrong-password").await;
+    b.click("#connect").await;
+    assert!(
+        b.text("#form-error").await.contains("did not accept"),
+        "{}",
+        b.text("#form-error").await
+    );
+    assert!(
+        b.client
+            .current_url()
+            .await
+            .unwrap()
+            .path()
+            .ends_with("/link/provider/peloton")
+    );
+    b.shot("password-error").await;
+    assert_eq!(connection(&server, &key, &rider, "peloton").await, None);
+    b.fill("#username", USERNAME).await;
+    b.fill("#password", PASSWORD).await;
+    b.click("#connect").await;
+    let landing = b.landed_on(&back).await;
+    assert_eq!(
+        landing.get("state").map(String::as_str),
+        Some("success"),
+        "{landing:?}"
+    );
+    assert_eq!(landing.get("provider").map(String::as_str), Some("peloton"));
+    assert_eq!(
+        connection(&server, &key, &rider, "peloton")
+            .await
+            .as_deref(),
+        Some("connected")
+    );
+
+    // on_error=redirect: the refusal goes back to the app; a token naming the provider opens
+    // its form directly.
+    let (_, url) = link_url(
+        &server,
+        &key,
+        "redirected",
+        json!({"redirect_url": back, "on_error": "redirect", "provider": "peloton"}),
+    )
+    .await;
+    b.goto(&url).await;
+    assert_eq!(b.text("h1").await, "Sign in to Peloton");
+    b.fill("#username", USERNAME).await;
+    b.fill("#password", "wrong-password").await;
+    b.click("#connect").await;
+    let landing = b.landed_on(&back).await;
+    assert_eq!(landing.get("state").map(String::as_str), Some("error"));
+    assert_eq!(
+        landing.get("error_type").map(String::as_str),
+        Some("provider_credential_error"),
+        "{landing:?}"
+    );
+
+    // Close with on_close=redirect: back to the app with user_cancelled.
+    let (_, url) = link_url(
+        &server,
+        &key,
+        "closer",
+        json!({"redirect_url": back, "on_close": "redirect"}),
+    )
+    .await;
+    b.goto(&url).await;
+    b.click("#close").await;
+    let landing = b.landed_on(&back).await;
+    assert_eq!(landing.get("state").map(String::as_str), Some("error"));
+    assert_eq!(
+        landing.get("error_type").map(String::as_str),
+        Some("user_cancelled")
+    );
+
+    // Close without it: the page says the tab can be closed.
+    let (_, url) = link_url(&server, &key, "leaver", json!({})).await;
+    b.goto(&url).await;
+    b.click("#close").await;
+    assert_eq!(b.text("h1").await, "You can close this tab");
+    b.shot("closed").await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_demo_mode_a_demo_provider_connects_at_once_with_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let (oauth, peloton) = (FakeOAuth::start().await, FakePeloton::start().await);
+    let server = serve(
+        dir.path(),
+        &oauth,
+        &peloton,
+        &["--demo", "--demo-days", "2"],
+    );
+    let key = server.key().to_owned();
+    let mut b = Browser::start().await;
+
+    // No redirect_url: the outcome is a screen.
+    let (user, url) = link_url(&server, &key, "demo-page", json!({})).await;
+    b.goto(&url).await;
+    b.click("#provider-oura").await;
+    assert_eq!(b.text("h1").await, "Oura is connected");
+    b.shot("demo-connected").await;
+    assert_eq!(
+        connection(&server, &key, &user, "oura").await.as_deref(),
+        Some("connected")
+    );
+    let sleep: Value = reqwest::Client::new()
+        .get(server.url(&format!(
+            "/v2/summary/sleep/{user}?start_date={}",
+            chrono::Utc::now().date_naive() - chrono::Days::new(120)
+        )))
+        .header("x-service-api-key", &key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        sleep["sleep"].as_array().is_some_and(|s| s.len() >= 30),
+        "{sleep}"
+    );
+    b.close().await;
+}
