@@ -427,3 +427,126 @@ async fn in_demo_mode_a_demo_provider_connects_at_once_with_history() {
     );
     b.close().await;
 }
+
+/// The page without a browser: what a client without JavaScript gets.
+mod without_javascript {
+    use axum::body::Body;
+    use axum::http::Request;
+    use serde_json::json;
+
+    use crate::link::keyed_app;
+    use crate::support::{Answer, TestApp};
+
+    async fn token(app: &TestApp, options: serde_json::Value) -> String {
+        let user = app.user(&uuid::Uuid::new_v4().to_string()).await;
+        let mut body = json!({"user_id": user});
+        body.as_object_mut()
+            .unwrap()
+            .extend(options.as_object().unwrap().clone());
+        let a = app.post("/v2/link/token", body).await;
+        a.json["link_token"].as_str().unwrap().to_owned()
+    }
+
+    async fn page(app: &TestApp, uri: &str) -> (Answer, String) {
+        let a = app.send("GET", uri, None, None).await;
+        let html = String::from_utf8(a.bytes.clone()).unwrap();
+        (a, html)
+    }
+
+    #[tokio::test]
+    async fn search_filters_on_the_server_and_every_answer_keeps_the_token_private() {
+        let app = keyed_app().await;
+        let t = token(&app, json!({})).await;
+        let (a, html) = page(&app, &format!("/link?token={t}&q=PELO")).await;
+        assert_eq!(a.status, 200);
+        assert!(html.contains(r#"id="provider-peloton""#), "{html}");
+        assert!(!html.contains(r#"id="provider-oura""#));
+        assert_eq!(a.headers["referrer-policy"], "no-referrer");
+        assert_eq!(a.headers["cache-control"], "no-store");
+        assert!(
+            a.headers["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .contains("script-src 'self'")
+        );
+        let (_, html) = page(&app, &format!("/link?token={t}&q=no-such-thing")).await;
+        assert!(html.contains("No provider matches"), "{html}");
+
+        // The filter on the token bounds the list.
+        let t = token(&app, json!({"filter_on_providers": ["oura", "peloton"]})).await;
+        let (_, html) = page(&app, &format!("/link?token={t}")).await;
+        assert_eq!(html.matches(r#"class="provider""#).count(), 2, "{html}");
+    }
+
+    #[tokio::test]
+    async fn tokens_that_cannot_be_used_get_a_screen_naming_why() {
+        let app = keyed_app().await;
+        let (a, html) = page(&app, "/link").await;
+        assert_eq!(a.status, 400);
+        assert!(html.contains("invalid_token"), "{html}");
+        let (a, html) = page(&app, "/link?token=lt_unknown").await;
+        assert_eq!(a.status, 401);
+        assert!(html.contains("invalid_token"), "{html}");
+
+        // A token naming its provider goes straight to it.
+        let t = token(&app, json!({"provider": "peloton"})).await;
+        let (a, _) = page(&app, &format!("/link?token={t}")).await;
+        assert_eq!(a.status, 303);
+        assert_eq!(
+            a.headers["location"],
+            format!("/link/provider/peloton?token={t}").as_str()
+        );
+        // A provider outside the token's filter, an e-mail provider.
+        let (a, _) = page(&app, &format!("/link/provider/oura?token={t}")).await;
+        assert_eq!(a.status, 404);
+        let t = token(&app, json!({})).await;
+        let (a, html) = page(&app, &format!("/link/provider/renpho?token={t}")).await;
+        assert_eq!(a.status, 200);
+        assert!(
+            html.contains("Renpho cannot be connected here yet"),
+            "{html}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_incomplete_password_form_is_shown_again_without_asking_the_provider() {
+        let app = keyed_app().await;
+        let t = token(&app, json!({})).await;
+        let req = Request::builder()
+            .method("POST")
+            .uri("/link/provider/peloton")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(format!("token={t}&username=rider&password=")))
+            .unwrap();
+        let a = app.raw(req).await;
+        assert_eq!(a.status, 422);
+        let html = String::from_utf8(a.bytes).unwrap();
+        assert!(
+            html.contains("Enter both your username and your password."),
+            "{html}"
+        );
+        assert!(html.contains(r#"value="rider""#), "{html}");
+    }
+
+    #[tokio::test]
+    async fn assets_and_logos_are_served_by_the_service() {
+        let app = keyed_app().await;
+        let (a, _) = page(&app, "/link/assets/link.css").await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.headers["content-type"], "text/css; charset=utf-8");
+        let (a, js) = page(&app, "/link/assets/link.js").await;
+        assert_eq!(a.status, 200);
+        assert!(js.contains("data-terms"));
+        let (a, svg) = page(&app, "/link/logo/withings.svg").await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.headers["content-type"], "image/svg+xml");
+        assert!(svg.contains(">W</text>"), "{svg}");
+        for missing in [
+            "/link/assets/other.js",
+            "/link/logo/nope.svg",
+            "/link/logo/oura.png",
+        ] {
+            assert_eq!(page(&app, missing).await.0.status, 404, "{missing}");
+        }
+    }
+}
