@@ -22,6 +22,7 @@ mod link;
 mod meta;
 pub mod models;
 pub mod models_events;
+mod notify;
 mod stream;
 mod teams;
 mod users;
@@ -307,6 +308,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(data::routes())
         .merge(aggregate::routes())
         .merge(link::routes())
+        .merge(notify::routes())
         .merge(lab::routes())
         .merge(meta::routes())
         .split_for_parts();

@@ -47,6 +47,10 @@ pub struct OAuthApp {
     /// (a team's own page that forwards to it).
     #[serde(default)]
     pub redirect_uri: Option<String>,
+    /// The token the provider's change-notification subscription was created with (Oura's
+    /// `verification_token`; never logged). Without it, the subscription handshake fails.
+    #[serde(default)]
+    pub verification_token: Option<String>,
 }
 
 impl std::fmt::Debug for OAuthApp {

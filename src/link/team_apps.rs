@@ -78,5 +78,6 @@ pub async fn resolve(
         authorize_url: deployment.authorize_url.clone(),
         token_url: deployment.token_url.clone(),
         redirect_uri: own.redirect_uri,
+        verification_token: None,
     })
 }

@@ -19,6 +19,7 @@ mod body;
 pub mod dexcom;
 pub mod fitbit;
 pub mod http;
+pub mod notify;
 pub mod oura;
 pub mod pull;
 pub mod refresh;
@@ -153,6 +154,13 @@ pub trait Connector: Send + Sync {
     /// Pulls `pull` with `access_token` and normalises it into a push body. Every page of every
     /// resource is fetched before it answers; the first failing request ends the pull.
     async fn pull(&self, access_token: &str, pull: &Pull) -> Result<Pulled, SyncError>;
+
+    /// The user's id at the provider, for providers whose token answer does not carry it but
+    /// whose change notifications name users by it (Oura's `personal_info.id`). `None`: the
+    /// provider has no such id to ask for.
+    async fn account(&self, _access_token: &str) -> Result<Option<String>, SyncError> {
+        Ok(None)
+    }
 }
 
 /// A pulled body after ingest's validation: what was admitted and what was dropped.

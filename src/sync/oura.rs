@@ -227,6 +227,15 @@ impl Connector for Oura {
         }
         Ok(normalise(&docs, sleep_rows, hrv))
     }
+
+    /// `personal_info.id`: the `user_id` Oura's change notifications name the user by.
+    async fn account(&self, token: &str) -> Result<Option<String>, SyncError> {
+        let info = self
+            .api
+            .get(token, "/v2/usercollection/personal_info", &[])
+            .await?;
+        Ok(info.get("id").and_then(Value::as_str).map(str::to_owned))
+    }
 }
 
 /// The windows one request each: the whole window for day-windowed collections, consecutive

@@ -382,6 +382,37 @@ impl Puller {
         result
     }
 
+    /// Records the user's id at the provider when the link did not bring one (Oura's token
+    /// answer has none), so the provider's change notifications find the connection. Best
+    /// effort: a failure is logged and the pull goes on; the next historical pull asks again.
+    async fn remember_account(&self, meta: &MetadataStore, session: &Session) {
+        let (user, provider) = (session.user.id, session.provider.slug);
+        let known = match meta.connection(user, provider).await {
+            Ok(c) => c.and_then(|c| c.provider_user_id).is_some(),
+            Err(_) => true,
+        };
+        if known {
+            return;
+        }
+        let token = session.credentials.access_token.clone().unwrap_or_default();
+        let account = match session.connector.account(&token).await {
+            Ok(Some(account)) => account,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(%user, provider, error = %e, "could not read the provider account id");
+                return;
+            }
+        };
+        let stored = async {
+            let mut conn = meta.writer().await?;
+            metadata::connections::remember_provider_user_id(&mut conn, user, provider, &account)
+                .await
+        };
+        if let Err(e) = stored.await {
+            tracing::warn!(%user, provider, error = %e, "could not record the provider account id");
+        }
+    }
+
     async fn historical(
         &self,
         ctx: &JobContext,
@@ -395,6 +426,7 @@ impl Puller {
         if session.sync.completed_at.is_some() {
             return Ok(Outcome::Done);
         }
+        self.remember_account(meta, &session).await;
         while session.sync.done_until < session.sync.window_end {
             if ctx.is_draining() {
                 return Ok(Outcome::RetryAt(ctx.now()));

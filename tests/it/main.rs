@@ -42,6 +42,7 @@ mod store_gate;
 mod store_recovery;
 mod sync_dexcom;
 mod sync_fitbit;
+mod sync_notify;
 mod sync_oura;
 mod sync_pull;
 mod sync_support;

@@ -37,7 +37,7 @@ fn offset_days() -> i64 {
 }
 
 /// A fake Oura serving the fixtures, moved into the pull's window.
-async fn fake_oura() -> FakeOura {
+pub(crate) async fn fake_oura() -> FakeOura {
     let days = offset_days();
     let collections: HashMap<String, Vec<Value>> = fixture_collections()
         .into_iter()
@@ -48,14 +48,22 @@ async fn fake_oura() -> FakeOura {
 
 /// The app (OAuth to `oauth`, pulls from `oura`), a user linked to Oura, and the link's answer
 /// checked. The Oura fake accepts the access tokens `oauth` issued, unless `accept` says which.
-async fn linked(oura: &FakeOura) -> (TestApp, FakeOAuth, String) {
+pub(crate) async fn linked(oura: &FakeOura) -> (TestApp, FakeOAuth, String) {
+    linked_with(oura, &[]).await
+}
+
+/// [`linked`], with `extra` parameters for the fake authorisation server.
+pub(crate) async fn linked_with(
+    oura: &FakeOura,
+    extra: &[(&str, &str)],
+) -> (TestApp, FakeOAuth, String) {
     let (mut app, oauth) = setup().await;
     let connectors = Connectors::default().with(Arc::new(Oura::new(&oura.base).unwrap()));
     app.state = app.state.clone().with_connectors(connectors);
     let user = app.user("puller").await;
     let token = link_token(&app, &user, true).await;
     let url = authorize_url(&app, &token, "oura").await;
-    let landed = visit(&app, &url, &[]).await;
+    let landed = visit(&app, &url, extra).await;
     assert_eq!(landed.status, 303, "{}", landed.json);
     (app, oauth, user)
 }
@@ -81,7 +89,7 @@ async fn pull_job(app: &TestApp) -> Job {
 }
 
 /// Runs the app's jobs until the pull job is in `state`.
-async fn run_until(app: &TestApp, state: JobState) -> Job {
+pub(crate) async fn run_until(app: &TestApp, state: JobState) -> Job {
     let job = pull_job(app).await;
     let registry = wearhouse::app::job_registry(&app.state);
     let runner = Runner::new(app.state.meta.clone(), registry, config("puller", LONG)).spawn();

@@ -8,7 +8,9 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{MetadataError, MetadataStore, get_opt_str, get_str, get_time, now, parse, ts};
+use super::{
+    MetadataError, MetadataStore, get_opt_str, get_str, get_time, get_uuid, now, parse, ts,
+};
 
 /// Where a connection stands (`linking.md`): data flows only while `connected`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -237,6 +239,47 @@ pub async fn provider_account_taken(
     .fetch_one(conn)
     .await?;
     Ok(sqlx::Row::try_get::<i64, _>(&row, "n")? > 0)
+}
+
+/// Records the user's id at the provider on a connection that has none yet (a provider whose
+/// token answer does not carry it); answers whether it did.
+pub async fn remember_provider_user_id(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    provider: &str,
+    provider_user_id: &str,
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(
+        "UPDATE connections SET provider_user_id = $3 \
+         WHERE user_id = $1 AND provider = $2 AND provider_user_id IS NULL",
+    )
+    .bind(user.to_string())
+    .bind(provider)
+    .bind(provider_user_id)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// The (team, user) of every `connected` connection to this provider account, across teams
+/// (a provider's change notification names only its own account id).
+pub async fn connected_accounts(
+    conn: &mut AnyConnection,
+    provider: &str,
+    provider_user_id: &str,
+) -> Result<Vec<(Uuid, Uuid)>, MetadataError> {
+    let rows = sqlx::query(
+        "SELECT u.team_id AS team_id, c.user_id AS user_id FROM connections c \
+         JOIN users u ON u.id = c.user_id \
+         WHERE c.provider = $1 AND c.provider_user_id = $2 AND c.status = 'connected'",
+    )
+    .bind(provider)
+    .bind(provider_user_id)
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| Ok((get_uuid(row, "team_id")?, get_uuid(row, "user_id")?)))
+        .collect()
 }
 
 /// The sealed credentials of a connection (`None` without a connection or credentials).

@@ -4,7 +4,7 @@
 //!
 //! `GET /authorize` issues a code and redirects to `redirect_uri` with it and `state`. Test-only
 //! query parameters steer what the code yields: `x_grant` (space-separated scopes granted;
-//! default: all asked), `x_account` (the provider user id), `x_fail` (`grant`: the token
+//! default: all asked), `x_account` (the provider user id; empty: the token answer names none, as Oura's), `x_fail` (`grant`: the token
 //! endpoint refuses the code with `invalid_grant`; `server`: it answers 500).
 //! `POST /token` checks client authentication (HTTP Basic), the code, the redirect URI and the
 //! PKCE verifier against the S256 challenge.
@@ -177,7 +177,9 @@ async fn token(
     if computed != grant.challenge {
         return oauth_error("invalid_grant");
     }
-    issue(&fake, &grant.scopes, Some(&grant.account))
+    // An empty account: the answer names no user, as Oura's token endpoint does.
+    let account = Some(grant.account.as_str()).filter(|a| !a.is_empty());
+    issue(&fake, &grant.scopes, account)
 }
 
 /// Issues an access and a refresh token for `scopes` (with the provider user id when given).

@@ -12,6 +12,9 @@ use crate::support::{Answer, TestApp, assert_422_at};
 
 const BACK: &str = "https://app.example.com/linked";
 
+/// The verification token of the test's Oura application (its change-notification handshake).
+pub const VERIFICATION_TOKEN: &str = "oura-subscription-verify-7c1e";
+
 pub async fn setup() -> (TestApp, FakeOAuth) {
     let fake = FakeOAuth::start().await;
     let mut app = keyed_app().await;
@@ -24,6 +27,7 @@ pub async fn setup() -> (TestApp, FakeOAuth) {
             authorize_url: format!("{}/authorize", fake.base),
             token_url: format!("{}/token", fake.base),
             redirect_uri: None,
+            verification_token: Some(VERIFICATION_TOKEN.into()),
         },
     );
     app.state = app.state.clone().with_link_config(LinkConfig {

@@ -1,0 +1,173 @@
+//! `GET` and `POST /v2/provider/{provider}/notify`: providers' change notifications, verified
+//! with the provider's own scheme ([`crate::sync::notify`]). No API key: the provider calls.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use bytes::Bytes;
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::{ApiPath, QueryParams};
+use super::models;
+use crate::loc;
+use crate::sync::notify;
+use crate::validation::Violation;
+
+/// The routes of this module.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(subscription_handshake, notification))
+}
+
+/// The subscription handshake's query (Oura's).
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+struct Handshake {
+    /// The token the subscription was created with.
+    verification_token: String,
+    /// What to echo back.
+    challenge: String,
+}
+
+/// The handshake's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Challenge {
+    /// The `challenge` of the query, echoed.
+    pub challenge: String,
+}
+
+/// A change notification (Oura's webhook body).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ChangeNotification {
+    /// `create`, `update` or `delete`.
+    pub event_type: String,
+    /// The collection that changed (`sleep`, `daily_activity`, ...).
+    pub data_type: String,
+    /// The changed document's id.
+    #[serde(default)]
+    pub object_id: Option<String>,
+    /// When it changed.
+    #[serde(default)]
+    pub event_time: Option<String>,
+    /// The user's id at the provider.
+    pub user_id: String,
+}
+
+/// What a verified notification queued.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Queued {
+    /// Connections whose incremental pull was queued (0 when no connected user has the
+    /// account).
+    pub queued: usize,
+}
+
+/// The provider of the path, if it sends change notifications here.
+fn notifying(slug: &str) -> Result<&str, ApiError> {
+    if notify::notifies(slug) {
+        Ok(slug)
+    } else {
+        Err(ApiError::invalid(
+            Violation::new(
+                loc!["path", "provider"],
+                "enum",
+                format!(
+                    "{slug:?} sends no change notifications here; expected one of: {}",
+                    notify::NOTIFYING.join(", ")
+                ),
+            )
+            .with_input(serde_json::Value::from(slug)),
+        ))
+    }
+}
+
+/// The subscription handshake: the provider asks whether this URL is its subscriber by sending
+/// the subscription's `verification_token` and a `challenge`, echoed back when the token is the
+/// configured one (`verification_token` of the provider's application in `--oauth-apps`).
+#[utoipa::path(get, path = "/v2/provider/{provider}/notify", tag = "providers",
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura)"), Handshake),
+    responses((status = 200, description = "The challenge, echoed", body = Challenge),
+              (status = 401, description = "Not the configured verification token", body = models::ErrorDetail),
+              (status = 422, description = "Not a notifying provider, or a parameter missing", body = models::ValidationError)))]
+async fn subscription_handshake(
+    State(state): State<AppState>,
+    ApiPath(slug): ApiPath<String>,
+    query: QueryParams,
+) -> Result<Json<Challenge>, ApiError> {
+    let provider = notifying(&slug)?;
+    let required = |name: &'static str| {
+        query.get(name).map(str::to_owned).ok_or_else(|| {
+            ApiError::invalid(Violation::new(
+                loc!["query", name],
+                "missing",
+                format!("the {name} query parameter is required"),
+            ))
+        })
+    };
+    let (token, challenge) = (required("verification_token")?, required("challenge")?);
+    if !notify::subscription_verified(&state.link.oauth_apps, provider, &token) {
+        return Err(ApiError::Unauthorized(
+            "the verification token is not this subscription's",
+        ));
+    }
+    Ok(Json(Challenge { challenge }))
+}
+
+/// A provider's change notification: verified with the provider's signature (Oura:
+/// `x-oura-signature`, the upper-case hex HMAC-SHA256 of `x-oura-timestamp` and the raw body
+/// under the application's client secret), then the incremental pull of every connected user
+/// with that provider account is queued now. An unverifiable call answers 401 and queues
+/// nothing.
+#[utoipa::path(post, path = "/v2/provider/{provider}/notify", tag = "providers",
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura)"),
+           ("x-oura-signature" = String, Header, description = "The notification's signature"),
+           ("x-oura-timestamp" = String, Header, description = "The signed timestamp (unix seconds)")),
+    request_body(content = ChangeNotification),
+    responses((status = 200, description = "Verified; the pulls queued", body = Queued),
+              (status = 401, description = "Unsigned or wrongly signed", body = models::ErrorDetail),
+              (status = 422, description = "Not a notifying provider, or a malformed notification", body = models::ValidationError)))]
+async fn notification(
+    State(state): State<AppState>,
+    ApiPath(slug): ApiPath<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Queued>, ApiError> {
+    let provider = notifying(&slug)?;
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
+    let (signature, timestamp) = (header("x-oura-signature"), header("x-oura-timestamp"));
+    if signature.is_empty()
+        || !notify::signature_verified(
+            &state.link.oauth_apps,
+            provider,
+            timestamp,
+            &body,
+            signature,
+        )
+    {
+        return Err(ApiError::Unauthorized(
+            "the notification's signature does not verify",
+        ));
+    }
+    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::invalid(Violation::new(
+            loc!["body"],
+            "json_invalid",
+            format!("the notification is not JSON: {e}"),
+        ))
+    })?;
+    let event: ChangeNotification = crate::lab::decode::body(value)?;
+    let queued = notify::queue_pulls(&state.meta, provider, &event.user_id, Utc::now()).await?;
+    tracing::info!(provider, data_type = %event.data_type, event_type = %event.event_type,
+        object_id = ?event.object_id, event_time = ?event.event_time, queued, "change notification");
+    Ok(Json(Queued { queued }))
+}

@@ -1,0 +1,155 @@
+//! Provider change notifications (issue 15): Oura's subscription handshake and its signed
+//! notifications at `/v2/provider/oura/notify`. The first historical pull records the user's
+//! Oura account id (`personal_info.id`); a notification naming that account, signed as Oura
+//! signs, queues the connection's incremental pull now; anything unverifiable queues nothing.
+
+#![allow(clippy::unwrap_used)]
+
+use axum::body::Body;
+use axum::http::Request;
+use chrono::Utc;
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use crate::link::fake_oauth::CLIENT_SECRET;
+use crate::link::oauth::VERIFICATION_TOKEN;
+use crate::support::{Answer, TestApp};
+use crate::sync_pull::{fake_oura, linked_with, run_until};
+use wearhouse::jobs::JobState;
+use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
+
+/// Oura's signature: upper-case hex HMAC-SHA256 of timestamp then body, keyed with the client
+/// secret. Written here from Oura's documentation, not taken from wearhouse.
+fn sign(timestamp: &str, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(CLIENT_SECRET.as_bytes()).unwrap();
+    mac.update(timestamp.as_bytes());
+    mac.update(body);
+    hex::encode_upper(mac.finalize().into_bytes())
+}
+
+async fn notify(app: &TestApp, body: &[u8], signature: Option<&str>) -> Answer {
+    let timestamp = Utc::now().timestamp().to_string();
+    let mut req = Request::builder()
+        .method("POST")
+        .uri("/v2/provider/oura/notify")
+        .header("content-type", "application/json")
+        .header("x-oura-timestamp", &timestamp);
+    let signed = sign(&timestamp, body);
+    if let Some(s) = signature.map(|s| if s == "valid" { signed.as_str() } else { s }) {
+        req = req.header("x-oura-signature", s);
+    }
+    app.raw(req.body(Body::from(body.to_vec())).unwrap()).await
+}
+
+fn event(account: &str) -> Vec<u8> {
+    json!({"event_type": "update", "data_type": "sleep", "object_id": "sleep-1",
+           "event_time": "2026-11-24T06:00:00+00:00", "user_id": account})
+    .to_string()
+    .into_bytes()
+}
+
+/// The team's incremental pull jobs: (user, due time).
+async fn incremental_jobs(app: &TestApp) -> Vec<(Value, chrono::DateTime<Utc>)> {
+    let team = app.state.meta.team_for_key(&app.key).await.unwrap().unwrap();
+    let filter = JobFilter {
+        team: Some(team.id),
+        state: None,
+        kind: Some("sync.incremental".into()),
+    };
+    let mut conn = app.state.meta.writer().await.unwrap();
+    let (jobs, _) = list_jobs(&mut conn, &filter, 0, 10).await.unwrap();
+    jobs.into_iter()
+        .map(|j| (j.payload["user"].clone(), j.run_at))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signed_notification_for_a_pulled_account_queues_its_pull_now() {
+    let oura = fake_oura().await;
+    // Oura's token answer names no user: the pull has to ask.
+    let (app, oauth, user) = linked_with(&oura, &[("x_account", "")]).await;
+    let issued = oauth.issued_list();
+    oura.accept_when(move |t| issued.lock().unwrap().iter().any(|i| i == t));
+    run_until(&app, JobState::Succeeded).await;
+
+    // The pull recorded the account Oura's notifications name.
+    let account = crate::sync_oura::fake_oura::fixture("personal_info.json")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let connection = app
+        .state
+        .meta
+        .connection(user.parse().unwrap(), "oura")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        connection.provider_user_id.as_deref(),
+        Some(account.as_str())
+    );
+
+    // Unsigned, wrongly signed, signed for another body: nothing queued sooner.
+    let before: Vec<_> = incremental_jobs(&app).await;
+    for signature in [None, Some("00FF"), Some(sign("1", b"{}").as_str())] {
+        let a = notify(&app, &event(&account), signature).await;
+        assert_eq!(a.status, 401, "{signature:?}: {}", a.json);
+    }
+    assert_eq!(incremental_jobs(&app).await, before);
+
+    // Signed: the connection's incremental pull is due now.
+    let sent = Utc::now();
+    let a = notify(&app, &event(&account), Some("valid")).await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json, json!({"queued": 1}));
+    let jobs = incremental_jobs(&app).await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0].0, json!(user));
+    assert!(
+        jobs[0].1 <= sent + chrono::Duration::seconds(1),
+        "due {}, sent {sent}",
+        jobs[0].1
+    );
+
+    // Signed for an account nobody has; signed but not a notification.
+    let a = notify(&app, &event("someone-else"), Some("valid")).await;
+    assert_eq!(a.json, json!({"queued": 0}), "{}", a.json);
+    let a = notify(&app, b"{\"user_id\": 7}", Some("valid")).await;
+    assert_eq!(a.status, 422, "{}", a.json);
+    let a = notify(&app, b"not json", Some("valid")).await;
+    assert_eq!(a.status, 422, "{}", a.json);
+}
+
+#[tokio::test]
+async fn the_subscription_handshake_echoes_the_challenge_only_for_the_configured_token() {
+    let (app, _oauth) = crate::link::oauth::setup().await;
+    let get = |q: String| {
+        let app = &app;
+        async move {
+            app.send("GET", &format!("/v2/provider/oura/notify?{q}"), None, None)
+                .await
+        }
+    };
+    let a = get(format!(
+        "verification_token={VERIFICATION_TOKEN}&challenge=c-42"
+    ))
+    .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json, json!({"challenge": "c-42"}));
+    let a = get("verification_token=guess&challenge=c-42".into()).await;
+    assert_eq!(a.status, 401, "{}", a.json);
+    let a = get("challenge=c-42".into()).await;
+    assert_eq!(a.status, 422, "{}", a.json);
+    let a = app
+        .send(
+            "GET",
+            &format!(
+                "/v2/provider/fitbit/notify?verification_token={VERIFICATION_TOKEN}&challenge=c"
+            ),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(a.status, 422, "{}", a.json);
+}
