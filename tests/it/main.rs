@@ -45,3 +45,4 @@ mod sync_fitbit;
 mod sync_oura;
 mod sync_pull;
 mod sync_support;
+mod sync_withings;
