@@ -1,11 +1,11 @@
 //! The Withings Public API connector: its endpoints, envelope, paging and errors. The
 //! payload-to-push-body mapping is `withings/normalise.rs` (measure groups in
-//! `withings/measures.rs`).
+//! `withings/measures.rs`, workouts in `withings/workouts.rs`).
 //!
 //! Written against Withings' API reference (`developer.withings.com/api-reference`, read in its
 //! OpenAPI transcription `api-evangelist/withings`, `openapi/_original/withings-data-api-openapi.yml`:
-//! the operations `measure-getmeas`, `sleepv2-getsummary`, `measurev2-getactivity` and the
-//! "Response Status" section):
+//! the operations `measure-getmeas`, `sleepv2-getsummary`, `measurev2-getactivity`,
+//! `measurev2-getworkouts` and the "Response Status" section):
 //! - Every call names its operation with an `action` parameter, carries
 //!   `Authorization: Bearer <access token>`, and answers `{"status": 0, "body": {...}}`. A
 //!   non-zero `status` is an error even under HTTP 200 (an expired token answers HTTP 200 with
@@ -21,6 +21,9 @@
 //!   `body.activities[]`, one per local day (`date`, `timezone`, `steps`, `distance` m,
 //!   `calories`, `totalcalories`, `soft`/`moderate`/`intense`/`active` s, `hr_*`), paged by
 //!   `more`/`offset`.
+//! - `/v2/measure?action=getworkouts` (`startdateymd`, `enddateymd`, `data_fields`) answers
+//!   `body.series[]` (`id`, `category`, `timezone`, `startdate`, `enddate`, `data{...}`), paged
+//!   by `more`/`offset`.
 //! - The reference writes every call as a `POST` with form parameters; its own examples and
 //!   Withings' integrations also send them as a query string, which is what the shared client
 //!   ([`super::http::Api`]) does: one `GET` path for every connector.
@@ -48,7 +51,7 @@
 //!   window. The date-range endpoints are asked in chunks of [`MAX_RANGE_DAYS`] (7, the span
 //!   the reference gives for one sleep call) over the window's UTC days with one day more on
 //!   each side; sleep is then cut to sessions whose end lies in the window, activity to days
-//!   whose local day overlaps it.
+//!   whose local day overlaps it, workouts to those whose start lies in it.
 //! - One `getmeas` call serves [`Resource::Body`] (body rows, weight, fat and the cuff's blood
 //!   pressure: the data model has no blood-pressure resource of its own) and
 //!   [`Resource::Heartrate`] (the heart pulse of scales and cuffs, type 11).
@@ -60,6 +63,7 @@ mod measures;
 mod normalise;
 #[cfg(test)]
 mod tests;
+mod workouts;
 
 use std::collections::BTreeSet;
 
@@ -93,6 +97,10 @@ hr_average,hr_min,hr_max,rr_average,sleep_score";
 /// The activity fields asked of `getactivity`.
 pub const ACTIVITY_FIELDS: &str = "steps,distance,elevation,soft,moderate,intense,active,\
 calories,totalcalories,hr_average,hr_min,hr_max";
+
+/// The workout fields asked of `getworkouts`.
+pub const WORKOUT_FIELDS: &str = "calories,distance,elevation,steps,hr_average,hr_min,hr_max,\
+pause_duration";
 
 /// The `status` codes Withings files under "Invalid params".
 pub const INVALID_PARAMS: &[(i64, i64)] = &[
@@ -148,6 +156,12 @@ const ACTIVITY: Endpoint = Endpoint {
     path: "/v2/measure",
     action: "getactivity",
     member: "activities",
+};
+
+const WORKOUTS: Endpoint = Endpoint {
+    path: "/v2/measure",
+    action: "getworkouts",
+    member: "series",
 };
 
 /// The Withings Public API connector.
@@ -260,6 +274,10 @@ impl Connector for Withings {
         if wanted.contains(&Resource::Activity) {
             let activities = self.ranged(token, ACTIVITY, days, ACTIVITY_FIELDS).await?;
             body.activity(&activities);
+        }
+        if wanted.contains(&Resource::Workouts) {
+            let series = self.ranged(token, WORKOUTS, days, WORKOUT_FIELDS).await?;
+            body.workouts(&series);
         }
         let body_wanted = wanted.contains(&Resource::Body);
         let pulse_wanted = wanted.contains(&Resource::Heartrate);

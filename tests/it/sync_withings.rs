@@ -2,7 +2,7 @@
 //! port: a pull of every resource from the fixtures (one page at a time, and all at once), a
 //! pull long enough to need several date ranges, and every failure kind (`status` 601 and an
 //! HTTP 429, an expired token's `status` 401, HTTP 500 and `status` 522, `status` 2554, an
-//! answer without a `body`, an unknown path). [`end_to_end`] runs the same fake behind the real
+//! answer without a `body`, paging that never moves on, an unknown path). [`end_to_end`] runs the same fake behind the real
 //! server: link, historical pull job, getters, refresh.
 
 mod end_to_end;
@@ -43,7 +43,7 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
     let (fake, pulled) = pull_all(2).await;
     let pulled = pulled.unwrap();
     // One malformed record per endpoint: skipped, its neighbours kept.
-    assert_eq!(pulled.skipped, 3);
+    assert_eq!(pulled.skipped, 4);
 
     let body = &pulled.body;
     assert_eq!(body["provider"], "withings");
@@ -54,6 +54,10 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
         body["activity"],
         expected("activity.expected.json", "/activity")
     );
+    assert_eq!(
+        body["workouts"],
+        expected("workouts.expected.json", "/workouts")
+    );
     assert_eq!(body["body"], expected("measures.expected.json", "/body"));
     assert_eq!(
         body["timeseries"],
@@ -61,9 +65,9 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
     );
 
     // The documented parameters: the window's UTC days one more on each side, in one range;
-    // getmeas over the window's unix seconds. Two records per page: sleep (4 records) and
-    // activity (4) take two pages each, getmeas (4 groups once the objective is filtered out)
-    // two.
+    // getmeas over the window's unix seconds. Two records per page: sleep, activity and
+    // workouts (4 records each) take two pages each, getmeas (4 groups once the objective is
+    // filtered out) two.
     let log = fake.log();
     assert!(
         log[0].starts_with("/v2/sleep getsummary data_fields=total_timeinbed,total_sleep_time,")
@@ -72,19 +76,20 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
     );
     assert!(log[1].contains("&offset=2&"), "{log:#?}");
     assert!(log[2].starts_with("/v2/measure getactivity "), "{log:#?}");
+    assert!(log[4].starts_with("/v2/measure getworkouts "), "{log:#?}");
     assert_eq!(
-        log[4],
+        log[6],
         "/measure getmeas category=1&enddate=1741046400&meastypes=1,5,6,8,9,10,11,76,77,88,170\
          &startdate=1740787200"
     );
-    assert_eq!(log.len(), 6, "{log:#?}");
+    assert_eq!(log.len(), 8, "{log:#?}");
 
     let screened = screen(pulled.body.clone(), &PushUser::default(), Utc::now()).unwrap();
     assert!(screened.dropped.is_empty());
     assert_eq!(
         screened.batches.counts(),
         json!({
-            "sleep": 3, "activity": 3, "body": 2,
+            "sleep": 3, "activity": 3, "workouts": 3, "body": 2,
             "timeseries": {"weight": 2, "fat": 2, "blood_pressure": 1, "heartrate": 2}
         })
     );
@@ -95,7 +100,7 @@ async fn paging_changes_nothing_but_the_number_of_requests() {
     let (one, by_one) = pull_all(1).await;
     let (all, at_once) = pull_all(100).await;
     assert_eq!(by_one.unwrap(), at_once.unwrap());
-    assert_eq!((one.log().len(), all.log().len()), (4 + 4 + 4, 3));
+    assert_eq!((one.log().len(), all.log().len()), (4 * 4, 4));
 }
 
 /// A night ending 07:00 Paris on `day`, that day's activity and a weigh-in at 07:30.
@@ -248,6 +253,13 @@ async fn a_wrong_service_or_a_bodiless_answer_is_permanent() {
     );
     let (_, err) = pull_failing(Fault::NoBody, 0).await;
     assert!(matches!(err, SyncError::Permanent { .. }), "{err:?}");
+    // Paging that never moves on is a loop, not data: given up after its second page.
+    let (fake, err) = pull_failing(Fault::StuckOffset, 0).await;
+    assert!(
+        matches!(&err, SyncError::Permanent { reason } if reason.contains("offset")),
+        "{err:?}"
+    );
+    assert_eq!(fake.log().len(), 2, "{:#?}", fake.log());
 
     // A base URL under which the fake serves nothing: HTTP 404.
     let fake = FakeWithings::start(fixture_data(), 2).await;

@@ -1,10 +1,11 @@
 //! Withings Public API records to one push body (`data-model.md`), source `{"type": "scale"}`;
-//! measure groups are read in `measures.rs`.
+//! measure groups are read in `measures.rs`, workouts in `workouts.rs`.
 //!
 //! | Withings | push body |
 //! |---|---|
 //! | sleep summary (`getsummary` `series[]`) | `sleep` rows |
 //! | activity (`getactivity` `activities[]`) | `activity` rows |
+//! | workout (`getworkouts` `series[]`) | `workouts` rows |
 //! | measure group (`getmeas` `measuregrps[]`) | `body` rows, `timeseries.weight` (kg), `timeseries.fat` (%), `timeseries.blood_pressure` (mmHg), `timeseries.heartrate` (bpm) |
 //!
 //! Withings sends instants as unix seconds and, with each record (or with the `getmeas`
@@ -45,6 +46,7 @@ pub(crate) struct Body {
     window: Option<Window>,
     sleep: Vec<Value>,
     activity: Vec<Value>,
+    pub(super) workouts: Vec<Value>,
     pub(super) body: Vec<Value>,
     pub(super) weight: Vec<Value>,
     pub(super) fat: Vec<Value>,
@@ -144,6 +146,7 @@ impl Body {
             window,
             sleep: Vec::new(),
             activity: Vec::new(),
+            workouts: Vec::new(),
             body: Vec::new(),
             weight: Vec::new(),
             fat: Vec::new(),
@@ -316,6 +319,7 @@ impl Body {
             vec![
                 ("sleep", self.sleep),
                 ("activity", self.activity),
+                ("workouts", self.workouts),
                 ("body", self.body),
             ],
             None,

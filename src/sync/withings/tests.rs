@@ -75,6 +75,18 @@ fn activities_become_activity_rows() {
 }
 
 #[test]
+fn workouts_become_workout_rows() {
+    // A run with a pause (moving time less it), a weights session (hr_min 0 left out), a
+    // record without `category` (skipped) and an unknown category (`other`).
+    check(
+        "workouts",
+        |b| b.workouts(&records("workouts", "series")),
+        1,
+        json!({"workouts": 3}),
+    );
+}
+
+#[test]
 fn measure_groups_become_body_rows_and_samples() {
     // A body-composition weigh-in, a cuff reading, a group whose weight has no value
     // (skipped), a weigh-in with fat mass but no fat ratio, and an objective (left out).
@@ -120,6 +132,7 @@ fn a_window_cuts_records_by_their_instant_and_days_by_overlap() {
     let mut b = Body::new(Some(w));
     b.sleep(&records("sleep", "series"));
     b.activity(&records("activity", "activities"));
+    b.workouts(&records("workouts", "series"));
     let body = answer("measures");
     b.measure_groups(
         body["measuregrps"].as_array().unwrap(),
@@ -141,6 +154,8 @@ fn a_window_cuts_records_by_their_instant_and_days_by_overlap() {
         ids("activity", "date"),
         [json!("2025-03-02"), json!("2025-03-03")]
     );
+    // Workouts by their start: the weights session of 03-02 19:30 Paris.
+    assert_eq!(ids("workouts", "id"), [json!("7002")]);
     // Only the cuff reading lies in the window: no body row.
     assert!(pulled.body.get("body").is_none());
     assert_eq!(

@@ -45,6 +45,7 @@ async fn fake_withings() -> FakeWithings {
         measuregrps: moved(&data.measuregrps),
         series: moved(&data.series),
         activities: moved(&data.activities),
+        workouts: moved(&data.workouts),
     };
     FakeWithings::start(data, 2).await
 }
@@ -220,6 +221,24 @@ async fn assert_fixtures_stored(app: &TestApp, user: &str, days: i64) {
         assert_eq!(got["calendar_date"].as_str(), Some(day.as_str()), "{got}");
         for field in ["steps", "calories_total", "calories_active", "distance"] {
             assert_eq!(got[field].as_f64(), want[field].as_f64(), "{day} {field}");
+        }
+    }
+
+    let workouts = summary(app, user, "workouts", "id").await;
+    let want = expected("workouts.expected.json", "/workouts");
+    assert_eq!(workouts.len(), want.len(), "{workouts:#?}");
+    for (got, want) in workouts.iter().zip(&want) {
+        assert_eq!(got["id"], want["id"]);
+        assert_eq!(instant(&got["time_start"]), moved(&want["time_start"]));
+        assert_eq!(instant(&got["time_end"]), moved(&want["time_end"]));
+        assert_eq!(got["sport"]["slug"], want["sport"]["slug"]);
+        for field in ["moving_time", "calories", "distance", "steps", "average_hr"] {
+            assert_eq!(
+                got[field].as_f64(),
+                want[field].as_f64(),
+                "{} {field}",
+                want["id"]
+            );
         }
     }
 

@@ -1,7 +1,8 @@
 //! A fake Withings Public API for the connector tests: an axum server on a loopback port that
 //! stands in for `wbsapi.withings.net`. It shares no code with `wearhouse::sync`, only the wire
 //! format: `POST` (form body) or `GET` (query string) on `/measure` (`action=getmeas`),
-//! `/v2/sleep` (`action=getsummary`) and `/v2/measure` (`action=getactivity`), each answering
+//! `/v2/sleep` (`action=getsummary`) and `/v2/measure` (`action=getactivity` and
+//! `action=getworkouts`), each answering
 //! `{"status": 0, "body": {...}}` with the records of its range, paged by `more`/`offset`
 //! (`more` as 0/1 for `getmeas`, as a boolean for the v2 services, as Withings sends them).
 //! `getmeas` filters groups by `date` within `startdate..=enddate`, by `category` and
@@ -10,7 +11,8 @@
 //! only the `data_fields` asked for, as Withings does. A bearer token it does not accept, like
 //! an expired one, answers HTTP 200 with `status` 401. It can be switched to answer a fault
 //! after a number of good answers: a `status` (601, 401, 522, 2554 ...) under HTTP 200, an HTTP
-//! 429 with `Retry-After`, an HTTP 500, or a `status` 0 without a `body`.
+//! 429 with `Retry-After`, an HTTP 500, a `status` 0 without a `body`, or pages that say `more`
+//! without moving `offset`.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -49,6 +51,8 @@ pub enum Fault {
     ServerError,
     /// HTTP 200 with `{"status": 0}` and no `body`.
     NoBody,
+    /// An empty page that says `more` but never moves `offset` past 0.
+    StuckOffset,
 }
 
 /// What the fake serves.
@@ -62,6 +66,8 @@ pub struct Data {
     pub series: Vec<Value>,
     /// `getactivity` days.
     pub activities: Vec<Value>,
+    /// `getworkouts` workouts.
+    pub workouts: Vec<Value>,
 }
 
 /// A request's parameters, query string and form body together, sorted.
@@ -191,6 +197,7 @@ pub fn fixture_data() -> Data {
         measuregrps: list(&measures, "measuregrps"),
         series: list(&body("sleep.json"), "series"),
         activities: list(&body("activity.json"), "activities"),
+        workouts: list(&body("workouts.json"), "series"),
     }
 }
 
@@ -256,6 +263,10 @@ fn refusal(inner: &mut Inner, headers: &HeaderMap) -> Option<Response> {
             );
         }
         Some(Fault::NoBody) => return Some(Json(json!({"status": 0})).into_response()),
+        Some(Fault::StuckOffset) => {
+            let page = json!({"series": [], "activities": [], "measuregrps": [], "more": true, "offset": 0});
+            return Some(Json(json!({"status": 0, "body": page})).into_response());
+        }
         None => {}
     }
     let token = headers
@@ -302,8 +313,9 @@ async fn serve(State(fake): State<Fake>, uri: Uri, headers: HeaderMap, body: Str
     };
     let found = match (path.as_str(), action.as_str()) {
         ("/measure", "getmeas") => measures(&inner.data, &params),
-        ("/v2/sleep", "getsummary") => ranged(&inner.data.series, &params, sleep_fields),
+        ("/v2/sleep", "getsummary") => ranged(&inner.data.series, &params, data_fields),
         ("/v2/measure", "getactivity") => ranged(&inner.data.activities, &params, activity_fields),
+        ("/v2/measure", "getworkouts") => ranged(&inner.data.workouts, &params, data_fields),
         ("/measure" | "/v2/sleep" | "/v2/measure", _) => {
             return status(2554, "Wrong action or wrong webservice");
         }
@@ -323,7 +335,7 @@ async fn serve(State(fake): State<Fake>, uri: Uri, headers: HeaderMap, body: Str
             body.insert("timezone".into(), json!(inner.data.timezone));
             ("measuregrps", json!(i64::from(more)))
         }
-        "getsummary" => ("series", json!(more)),
+        "getsummary" | "getworkouts" => ("series", json!(more)),
         _ => ("activities", json!(more)),
     };
     body.insert(member.into(), Value::Array(page));
@@ -405,8 +417,8 @@ fn ranged(
         .collect())
 }
 
-/// A sleep summary with only the asked `data` fields.
-fn sleep_fields(record: &Value, fields: &HashSet<&str>) -> Value {
+/// A sleep summary or workout with only the asked `data` fields.
+fn data_fields(record: &Value, fields: &HashSet<&str>) -> Value {
     let mut record = record.clone();
     if let Some(Value::Object(data)) = record.get_mut("data") {
         data.retain(|k, _| fields.contains(k.as_str()));
