@@ -9,7 +9,7 @@
 //!
 //! Decisions where the documentation is silent:
 //! - One `body` row per group holding any body-composition type, `id` = `grpid`: `weight`,
-//!   `fat` (type 6; else fat mass over weight), `lean_body_mass_kilogram` (type 5), and muscle,
+//!   `fat` (type 6, else fat mass over weight; to 2 decimals), `lean_body_mass_kilogram` (type 5), and muscle,
 //!   hydration and bone mass as percentages of the group's weight (`muscle_mass_percentage`,
 //!   `water_percentage`, `bone_mass_percentage`; left out without a weight),
 //!   `visceral_fat_index`; `time_zone` is the answer's zone.
