@@ -13,7 +13,8 @@
 //!   (`RateLimited`), refresh the token (`Unauthorised`), retry with backoff (`Transient`) or
 //!   give up (`Permanent`).
 //!
-//! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API).
+//! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
+//! [`withings`] (Withings Public API).
 
 mod body;
 pub mod dexcom;
@@ -24,6 +25,7 @@ pub mod oura;
 pub mod pull;
 pub mod refresh;
 pub mod registry;
+pub mod withings;
 
 pub use registry::{Connectors, has_connector};
 

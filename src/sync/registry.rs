@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Connector, SyncError, dexcom, fitbit, oura};
+use super::{Connector, SyncError, dexcom, fitbit, oura, withings};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
-pub const SLUGS: &[&str] = &["oura", "dexcom_v3", "fitbit"];
+pub const SLUGS: &[&str] = &["oura", "dexcom_v3", "fitbit", "withings"];
 
 /// Whether `provider` has a connector (its links start pulls).
 pub fn has_connector(provider: &str) -> bool {
@@ -37,10 +37,13 @@ impl Connectors {
         let oura = oura::Oura::new(&url(oura::API_URL_ENV, oura::DEFAULT_API_URL))?;
         let dexcom = dexcom::Dexcom::new(&url(dexcom::API_URL_ENV, dexcom::DEFAULT_API_URL))?;
         let fitbit = fitbit::Fitbit::new(&url(fitbit::API_URL_ENV, fitbit::DEFAULT_API_URL))?;
+        let withings =
+            withings::Withings::new(&url(withings::API_URL_ENV, withings::DEFAULT_API_URL))?;
         Ok(Connectors::default()
             .with(Arc::new(oura))
             .with(Arc::new(dexcom))
-            .with(Arc::new(fitbit)))
+            .with(Arc::new(fitbit))
+            .with(Arc::new(withings)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

@@ -46,3 +46,4 @@ mod sync_notify;
 mod sync_oura;
 mod sync_pull;
 mod sync_support;
+mod sync_withings;
