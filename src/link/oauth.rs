@@ -163,9 +163,9 @@ pub async fn authorize_url(
     let (url, _) = client
         .authorize_url(|| CsrfToken::new(state))
         .add_scopes(
-            requested(provider)
+            scopes::authorisation_scopes(provider)
                 .into_iter()
-                .map(|s| Scope::new(s.to_owned())),
+                .map(Scope::new),
         )
         .set_pkce_challenge(challenge)
         .url();
@@ -324,8 +324,13 @@ async fn exchange_and_link(
         }
     };
     let asked = requested(provider);
+    // The provider's own scope names, read back as wearhouse's; no `scope` in the answer means
+    // everything asked was granted (RFC 6749 §5.1).
     let granted: Vec<String> = match token.scopes() {
-        Some(list) => list.iter().map(|s| s.to_string()).collect(),
+        Some(list) => {
+            let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+            scopes::granted(provider, &list)
+        }
         None => asked.iter().map(|s| (*s).to_owned()).collect(),
     };
     let denied: Vec<String> = asked
@@ -341,7 +346,15 @@ async fn exchange_and_link(
     if !missing.is_empty() {
         return Ok(fail(
             LinkErrorType::RequiredScopesNotGranted,
-            format!("{} needs access to: {}.", provider.name, missing.join(", ")),
+            format!(
+                "{} needs access to: {}.",
+                provider.name,
+                missing
+                    .iter()
+                    .map(|m| scopes::native_name(provider, m))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         ));
     }
     let provider_user_id = token.extra_fields().user_id.as_ref().map(|v| match v {

@@ -1,10 +1,14 @@
 //! OAuth scopes of the catalogue's OAuth providers, and what a grant makes available
 //! (`linking.md` §Connections).
 //!
-//! Every OAuth provider of the catalogue asks for one scope per resource it supplies, named
+//! Every OAuth provider of the catalogue has one wearhouse scope per resource it supplies, named
 //! after the resource; `profile` is required (a grant without it is refused with
 //! `required_scopes_not_granted`), the others are optional. A resource needs its own scope.
 //! Providers connected otherwise (SDK, app, password, e-mail) have no scopes.
+//!
+//! Providers with a connector have scopes of their own ([`native`]): the authorisation URL asks
+//! for those ([`authorisation_scopes`]) and the grant is read back into wearhouse scopes
+//! ([`granted`]), which is what connections store and availability is computed from.
 
 use super::{AuthType, Provider};
 
@@ -42,6 +46,164 @@ pub fn scopes(provider: &Provider) -> ProviderScopes {
     scopes
 }
 
+/// How a provider names scopes on its own authorisation page: each of its scopes with the
+/// wearhouse scopes it grants, and the character it joins them with in `scope`. A provider
+/// without an entry is asked for wearhouse's scope names as they are.
+#[derive(Debug)]
+pub struct NativeScopes {
+    /// Joins the scopes of one `scope` parameter (Withings: a comma; OAuth 2.0: a space).
+    pub separator: char,
+    /// (the provider's scope, the wearhouse scopes it grants).
+    pub grants: &'static [(&'static str, &'static [&'static str])],
+}
+
+/// Oura API v2: `personal daily heartrate workout spo2Daily` (of `email personal daily
+/// heartrate workout tag session spo2Daily`).
+const OURA: NativeScopes = NativeScopes {
+    separator: ' ',
+    grants: &[
+        ("personal", &["profile"]),
+        (
+            "daily",
+            &[
+                "sleep",
+                "sleep_stream",
+                "activity",
+                "hrv",
+                "respiratory_rate",
+                "body_temperature_delta",
+                "steps",
+                "calories_active",
+                "stress_level",
+            ],
+        ),
+        ("heartrate", &["heartrate"]),
+        ("workout", &["workouts"]),
+        ("spo2Daily", &["blood_oxygen"]),
+    ],
+};
+
+/// Fitbit Web API: `profile activity heartrate sleep weight oxygen_saturation respiratory_rate
+/// cardio_fitness`.
+const FITBIT: NativeScopes = NativeScopes {
+    separator: ' ',
+    grants: &[
+        ("profile", &["profile"]),
+        (
+            "activity",
+            &[
+                "activity",
+                "workouts",
+                "workout_stream",
+                "steps",
+                "distance",
+                "calories_active",
+                "calories_basal",
+                "floors_climbed",
+            ],
+        ),
+        ("heartrate", &["heartrate", "hrv"]),
+        ("sleep", &["sleep"]),
+        ("weight", &["body"]),
+        ("oxygen_saturation", &["blood_oxygen"]),
+        ("respiratory_rate", &["respiratory_rate"]),
+        ("cardio_fitness", &["vo2_max"]),
+    ],
+};
+
+/// Withings Public API: `user.info,user.metrics,user.activity`, comma-separated.
+const WITHINGS: NativeScopes = NativeScopes {
+    separator: ',',
+    grants: &[
+        ("user.info", &["profile"]),
+        (
+            "user.metrics",
+            &["body", "weight", "fat", "heartrate", "blood_pressure"],
+        ),
+        ("user.activity", &["activity", "sleep", "workouts", "steps"]),
+    ],
+};
+
+/// Dexcom API v3: one scope, `offline_access`, for everything (and the refresh token).
+const DEXCOM: NativeScopes = NativeScopes {
+    separator: ' ',
+    grants: &[("offline_access", &["profile", "glucose"])],
+};
+
+/// The provider's own scope names, when they differ from wearhouse's.
+pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
+    match provider.slug {
+        "oura" => Some(&OURA),
+        "fitbit" => Some(&FITBIT),
+        "withings" => Some(&WITHINGS),
+        "dexcom_v3" => Some(&DEXCOM),
+        _ => None,
+    }
+}
+
+/// The `scope` values of the provider's authorisation URL: its own scopes that grant any of
+/// its wearhouse scopes (one value per scope; one comma-joined value for a provider that joins
+/// with commas), else the wearhouse scopes themselves.
+pub fn authorisation_scopes(provider: &Provider) -> Vec<String> {
+    let wanted = scopes(provider);
+    let all: Vec<&str> = wanted
+        .required
+        .iter()
+        .chain(&wanted.optional)
+        .copied()
+        .collect();
+    let Some(native) = native(provider) else {
+        return all.into_iter().map(str::to_owned).collect();
+    };
+    let asked: Vec<&str> = native
+        .grants
+        .iter()
+        .filter(|(_, grants)| grants.iter().any(|g| all.contains(g)))
+        .map(|(name, _)| *name)
+        .collect();
+    if native.separator == ' ' {
+        asked.into_iter().map(str::to_owned).collect()
+    } else {
+        vec![asked.join(&native.separator.to_string())]
+    }
+}
+
+/// The wearhouse scopes a grant of the provider's `granted` scopes (as its token answer lists
+/// them, space- or comma-separated) amounts to, in the provider's scope order.
+pub fn granted(provider: &Provider, granted: &[String]) -> Vec<String> {
+    let names: Vec<&str> = granted
+        .iter()
+        .flat_map(|g| g.split([' ', ',']))
+        .filter(|g| !g.is_empty())
+        .collect();
+    let wanted = scopes(provider);
+    let all: Vec<&str> = wanted
+        .required
+        .iter()
+        .chain(&wanted.optional)
+        .copied()
+        .collect();
+    let Some(native) = native(provider) else {
+        return names.into_iter().map(str::to_owned).collect();
+    };
+    all.into_iter()
+        .filter(|ours| {
+            native
+                .grants
+                .iter()
+                .any(|(name, grants)| names.contains(name) && grants.contains(ours))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The provider's name for the scope that grants the wearhouse scope `ours` (for messages).
+pub fn native_name(provider: &Provider, ours: &str) -> String {
+    native(provider)
+        .and_then(|n| n.grants.iter().find(|(_, grants)| grants.contains(&ours)))
+        .map_or_else(|| ours.to_owned(), |(name, _)| (*name).to_owned())
+}
+
 /// The scopes a resource of the provider needs (none for providers without scopes).
 pub fn resource_scopes(provider: &Provider, resource: &str) -> Vec<&'static str> {
     if !is_oauth(provider) {
@@ -71,5 +233,44 @@ mod tests {
         let sdk = provider("apple_health_kit").unwrap();
         assert_eq!(scopes(sdk), ProviderScopes::default());
         assert!(resource_scopes(sdk, "sleep").is_empty());
+    }
+
+    #[test]
+    fn providers_are_asked_for_their_own_scopes_and_grants_are_read_back() {
+        let oura = provider("oura").unwrap();
+        assert_eq!(
+            authorisation_scopes(oura),
+            ["personal", "daily", "heartrate", "workout"]
+        );
+        let got = granted(oura, &["personal daily".to_owned()]);
+        assert!(got.contains(&"profile".to_owned()) && got.contains(&"sleep".to_owned()));
+        assert!(!got.contains(&"heartrate".to_owned()), "{got:?}");
+        // A wearhouse name is not an Oura scope.
+        assert!(granted(oura, &["profile".to_owned(), "sleep".to_owned()]).is_empty());
+        assert_eq!(native_name(oura, "profile"), "personal");
+
+        let withings = provider("withings").unwrap();
+        assert_eq!(
+            authorisation_scopes(withings),
+            ["user.info,user.metrics"],
+            "comma-joined, and only scopes that grant something Withings supplies"
+        );
+        let got = granted(withings, &["user.info,user.metrics".to_owned()]);
+        assert_eq!(got[0], "profile");
+        assert!(got.contains(&"blood_pressure".to_owned()), "{got:?}");
+
+        let dexcom = provider("dexcom_v3").unwrap();
+        assert_eq!(authorisation_scopes(dexcom), ["offline_access"]);
+        assert_eq!(
+            granted(dexcom, &["offline_access".to_owned()]),
+            ["profile", "glucose"]
+        );
+
+        // A provider without its own names keeps wearhouse's.
+        let polar = crate::providers::CATALOGUE
+            .iter()
+            .find(|p| is_oauth(p) && native(p).is_none())
+            .unwrap();
+        assert_eq!(authorisation_scopes(polar)[0], "profile");
     }
 }

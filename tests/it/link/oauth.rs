@@ -126,13 +126,15 @@ async fn an_oauth_round_trip_connects_with_sealed_tokens_and_consumes_the_link_t
         q["redirect_uri"],
         "http://127.0.0.1:8080/v2/link/oauth/callback/oura"
     );
-    assert!(q["scope"].split(' ').any(|s| s == "profile"), "{q:?}");
+    // Oura's own scope names, not wearhouse's.
+    assert!(q["scope"].split(' ').any(|s| s == "personal"), "{q:?}");
+    assert!(!q["scope"].split(' ').any(|s| s == "profile"), "{q:?}");
     assert!(q["state"].contains('.'));
 
     let a = visit(
         &app,
         url,
-        &[("x_grant", "profile sleep"), ("x_account", "acct-7")],
+        &[("x_grant", "personal daily"), ("x_account", "acct-7")],
     )
     .await;
     let q = landed(&a);
@@ -202,7 +204,7 @@ async fn each_callback_failure_lands_with_its_error_type() {
     let token = link_token(&app, &user, true).await;
     let u = authorize_url(&app, &token, "oura").await;
     assert_error(
-        &visit(&app, &u, &[("x_grant", "sleep")]).await,
+        &visit(&app, &u, &[("x_grant", "daily")]).await,
         "required_scopes_not_granted",
     );
     // The same token still works after a failure (not consumed).

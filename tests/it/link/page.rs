@@ -109,8 +109,38 @@ impl Browser {
         self.client.goto(url).await.unwrap();
     }
 
-    async fn text(&self, css: &str) -> String {
-        self.find(css).await.text().await.unwrap()
+    /// Waits (up to 15 s) until the text of `css` satisfies `ok`: after a click the old page
+    /// may still be showing, so a step's page is waited for, and a failure says what was seen.
+    async fn wait_text(&self, css: &str, ok: impl Fn(&str) -> bool, want: &str) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let seen = match self.client.find(Locator::Css(css)).await {
+                Ok(element) => element.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            if ok(&seen) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css} shows {seen:?}, not {want}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn expect_text(&self, css: &str, want: &str) {
+        self.wait_text(css, |seen| seen == want, &format!("{want:?}"))
+            .await;
+    }
+
+    async fn expect_text_containing(&self, css: &str, part: &str) {
+        self.wait_text(
+            css,
+            |seen| seen.contains(part),
+            &format!("containing {part:?}"),
+        )
+        .await;
     }
 
     async fn find(&self, css: &str) -> fantoccini::elements::Element {
@@ -259,7 +289,7 @@ async fn the_hosted_page_links_providers_in_a_real_browser() {
     let (oura_user, url) =
         link_url(&server, &key, "oura-user", json!({"redirect_url": back})).await;
     b.goto(&url).await;
-    assert_eq!(b.text("h1").await, "Connect a device or app");
+    b.expect_text("h1", "Connect a device or app").await;
     assert!(b.find("#provider-oura").await.is_displayed().await.unwrap());
     b.shot("providers").await;
     b.fill("#q", "pelo").await;
@@ -283,7 +313,7 @@ async fn the_hosted_page_links_providers_in_a_real_browser() {
         "{landing:?}"
     );
     assert_eq!(landing.get("provider").map(String::as_str), Some("oura"));
-    assert_eq!(b.text("#back").await, "Back in the app");
+    b.expect_text("#back", "Back in the app").await;
     assert_eq!(
         connection(&server, &key, &oura_user, "oura")
             .await
@@ -293,24 +323,21 @@ async fn the_hosted_page_links_providers_in_a_real_browser() {
 
     // The spent token shows why it cannot be used.
     b.goto(&url).await;
-    assert_eq!(b.text("h1").await, "This link cannot be used");
-    assert_eq!(b.text("#error-type").await, "token_consumed");
+    b.expect_text("h1", "This link cannot be used").await;
+    b.expect_text("#error-type", "token_consumed").await;
     b.shot("token-consumed").await;
 
     // A password provider: a wrong password shows inline, the right one connects.
     let (rider, url) = link_url(&server, &key, "rider", json!({"redirect_url": back})).await;
     b.goto(&url).await;
     b.click("#provider-peloton").await;
-    assert_eq!(b.text("h1").await, "Sign in to Peloton");
+    b.expect_text("h1", "Sign in to Peloton").await;
     b.shot("password-form").await;
     b.fill("#username", USERNAME).await;
     b.fill("#password", "wrong-password").await;
     b.click("#connect").await;
-    assert!(
-        b.text("#form-error").await.contains("did not accept"),
-        "{}",
-        b.text("#form-error").await
-    );
+    b.expect_text_containing("#form-error", "did not accept")
+        .await;
     assert!(
         b.client
             .current_url()
@@ -348,7 +375,7 @@ async fn the_hosted_page_links_providers_in_a_real_browser() {
     )
     .await;
     b.goto(&url).await;
-    assert_eq!(b.text("h1").await, "Sign in to Peloton");
+    b.expect_text("h1", "Sign in to Peloton").await;
     b.fill("#username", USERNAME).await;
     b.fill("#password", "wrong-password").await;
     b.click("#connect").await;
@@ -381,7 +408,7 @@ async fn the_hosted_page_links_providers_in_a_real_browser() {
     let (_, url) = link_url(&server, &key, "leaver", json!({})).await;
     b.goto(&url).await;
     b.click("#close").await;
-    assert_eq!(b.text("h1").await, "You can close this tab");
+    b.expect_text("h1", "You can close this tab").await;
     b.shot("closed").await;
     b.close().await;
 }
@@ -403,7 +430,7 @@ async fn in_demo_mode_a_demo_provider_connects_at_once_with_history() {
     let (user, url) = link_url(&server, &key, "demo-page", json!({})).await;
     b.goto(&url).await;
     b.click("#provider-oura").await;
-    assert_eq!(b.text("h1").await, "Oura is connected");
+    b.expect_text("h1", "Oura is connected").await;
     b.shot("demo-connected").await;
     assert_eq!(
         connection(&server, &key, &user, "oura").await.as_deref(),

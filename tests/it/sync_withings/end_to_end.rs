@@ -64,6 +64,7 @@ async fn linked(withings: &FakeWithings) -> (TestApp, FakeOAuth, String) {
             authorize_url: format!("{}/authorize", oauth.base),
             token_url: format!("{}/token", oauth.base),
             redirect_uri: None,
+            verification_token: None,
         },
     );
     let connectors = Connectors::default().with(Arc::new(Withings::new(&withings.base).unwrap()));
