@@ -12,6 +12,7 @@ pub mod credentials;
 pub mod oauth;
 pub mod password;
 pub mod team_apps;
+pub mod token_wire;
 pub mod tokens;
 
 use crate::secret::SecretError;

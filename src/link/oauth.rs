@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::connections::{Linked, finish_link};
 use super::credentials::Credentials;
 use super::tokens::{self, LinkSession};
-use super::{Landing, LinkConfig, LinkError, LinkErrorType};
+use super::{Landing, LinkConfig, LinkError, LinkErrorType, token_wire};
 use crate::providers::{self, Provider, scopes};
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
@@ -87,8 +87,8 @@ impl OAuthApps {
 /// The provider user id some providers put beside the tokens.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ProviderUser {
-    /// The user's id at the provider (a string or a number on the wire).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The user's id at the provider (a string or a number on the wire; Withings: `userid`).
+    #[serde(default, alias = "userid", skip_serializing_if = "Option::is_none")]
     pub user_id: Option<serde_json::Value>,
 }
 
@@ -110,8 +110,14 @@ type Client = oauth2::Client<
 fn client(app: &OAuthApp, config: &LinkConfig, provider: &str) -> Result<Client, LinkError> {
     let bad =
         |what: &str| LinkError::OAuthNotConfigured(format!("{provider} ({what} is not a URL)"));
+    let auth_type = if super::token_wire::client_in_body(provider) {
+        oauth2::AuthType::RequestBody
+    } else {
+        oauth2::AuthType::BasicAuth
+    };
     Ok(oauth2::Client::new(ClientId::new(app.client_id.clone()))
         .set_client_secret(ClientSecret::new(app.client_secret.clone()))
+        .set_auth_type(auth_type)
         .set_auth_uri(AuthUrl::new(app.authorize_url.clone()).map_err(|_| bad("authorize_url"))?)
         .set_token_uri(TokenUrl::new(app.token_url.clone()).map_err(|_| bad("token_url"))?)
         .set_redirect_uri(
@@ -291,7 +297,7 @@ async fn exchange_and_link(
     let answer = client(&app, config, provider.slug)?
         .exchange_code(AuthorizationCode::new(code.clone()))
         .set_pkce_verifier(PkceCodeVerifier::new(verifier))
-        .request_async(http)
+        .request_async(&token_wire::TokenClient::new(http, provider.slug))
         .await;
     let token = match answer {
         Ok(token) => token,
@@ -411,7 +417,7 @@ pub async fn refresh(
     let app = super::team_apps::resolve(meta, key, &config.oauth_apps, team, provider.slug).await?;
     let answer = client(&app, config, provider.slug)?
         .exchange_refresh_token(&oauth2::RefreshToken::new(refresh_token.clone()))
-        .request_async(http)
+        .request_async(&token_wire::TokenClient::new(http, provider.slug))
         .await;
     let token = match answer {
         Ok(token) => token,

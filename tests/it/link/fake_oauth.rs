@@ -8,6 +8,9 @@
 //! endpoint refuses the code with `invalid_grant`; `server`: it answers 500).
 //! `POST /token` checks client authentication (HTTP Basic), the code, the redirect URI and the
 //! PKCE verifier against the S256 challenge.
+//! `POST /v2/oauth2` is the same token endpoint in Withings' wire: `action=requesttoken` and the
+//! client's id and secret in the form, the answer in a `{"status", "body"}` envelope (HTTP 200
+//! whatever happened; `userid` for the user id; status 503 "Invalid Params" for a refusal).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +21,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine as _;
-use serde_json::json;
+use serde_json::{Value, json};
 use sha2::Digest;
 
 pub const CLIENT_ID: &str = "wearhouse-test-client";
@@ -56,6 +59,7 @@ impl FakeOAuth {
         let app = Router::new()
             .route("/authorize", get(authorize))
             .route("/token", post(token))
+            .route("/v2/oauth2", post(withings_token))
             .with_state(fake);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -202,4 +206,37 @@ fn issue(fake: &Fake, scopes: &str, account: Option<&str>) -> Response {
         answer["user_id"] = json!(account);
     }
     Json(answer).into_response()
+}
+
+/// The token endpoint in Withings' wire (see the module's doc).
+async fn withings_token(
+    State(fake): State<Fake>,
+    Form(mut form): Form<HashMap<String, String>>,
+) -> Response {
+    let envelope = |status: i64, body: Value| Json(json!({"status": status, "body": body}));
+    if form.remove("action").as_deref() != Some("requesttoken") {
+        return envelope(503, json!({})).into_response();
+    }
+    let client = (form.remove("client_id"), form.remove("client_secret"));
+    if client != (Some(CLIENT_ID.to_owned()), Some(CLIENT_SECRET.to_owned())) {
+        return envelope(503, json!({})).into_response();
+    }
+    let mut headers = HeaderMap::new();
+    let basic =
+        base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"));
+    headers.insert("authorization", format!("Basic {basic}").parse().unwrap());
+    let answer = token(State(fake), headers, Form(form)).await;
+    let ok = answer.status().is_success();
+    let bytes = http_body_util::BodyExt::collect(answer.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let mut body: Value = serde_json::from_slice(&bytes).unwrap_or(json!({}));
+    if !ok {
+        return envelope(503, json!({})).into_response();
+    }
+    if let Some(user) = body.as_object_mut().and_then(|b| b.remove("user_id")) {
+        body["userid"] = user;
+    }
+    envelope(0, body).into_response()
 }

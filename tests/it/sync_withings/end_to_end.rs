@@ -62,7 +62,8 @@ async fn linked(withings: &FakeWithings) -> (TestApp, FakeOAuth, String) {
             client_id: CLIENT_ID.into(),
             client_secret: CLIENT_SECRET.into(),
             authorize_url: format!("{}/authorize", oauth.base),
-            token_url: format!("{}/token", oauth.base),
+            // Withings' token endpoint and wire (`action=requesttoken`, the envelope).
+            token_url: format!("{}/v2/oauth2", oauth.base),
             redirect_uri: None,
             verification_token: None,
         },
