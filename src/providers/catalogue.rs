@@ -99,6 +99,19 @@ const SCALE_SET: &[&str] = &[
     "heartrate",
     "blood_pressure",
 ];
+/// Withings: its scales and cuffs, and the sleep and activity of its watches and sleep mat.
+const WITHINGS_SET: &[&str] = &[
+    "profile",
+    "body",
+    "weight",
+    "fat",
+    "heartrate",
+    "blood_pressure",
+    "sleep",
+    "activity",
+    "workouts",
+    "steps",
+];
 const CYCLING_SET: &[&str] = &[
     "profile",
     "workouts",
@@ -180,7 +193,7 @@ pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
         p(22, "ultrahuman", "Ultrahuman", TeamOauth, "ring", SLEEP_SET, false, "Sleep, heart rate and movement from the Ultrahuman ring."),
         p(23, "wahoo", "Wahoo", Oauth, "exercise_machine", CYCLING_SET, false, "Workouts from Wahoo bike computers and trainers."),
         p(24, "whoop_v2", "WHOOP", Oauth, "automatic", SLEEP_SET, false, "Sleep, recovery, strain and workouts from WHOOP straps."),
-        p(25, "withings", "Withings", Oauth, "scale", SCALE_SET, false, "Weight, body composition, blood pressure and sleep from Withings devices."),
+        p(25, "withings", "Withings", Oauth, "scale", WITHINGS_SET, false, "Weight, body composition, blood pressure and sleep from Withings devices."),
         p(26, "zwift", "Zwift", Password, "exercise_machine", CYCLING_SET, false, "Virtual rides and runs from Zwift."),
     ]
 });

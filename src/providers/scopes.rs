@@ -252,9 +252,11 @@ mod tests {
         let withings = provider("withings").unwrap();
         assert_eq!(
             authorisation_scopes(withings),
-            ["user.info,user.metrics"],
-            "comma-joined, and only scopes that grant something Withings supplies"
+            ["user.info,user.metrics,user.activity"],
+            "comma-joined"
         );
+        // Only scopes that grant something the provider supplies are asked for.
+        assert!(!authorisation_scopes(oura).contains(&"spo2Daily".to_owned()));
         let got = granted(withings, &["user.info,user.metrics".to_owned()]);
         assert_eq!(got[0], "profile");
         assert!(got.contains(&"blood_pressure".to_owned()), "{got:?}");
