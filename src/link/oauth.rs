@@ -135,11 +135,6 @@ pub fn callback_url(config: &LinkConfig, provider: &str) -> String {
     format!("{}/v2/link/oauth/callback/{provider}", config.public_url)
 }
 
-fn requested(provider: &Provider) -> Vec<&'static str> {
-    let s = scopes::scopes(provider);
-    s.required.into_iter().chain(s.optional).collect()
-}
-
 /// The authorisation URL for the session's user and `provider` (an OAuth provider the token
 /// may link).
 pub async fn authorize_url(
@@ -329,7 +324,7 @@ async fn exchange_and_link(
             ));
         }
     };
-    let asked = requested(provider);
+    let asked = scopes::all_scopes(provider);
     // The provider's own scope names, read back as wearhouse's; no `scope` in the answer means
     // everything asked was granted (RFC 6749 §5.1).
     let granted: Vec<String> = match token.scopes() {

@@ -130,6 +130,12 @@ const DEXCOM: NativeScopes = NativeScopes {
     grants: &[("offline_access", &["profile", "glucose"])],
 };
 
+/// Every wearhouse scope of the provider, required first (what its links ask for).
+pub fn all_scopes(provider: &Provider) -> Vec<&'static str> {
+    let wanted = scopes(provider);
+    wanted.required.into_iter().chain(wanted.optional).collect()
+}
+
 /// The provider's own scope names, when they differ from wearhouse's.
 pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
     match provider.slug {
@@ -145,13 +151,7 @@ pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
 /// its wearhouse scopes (one value per scope; one comma-joined value for a provider that joins
 /// with commas), else the wearhouse scopes themselves.
 pub fn authorisation_scopes(provider: &Provider) -> Vec<String> {
-    let wanted = scopes(provider);
-    let all: Vec<&str> = wanted
-        .required
-        .iter()
-        .chain(&wanted.optional)
-        .copied()
-        .collect();
+    let all = all_scopes(provider);
     let Some(native) = native(provider) else {
         return all.into_iter().map(str::to_owned).collect();
     };
@@ -176,13 +176,7 @@ pub fn granted(provider: &Provider, granted: &[String]) -> Vec<String> {
         .flat_map(|g| g.split([' ', ',']))
         .filter(|g| !g.is_empty())
         .collect();
-    let wanted = scopes(provider);
-    let all: Vec<&str> = wanted
-        .required
-        .iter()
-        .chain(&wanted.optional)
-        .copied()
-        .collect();
+    let all = all_scopes(provider);
     let Some(native) = native(provider) else {
         return names.into_iter().map(str::to_owned).collect();
     };

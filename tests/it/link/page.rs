@@ -230,16 +230,9 @@ fn serve(
 /// A new user of the team and a link token for it with `options`: (user id, link_web_url).
 async fn link_url(server: &Server, key: &str, name: &str, options: Value) -> (String, String) {
     let http = reqwest::Client::new();
-    let user: Value = http
-        .post(server.url("/v2/user"))
-        .header("x-service-api-key", key)
-        .json(&json!({"client_user_id": name}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let user = server
+        .create_user(&http, Some(key), json!({"client_user_id": name}))
+        .await;
     let user = user["user_id"].as_str().unwrap().to_owned();
     let mut body = json!({"user_id": user});
     body.as_object_mut()
