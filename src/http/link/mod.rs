@@ -1,5 +1,6 @@
 //! `/v2/link` and the user's connections: the HTTP side of [`crate::link`].
 
+mod bulk_import;
 mod codes;
 mod connections;
 mod demo;
@@ -20,4 +21,5 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(codes::routes())
         .merge(oauth::routes())
         .merge(team_apps::routes())
+        .merge(bulk_import::routes())
 }
