@@ -11,6 +11,7 @@
 //!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error);
 //! - [`team_apps`]: team provider credentials and the team's client in its OAuth links.
 
+mod bulk_import;
 mod codes;
 mod connections;
 pub(crate) mod fake_oauth;
