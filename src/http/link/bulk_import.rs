@@ -200,6 +200,14 @@ fn text(r: &mut ObjectReader, key: &str) -> Option<String> {
 
 /// Reads one recipe at `loc`, recording its violations in `out`.
 fn read_recipe(item: &Value, loc: Vec<Loc>, out: &mut Vec<Violation>) -> Option<Recipe> {
+    if !item.is_object() {
+        out.push(Violation::new(
+            loc,
+            "model_type",
+            "Input should be an object",
+        ));
+        return None;
+    }
     let mut r = ObjectReader::new(item, loc);
     let user_id = r
         .string("user_id", true)
@@ -276,6 +284,14 @@ fn read_recipe(item: &Value, loc: Vec<Loc>, out: &mut Vec<Violation>) -> Option<
 
 /// Parses and checks the submission (every violation at once).
 fn parse_request(body: &Value) -> Result<(&'static Provider, Vec<Recipe>, bool), ApiError> {
+    if !body.is_object() {
+        // Not echoed: it may hold tokens.
+        return Err(ApiError::invalid(Violation::new(
+            loc!["body"],
+            "model_type",
+            "Input should be an object",
+        )));
+    }
     let mut r = ObjectReader::new(body, vec![Loc::from("body")]);
     let provider = r.string("provider", true).and_then(|slug| {
         match providers::provider(slug).filter(|p| scopes::is_oauth(p)) {

@@ -1,8 +1,8 @@
 //! Bulk import of OAuth connections against the fake authorisation server: 202 at once, 200
 //! within 20 s with `wait_for_completion` (202 when the provider is slower), disabled without
 //! the team's own OAuth application, every 422 rule, tenancy, refused refreshes, tokens never in
-//! clear in the database, the operations list, and a server killed mid-operation that resumes
-//! after a restart without importing anything twice.
+//! clear in the database, the operations list, an operation aborted by the removal of the
+//! team's application. `bulk_import_durable` has the restart and PostgreSQL tests.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,20 +21,20 @@ const OPS: &str = "/v2/link/bulk_op";
 const DISABLED: &str =
     "bulk import is disabled until the team configures its own OAuth application for oura";
 
-fn now() -> i64 {
+pub(super) fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
-fn access_token(n: usize) -> String {
+pub(super) fn access_token(n: usize) -> String {
     format!("at-bulk-{n}-never-in-clear")
 }
 
-fn refresh_token(n: usize) -> String {
+pub(super) fn refresh_token(n: usize) -> String {
     format!("rt-bulk-{n}-never-in-clear")
 }
 
 /// Recipe `n` for `user`, its access token expiring at `expires_at`.
-fn recipe(user: &str, n: usize, expires_at: i64) -> Value {
+pub(super) fn recipe(user: &str, n: usize, expires_at: i64) -> Value {
     json!({
         "user_id": user,
         "access_token": access_token(n),
@@ -103,7 +103,7 @@ async fn ended_op(app: &TestApp) -> Value {
     }
 }
 
-fn contains(haystack: &[u8], needle: &str) -> bool {
+pub(super) fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
         .any(|w| w == needle.as_bytes())
@@ -593,182 +593,40 @@ async fn operations_are_listed_newest_first_a_page_at_a_time_per_team() {
     }
 }
 
-/// Bytes of every file of the server's SQLite database.
-fn server_db_bytes(dir: &std::path::Path) -> Vec<u8> {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("wearhouse.db") {
-            all.extend(std::fs::read(&path).unwrap());
-        }
-    }
-    all
-}
-
-/// The server binary with Oura's endpoints at `oauth` and its API nowhere (pulls fail fast).
-fn serve(dir: &std::path::Path, oauth: &FakeOAuth) -> crate::server::Server {
-    let apps = dir.join("oauth-apps.json");
-    let app = json!({"oura": {
-        "client_id": CLIENT_ID,
-        "client_secret": super::fake_oauth::CLIENT_SECRET,
-        "authorize_url": format!("{}/authorize", oauth.base),
-        "token_url": format!("{}/token", oauth.base)}});
-    std::fs::write(&apps, app.to_string()).unwrap();
-    let secret = "5a".repeat(32);
-    let args = [
-        "--oauth-apps",
-        apps.to_str().unwrap(),
-        "--secret-key",
-        secret.as_str(),
-    ];
-    let env = [(wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9")];
-    crate::server::Server::start_with(dir, &args, "warn", &env)
-}
-
 #[tokio::test(flavor = "multi_thread")]
-async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recipe_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let oauth = FakeOAuth::start().await;
-    // The third refresh never answers: two recipes are imported, the third is in flight.
-    oauth.hang_request(3);
-    let key = crate::server::create_team(dir.path(), "acme", &[]);
-    let server = serve(dir.path(), &oauth);
-    let http = crate::server::http_client(30);
-    let call = |server: &crate::server::Server, method: reqwest::Method, path: &str| {
-        http.request(method, server.url(path))
-            .header("x-service-api-key", &key)
-    };
-    let a = call(
-        &server,
-        reqwest::Method::PUT,
-        "/v2/team/provider/oura/credentials",
-    )
-    .json(&json!({"client_id": TEAM_CLIENT_ID, "client_secret": TEAM_CLIENT_SECRET}))
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(a.status(), 200);
-    let mut users = Vec::new();
-    let mut recipes = Vec::new();
-    for n in 1..=5 {
-        let user = server
-            .create_user(
-                &http,
-                Some(&key),
-                json!({"client_user_id": format!("kill-{n}")}),
-            )
-            .await["user_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        oauth.grant_refresh_token(&refresh_token(n), TEAM_CLIENT_ID, "profile sleep");
-        recipes.push(recipe(&user, n, now() - 60));
-        users.push(user);
-    }
-    let a = call(&server, reqwest::Method::POST, IMPORT)
-        .json(&json!({"provider": "oura", "connections": recipes}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(a.status(), 202);
-    let op = |server: &crate::server::Server| {
-        let request = call(server, reqwest::Method::GET, OPS);
-        async move {
-            let body: Value = request.send().await.unwrap().json().await.unwrap();
-            body["data"][0].clone()
-        }
-    };
-    let started = Instant::now();
-    while oauth.token_requests() < 3 || op(&server).await["processed"] != 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "{}",
-            op(&server).await
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    server.kill();
-
-    let server = serve(dir.path(), &oauth);
-    // The dead runner's lease (60 s) runs out, then the new one finishes the operation.
-    let deadline = Instant::now() + Duration::from_secs(150);
-    let done = loop {
-        let now = op(&server).await;
-        if now["status"] != "in_progress" {
-            break now;
-        }
-        assert!(Instant::now() < deadline, "{now}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-    assert_eq!(done["status"], "success", "{done}");
+async fn removing_the_team_application_aborts_the_operation_and_fails_what_waits() {
+    let (app, _fake) = enabled().await;
+    let user = app.user("aborted").await;
+    let a = submit(&app, vec![recipe(&user, 1, now() + 3600)], false).await;
+    assert_eq!(a.status, 202, "{}", a.json);
+    let a = app
+        .send(
+            "DELETE",
+            "/v2/team/provider/oura/credentials",
+            Some(&app.key.clone()),
+            None,
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    let runner = runner(&app);
+    let op = ended_op(&app).await;
+    runner.shutdown().await;
+    assert_eq!(op["status"], "aborted", "{op}");
     assert_eq!(
         (
-            done["processed"].as_i64(),
-            done["failed"].as_i64(),
-            done["pending"].as_i64()
+            op["pending"].as_i64(),
+            op["processed"].as_i64(),
+            op["failed"].as_i64()
         ),
-        (Some(5), Some(0), Some(0)),
-        "{done}"
+        (Some(0), Some(1), Some(1)),
+        "{op}"
     );
-    // Each refresh token was presented once (the one in flight at the kill hung before the
-    // fake read it, and was sent again by the new process): the recipes imported before the
-    // kill were not worked again.
-    let mut presented = oauth.presented();
-    presented.sort();
-    assert_eq!(presented, (1..=5).map(refresh_token).collect::<Vec<_>>());
-    assert_eq!(oauth.token_requests(), 6);
-    for user in &users {
-        let events: Value = call(
-            &server,
-            reqwest::Method::GET,
-            &format!("/v2/team/events?user_id={user}&limit=100"),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-        let created = events["events"]
-            .as_array()
+    assert!(
+        op["details"][0]["reason"]
+            .as_str()
             .unwrap()
-            .iter()
-            .filter(|e| e["event_type"] == "provider.connection.created")
-            .count();
-        assert_eq!(created, 1, "{user}: {events}");
-        let providers: Value = call(
-            &server,
-            reqwest::Method::GET,
-            &format!("/v2/user/providers/{user}"),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-        let oura = providers["providers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["slug"] == "oura")
-            .cloned()
-            .unwrap_or_default();
-        assert_eq!(oura["status"], "connected", "{providers}");
-    }
-    let bytes = server_db_bytes(dir.path());
-    for n in 1..=5 {
-        assert!(
-            !contains(&bytes, &access_token(n)),
-            "access token {n} in clear"
-        );
-        assert!(
-            !contains(&bytes, &refresh_token(n)),
-            "refresh token {n} in clear"
-        );
-    }
-    for token in oauth.issued() {
-        assert!(!contains(&bytes, &token), "refreshed token in clear");
-    }
+            .contains("removed its OAuth application"),
+        "{op}"
+    );
+    assert!(!connected(&app, &app.key.clone(), &user).await);
 }

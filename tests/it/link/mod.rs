@@ -12,6 +12,7 @@
 //! - [`team_apps`]: team provider credentials and the team's client in its OAuth links.
 
 mod bulk_import;
+mod bulk_import_durable;
 mod codes;
 mod connections;
 pub(crate) mod fake_oauth;
