@@ -5,6 +5,11 @@
 //! stored; with `wait_for_completion` it waits up to 20 s and answers **200** with the final
 //! lists when the operation ended in time (else 202 as without). Tokens are never echoed, not
 //! even in a 422's `input`.
+//!
+//! The operations list is newest first; `page_size` is 1 to 100 (default 10) and
+//! `next_cursor` the id of the previous page's last operation (another team's, or an unknown
+//! one, is a 422 at `["query", "next_cursor"]`). Beyond the reference's shape, each operation
+//! carries `details`: its failed recipes, each `{user_id, reason}`, in submission order.
 
 use axum::Json;
 use axum::extract::State;
