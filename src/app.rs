@@ -130,7 +130,7 @@ pub fn webhook_hint(addr: &std::net::SocketAddr, key: &str, args: &ServeArgs) ->
 
 /// The job kinds this process runs: compaction, announcing pushes, webhook delivery, event
 /// retention, the asynchronous wait of lab appointment bookings, the activation of scheduled
-/// lab orders, historical pulls from providers.
+/// lab orders, historical pulls from providers, bulk imports of connections.
 pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
     let registry = crate::jobs::Registry::new()
         .register(crate::jobs::compaction::Compaction::new(
@@ -152,6 +152,16 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
         Err(error) => {
             // Without an HTTP client pulls wait (their jobs retry) until a process has one.
             tracing::error!(%error, "no HTTP client for provider pulls");
+            registry
+        }
+    };
+    let importer =
+        crate::link::bulk_import::job::Importer::new(state.secret.clone(), state.link.clone());
+    let registry = match importer {
+        Ok(importer) => registry.register(importer),
+        Err(error) => {
+            // Without an HTTP client bulk imports wait (their jobs retry) until a process has one.
+            tracing::error!(%error, "no HTTP client for bulk imports");
             registry
         }
     };

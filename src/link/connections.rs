@@ -89,23 +89,8 @@ pub async fn finish_link(
         .await?
         .ok_or_else(|| LinkError::ConnectionNotFound(provider.slug.to_owned()))?;
     let mut tx = meta.begin().await?;
-    if let Some(account) = &linked.provider_user_id
-        && connections::provider_account_taken(
-            &mut tx,
-            user.team_id,
-            user.id,
-            provider.slug,
-            account,
-        )
-        .await?
-    {
-        return Ok(Some((
-            LinkErrorType::DuplicateConnection,
-            format!(
-                "This {} account is already connected to another user.",
-                provider.name
-            ),
-        )));
+    if let Some(refused) = duplicate_on(&mut tx, &user, provider, linked).await? {
+        return Ok(Some(refused));
     }
     if let Err(LinkError::Link {
         error_type,
@@ -114,32 +99,75 @@ pub async fn finish_link(
     {
         return Ok(Some((error_type, message)));
     }
-    let (connection, was_connected) = link_on(&mut tx, key, user.id, provider.slug, linked).await?;
-    // The new connection's history, pulled by a job committed with the link.
-    crate::sync::pull::start_on(&mut tx, &user, provider.slug, now).await?;
-    let mut enqueued = 0;
-    if !was_connected {
-        let entry = crate::data::connections::entry(&connection);
-        let about = about(provider);
-        let event = Event {
-            event_type: EventType::ConnectionCreated,
-            user: Some(EventUser::of(&user)),
-            data: json!({
-                "user_id": user.id,
-                "provider": about,
-                "source": about,
-                "resource_availability": entry.resource_availability,
-            }),
-        };
-        enqueued = outbox::enqueue(&mut tx, user.team_id, &[event], metadata::now())
-            .await?
-            .deliveries;
-    }
+    let enqueued = connect_on(&mut tx, key, &user, provider, linked, now).await?;
     tx.commit().await.map_err(metadata::MetadataError::from)?;
     if enqueued > 0 {
         meta.jobs_wake().notify_waiters();
     }
     Ok(None)
+}
+
+/// The `duplicate_connection` refusal, on the caller's transaction, when the provider account
+/// of `linked` is connected to another user of the team.
+pub async fn duplicate_on(
+    conn: &mut sqlx::AnyConnection,
+    user: &User,
+    provider: &Provider,
+    linked: &Linked,
+) -> Result<Option<(LinkErrorType, String)>, LinkError> {
+    let Some(account) = &linked.provider_user_id else {
+        return Ok(None);
+    };
+    if !connections::provider_account_taken(conn, user.team_id, user.id, provider.slug, account)
+        .await?
+    {
+        return Ok(None);
+    }
+    Ok(Some((
+        LinkErrorType::DuplicateConnection,
+        format!(
+            "This {} account is already connected to another user.",
+            provider.name
+        ),
+    )))
+}
+
+/// What every successful link does after its checks, on the caller's transaction (link flows
+/// and bulk import alike): records the connection with its sealed credentials, starts its
+/// historical pull, and emits `provider.connection.created` unless it was `connected` already.
+/// Answers how many webhook deliveries it enqueued: wake the job runners after the commit when
+/// there are any.
+pub async fn connect_on(
+    conn: &mut sqlx::AnyConnection,
+    key: Option<&SecretKey>,
+    user: &User,
+    provider: &Provider,
+    linked: &Linked,
+    now: DateTime<Utc>,
+) -> Result<usize, LinkError> {
+    let (connection, was_connected) = link_on(conn, key, user.id, provider.slug, linked).await?;
+    // The new connection's history, pulled by a job committed with the link.
+    crate::sync::pull::start_on(conn, user, provider.slug, now).await?;
+    if was_connected {
+        return Ok(0);
+    }
+    let entry = crate::data::connections::entry(&connection);
+    let about = about(provider);
+    let event = Event {
+        event_type: EventType::ConnectionCreated,
+        user: Some(EventUser::of(user)),
+        data: json!({
+            "user_id": user.id,
+            "provider": about,
+            "source": about,
+            "resource_availability": entry.resource_availability,
+        }),
+    };
+    Ok(
+        outbox::enqueue(conn, user.team_id, &[event], metadata::now())
+            .await?
+            .deliveries,
+    )
 }
 
 /// Puts the user's connection to `provider` in `error` with `error_details`, and, when it enters

@@ -51,9 +51,7 @@ pub fn seal(
     provider: &str,
     credentials: &Credentials,
 ) -> Result<String, SecretError> {
-    let key = key.ok_or(SecretError::Missing)?;
-    let plain = serde_json::to_vec(credentials).map_err(|_| SecretError::Unsealable)?;
-    key.seal(&plain, &context(user, provider))
+    seal_for(key, &context(user, provider), credentials)
 }
 
 /// Opens the sealed credentials of the user's connection to `provider`.
@@ -63,8 +61,29 @@ pub fn open(
     provider: &str,
     sealed: &str,
 ) -> Result<Credentials, SecretError> {
+    open_for(key, &context(user, provider), sealed)
+}
+
+/// Seals credentials for the row `context` names: credentials kept somewhere else than their
+/// connection (a bulk import's recipes) are sealed the same way, bound to their own row.
+pub fn seal_for(
+    key: Option<&SecretKey>,
+    context: &str,
+    credentials: &Credentials,
+) -> Result<String, SecretError> {
     let key = key.ok_or(SecretError::Missing)?;
-    let plain = key.open(sealed, &context(user, provider))?;
+    let plain = serde_json::to_vec(credentials).map_err(|_| SecretError::Unsealable)?;
+    key.seal(&plain, context)
+}
+
+/// Opens credentials sealed by [`seal_for`] for `context`.
+pub fn open_for(
+    key: Option<&SecretKey>,
+    context: &str,
+    sealed: &str,
+) -> Result<Credentials, SecretError> {
+    let key = key.ok_or(SecretError::Missing)?;
+    let plain = key.open(sealed, context)?;
     serde_json::from_slice(&plain).map_err(|_| SecretError::Unsealable)
 }
 

@@ -6,6 +6,7 @@
 //! [`SecretKey`](crate::secret::SecretKey) before they reach the metadata store, and are never
 //! logged or returned.
 
+pub mod bulk_import;
 pub mod codes;
 pub mod connections;
 pub mod credentials;

@@ -791,13 +791,40 @@ def link_calls(table):
         if got.connected or got.state != "error" or got.provider != "peloton" or got.error_type != "provider_api_error":
             raise AssertionError(got)
 
+    def bulk_import():
+        # Bulk import needs the team's own OAuth application; Strava has no connector, so the
+        # imported connection starts no pull.
+        user = client.user.create(client_user_id="sdk-bulk-1").user_id
+        app = raw.put("/v2/team/provider/strava/credentials", json={"client_id": "sdk-bulk-client", "client_secret": "sdk-bulk-secret"})
+        if app.status_code != 200:
+            raise AssertionError(f"team credentials: {app.status_code} {app.text}")
+        recipe = vital.ConnectionRecipe(
+            user_id=user, access_token="sdk-bulk-access", refresh_token="sdk-bulk-refresh",
+            provider_id="strava-athlete-1", expires_at=int(dt.datetime.now().timestamp()) + 3600,
+            oauth_scopes=["profile", "workouts"],
+        )
+        got = parsed_and_raw(client.link.with_raw_response.bulk_import(provider="strava", connections=[recipe], wait_for_completion=True))
+        if got.user_ids_imported != [user] or got.user_ids_failed != []:
+            raise AssertionError(f"not imported within the wait: {got}")
+        sources = raw.get(f"/v2/user/providers/{user}").json()["providers"]
+        if not any(p["slug"] == "strava" and p["status"] == "connected" for p in sources):
+            raise AssertionError(f"no strava connection: {sources}")
+
+    def bulk_ops():
+        got = parsed_and_raw(client.link.with_raw_response.list_bulk_ops(page_size=10))
+        ops = [op for op in got.data if op.provider == "strava"]
+        if len(ops) != 1 or ops[0].status != "success" or (ops[0].pending, ops[0].processed) != (0, 1):
+            raise AssertionError(f"the bulk import is not listed as done: {got}")
+
     table[("link", "token")] = token
     table[("link", "connect_password_provider")] = password_link
     table[("link", "get_all_providers")] = providers
     table[("link", "generate_oauth_link")] = oauth_link
     table[("link", "code_create")] = code_create
     table[("user", "deregister_provider")] = deregister
-    return ["token", "get_all_providers", "generate_oauth_link"]
+    table[("link", "bulk_import")] = bulk_import
+    table[("link", "list_bulk_ops")] = bulk_ops
+    return ["token", "get_all_providers", "generate_oauth_link", "bulk_import", "list_bulk_ops"]
 
 
 def main():

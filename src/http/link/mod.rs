@@ -1,6 +1,7 @@
 //! `/v2/link`, the hosted link page `/link` and the user's connections: the HTTP side of
 //! [`crate::link`].
 
+mod bulk_import;
 mod codes;
 mod connections;
 mod demo;
@@ -25,4 +26,5 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(team_apps::routes())
         .merge(password::routes())
         .merge(page::routes())
+        .merge(bulk_import::routes())
 }

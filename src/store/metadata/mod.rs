@@ -22,6 +22,7 @@
 //! of [`SQLITE_READERS`] connections, which in WAL mode read the last committed state without
 //! waiting for a writer's commit and fsync. PostgreSQL uses one pool for both.
 
+pub mod bulk_imports;
 pub mod connections;
 pub mod deliveries;
 pub mod events;

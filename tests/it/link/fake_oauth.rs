@@ -6,14 +6,19 @@
 //! query parameters steer what the code yields: `x_grant` (space-separated scopes granted;
 //! default: all asked), `x_account` (the provider user id; empty: the token answer names none, as Oura's), `x_fail` (`grant`: the token
 //! endpoint refuses the code with `invalid_grant`; `server`: it answers 500).
-//! `POST /token` checks client authentication (HTTP Basic), the code, the redirect URI and the
-//! PKCE verifier against the S256 challenge.
+//! `POST /token` checks client authentication (HTTP Basic: the deployment's client, or the
+//! team's [`TEAM_CLIENT_ID`]), the code, the redirect URI and the PKCE verifier against the S256
+//! challenge. A refresh token is bound to the client it was issued to (RFC 6749 §6), so another
+//! client's refresh is refused with `invalid_grant`; [`FakeOAuth::grant_refresh_token`] stands
+//! for a grant made elsewhere before a bulk import. [`FakeOAuth::set_delay`] slows the token
+//! endpoint and [`FakeOAuth::hang_request`] makes one of its requests never answer.
 //! `POST /v2/oauth2` is the same token endpoint in Withings' wire: `action=requesttoken` and the
 //! client's id and secret in the form, the answer in a `{"status", "body"}` envelope (HTTP 200
 //! whatever happened; `userid` for the user id; status 503 "Invalid Params" for a refusal).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -26,6 +31,15 @@ use sha2::Digest;
 
 pub const CLIENT_ID: &str = "wearhouse-test-client";
 pub const CLIENT_SECRET: &str = "fake-client-secret";
+/// A team's own OAuth application at the fake provider.
+pub const TEAM_CLIENT_ID: &str = "team-own-client";
+pub const TEAM_CLIENT_SECRET: &str = "team-own-secret";
+
+/// The clients the fake knows, with their secrets.
+const CLIENTS: [(&str, &str); 2] = [
+    (CLIENT_ID, CLIENT_SECRET),
+    (TEAM_CLIENT_ID, TEAM_CLIENT_SECRET),
+];
 
 #[derive(Clone)]
 struct Grant {
@@ -40,52 +54,81 @@ struct Grant {
 struct Fake {
     grants: Arc<Mutex<HashMap<String, Grant>>>,
     issued: Arc<Mutex<Vec<String>>>,
-    /// Refresh tokens issued and still valid, with their grant's scopes.
-    refreshable: Arc<Mutex<HashMap<String, String>>>,
+    /// Refresh tokens issued and still valid: their grant's scopes and the client they belong to.
+    refreshable: Arc<Mutex<HashMap<String, (String, String)>>>,
+    /// Refresh tokens presented, in order.
+    presented: Arc<Mutex<Vec<String>>>,
+    /// Requests to the token endpoint so far.
+    requests: Arc<Mutex<usize>>,
+    /// How long the token endpoint takes.
+    delay: Arc<Mutex<Duration>>,
+    /// The token request (1-based) that never answers.
+    hang: Arc<Mutex<Option<usize>>>,
 }
 
 /// A running fake server.
 pub struct FakeOAuth {
     pub base: String,
-    issued: Arc<Mutex<Vec<String>>>,
-    refreshable: Arc<Mutex<HashMap<String, String>>>,
+    fake: Fake,
 }
 
 impl FakeOAuth {
     pub async fn start() -> FakeOAuth {
         let fake = Fake::default();
-        let issued = fake.issued.clone();
-        let refreshable = fake.refreshable.clone();
         let app = Router::new()
             .route("/authorize", get(authorize))
             .route("/token", post(token))
             .route("/v2/oauth2", post(withings_token))
-            .with_state(fake);
+            .with_state(fake.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        FakeOAuth {
-            base,
-            issued,
-            refreshable,
-        }
+        FakeOAuth { base, fake }
+    }
+
+    /// Registers `refresh_token` as issued to `client` for `scopes` (a grant made elsewhere).
+    pub fn grant_refresh_token(&self, refresh_token: &str, client: &str, scopes: &str) {
+        self.fake.refreshable.lock().unwrap().insert(
+            refresh_token.to_owned(),
+            (scopes.to_owned(), client.to_owned()),
+        );
+    }
+
+    /// The refresh tokens presented to the token endpoint, in order.
+    pub fn presented(&self) -> Vec<String> {
+        self.fake.presented.lock().unwrap().clone()
+    }
+
+    /// Requests the token endpoint received so far.
+    pub fn token_requests(&self) -> usize {
+        *self.fake.requests.lock().unwrap()
+    }
+
+    /// Every later token request waits `delay` before it is handled.
+    pub fn set_delay(&self, delay: Duration) {
+        *self.fake.delay.lock().unwrap() = delay;
+    }
+
+    /// The `n`-th token request (from 1) never answers and changes nothing.
+    pub fn hang_request(&self, n: usize) {
+        *self.fake.hang.lock().unwrap() = Some(n);
     }
 
     /// The access tokens issued so far.
     pub fn issued(&self) -> Vec<String> {
-        self.issued.lock().unwrap().clone()
+        self.fake.issued.lock().unwrap().clone()
     }
 
     /// The live list of access tokens issued, oldest first.
     pub fn issued_list(&self) -> Arc<Mutex<Vec<String>>> {
-        self.issued.clone()
+        self.fake.issued.clone()
     }
 
     /// Revokes every refresh token issued so far (the user withdrew the grant).
     pub fn revoke_refresh_tokens(&self) {
-        self.refreshable.lock().unwrap().clear();
+        self.fake.refreshable.lock().unwrap().clear();
     }
 }
 
@@ -101,7 +144,7 @@ async fn authorize(State(fake): State<Fake>, Query(q): Query<HashMap<String, Str
     ) else {
         return (StatusCode::BAD_REQUEST, "missing authorisation parameters").into_response();
     };
-    if client != CLIENT_ID {
+    if !CLIENTS.iter().any(|(id, _)| *id == client) {
         return (StatusCode::BAD_REQUEST, "unknown client").into_response();
     }
     let code = format!("code-{}", uuid::Uuid::new_v4().simple());
@@ -138,26 +181,48 @@ async fn token(
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    let expected = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"))
-    );
-    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+    let n = {
+        let mut requests = fake.requests.lock().unwrap();
+        *requests += 1;
+        *requests
+    };
+    if *fake.hang.lock().unwrap() == Some(n) {
+        std::future::pending::<()>().await;
+    }
+    let delay = *fake.delay.lock().unwrap();
+    tokio::time::sleep(delay).await;
+    let auth = headers.get("authorization").and_then(|v| v.to_str().ok());
+    let client = CLIENTS
+        .iter()
+        .find(|(id, secret)| {
+            let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+            auth == Some(format!("Basic {basic}").as_str())
+        })
+        .map(|(id, _)| *id);
+    let Some(client) = client else {
         return (
             StatusCode::UNAUTHORIZED,
             Json(json!({"error": "invalid_client"})),
         )
             .into_response();
-    }
+    };
     match form.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {}
-        // RFC 6749 §6: a valid refresh token buys new tokens (and is itself replaced).
+        // RFC 6749 §6: a valid refresh token of this client buys new tokens (and is itself
+        // replaced).
         Some("refresh_token") => {
             let presented = form.get("refresh_token").cloned().unwrap_or_default();
-            let Some(scopes) = fake.refreshable.lock().unwrap().remove(&presented) else {
+            fake.presented.lock().unwrap().push(presented.clone());
+            let mut refreshable = fake.refreshable.lock().unwrap();
+            let Some((scopes, owner)) = refreshable.get(&presented).cloned() else {
                 return oauth_error("invalid_grant");
             };
-            return issue(&fake, &scopes, None);
+            if owner != client {
+                return oauth_error("invalid_grant");
+            }
+            refreshable.remove(&presented);
+            drop(refreshable);
+            return issue(&fake, &scopes, None, client);
         }
         _ => return oauth_error("unsupported_grant_type"),
     }
@@ -183,18 +248,19 @@ async fn token(
     }
     // An empty account: the answer names no user, as Oura's token endpoint does.
     let account = Some(grant.account.as_str()).filter(|a| !a.is_empty());
-    issue(&fake, &grant.scopes, account)
+    issue(&fake, &grant.scopes, account, client)
 }
 
-/// Issues an access and a refresh token for `scopes` (with the provider user id when given).
-fn issue(fake: &Fake, scopes: &str, account: Option<&str>) -> Response {
+/// Issues an access and a refresh token of `client` for `scopes` (with the provider user id
+/// when given).
+fn issue(fake: &Fake, scopes: &str, account: Option<&str>, client: &str) -> Response {
     let access = format!("fake-access-{}", uuid::Uuid::new_v4().simple());
     let refresh = format!("fake-refresh-{}", uuid::Uuid::new_v4().simple());
     fake.issued.lock().unwrap().push(access.clone());
     fake.refreshable
         .lock()
         .unwrap()
-        .insert(refresh.clone(), scopes.to_owned());
+        .insert(refresh.clone(), (scopes.to_owned(), client.to_owned()));
     let mut answer = json!({
         "access_token": access,
         "token_type": "Bearer",

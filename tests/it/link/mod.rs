@@ -13,6 +13,8 @@
 //! - [`password`]: password links through the link API against [`fake_peloton`];
 //! - [`page`]: the hosted link page in a real headless Chromium, against a real server.
 
+mod bulk_import;
+mod bulk_import_durable;
 mod codes;
 mod connections;
 pub(crate) mod fake_oauth;
