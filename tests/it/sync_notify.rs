@@ -51,7 +51,13 @@ fn event(account: &str) -> Vec<u8> {
 
 /// The team's incremental pull jobs: (user, due time).
 async fn incremental_jobs(app: &TestApp) -> Vec<(Value, chrono::DateTime<Utc>)> {
-    let team = app.state.meta.team_for_key(&app.key).await.unwrap().unwrap();
+    let team = app
+        .state
+        .meta
+        .team_for_key(&app.key)
+        .await
+        .unwrap()
+        .unwrap();
     let filter = JobFilter {
         team: Some(team.id),
         state: None,

@@ -63,14 +63,9 @@ async fn assert_every_heart_rate_sample_once(l: &Linked) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_linked_oura_user_is_pulled_and_the_getters_answer_the_fixtures() {
-    let oura = fake_oura().await;
-    let l = linked(&oura).await;
-    oura.accept_when(l.issued_tokens(None));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-
+/// The getters answer the fixtures: every heart-rate sample once, moved and with its value,
+/// every sleep once under the provider's id, every workout once.
+async fn assert_fixtures_stored(l: &Linked) {
     let (app, user) = (&l.app, &l.user);
     let days = offset_days();
     let hr = app
@@ -114,6 +109,17 @@ async fn a_linked_oura_user_is_pulled_and_the_getters_answer_the_fixtures() {
         "{}",
         workouts.json
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_linked_oura_user_is_pulled_and_the_getters_answer_the_fixtures() {
+    let oura = fake_oura().await;
+    let l = linked(&oura).await;
+    oura.accept_when(l.issued_tokens(None));
+    let done = l.run_until(JobState::Succeeded).await;
+    assert_eq!(done.attempts, 1, "{done:?}");
+
+    assert_fixtures_stored(&l).await;
 
     let types = l.event_types().await;
     for resource in ["sleep", "activity", "workouts", "heartrate", "hrv"] {
@@ -202,6 +208,79 @@ async fn a_rate_limited_pull_waits_out_retry_after_and_completes() {
     );
     assert_eq!(done.attempts, 1, "a wait is not a failed attempt: {done:?}");
     assert_every_heart_rate_sample_once(&l).await;
+}
+
+/// The backoff of the test runner (`jobs_support::config`): 40 ms doubling, at most 100 ms.
+const BACKOFF_BASE: Duration = Duration::from_millis(40);
+const BACKOFF_MAX: Duration = Duration::from_millis(100);
+
+/// Issue requirement: "a 500 storm backs off and recovers". Oura answers HTTP 500 to five
+/// requests in a row from the ninth on, inside the pull's second 30-day chunk (the first is
+/// stored by then); each 500 costs the historical pull one attempt, retried after the runner's
+/// backoff, each retry asks the failed chunk again from its start (never the stored one), and
+/// the sixth attempt completes the pull with every record once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_500_storm_backs_off_and_recovers_with_every_record_once() {
+    const STORM: usize = 5;
+    let oura = fake_oura().await;
+    let l = linked(&oura).await;
+    oura.accept_when(l.issued_tokens(None));
+    oura.fail_times(Fault::ServerError, 8, STORM);
+    let done = l.run_until(JobState::Succeeded).await;
+    assert_eq!(
+        done.attempts,
+        1 + STORM as u32,
+        "one failed attempt per 500, then success: {done:?}"
+    );
+
+    // Backed off: after the request that failed attempt `a`, the next waited at least half
+    // the nominal delay `min(base * 2^(a-1), max)` (equal jitter never waits less).
+    let timeline = oura.timeline();
+    let faulted: Vec<usize> = (0..timeline.len()).filter(|i| timeline[*i].1).collect();
+    assert_eq!(faulted.len(), STORM, "{timeline:?}");
+    assert_eq!(
+        faulted,
+        (8..8 + STORM).collect::<Vec<_>>(),
+        "each retry's first request met the storm"
+    );
+    let log = oura.log();
+    for i in &faulted[1..] {
+        assert!(
+            log[*i].starts_with("sleep?"),
+            "a chunk's first request: {log:#?}"
+        );
+        assert_eq!(log[*i], log[faulted[1]], "the same chunk again: {log:#?}");
+    }
+    assert_ne!(log[faulted[1]], log[0], "{log:#?}");
+    assert_eq!(
+        log.iter().filter(|l| **l == log[0]).count(),
+        1,
+        "the stored chunk is not pulled again: {log:#?}"
+    );
+    for (k, i) in faulted.iter().enumerate() {
+        let nominal = (BACKOFF_BASE * 2u32.pow(k as u32)).min(BACKOFF_MAX);
+        let waited = timeline[i + 1].0 - timeline[*i].0;
+        assert!(
+            waited >= nominal / 2,
+            "after the 500 of attempt {}: waited {waited:?}, nominal {nominal:?}",
+            k + 1
+        );
+    }
+
+    assert_fixtures_stored(&l).await;
+    let types = l.event_types().await;
+    let historical: Vec<&String> = types
+        .iter()
+        .filter(|t| t.starts_with("historical."))
+        .collect();
+    let unique: std::collections::BTreeSet<&&String> = historical.iter().collect();
+    assert_eq!(historical.len(), unique.len(), "each once: {historical:?}");
+    assert!(
+        historical
+            .iter()
+            .any(|t| *t == "historical.data.heartrate.created"),
+        "{types:?}"
+    );
 }
 
 /// Polls the user's events of `event_type` until there are `n`.
