@@ -20,8 +20,8 @@ use uuid::Uuid;
 
 use crate::link::fake_oauth::FakeOAuth;
 use crate::support::TestApp;
-use crate::sync_oura::fake_oura::{FakeOura, Fault, fixture, fixture_collections};
-use crate::sync_support::linked::{LONG, Linked, offset_days, shifted, window};
+use crate::sync_oura::fake_oura::{FakeOura, Fault, fixture, fixture_collections, shifted};
+use crate::sync_support::linked::{LONG, Linked, offset_days, window};
 use wearhouse::jobs::JobState;
 use wearhouse::sync::oura::Oura;
 

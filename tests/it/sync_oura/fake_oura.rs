@@ -305,3 +305,32 @@ async fn collection(
     };
     Json(json!({"data": page, "next_token": next_token})).into_response()
 }
+
+/// Moves every `YYYY-MM-DD` date and RFC 3339 instant in `value` by `days`.
+pub fn shifted(value: &Value, days: i64) -> Value {
+    match value {
+        Value::String(s) => {
+            if let Ok(day) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+                return Value::String((day + chrono::Duration::days(days)).to_string());
+            }
+            if let Ok(at) = DateTime::parse_from_rfc3339(s) {
+                let moved = at + chrono::Duration::days(days);
+                let text = moved.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
+                // Keep the fixture's own offset notation (`+00:00` stays, `Z` stays).
+                return Value::String(if s.ends_with('Z') {
+                    text
+                } else {
+                    moved.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
+                });
+            }
+            value.clone()
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| shifted(v, days)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), shifted(v, days)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}

@@ -4,8 +4,9 @@
 //! [`Linked::link`] is parameterised by the connector; its `provider()` is the slug linked.
 //!
 //! Every provider's fixtures are dated 2025-03-01 … 03-03, and a historical pull covers the
-//! last 90 days, so the suites serve them moved forward by [`offset_days`] whole days
-//! ([`shifted`]), to end ten days ago.
+//! last 90 days, so the suites serve them moved forward by [`offset_days`] whole days, to end
+//! ten days ago. [`shifted`] moves dates written as text; Oura's fake keeps its own (the sync
+//! bench uses it too), and Withings' also moves unix seconds.
 
 use std::sync::Arc;
 use std::time::Duration;
