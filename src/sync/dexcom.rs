@@ -118,14 +118,18 @@ impl Connector for Dexcom {
     }
 }
 
-/// Consecutive half-open chunks of at most [`MAX_WINDOW_DAYS`] covering the window (so a
-/// record on a chunk boundary belongs to one chunk only).
+/// Consecutive half-open chunks covering the window (so a record on a chunk boundary belongs
+/// to one chunk only), each asked in at most [`MAX_WINDOW_DAYS`]: a chunk ends at most that
+/// long after the whole second its `startDate` names, so its `endDate`, rounded up, does too
+/// (a chunk of exactly 30 days from a fractional second would be asked as 30 days and 1 s,
+/// which Dexcom refuses).
 fn chunks(window: &Window) -> Vec<Window> {
     let step = TimeDelta::days(MAX_WINDOW_DAYS);
     let mut out = Vec::new();
     let mut start = window.start;
     while start < window.end {
-        let end = (start + step).min(window.end);
+        let asked_from = start.with_nanosecond(0).unwrap_or(start);
+        let end = (asked_from + step).min(window.end);
         out.push(Window { start, end });
         start = end;
     }

@@ -1,7 +1,9 @@
 //! The Dexcom connector (issue 15) against [`fake_dexcom`], a fake Dexcom API v3 on a loopback
 //! port: pulls over several 30-day chunks, the unit conversion, and every failure kind (429
-//! with `Retry-After`, 401, 500, refused connections, unknown paths).
+//! with `Retry-After`, 401, 500, refused connections, unknown paths). [`end_to_end`] runs the
+//! same fake behind the app: link, historical pull job, glucose getter, refresh.
 
+mod end_to_end;
 pub mod fake_dexcom;
 
 use chrono::{DateTime, TimeDelta, Utc};

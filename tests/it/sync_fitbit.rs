@@ -1,8 +1,10 @@
 //! The Fitbit connector (issue 15) against [`fake_fitbit`], a fake Fitbit Web API on a loopback
 //! port: a pull of every resource from the fixtures, a pull long enough to need several ranges
 //! per endpoint, and every failure kind (429 with `Retry-After` or only
-//! `Fitbit-Rate-Limit-Reset`, 401, 500).
+//! `Fitbit-Rate-Limit-Reset`, 401, 500). [`end_to_end`] runs the same fake behind the app:
+//! link, historical pull job, getters, refresh.
 
+mod end_to_end;
 pub mod fake_fitbit;
 
 use std::collections::BTreeSet;

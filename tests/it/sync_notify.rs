@@ -15,7 +15,7 @@ use sha2::Sha256;
 use crate::link::fake_oauth::CLIENT_SECRET;
 use crate::link::oauth::VERIFICATION_TOKEN;
 use crate::support::{Answer, TestApp};
-use crate::sync_pull::{fake_oura, linked_with, run_until};
+use crate::sync_pull::{fake_oura, linked_with};
 use wearhouse::jobs::JobState;
 use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 
@@ -74,10 +74,10 @@ async fn incremental_jobs(app: &TestApp) -> Vec<(Value, chrono::DateTime<Utc>)> 
 async fn a_signed_notification_for_a_pulled_account_queues_its_pull_now() {
     let oura = fake_oura().await;
     // Oura's token answer names no user: the pull has to ask.
-    let (app, oauth, user) = linked_with(&oura, &[("x_account", "")]).await;
-    let issued = oauth.issued_list();
-    oura.accept_when(move |t| issued.lock().unwrap().iter().any(|i| i == t));
-    run_until(&app, JobState::Succeeded).await;
+    let l = linked_with(&oura, &[("x_account", "")]).await;
+    oura.accept_when(l.issued_tokens(None));
+    l.run_until(JobState::Succeeded).await;
+    let (app, user) = (&l.app, &l.user);
 
     // The pull recorded the account Oura's notifications name.
     let account = crate::sync_oura::fake_oura::fixture("personal_info.json")["id"]
@@ -97,19 +97,19 @@ async fn a_signed_notification_for_a_pulled_account_queues_its_pull_now() {
     );
 
     // Unsigned, wrongly signed, signed for another body: nothing queued sooner.
-    let before: Vec<_> = incremental_jobs(&app).await;
+    let before: Vec<_> = incremental_jobs(app).await;
     for signature in [None, Some("00FF"), Some(sign("1", b"{}").as_str())] {
-        let a = notify(&app, &event(&account), signature).await;
+        let a = notify(app, &event(&account), signature).await;
         assert_eq!(a.status, 401, "{signature:?}: {}", a.json);
     }
-    assert_eq!(incremental_jobs(&app).await, before);
+    assert_eq!(incremental_jobs(app).await, before);
 
     // Signed: the connection's incremental pull is due now.
     let sent = Utc::now();
-    let a = notify(&app, &event(&account), Some("valid")).await;
+    let a = notify(app, &event(&account), Some("valid")).await;
     assert_eq!(a.status, 200, "{}", a.json);
     assert_eq!(a.json, json!({"queued": 1}));
-    let jobs = incremental_jobs(&app).await;
+    let jobs = incremental_jobs(app).await;
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(jobs[0].0, json!(user));
     assert!(
@@ -119,11 +119,11 @@ async fn a_signed_notification_for_a_pulled_account_queues_its_pull_now() {
     );
 
     // Signed for an account nobody has; signed but not a notification.
-    let a = notify(&app, &event("someone-else"), Some("valid")).await;
+    let a = notify(app, &event("someone-else"), Some("valid")).await;
     assert_eq!(a.json, json!({"queued": 0}), "{}", a.json);
-    let a = notify(&app, b"{\"user_id\": 7}", Some("valid")).await;
+    let a = notify(app, b"{\"user_id\": 7}", Some("valid")).await;
     assert_eq!(a.status, 422, "{}", a.json);
-    let a = notify(&app, b"not json", Some("valid")).await;
+    let a = notify(app, b"not json", Some("valid")).await;
     assert_eq!(a.status, 422, "{}", a.json);
 }
 

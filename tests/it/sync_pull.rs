@@ -14,27 +14,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::jobs_support::{config, wait_for};
 use crate::link::fake_oauth::FakeOAuth;
-use crate::link::oauth::{authorize_url, link_token, setup, visit};
 use crate::support::TestApp;
 use crate::sync_oura::fake_oura::{FakeOura, Fault, fixture, fixture_collections, shifted};
-use wearhouse::jobs::{Job, JobState, Runner};
-use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
-use wearhouse::sync::Connectors;
+use crate::sync_support::linked::{LONG, Linked, offset_days, window};
+use wearhouse::jobs::JobState;
 use wearhouse::sync::oura::Oura;
-
-const LONG: Duration = Duration::from_secs(15);
-
-/// Days that move the fixtures (the last of them 2025-03-03) to ten days ago.
-fn offset_days() -> i64 {
-    let last = NaiveDate::from_ymd_opt(2025, 3, 3).unwrap();
-    (Utc::now().date_naive() - chrono::Duration::days(10) - last).num_days()
-}
 
 /// A fake Oura serving the fixtures, moved into the pull's window.
 pub(crate) async fn fake_oura() -> FakeOura {
@@ -46,56 +35,14 @@ pub(crate) async fn fake_oura() -> FakeOura {
     FakeOura::start(collections, 2).await
 }
 
-/// The app (OAuth to `oauth`, pulls from `oura`), a user linked to Oura, and the link's answer
-/// checked. The Oura fake accepts the access tokens `oauth` issued, unless `accept` says which.
-pub(crate) async fn linked(oura: &FakeOura) -> (TestApp, FakeOAuth, String) {
+/// The app (OAuth at a fake authorisation server, pulls from `oura`) and a user linked to Oura.
+pub(crate) async fn linked(oura: &FakeOura) -> Linked {
     linked_with(oura, &[]).await
 }
 
 /// [`linked`], with `extra` parameters for the fake authorisation server.
-pub(crate) async fn linked_with(
-    oura: &FakeOura,
-    extra: &[(&str, &str)],
-) -> (TestApp, FakeOAuth, String) {
-    let (mut app, oauth) = setup().await;
-    let connectors = Connectors::default().with(Arc::new(Oura::new(&oura.base).unwrap()));
-    app.state = app.state.clone().with_connectors(connectors);
-    let user = app.user("puller").await;
-    let token = link_token(&app, &user, true).await;
-    let url = authorize_url(&app, &token, "oura").await;
-    let landed = visit(&app, &url, extra).await;
-    assert_eq!(landed.status, 303, "{}", landed.json);
-    (app, oauth, user)
-}
-
-/// The user's historical pull job.
-async fn pull_job(app: &TestApp) -> Job {
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
-    let filter = JobFilter {
-        team: Some(team.id),
-        state: None,
-        kind: Some("sync.historical".into()),
-    };
-    let mut conn = app.state.meta.writer().await.unwrap();
-    let (jobs, total) = list_jobs(&mut conn, &filter, 0, 10).await.unwrap();
-    assert_eq!(total, 1, "the link enqueued one pull: {jobs:?}");
-    jobs.into_iter().next().unwrap()
-}
-
-/// Runs the app's jobs until the pull job is in `state`.
-pub(crate) async fn run_until(app: &TestApp, state: JobState) -> Job {
-    let job = pull_job(app).await;
-    let registry = wearhouse::app::job_registry(&app.state);
-    let runner = Runner::new(app.state.meta.clone(), registry, config("puller", LONG)).spawn();
-    let done = wait_for(&app.state.meta, job.id, state, LONG).await;
-    runner.shutdown().await;
-    done
+pub(crate) async fn linked_with(oura: &FakeOura, extra: &[(&str, &str)]) -> Linked {
+    Linked::link_with(Arc::new(Oura::new(&oura.base).unwrap()), extra).await
 }
 
 fn expected(file: &str, pointer: &str) -> Vec<Value> {
@@ -106,50 +53,20 @@ fn expected(file: &str, pointer: &str) -> Vec<Value> {
         .unwrap()
 }
 
-fn window() -> String {
-    let today = Utc::now().date_naive();
-    format!(
-        "start_date={}&end_date={}",
-        today - chrono::Duration::days(100),
-        today
-    )
-}
-
 /// The user's heart rate holds the fixture's samples, each once.
-async fn assert_every_heart_rate_sample_once(app: &TestApp, user: &str) {
-    let hr = app
-        .get(&format!("/v2/timeseries/{user}/heartrate?{}", window()))
-        .await;
+async fn assert_every_heart_rate_sample_once(l: &Linked) {
+    let hr = l.series("heartrate").await;
     assert_eq!(
-        hr.json.as_array().map(Vec::len),
-        Some(expected("heartrate.expected.json", "/timeseries/heartrate").len()),
-        "every sample once: {}",
-        hr.json
+        hr.len(),
+        expected("heartrate.expected.json", "/timeseries/heartrate").len(),
+        "every sample once: {hr:?}"
     );
 }
 
-async fn event_types(app: &TestApp, user: &str) -> Vec<String> {
-    let a = app
-        .get(&format!("/v2/team/events?user_id={user}&limit=100"))
-        .await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    a.json["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event_type"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_linked_oura_user_is_pulled_and_the_getters_answer_the_fixtures() {
-    let oura = fake_oura().await;
-    let (app, oauth, user) = linked(&oura).await;
-    let issued = oauth.issued_list();
-    oura.accept_when(move |t| issued.lock().unwrap().iter().any(|i| i == t));
-    let done = run_until(&app, JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-
+/// The getters answer the fixtures: every heart-rate sample once, moved and with its value,
+/// every sleep once under the provider's id, every workout once.
+async fn assert_fixtures_stored(l: &Linked) {
+    let (app, user) = (&l.app, &l.user);
     let days = offset_days();
     let hr = app
         .get(&format!("/v2/timeseries/{user}/heartrate?{}", window()))
@@ -192,8 +109,19 @@ async fn a_linked_oura_user_is_pulled_and_the_getters_answer_the_fixtures() {
         "{}",
         workouts.json
     );
+}
 
-    let types = event_types(&app, &user).await;
+#[tokio::test(flavor = "multi_thread")]
+async fn a_linked_oura_user_is_pulled_and_the_getters_answer_the_fixtures() {
+    let oura = fake_oura().await;
+    let l = linked(&oura).await;
+    oura.accept_when(l.issued_tokens(None));
+    let done = l.run_until(JobState::Succeeded).await;
+    assert_eq!(done.attempts, 1, "{done:?}");
+
+    assert_fixtures_stored(&l).await;
+
+    let types = l.event_types().await;
     for resource in ["sleep", "activity", "workouts", "heartrate", "hrv"] {
         let t = format!("historical.data.{resource}.created");
         assert_eq!(
@@ -211,16 +139,14 @@ async fn a_linked_oura_user_is_pulled_and_the_getters_answer_the_fixtures() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_access_token_is_refreshed_and_the_pull_completes() {
     let oura = fake_oura().await;
-    let (app, oauth, user) = linked(&oura).await;
+    let l = linked(&oura).await;
     // The token the link got has expired: only tokens issued after it are good.
-    let issued = oauth.issued_list();
-    let first = oauth.issued()[0].clone();
-    oura.accept_when(move |t| t != first && issued.lock().unwrap().iter().any(|i| i == t));
-    let done = run_until(&app, JobState::Succeeded).await;
-    assert_eq!(oauth.issued().len(), 2, "one refresh");
+    oura.accept_when(l.issued_tokens(Some(l.oauth.issued()[0].clone())));
+    let done = l.run_until(JobState::Succeeded).await;
+    assert_eq!(l.oauth.issued().len(), 2, "one refresh");
     assert_eq!(done.attempts, 1, "refreshed within the run: {done:?}");
-    assert_every_heart_rate_sample_once(&app, &user).await;
-    let connections = app.get(&format!("/v2/user/providers/{user}")).await;
+    assert_every_heart_rate_sample_once(&l).await;
+    let connections = l.app.get(&format!("/v2/user/providers/{}", l.user)).await;
     assert_eq!(
         connections.json["providers"][0]["status"], "connected",
         "{}",
@@ -231,18 +157,19 @@ async fn an_expired_access_token_is_refreshed_and_the_pull_completes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_revoked_refresh_token_puts_the_connection_in_error() {
     let oura = fake_oura().await;
-    let (app, oauth, user) = linked(&oura).await;
+    let l = linked(&oura).await;
     oura.accept_when(|_| false);
-    oauth.revoke_refresh_tokens();
-    let done = run_until(&app, JobState::Failed).await;
+    l.oauth.revoke_refresh_tokens();
+    let done = l.run_until(JobState::Failed).await;
     assert!(
         done.last_error
             .as_deref()
             .is_some_and(|e| e.contains("invalid_grant")),
         "{done:?}"
     );
-    let uuid: Uuid = user.parse().unwrap();
-    let connection = app
+    let uuid: Uuid = l.user.parse().unwrap();
+    let connection = l
+        .app
         .state
         .meta
         .connection(uuid, "oura")
@@ -256,7 +183,7 @@ async fn a_revoked_refresh_token_puts_the_connection_in_error() {
     let details = connection.error_details.unwrap();
     assert_eq!(details.error_type, "provider_credential_error");
     assert!(details.error_message.contains("Oura"), "{details:?}");
-    let types = event_types(&app, &user).await;
+    let types = l.event_types().await;
     assert!(
         types.iter().any(|t| t == "provider.connection.error"),
         "{types:?}"
@@ -270,22 +197,95 @@ async fn a_revoked_refresh_token_puts_the_connection_in_error() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rate_limited_pull_waits_out_retry_after_and_completes() {
     let oura = fake_oura().await;
-    let (app, oauth, user) = linked(&oura).await;
-    let issued = oauth.issued_list();
-    oura.accept_when(move |t| issued.lock().unwrap().iter().any(|i| i == t));
+    let l = linked(&oura).await;
+    oura.accept_when(l.issued_tokens(None));
     oura.fail_times(Fault::RateLimited { retry_after: 1 }, 3, 1);
     let started = std::time::Instant::now();
-    let done = run_until(&app, JobState::Succeeded).await;
+    let done = l.run_until(JobState::Succeeded).await;
     assert!(
         started.elapsed() >= Duration::from_secs(1),
         "the Retry-After was waited out"
     );
     assert_eq!(done.attempts, 1, "a wait is not a failed attempt: {done:?}");
-    assert_every_heart_rate_sample_once(&app, &user).await;
+    assert_every_heart_rate_sample_once(&l).await;
+}
+
+/// The backoff of the test runner (`jobs_support::config`): 40 ms doubling, at most 100 ms.
+const BACKOFF_BASE: Duration = Duration::from_millis(40);
+const BACKOFF_MAX: Duration = Duration::from_millis(100);
+
+/// Issue requirement: "a 500 storm backs off and recovers". Oura answers HTTP 500 to five
+/// requests in a row from the ninth on, inside the pull's second 30-day chunk (the first is
+/// stored by then); each 500 costs the historical pull one attempt, retried after the runner's
+/// backoff, each retry asks the failed chunk again from its start (never the stored one), and
+/// the sixth attempt completes the pull with every record once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_500_storm_backs_off_and_recovers_with_every_record_once() {
+    const STORM: usize = 5;
+    let oura = fake_oura().await;
+    let l = linked(&oura).await;
+    oura.accept_when(l.issued_tokens(None));
+    oura.fail_times(Fault::ServerError, 8, STORM);
+    let done = l.run_until(JobState::Succeeded).await;
+    assert_eq!(
+        done.attempts,
+        1 + STORM as u32,
+        "one failed attempt per 500, then success: {done:?}"
+    );
+
+    // Backed off: after the request that failed attempt `a`, the next waited at least half
+    // the nominal delay `min(base * 2^(a-1), max)` (equal jitter never waits less).
+    let timeline = oura.timeline();
+    let faulted: Vec<usize> = (0..timeline.len()).filter(|i| timeline[*i].1).collect();
+    assert_eq!(faulted.len(), STORM, "{timeline:?}");
+    assert_eq!(
+        faulted,
+        (8..8 + STORM).collect::<Vec<_>>(),
+        "each retry's first request met the storm"
+    );
+    let log = oura.log();
+    for i in &faulted[1..] {
+        assert!(
+            log[*i].starts_with("sleep?"),
+            "a chunk's first request: {log:#?}"
+        );
+        assert_eq!(log[*i], log[faulted[1]], "the same chunk again: {log:#?}");
+    }
+    assert_ne!(log[faulted[1]], log[0], "{log:#?}");
+    assert_eq!(
+        log.iter().filter(|l| **l == log[0]).count(),
+        1,
+        "the stored chunk is not pulled again: {log:#?}"
+    );
+    for (k, i) in faulted.iter().enumerate() {
+        let nominal = (BACKOFF_BASE * 2u32.pow(k as u32)).min(BACKOFF_MAX);
+        let waited = timeline[i + 1].0 - timeline[*i].0;
+        assert!(
+            waited >= nominal / 2,
+            "after the 500 of attempt {}: waited {waited:?}, nominal {nominal:?}",
+            k + 1
+        );
+    }
+
+    assert_fixtures_stored(&l).await;
+    let types = l.event_types().await;
+    let historical: Vec<&String> = types
+        .iter()
+        .filter(|t| t.starts_with("historical."))
+        .collect();
+    let unique: std::collections::BTreeSet<&&String> = historical.iter().collect();
+    assert_eq!(historical.len(), unique.len(), "each once: {historical:?}");
+    assert!(
+        historical
+            .iter()
+            .any(|t| *t == "historical.data.heartrate.created"),
+        "{types:?}"
+    );
 }
 
 /// Polls the user's events of `event_type` until there are `n`.
-async fn events_of(app: &TestApp, user: &str, event_type: &str, n: usize) -> Vec<Value> {
+async fn events_of(l: &Linked, event_type: &str, n: usize) -> Vec<Value> {
+    let (app, user) = (&l.app, &l.user);
     let started = std::time::Instant::now();
     loop {
         let a = app
@@ -298,7 +298,7 @@ async fn events_of(app: &TestApp, user: &str, event_type: &str, n: usize) -> Vec
             return events;
         }
         if started.elapsed() > LONG {
-            let all = event_types(app, user).await;
+            let all = l.event_types().await;
             let hr = app
                 .get(&format!("/v2/timeseries/{user}/heartrate?{}", window()))
                 .await;
@@ -315,25 +315,18 @@ async fn events_of(app: &TestApp, user: &str, event_type: &str, n: usize) -> Vec
 #[tokio::test(flavor = "multi_thread")]
 async fn refresh_pulls_what_is_new_or_changed_and_announces_only_that() {
     let oura = fake_oura().await;
-    let (app, oauth, user) = linked(&oura).await;
-    let issued = oauth.issued_list();
-    oura.accept_when(move |t| issued.lock().unwrap().iter().any(|i| i == t));
-    let history = pull_job(&app).await;
-    let registry = wearhouse::app::job_registry(&app.state);
-    let runner = Runner::new(app.state.meta.clone(), registry, config("puller", LONG)).spawn();
-    wait_for(&app.state.meta, history.id, JobState::Succeeded, LONG).await;
+    let l = linked(&oura).await;
+    oura.accept_when(l.issued_tokens(None));
+    let runner = l.runner();
+    l.wait_for_pull(JobState::Succeeded).await;
 
-    let refresh = |timeout: &str| {
-        let path = format!("/v2/user/refresh/{user}?timeout={timeout}");
-        let app = &app;
-        async move { app.post(&path, serde_json::json!({})).await }
-    };
+    let user = &l.user;
     let at = (Utc::now() - chrono::Duration::hours(2))
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
     let sample = |bpm: i64| serde_json::json!({"bpm": bpm, "source": "awake", "timestamp": at});
 
     oura.put("heartrate", "timestamp", sample(61));
-    let a = refresh("20").await;
+    let a = l.refresh("20").await;
     assert_eq!(a.status, 200, "{}", a.json);
     assert_eq!(a.json["success"], true, "{}", a.json);
     assert_eq!(a.json["user_id"], user.as_str());
@@ -346,28 +339,28 @@ async fn refresh_pulls_what_is_new_or_changed_and_announces_only_that() {
     assert!(refreshed.contains(&"oura/heartrate"), "{}", a.json);
     assert_eq!(a.json["in_progress_sources"], serde_json::json!([]));
     assert_eq!(a.json["failed_sources"], serde_json::json!([]));
-    let created = events_of(&app, &user, "daily.data.heartrate.created", 1).await;
+    let created = events_of(&l, "daily.data.heartrate.created", 1).await;
     let samples = created[0]["data"]["data"].as_array().unwrap();
     assert_eq!(samples.len(), 1, "only the new sample: {}", created[0]);
     assert_eq!(samples[0]["value"].as_f64(), Some(61.0));
 
     oura.put("heartrate", "timestamp", sample(64));
-    assert_eq!(refresh("20").await.json["success"], true);
-    let updated = events_of(&app, &user, "daily.data.heartrate.updated", 1).await;
+    assert_eq!(l.refresh("20").await.json["success"], true);
+    let updated = events_of(&l, "daily.data.heartrate.updated", 1).await;
     let samples = updated[0]["data"]["data"].as_array().unwrap();
     assert_eq!(samples.len(), 1, "only the changed sample: {}", updated[0]);
     assert_eq!(samples[0]["value"].as_f64(), Some(64.0));
 
     // Pulled again unchanged: stored as it is, announced by nothing.
-    assert_eq!(refresh("20").await.json["success"], true);
+    assert_eq!(l.refresh("20").await.json["success"], true);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let types = event_types(&app, &user).await;
+    let types = l.event_types().await;
     let daily: Vec<&String> = types.iter().filter(|t| t.starts_with("daily.")).collect();
     assert_eq!(daily.len(), 2, "{types:?}");
     runner.shutdown().await;
 
     for bad in ["4", "61", "soon"] {
-        let a = refresh(bad).await;
+        let a = l.refresh(bad).await;
         crate::support::assert_422_at(
             &a,
             &[serde_json::json!("query"), serde_json::json!("timeout")],

@@ -222,6 +222,28 @@ fn long_windows_are_asked_in_chunks_the_api_accepts() {
 }
 
 #[test]
+fn chunks_from_a_fractional_second_are_asked_within_the_limit() {
+    // A historical pull's window starts at a microsecond instant.
+    let start = Utc.with_ymd_and_hms(2025, 1, 1, 6, 0, 0).unwrap()
+        + chrono::TimeDelta::microseconds(417_211);
+    let w = Window::new(start, start + chrono::TimeDelta::days(90)).unwrap();
+    let parts = chunks(&w);
+    assert_eq!(parts[0].start, start);
+    assert_eq!(parts.last().unwrap().end, w.end);
+    for pair in parts.windows(2) {
+        assert_eq!(pair[0].end, pair[1].start);
+    }
+    for p in &parts {
+        let from: chrono::NaiveDateTime = query_time(p.start, false).parse().unwrap();
+        let to: chrono::NaiveDateTime = query_time(p.end, true).parse().unwrap();
+        assert!(
+            to - from <= chrono::TimeDelta::days(MAX_WINDOW_DAYS),
+            "{p:?}"
+        );
+    }
+}
+
+#[test]
 fn query_times_are_whole_utc_seconds_without_an_offset() {
     let at = Utc.with_ymd_and_hms(2025, 3, 1, 7, 0, 5).unwrap();
     assert_eq!(query_time(at, false), "2025-03-01T07:00:05");

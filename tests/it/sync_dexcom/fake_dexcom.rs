@@ -52,7 +52,7 @@ type TokenCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 #[derive(Clone)]
 struct Fake {
     accepts: Arc<Mutex<TokenCheck>>,
-    records: Arc<Vec<Value>>,
+    records: Arc<Mutex<Vec<Value>>>,
     inner: Arc<Mutex<Inner>>,
 }
 
@@ -62,6 +62,7 @@ pub struct FakeDexcom {
     pub base: String,
     inner: Arc<Mutex<Inner>>,
     accepts: Arc<Mutex<TokenCheck>>,
+    records: Arc<Mutex<Vec<Value>>>,
 }
 
 impl FakeDexcom {
@@ -70,10 +71,10 @@ impl FakeDexcom {
         let accepts: Arc<Mutex<TokenCheck>> = Arc::new(Mutex::new(Arc::new(|t| t == TOKEN)));
         let fake = Fake {
             accepts: accepts.clone(),
-            records: Arc::new(records),
+            records: Arc::new(Mutex::new(records)),
             inner: Arc::default(),
         };
-        let inner = fake.inner.clone();
+        let (inner, records) = (fake.inner.clone(), fake.records.clone());
         let app = Router::new().route(EGVS_PATH, get(egvs)).with_state(fake);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -84,7 +85,16 @@ impl FakeDexcom {
             base,
             inner,
             accepts,
+            records,
         }
+    }
+
+    /// Adds an EGV record, replacing the one with the same `recordId` (a new reading, or one
+    /// Dexcom revised).
+    pub fn put(&self, record: Value) {
+        let mut records = self.records.lock().unwrap();
+        records.retain(|r| r["recordId"] != record["recordId"]);
+        records.push(record);
     }
 
     /// Accepts the bearer tokens `check` approves from now on (instead of [`TOKEN`]): tests
@@ -233,6 +243,8 @@ async fn egvs(
     }
     let records: Vec<Value> = fake
         .records
+        .lock()
+        .unwrap()
         .iter()
         .filter(|r| (from..=to).contains(&system_time(r)))
         .cloned()

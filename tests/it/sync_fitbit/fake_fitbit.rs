@@ -1,7 +1,7 @@
 //! A fake Fitbit Web API for the connector tests: an axum server on a loopback port that stands
 //! in for `api.fitbit.com`. It shares no code with `wearhouse::sync`, only the wire format: it
 //! serves the answers of `testdata/providers/fitbit/` (or generated ones) under the documented
-//! paths, checks the bearer token, filters the date-range endpoints by day (inclusive; sleep
+//! paths, checks the bearer token (its own, or those a test accepts), filters the date-range endpoints by day (inclusive; sleep
 //! by `dateOfSleep`, body logs by `date`) and refuses ranges over Fitbit's limits (sleep 100
 //! days, weight 31, fat 30) the way Fitbit does (400 with an `errors` list), answers a day
 //! without data with a zero summary or an empty dataset, and can be switched to answer 429
@@ -64,9 +64,13 @@ struct Inner {
     good: usize,
 }
 
+/// Which bearer tokens the fake accepts.
+type TokenCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 #[derive(Clone)]
 struct Fake {
-    data: Arc<Data>,
+    data: Arc<Mutex<Data>>,
+    accepts: Arc<Mutex<TokenCheck>>,
     inner: Arc<Mutex<Inner>>,
 }
 
@@ -75,16 +79,20 @@ pub struct FakeFitbit {
     /// Its base URL, `http://127.0.0.1:<port>`.
     pub base: String,
     inner: Arc<Mutex<Inner>>,
+    data: Arc<Mutex<Data>>,
+    accepts: Arc<Mutex<TokenCheck>>,
 }
 
 impl FakeFitbit {
     /// Starts a fake serving `data`.
     pub async fn start(data: Data) -> FakeFitbit {
+        let accepts: Arc<Mutex<TokenCheck>> = Arc::new(Mutex::new(Arc::new(|t| t == TOKEN)));
         let fake = Fake {
-            data: Arc::new(data),
+            data: Arc::new(Mutex::new(data)),
+            accepts: accepts.clone(),
             inner: Arc::default(),
         };
-        let inner = fake.inner.clone();
+        let (inner, data) = (fake.inner.clone(), fake.data.clone());
         // Fitbit's paths end in `{date}.json`: one handler reads them segment by segment.
         let app = Router::new().fallback(serve).with_state(fake);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -92,7 +100,38 @@ impl FakeFitbit {
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        FakeFitbit { base, inner }
+        FakeFitbit {
+            base,
+            inner,
+            data,
+            accepts,
+        }
+    }
+
+    /// Accepts the bearer tokens `check` approves from now on (instead of [`TOKEN`]): tests
+    /// that link through an OAuth server accept the tokens it issued.
+    pub fn accept_when(&self, check: impl Fn(&str) -> bool + Send + Sync + 'static) {
+        *self.accepts.lock().unwrap() = Arc::new(check);
+    }
+
+    /// Adds a sleep log, replacing the one with the same `logId` (the user slept, or Fitbit
+    /// revised a night).
+    pub fn put_sleep(&self, log: Value) {
+        let mut data = self.data.lock().unwrap();
+        data.sleep.retain(|l| l["logId"] != log["logId"]);
+        data.sleep.push(log);
+    }
+
+    /// Serves `answer` as the daily activity summary of `day` from now on.
+    pub fn put_activities(&self, day: NaiveDate, answer: Value) {
+        let mut data = self.data.lock().unwrap();
+        data.activities.insert(day.to_string(), answer);
+    }
+
+    /// Serves `answer` as the intraday heart rate of `day` from now on.
+    pub fn put_heart(&self, day: NaiveDate, answer: Value) {
+        let mut data = self.data.lock().unwrap();
+        data.heart.insert(day.to_string(), answer);
     }
 
     /// Serves `fault` from the request after the next `after` good ones, from then on.
@@ -196,7 +235,8 @@ fn refusal(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    (token != Some(TOKEN)).then(|| {
+    let accepts = fake.accepts.lock().unwrap().clone();
+    (!token.is_some_and(|t| accepts(t))).then(|| {
         errors(
             StatusCode::UNAUTHORIZED,
             "invalid_token",
@@ -212,7 +252,7 @@ async fn serve(State(fake): State<Fake>, uri: Uri, headers: HeaderMap) -> Respon
         return refused;
     }
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let data = &fake.data;
+    let data = fake.data.lock().unwrap().clone();
     match segments.as_slice() {
         ["1", "user", "-", "profile.json"] => Json(data.profile.clone()).into_response(),
         ["1.2", "user", "-", "sleep", "date", from, to] => {

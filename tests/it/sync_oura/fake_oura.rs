@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -39,6 +39,8 @@ struct Inner {
     tokens: HashMap<String, (String, usize)>,
     /// Every request as `collection?query`.
     log: Vec<String>,
+    /// Every request's arrival, and whether a fault answered it.
+    timeline: Vec<(Instant, bool)>,
     good: usize,
 }
 
@@ -127,6 +129,11 @@ impl FakeOura {
     pub fn log(&self) -> Vec<String> {
         self.inner.lock().unwrap().log.clone()
     }
+
+    /// Every request so far: when it arrived, and whether a fault answered it.
+    pub fn timeline(&self) -> Vec<(Instant, bool)> {
+        self.inner.lock().unwrap().timeline.clone()
+    }
 }
 
 /// A fixture file of `testdata/providers/oura/`.
@@ -162,6 +169,8 @@ pub fn fixture_collections() -> HashMap<String, Vec<Value>> {
 async fn refusal(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
     let fault = {
         let mut inner = fake.inner.lock().unwrap();
+        let faulty = matches!(inner.fault, Some((_, at)) if inner.good >= at);
+        inner.timeline.push((Instant::now(), faulty));
         match inner.fault {
             Some((fault, at)) if inner.good >= at => {
                 if let Some(left) = inner.faults_left.as_mut() {

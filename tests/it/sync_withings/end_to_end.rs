@@ -11,29 +11,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{NaiveDate, Utc};
 use serde_json::{Value, json};
 
 use super::fake_withings::{Data, FakeWithings, Fault, fixture, fixture_data, shifted};
-use crate::jobs_support::{config, wait_for};
-use crate::link::fake_oauth::{CLIENT_ID, CLIENT_SECRET, FakeOAuth};
-use crate::link::keyed_app;
-use crate::link::oauth::{authorize_url, link_token};
-use crate::support::{Answer, TestApp};
-use wearhouse::jobs::{JobState, Runner};
-use wearhouse::link::LinkConfig;
-use wearhouse::link::oauth::{OAuthApp, OAuthApps};
-use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
-use wearhouse::sync::Connectors;
+use crate::sync_support::linked::{Linked, instant, offset_days};
+use wearhouse::jobs::JobState;
 use wearhouse::sync::withings::Withings;
-
-const LONG: Duration = Duration::from_secs(15);
-
-/// Days that move the fixtures (the last of them 2025-03-03) to ten days ago.
-fn offset_days() -> i64 {
-    let last = NaiveDate::from_ymd_opt(2025, 3, 3).unwrap();
-    (Utc::now().date_naive() - chrono::Duration::days(10) - last).num_days()
-}
 
 /// A fake Withings serving the fixtures moved into the pull's window, two records a page.
 async fn fake_withings() -> FakeWithings {
@@ -50,99 +34,20 @@ async fn fake_withings() -> FakeWithings {
     FakeWithings::start(data, 2).await
 }
 
-/// The app (OAuth for Withings at a fake authorisation server, pulls from `withings`), a user
-/// linked to Withings, and the fake accepting the tokens that server issued.
-async fn linked(withings: &FakeWithings) -> (TestApp, FakeOAuth, String) {
-    let oauth = FakeOAuth::start().await;
-    let mut app = keyed_app().await;
-    let mut apps = OAuthApps::default();
-    apps.0.insert(
-        "withings".into(),
-        OAuthApp {
-            client_id: CLIENT_ID.into(),
-            client_secret: CLIENT_SECRET.into(),
-            authorize_url: format!("{}/authorize", oauth.base),
-            // Withings' token endpoint and wire (`action=requesttoken`, the envelope).
-            token_url: format!("{}/v2/oauth2", oauth.base),
-            redirect_uri: None,
-            verification_token: None,
-        },
-    );
-    let connectors = Connectors::default().with(Arc::new(Withings::new(&withings.base).unwrap()));
-    app.state = app
-        .state
-        .clone()
-        .with_link_config(LinkConfig {
-            oauth_apps: apps,
-            ..Default::default()
-        })
-        .with_connectors(connectors);
-    let user = app.user("withings-user").await;
-    let token = link_token(&app, &user, true).await;
-    let url = authorize_url(&app, &token, "withings").await;
-    let landed = visit(&app, &url).await;
-    assert_eq!(landed.status, 303, "{}", landed.json);
-    (app, oauth, user)
+/// The app (OAuth for Withings at a fake authorisation server, pulls from `withings`) and a
+/// user linked to Withings.
+async fn linked(withings: &FakeWithings) -> Linked {
+    Linked::link(Arc::new(Withings::new(&withings.base).unwrap())).await
 }
 
-/// Plays the browser: opens the authorisation URL, follows the authorisation server's
-/// redirect to Withings' callback, and answers the callback's answer (the link tests' own
-/// helper expects Oura's callback).
-async fn visit(app: &TestApp, url: &str) -> Answer {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let r = client.get(url).send().await.unwrap();
-    assert_eq!(r.status(), 303, "{:?}", r.text().await);
-    let location = url::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
-    assert_eq!(location.path(), "/v2/link/oauth/callback/withings");
-    let path = format!("{}?{}", location.path(), location.query().unwrap_or(""));
-    app.send("GET", &path, None, None).await
-}
-
-/// Accepts every access token `oauth` issued but `refused`.
-fn accept_issued(withings: &FakeWithings, oauth: &FakeOAuth, refused: Option<String>) {
-    let issued = oauth.issued_list();
-    withings.accept_when(move |t| {
-        refused.as_deref() != Some(t) && issued.lock().unwrap().iter().any(|i| i == t)
-    });
+/// Accepts every access token `l`'s authorisation server issued but `refused`.
+fn accept_issued(withings: &FakeWithings, l: &Linked, refused: Option<String>) {
+    withings.accept_when(l.issued_tokens(refused));
 }
 
 /// Runs the app's jobs until the user's historical pull job is in `state`; its attempts.
-async fn run_until(app: &TestApp, state: JobState) -> i64 {
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
-    let filter = JobFilter {
-        team: Some(team.id),
-        state: None,
-        kind: Some("sync.historical".into()),
-    };
-    let job = {
-        let mut conn = app.state.meta.writer().await.unwrap();
-        let (jobs, total) = list_jobs(&mut conn, &filter, 0, 10).await.unwrap();
-        assert_eq!(total, 1, "the link enqueued one pull: {jobs:?}");
-        jobs.into_iter().next().unwrap()
-    };
-    let registry = wearhouse::app::job_registry(&app.state);
-    let runner = Runner::new(app.state.meta.clone(), registry, config("withings", LONG)).spawn();
-    let done = wait_for(&app.state.meta, job.id, state, LONG).await;
-    runner.shutdown().await;
-    i64::from(done.attempts)
-}
-
-fn window() -> String {
-    let today = Utc::now().date_naive();
-    format!(
-        "start_date={}&end_date={}",
-        today - chrono::Duration::days(100),
-        today + chrono::Duration::days(1)
-    )
+async fn run_until(l: &Linked, state: JobState) -> i64 {
+    i64::from(l.run_until(state).await.attempts)
 }
 
 fn expected(file: &str, pointer: &str) -> Vec<Value> {
@@ -153,37 +58,11 @@ fn expected(file: &str, pointer: &str) -> Vec<Value> {
         .unwrap()
 }
 
-fn instant(v: &Value) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(v.as_str().unwrap())
-        .unwrap_or_else(|e| panic!("{v}: {e}"))
-        .to_utc()
-}
-
-/// A summary getter's rows, sorted by `key`.
-async fn summary(app: &TestApp, user: &str, table: &str, key: &str) -> Vec<Value> {
-    let a = app
-        .get(&format!("/v2/summary/{table}/{user}?{}", window()))
-        .await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    let mut rows = a.json[table].as_array().unwrap().clone();
-    rows.sort_by_key(|r| r[key].to_string());
-    rows
-}
-
-/// A timeseries getter's samples.
-async fn series(app: &TestApp, user: &str, resource: &str) -> Vec<Value> {
-    let a = app
-        .get(&format!("/v2/timeseries/{user}/{resource}?{}", window()))
-        .await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    a.json.as_array().unwrap().clone()
-}
-
 /// The getters answer the fixtures' normalised values, moved by `days`, each record once.
-async fn assert_fixtures_stored(app: &TestApp, user: &str, days: i64) {
+async fn assert_fixtures_stored(l: &Linked, days: i64) {
     let moved = |v: &Value| instant(v) + chrono::Duration::days(days);
 
-    let sleep = summary(app, user, "sleep", "id").await;
+    let sleep = l.summary("sleep", "id").await;
     let want = expected("sleep.expected.json", "/sleep");
     assert_eq!(sleep.len(), want.len(), "{sleep:#?}");
     for (got, want) in sleep.iter().zip(&want) {
@@ -214,7 +93,7 @@ async fn assert_fixtures_stored(app: &TestApp, user: &str, days: i64) {
         }
     }
 
-    let activity = summary(app, user, "activity", "calendar_date").await;
+    let activity = l.summary("activity", "calendar_date").await;
     let want = expected("activity.expected.json", "/activity");
     assert_eq!(activity.len(), want.len(), "{activity:#?}");
     for (got, want) in activity.iter().zip(&want) {
@@ -226,7 +105,7 @@ async fn assert_fixtures_stored(app: &TestApp, user: &str, days: i64) {
         }
     }
 
-    let workouts = summary(app, user, "workouts", "id").await;
+    let workouts = l.summary("workouts", "id").await;
     let want = expected("workouts.expected.json", "/workouts");
     assert_eq!(workouts.len(), want.len(), "{workouts:#?}");
     for (got, want) in workouts.iter().zip(&want) {
@@ -244,7 +123,7 @@ async fn assert_fixtures_stored(app: &TestApp, user: &str, days: i64) {
         }
     }
 
-    let body = summary(app, user, "body", "id").await;
+    let body = l.summary("body", "id").await;
     let want = expected("measures.expected.json", "/body");
     assert_eq!(body.len(), want.len(), "{body:#?}");
     for (got, want) in body.iter().zip(&want) {
@@ -266,7 +145,7 @@ async fn assert_fixtures_stored(app: &TestApp, user: &str, days: i64) {
     }
 
     for resource in ["weight", "fat", "heartrate"] {
-        let got = series(app, user, resource).await;
+        let got = l.series(resource).await;
         let want = expected("measures.expected.json", &format!("/timeseries/{resource}"));
         assert_eq!(got.len(), want.len(), "{resource}: {got:#?}");
         for (got, want) in got.iter().zip(&want) {
@@ -274,7 +153,7 @@ async fn assert_fixtures_stored(app: &TestApp, user: &str, days: i64) {
             assert_eq!(got["value"].as_f64(), want["value"].as_f64(), "{resource}");
         }
     }
-    let pressure = series(app, user, "blood_pressure").await;
+    let pressure = l.series("blood_pressure").await;
     assert_eq!(pressure.len(), 1, "{pressure:#?}");
     assert_eq!(pressure[0]["systolic"].as_f64(), Some(121.0));
     assert_eq!(pressure[0]["diastolic"].as_f64(), Some(78.0));
@@ -283,32 +162,32 @@ async fn assert_fixtures_stored(app: &TestApp, user: &str, days: i64) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_linked_withings_user_is_pulled_and_the_getters_answer_the_fixtures() {
     let withings = fake_withings().await;
-    let (app, oauth, user) = linked(&withings).await;
-    accept_issued(&withings, &oauth, None);
-    assert_eq!(run_until(&app, JobState::Succeeded).await, 1);
-    assert_fixtures_stored(&app, &user, offset_days()).await;
+    let l = linked(&withings).await;
+    accept_issued(&withings, &l, None);
+    assert_eq!(run_until(&l, JobState::Succeeded).await, 1);
+    assert_fixtures_stored(&l, offset_days()).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_access_token_is_refreshed_and_the_pull_completes() {
     let withings = fake_withings().await;
-    let (app, oauth, user) = linked(&withings).await;
+    let l = linked(&withings).await;
     // The link's token has expired: Withings answers `status` 401 under HTTP 200.
-    accept_issued(&withings, &oauth, Some(oauth.issued()[0].clone()));
-    assert_eq!(run_until(&app, JobState::Succeeded).await, 1);
-    assert_eq!(oauth.issued().len(), 2, "one refresh");
-    assert_fixtures_stored(&app, &user, offset_days()).await;
+    accept_issued(&withings, &l, Some(l.oauth.issued()[0].clone()));
+    assert_eq!(run_until(&l, JobState::Succeeded).await, 1);
+    assert_eq!(l.oauth.issued().len(), 2, "one refresh");
+    assert_fixtures_stored(&l, offset_days()).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rate_limited_pull_waits_out_retry_after_and_completes() {
     let withings = fake_withings().await;
-    let (app, oauth, user) = linked(&withings).await;
-    accept_issued(&withings, &oauth, None);
+    let l = linked(&withings).await;
+    accept_issued(&withings, &l, None);
     withings.fail_times(Fault::HttpRateLimited { retry_after: 1 }, 2, 1);
     let started = std::time::Instant::now();
     assert_eq!(
-        run_until(&app, JobState::Succeeded).await,
+        run_until(&l, JobState::Succeeded).await,
         1,
         "a wait is no failed attempt"
     );
@@ -316,20 +195,7 @@ async fn a_rate_limited_pull_waits_out_retry_after_and_completes() {
         started.elapsed() >= Duration::from_secs(1),
         "Retry-After waited out"
     );
-    assert_fixtures_stored(&app, &user, offset_days()).await;
-}
-
-/// `POST /v2/user/refresh` with the app's jobs running, checked to have succeeded.
-async fn refresh(app: &TestApp, user: &str) {
-    let registry = wearhouse::app::job_registry(&app.state);
-    let runner = Runner::new(app.state.meta.clone(), registry, config("withings", LONG)).spawn();
-    let a = app
-        .post(&format!("/v2/user/refresh/{user}?timeout=20"), json!({}))
-        .await;
-    runner.shutdown().await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    assert_eq!(a.json["success"], true, "{}", a.json);
-    assert_eq!(a.json["failed_sources"], json!([]), "{}", a.json);
+    assert_fixtures_stored(&l, offset_days()).await;
 }
 
 /// A night ending three hours ago, today's activity in Paris and a weigh-in two hours ago.
@@ -357,9 +223,9 @@ fn recent(score: i64, steps: i64, grams: i64) -> (Value, Value, Value) {
 #[tokio::test(flavor = "multi_thread")]
 async fn refresh_shows_new_and_changed_records_once() {
     let withings = fake_withings().await;
-    let (app, oauth, user) = linked(&withings).await;
-    accept_issued(&withings, &oauth, None);
-    assert_eq!(run_until(&app, JobState::Succeeded).await, 1);
+    let l = linked(&withings).await;
+    accept_issued(&withings, &l, None);
+    assert_eq!(run_until(&l, JobState::Succeeded).await, 1);
 
     let serve = |(night, day, group): (Value, Value, Value)| {
         withings.put_series(night);
@@ -368,12 +234,12 @@ async fn refresh_shows_new_and_changed_records_once() {
     };
     // New: a night, a day and a weigh-in.
     serve(recent(70, 1200, 70_150));
-    refresh(&app, &user).await;
-    let sleep = summary(&app, &user, "sleep", "id").await;
+    l.refreshed().await;
+    let sleep = l.summary("sleep", "id").await;
     assert_eq!(sleep.len(), 4, "{sleep:#?}");
     assert_eq!(sleep[3]["id"], "9100");
     assert_eq!(sleep[3]["score"].as_f64(), Some(70.0));
-    let body = summary(&app, &user, "body", "id").await;
+    let body = l.summary("body", "id").await;
     let ids: Vec<&str> = body.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(
         ids,
@@ -382,14 +248,14 @@ async fn refresh_shows_new_and_changed_records_once() {
     );
     assert_eq!(body[2]["weight"].as_f64(), Some(70.15));
     assert_eq!(body[2]["fat"].as_f64(), Some(21.5));
-    let activity = summary(&app, &user, "activity", "calendar_date").await;
+    let activity = l.summary("activity", "calendar_date").await;
     assert_eq!(activity.len(), 4, "{activity:#?}");
     assert_eq!(activity[3]["steps"].as_f64(), Some(1200.0));
 
     // Changed: the same three records with new values replace, not add.
     serve(recent(75, 5400, 69_800));
-    refresh(&app, &user).await;
-    let sleep = summary(&app, &user, "sleep", "id").await;
+    l.refreshed().await;
+    let sleep = l.summary("sleep", "id").await;
     let scores: Vec<(&str, Option<f64>)> = sleep
         .iter()
         .map(|s| (s["id"].as_str().unwrap(), s["score"].as_f64()))
@@ -403,13 +269,13 @@ async fn refresh_shows_new_and_changed_records_once() {
             ("9100", Some(75.0))
         ]
     );
-    let body = summary(&app, &user, "body", "id").await;
+    let body = l.summary("body", "id").await;
     assert_eq!(body.len(), 3, "{body:#?}");
     assert_eq!(body[2]["weight"].as_f64(), Some(69.8));
-    let weights = series(&app, &user, "weight").await;
+    let weights = l.series("weight").await;
     assert_eq!(weights.len(), 3, "{weights:#?}");
     assert_eq!(weights[2]["value"].as_f64(), Some(69.8));
-    let activity = summary(&app, &user, "activity", "calendar_date").await;
+    let activity = l.summary("activity", "calendar_date").await;
     let steps: Vec<Option<f64>> = activity.iter().map(|d| d["steps"].as_f64()).collect();
     assert_eq!(
         steps,

@@ -1,4 +1,8 @@
-//! What the connector tests against their fakes share: instants and pulls.
+//! What the sync tests share: instants and pulls for the connector tests against their fakes,
+//! and [`linked`], the end-to-end harness (a provider's connector behind the app, linked
+//! through OAuth, pulled by the real job runner).
+
+pub mod linked;
 
 use chrono::{DateTime, TimeZone, Utc};
 use wearhouse::sync::{Pull, Resource, Window};
