@@ -253,6 +253,37 @@ fn remove_at(list: Option<&mut Value>, i: usize) -> bool {
     }
 }
 
+/// What ingest counts in a pulled body, which it must accept: the connectors' unit tests.
+#[cfg(test)]
+pub(crate) fn ingest_counts(body: &Value) -> Value {
+    let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0).unwrap();
+    parse_push(body, &PushUser::default(), now)
+        .unwrap_or_else(|e| panic!("ingest refused the body: {e:?}"))
+        .counts()
+}
+
+/// Checks what a normaliser made of the fixture `name` of `provider`: `skipped` malformed
+/// records, the body exactly `<name>.expected.json`, and ingest accepting it with `counts`.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn assert_fixture(
+    provider: &str,
+    name: &str,
+    pulled: &Pulled,
+    skipped: usize,
+    counts: Value,
+) {
+    assert_eq!(pulled.skipped, skipped, "{name}");
+    let expected = fixture(provider, &format!("{name}.expected.json"));
+    assert_eq!(
+        pulled.body,
+        expected,
+        "{name}: got\n{}",
+        serde_json::to_string_pretty(&pulled.body).unwrap()
+    );
+    assert_eq!(ingest_counts(&pulled.body), counts, "{name}");
+}
+
 /// A fixture of `testdata/providers/<provider>/`, for the connectors' unit tests.
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

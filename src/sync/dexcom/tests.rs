@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::normalise::{Body, mmol_per_litre, system_time};
 use super::{MAX_WINDOW_DAYS, chunks, envelope, in_window, query_time};
-use crate::ingest::{PushUser, parse_push};
+use crate::sync::ingest_counts;
 use crate::sync::{SyncError, Window};
 
 fn fixture(name: &str) -> Value {
@@ -19,13 +19,6 @@ fn fixture(name: &str) -> Value {
 /// The EGV fixture's records.
 fn records() -> Vec<Value> {
     fixture("egvs.json")["records"].as_array().unwrap().clone()
-}
-
-fn counts(body: &Value) -> Value {
-    let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-    parse_push(body, &PushUser::default(), now)
-        .unwrap_or_else(|e| panic!("ingest refused the body: {e:?}"))
-        .counts()
 }
 
 /// The glucose samples of a body.
@@ -67,7 +60,10 @@ fn egvs_become_glucose_samples_in_mmol_per_litre() {
         "got\n{}",
         serde_json::to_string_pretty(&pulled.body).unwrap()
     );
-    assert_eq!(counts(&pulled.body), json!({"timeseries": {"glucose": 36}}));
+    assert_eq!(
+        ingest_counts(&pulled.body),
+        json!({"timeseries": {"glucose": 36}})
+    );
 }
 
 #[test]
@@ -128,7 +124,10 @@ fn malformed_records_are_skipped_and_their_neighbours_kept() {
     let pulled = body.finish();
     assert_eq!(pulled.skipped, 7);
     assert_eq!(glucose(&pulled.body).len(), 30);
-    assert_eq!(counts(&pulled.body), json!({"timeseries": {"glucose": 30}}));
+    assert_eq!(
+        ingest_counts(&pulled.body),
+        json!({"timeseries": {"glucose": 30}})
+    );
 }
 
 #[test]
@@ -140,7 +139,7 @@ fn offsets_beyond_eighteen_hours_are_dropped() {
     body.egvs(&[r]);
     let body = body.finish().body;
     assert!(glucose(&body)[0].get("timezone_offset").is_none());
-    assert_eq!(counts(&body), json!({"timeseries": {"glucose": 1}}));
+    assert_eq!(ingest_counts(&body), json!({"timeseries": {"glucose": 1}}));
 }
 
 #[test]
@@ -150,7 +149,7 @@ fn an_empty_answer_gives_a_body_without_timeseries() {
         pulled.body,
         json!({"provider": "dexcom_v3", "source": {"type": "automatic"}})
     );
-    assert_eq!(counts(&pulled.body), json!({}));
+    assert_eq!(ingest_counts(&pulled.body), json!({}));
 }
 
 #[test]

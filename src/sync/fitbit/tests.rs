@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::normalise::Body;
 use super::zone::UserZone;
 use super::{MAX_SLEEP_RANGE_DAYS, date_chunks, member_array};
-use crate::ingest::{PushUser, parse_push};
+use crate::sync::ingest_counts;
 use crate::sync::{SyncError, Window};
 
 fn fixture(name: &str) -> Value {
@@ -43,28 +43,12 @@ fn per_day(name: &str) -> Vec<(NaiveDate, Value)> {
     days.into_iter().map(|(d, v)| (day(&d), v)).collect()
 }
 
-fn counts(body: &Value) -> Value {
-    let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-    parse_push(body, &PushUser::default(), now)
-        .unwrap_or_else(|e| panic!("ingest refused the body: {e:?}"))
-        .counts()
-}
-
 /// Normalises one fixture with `fill` and checks the body against the expected file, that
 /// nothing was skipped and that ingest accepts it with `expected_counts`.
 fn check(name: &str, fill: impl FnOnce(&mut Body), expected_counts: Value) {
     let mut body = body();
     fill(&mut body);
-    let pulled = body.finish();
-    assert_eq!(pulled.skipped, 0, "{name}");
-    let expected = fixture(&format!("{name}.expected.json"));
-    assert_eq!(
-        pulled.body,
-        expected,
-        "{name}: got\n{}",
-        serde_json::to_string_pretty(&pulled.body).unwrap()
-    );
-    assert_eq!(counts(&pulled.body), expected_counts, "{name}");
+    crate::sync::assert_fixture("fitbit", name, &body.finish(), 0, expected_counts);
 }
 
 #[test]
@@ -154,7 +138,7 @@ fn a_fat_log_sharing_a_weight_logs_id_joins_its_row() {
     assert_eq!(rows[0]["fat"], json!(24.1));
     assert_eq!(rows[2].get("weight"), None);
     assert_eq!(
-        counts(&pulled.body),
+        ingest_counts(&pulled.body),
         json!({"body": 3, "timeseries": {"weight": 2, "fat": 2}})
     );
 }
@@ -194,7 +178,7 @@ fn every_endpoint_in_one_body_is_accepted() {
         .unwrap()
         .len();
     assert_eq!(
-        counts(&pulled.body),
+        ingest_counts(&pulled.body),
         json!({
             "sleep": 4, "activity": 2, "body": 3, "profile": 1,
             "timeseries": {"heartrate": 20, "steps": steps, "weight": 2, "fat": 2}
@@ -246,7 +230,7 @@ fn malformed_records_are_skipped_and_their_neighbours_kept() {
     assert!(pulled.body.get("activity").is_none());
     assert!(pulled.body.get("profile").is_none());
     assert_eq!(
-        counts(&pulled.body),
+        ingest_counts(&pulled.body),
         json!({"sleep": 2, "body": 2,
                "timeseries": {"heartrate": 17, "weight": 1, "fat": 2}})
     );
@@ -347,7 +331,7 @@ fn a_night_across_the_change_to_summer_time_keeps_its_hypnogram() {
     assert_eq!(codes.len(), 240);
     assert!(codes[..120].iter().all(|c| *c == json!(2)));
     assert!(codes[120..].iter().all(|c| *c == json!(1)));
-    assert_eq!(counts(&pulled.body), json!({"sleep": 1}));
+    assert_eq!(ingest_counts(&pulled.body), json!({"sleep": 1}));
 }
 
 #[test]

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::normalise::Body;
 use super::{MAX_INSTANT_SPAN_DAYS, Span, chunks, days, envelope, in_window};
-use crate::ingest::{PushUser, parse_push};
+use crate::sync::ingest_counts;
 use crate::sync::{SyncError, Window};
 
 fn fixture(name: &str) -> Value {
@@ -24,28 +24,12 @@ fn documents(name: &str) -> Vec<Value> {
         .clone()
 }
 
-fn counts(body: &Value) -> Value {
-    let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-    parse_push(body, &PushUser::default(), now)
-        .unwrap_or_else(|e| panic!("ingest refused the body: {e:?}"))
-        .counts()
-}
-
 /// Normalises one collection fixture with `fill` and checks the body against the expected
 /// file, that nothing was skipped and that ingest accepts it with `expected_counts`.
 fn check(name: &str, fill: impl FnOnce(&mut Body, &[Value]), expected_counts: Value) {
     let mut body = Body::default();
     fill(&mut body, &documents(name));
-    let pulled = body.finish();
-    assert_eq!(pulled.skipped, 0, "{name}");
-    let expected = fixture(&format!("{name}.expected.json"));
-    assert_eq!(
-        pulled.body,
-        expected,
-        "{name}: got\n{}",
-        serde_json::to_string_pretty(&pulled.body).unwrap()
-    );
-    assert_eq!(counts(&pulled.body), expected_counts, "{name}");
+    crate::sync::assert_fixture("oura", name, &body.finish(), 0, expected_counts);
 }
 
 #[test]
@@ -117,7 +101,7 @@ fn personal_info_becomes_the_profile() {
     let pulled = body.finish();
     assert_eq!(pulled.skipped, 0);
     assert_eq!(pulled.body, fixture("personal_info.expected.json"));
-    assert_eq!(counts(&pulled.body), json!({"profile": 1}));
+    assert_eq!(ingest_counts(&pulled.body), json!({"profile": 1}));
 }
 
 #[test]
@@ -132,7 +116,7 @@ fn every_collection_in_one_body_is_accepted() {
     let pulled = body.finish();
     assert_eq!(pulled.skipped, 0);
     assert_eq!(
-        counts(&pulled.body),
+        ingest_counts(&pulled.body),
         json!({
             "sleep": 2, "activity": 2, "workouts": 2, "profile": 1,
             "timeseries": {"heartrate": 10, "hrv": 86, "blood_oxygen": 2}
@@ -182,7 +166,7 @@ fn malformed_documents_are_skipped_and_their_neighbours_kept() {
     );
     assert!(pulled.body.get("profile").is_none());
     assert_eq!(
-        counts(&pulled.body),
+        ingest_counts(&pulled.body),
         json!({"sleep": 1, "activity": 2, "workouts": 1,
                "timeseries": {"heartrate": 7, "hrv": 86}})
     );
@@ -239,7 +223,7 @@ fn sleep_types_map_to_the_data_model() {
             (json!("v3"), None),
         ]
     );
-    assert_eq!(counts(&body), json!({"sleep": 3}));
+    assert_eq!(ingest_counts(&body), json!({"sleep": 3}));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::normalise::Body;
 use super::{MAX_RANGE_DAYS, around, date_chunks, envelope, status_error};
-use crate::ingest::{PushUser, parse_push};
+use crate::sync::ingest_counts;
 use crate::sync::{SyncError, Window};
 
 fn fixture(name: &str) -> Value {
@@ -27,28 +27,12 @@ fn records(name: &str, member: &str) -> Vec<Value> {
     answer(name)[member].as_array().unwrap().clone()
 }
 
-fn counts(body: &Value) -> Value {
-    let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-    parse_push(body, &PushUser::default(), now)
-        .unwrap_or_else(|e| panic!("ingest refused the body: {e:?}"))
-        .counts()
-}
-
 /// Normalises one fixture with `fill` and checks the body against the expected file, the
 /// number of malformed records skipped, and that ingest accepts it with `expected_counts`.
 fn check(name: &str, fill: impl FnOnce(&mut Body), skipped: usize, expected_counts: Value) {
     let mut body = Body::new(None);
     fill(&mut body);
-    let pulled = body.finish();
-    assert_eq!(pulled.skipped, skipped, "{name}");
-    let expected = fixture(&format!("{name}.expected.json"));
-    assert_eq!(
-        pulled.body,
-        expected,
-        "{name}: got\n{}",
-        serde_json::to_string_pretty(&pulled.body).unwrap()
-    );
-    assert_eq!(counts(&pulled.body), expected_counts, "{name}");
+    crate::sync::assert_fixture("withings", name, &body.finish(), skipped, expected_counts);
 }
 
 #[test]
@@ -111,7 +95,7 @@ fn heart_pulses_come_only_with_heartrate_and_body_only_with_body() {
     b.measure_groups(groups, Some("Europe/Paris"), (false, true));
     let pulled = b.finish();
     assert_eq!(
-        counts(&pulled.body),
+        ingest_counts(&pulled.body),
         json!({"timeseries": {"heartrate": 2}})
     );
     let mut b = Body::new(None);
