@@ -368,26 +368,6 @@ async fn refresh_pulls_what_is_new_or_changed_and_announces_only_that() {
     }
 }
 
-/// The server binary pulling from the fakes, with an OAuth application for Oura at `oauth`.
-fn serve(dir: &std::path::Path, oauth: &FakeOAuth, oura: &FakeOura) -> crate::server::Server {
-    let apps = dir.join("oauth-apps.json");
-    let app = serde_json::json!({"oura": {
-        "client_id": crate::link::fake_oauth::CLIENT_ID,
-        "client_secret": crate::link::fake_oauth::CLIENT_SECRET,
-        "authorize_url": format!("{}/authorize", oauth.base),
-        "token_url": format!("{}/token", oauth.base)}});
-    std::fs::write(&apps, app.to_string()).unwrap();
-    let secret = "42".repeat(32);
-    let args = [
-        "--oauth-apps",
-        apps.to_str().unwrap(),
-        "--secret-key",
-        secret.as_str(),
-    ];
-    let env = [(wearhouse::sync::oura::API_URL_ENV, oura.base.as_str())];
-    crate::server::Server::start_with(dir, &args, "warn", &env)
-}
-
 /// Links `user` to Oura on a server process: link token, authorisation URL, the fake's
 /// redirect, the callback (sent to the server's real port: it was started on port 0, so the
 /// callback URL it registered names that).
@@ -441,7 +421,11 @@ async fn a_pull_killed_midway_completes_after_restart_with_every_record_once() {
     // The seventh request hangs: the pull has stored some chunks and is inside another.
     oura.fail_times(Fault::Hang, 6, 1);
     let key = crate::server::create_team(dir.path(), "acme", &[]);
-    let server = serve(dir.path(), &oauth, &oura);
+    let server = oauth.serve(
+        dir.path(),
+        &[],
+        &[(wearhouse::sync::oura::API_URL_ENV, oura.base.as_str())],
+    );
     let client = reqwest::Client::new();
     let created: Value = client
         .post(server.url("/v2/user/"))
@@ -462,7 +446,11 @@ async fn a_pull_killed_midway_completes_after_restart_with_every_record_once() {
     }
     server.kill();
 
-    let server = serve(dir.path(), &oauth, &oura);
+    let server = oauth.serve(
+        dir.path(),
+        &[],
+        &[(wearhouse::sync::oura::API_URL_ENV, oura.base.as_str())],
+    );
     let get = |path: String| {
         let (client, url, key) = (client.clone(), server.url(&path), key.clone());
         async move {

@@ -28,26 +28,6 @@ fn server_db_bytes(dir: &std::path::Path) -> Vec<u8> {
     all
 }
 
-/// The server binary with Oura's endpoints at `oauth` and its API nowhere (pulls fail fast).
-fn serve(dir: &std::path::Path, oauth: &FakeOAuth) -> crate::server::Server {
-    let apps = dir.join("oauth-apps.json");
-    let app = json!({"oura": {
-        "client_id": CLIENT_ID,
-        "client_secret": super::fake_oauth::CLIENT_SECRET,
-        "authorize_url": format!("{}/authorize", oauth.base),
-        "token_url": format!("{}/token", oauth.base)}});
-    std::fs::write(&apps, app.to_string()).unwrap();
-    let secret = "5a".repeat(32);
-    let args = [
-        "--oauth-apps",
-        apps.to_str().unwrap(),
-        "--secret-key",
-        secret.as_str(),
-    ];
-    let env = [(wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9")];
-    crate::server::Server::start_with(dir, &args, "warn", &env)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recipe_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,7 +35,11 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
     // The third refresh never answers: two recipes are imported, the third is in flight.
     oauth.hang_request(3);
     let key = crate::server::create_team(dir.path(), "acme", &[]);
-    let server = serve(dir.path(), &oauth);
+    let server = oauth.serve(
+        dir.path(),
+        &[],
+        &[(wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9")],
+    );
     let http = crate::server::http_client(30);
     let call = |server: &crate::server::Server, method: reqwest::Method, path: &str| {
         http.request(method, server.url(path))
@@ -112,7 +96,11 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
     }
     server.kill();
 
-    let server = serve(dir.path(), &oauth);
+    let server = oauth.serve(
+        dir.path(),
+        &[],
+        &[(wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9")],
+    );
     // The dead runner's lease (60 s) runs out, then the new one finishes the operation.
     let deadline = Instant::now() + Duration::from_secs(150);
     let done = loop {

@@ -116,6 +116,32 @@ impl FakeOAuth {
         *self.fake.hang.lock().unwrap() = Some(n);
     }
 
+    /// `wearhouse serve` on `dir` with this fake as the deployment's Oura application (written
+    /// to `dir/oauth-apps.json`) and a secret key, plus `args` and the environment `env`.
+    pub fn serve(
+        &self,
+        dir: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> crate::server::Server {
+        let apps = dir.join("oauth-apps.json");
+        let app = json!({"oura": {
+            "client_id": CLIENT_ID,
+            "client_secret": CLIENT_SECRET,
+            "authorize_url": format!("{}/authorize", self.base),
+            "token_url": format!("{}/token", self.base)}});
+        std::fs::write(&apps, app.to_string()).unwrap();
+        let secret = "5a".repeat(32);
+        let mut all = vec![
+            "--oauth-apps",
+            apps.to_str().unwrap(),
+            "--secret-key",
+            &secret,
+        ];
+        all.extend_from_slice(args);
+        crate::server::Server::start_with(dir, &all, "warn", env)
+    }
+
     /// The access tokens issued so far.
     pub fn issued(&self) -> Vec<String> {
         self.fake.issued.lock().unwrap().clone()

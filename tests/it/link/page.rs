@@ -18,7 +18,7 @@ use axum::response::Html;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
-use super::fake_oauth::{CLIENT_ID, CLIENT_SECRET, FakeOAuth};
+use super::fake_oauth::FakeOAuth;
 use super::fake_peloton::{FakePeloton, PASSWORD, USERNAME};
 use crate::server::Server;
 
@@ -182,6 +182,18 @@ impl Browser {
     }
 }
 
+/// Peloton's sign-in at `peloton`, and pulls pointed at a closed port (these tests are about
+/// linking, not pulling).
+fn env(peloton: &FakePeloton) -> [(&'static str, &str); 2] {
+    [
+        (
+            wearhouse::link::password::peloton::API_URL_ENV,
+            peloton.base.as_str(),
+        ),
+        (wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9"),
+    ]
+}
+
 /// The customer's app the page sends users back to: `GET /back` answers a small page.
 async fn customer_app() -> String {
     let app = axum::Router::new().route(
@@ -192,39 +204,6 @@ async fn customer_app() -> String {
     let base = format!("http://{}/back", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     base
-}
-
-/// A server with an OAuth application for Oura at `oauth`, Peloton's sign-in at `peloton`, and
-/// pulls pointed at a closed port (this test is about linking, not pulling).
-fn serve(
-    dir: &std::path::Path,
-    oauth: &FakeOAuth,
-    peloton: &FakePeloton,
-    extra: &[&str],
-) -> Server {
-    let apps = dir.join("oauth-apps.json");
-    let app = json!({"oura": {
-        "client_id": CLIENT_ID,
-        "client_secret": CLIENT_SECRET,
-        "authorize_url": format!("{}/authorize", oauth.base),
-        "token_url": format!("{}/token", oauth.base)}});
-    std::fs::write(&apps, app.to_string()).unwrap();
-    let secret = "5a".repeat(32);
-    let mut args = vec![
-        "--oauth-apps",
-        apps.to_str().unwrap(),
-        "--secret-key",
-        &secret,
-    ];
-    args.extend_from_slice(extra);
-    let env = [
-        (
-            wearhouse::link::password::peloton::API_URL_ENV,
-            peloton.base.as_str(),
-        ),
-        (wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9"),
-    ];
-    Server::start_with(dir, &args, "warn", &env)
 }
 
 /// A new user of the team and a link token for it with `options`: (user id, link_web_url).
@@ -274,7 +253,7 @@ async fn the_hosted_page_links_providers_in_a_real_browser() {
     let dir = tempfile::tempdir().unwrap();
     let (oauth, peloton) = (FakeOAuth::start().await, FakePeloton::start().await);
     let back = customer_app().await;
-    let server = serve(dir.path(), &oauth, &peloton, &[]);
+    let server = oauth.serve(dir.path(), &[], &env(&peloton));
     let key = crate::server::create_team(dir.path(), "browser", &[]);
     let mut b = Browser::start().await;
 
@@ -410,12 +389,7 @@ async fn the_hosted_page_links_providers_in_a_real_browser() {
 async fn in_demo_mode_a_demo_provider_connects_at_once_with_history() {
     let dir = tempfile::tempdir().unwrap();
     let (oauth, peloton) = (FakeOAuth::start().await, FakePeloton::start().await);
-    let server = serve(
-        dir.path(),
-        &oauth,
-        &peloton,
-        &["--demo", "--demo-days", "2"],
-    );
+    let server = oauth.serve(dir.path(), &["--demo", "--demo-days", "2"], &env(&peloton));
     let key = server.key().to_owned();
     let mut b = Browser::start().await;
 
