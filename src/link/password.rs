@@ -12,6 +12,10 @@
 //!   the one password provider implemented, has no such step, so neither has this module yet
 //!   (no MFA state is kept and `complete_mfa` is not routed).
 //! - `provider_id` in the answer is the user's id at the provider (Peloton's `user_id`).
+//! - A link token allows [`MAX_SIGN_INS`] sign-ins, counted in the metadata store, so the
+//!   hosted page and the link API cannot be used to try password after password against a
+//!   provider; the next attempt is refused with `provider_credential_error` before the
+//!   provider is asked, and the user needs a new link.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,6 +31,9 @@ use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
 
 pub mod peloton;
+
+/// How many password sign-ins one link token allows.
+pub const MAX_SIGN_INS: i64 = 5;
 
 /// What a provider answered a sign-in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +120,19 @@ pub async fn connect(
         ));
         return Ok((landing, None));
     };
+    let allowed = crate::store::metadata::link::take_sign_in(
+        &mut *meta.writer().await?,
+        &session.token_hash,
+        MAX_SIGN_INS,
+    )
+    .await?;
+    if !allowed {
+        landing.error = Some((
+            LinkErrorType::ProviderCredentialError,
+            "Too many sign-in attempts with this link; ask the app for a new one.".into(),
+        ));
+        return Ok((landing, None));
+    }
     let (provider_user_id, provider_session) = match login.sign_in(username, password).await {
         SignIn::Accepted {
             provider_user_id,

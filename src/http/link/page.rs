@@ -19,6 +19,8 @@
 //! Every answer carries `referrer-policy: no-referrer` (the token is in the page's URL and must
 //! not leak to a provider's page through `Referer`), `cache-control: no-store` and a
 //! content security policy that allows only this service's own styles, scripts and images.
+//! The policy lets any page frame it and any form post lead anywhere: a widget embeds the page,
+//! and a sign-in's redirect goes to the team's `redirect_url`.
 //!
 //! Decision where the spec is silent: e-mail and app providers are listed (they are linkable
 //! by the API), but their page says that this deployment cannot link them yet, rather than

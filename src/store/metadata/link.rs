@@ -86,6 +86,23 @@ pub async fn consume_token(
     Ok(done.rows_affected() == 1)
 }
 
+/// Counts one password sign-in against a link token, unless it has had `max` already;
+/// answers whether this one may go ahead (atomic: concurrent attempts cannot pass the limit).
+pub async fn take_sign_in(
+    conn: &mut AnyConnection,
+    hash: &str,
+    max: i64,
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(
+        "UPDATE link_tokens SET sign_ins = sign_ins + 1 WHERE token_hash = $1 AND sign_ins < $2",
+    )
+    .bind(hash)
+    .bind(max)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// A stored link code or push credential: whose, until when, and whether it was used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredCode {

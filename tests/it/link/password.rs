@@ -189,3 +189,42 @@ async fn the_request_is_checked_before_the_provider_is_asked() {
     );
     assert_eq!(fake.attempts(), 0);
 }
+
+#[tokio::test]
+async fn a_link_token_allows_a_few_sign_ins_then_asks_the_provider_no_more() {
+    let (app, fake) = setup().await;
+    let user = app.user("guesser").await;
+    let t = token(&app, &user, json!({})).await;
+    let limit = wearhouse::link::password::MAX_SIGN_INS;
+    for guess in 0..limit {
+        let a = sign_in(
+            &app,
+            &t,
+            "peloton",
+            credentials(USERNAME, &format!("guess-{guess}")),
+        )
+        .await;
+        assert_eq!(
+            a.json["error_type"], "provider_credential_error",
+            "{}",
+            a.json
+        );
+    }
+    assert_eq!(fake.attempts(), usize::try_from(limit).unwrap());
+    // Even the right password: the token has had its attempts, and Peloton is not asked.
+    let a = sign_in(&app, &t, "peloton", credentials(USERNAME, PASSWORD)).await;
+    assert_eq!(a.json["connected"], false, "{}", a.json);
+    assert!(
+        a.json["error"]
+            .as_str()
+            .unwrap()
+            .contains("Too many sign-in attempts"),
+        "{}",
+        a.json
+    );
+    assert_eq!(fake.attempts(), usize::try_from(limit).unwrap());
+    // A new link starts afresh.
+    let fresh = token(&app, &user, json!({})).await;
+    let a = sign_in(&app, &fresh, "peloton", credentials(USERNAME, PASSWORD)).await;
+    assert_eq!(a.json["state"], "success", "{}", a.json);
+}
