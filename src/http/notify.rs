@@ -120,8 +120,9 @@ async fn subscription_handshake(
 
 /// A provider's change notification: verified with the provider's signature (Oura:
 /// `x-oura-signature`, the upper-case hex HMAC-SHA256 of `x-oura-timestamp` and the raw body
-/// under the application's client secret), then the incremental pull of every connected user
-/// with that provider account is queued now. An unverifiable call answers 401 and queues
+/// under the client secret of the deployment's application or of a team's own), then the
+/// incremental pull of every connected user with that provider account is queued now (a team's
+/// application speaks for that team's users only). An unverifiable call answers 401 and queues
 /// nothing.
 #[utoipa::path(post, path = "/v2/provider/{provider}/notify", tag = "providers",
     params(("provider" = String, Path, description = "A provider that sends change notifications (oura)"),
@@ -145,19 +146,23 @@ async fn notification(
             .unwrap_or("")
     };
     let (signature, timestamp) = (header("x-oura-signature"), header("x-oura-timestamp"));
-    if signature.is_empty()
-        || !notify::signature_verified(
+    let signer = if signature.is_empty() {
+        None
+    } else {
+        notify::signer(
+            &state.meta,
+            state.secret.as_ref(),
             &state.link.oauth_apps,
             provider,
-            timestamp,
-            &body,
-            signature,
+            (timestamp, &body, signature),
         )
-    {
+        .await?
+    };
+    let Some(signer) = signer else {
         return Err(ApiError::Unauthorized(
             "the notification's signature does not verify",
         ));
-    }
+    };
     let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
         ApiError::invalid(Violation::new(
             loc!["body"],
@@ -166,7 +171,8 @@ async fn notification(
         ))
     })?;
     let event: ChangeNotification = crate::lab::decode::body(value)?;
-    let queued = notify::queue_pulls(&state.meta, provider, &event.user_id, Utc::now()).await?;
+    let queued =
+        notify::queue_pulls(&state.meta, provider, &event.user_id, signer, Utc::now()).await?;
     tracing::info!(provider, data_type = %event.data_type, event_type = %event.event_type,
         object_id = ?event.object_id, event_time = ?event.event_time, queued, "change notification");
     Ok(Json(Queued { queued }))

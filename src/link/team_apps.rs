@@ -53,6 +53,28 @@ pub async fn delete(meta: &MetadataStore, team: Uuid, provider: &str) -> Result<
     }
 }
 
+/// Every team's own client secret for `provider`, opened: (team, secret). For checking what a
+/// provider signed with a team's application (change notifications).
+pub async fn secrets(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    provider: &str,
+) -> Result<Vec<(Uuid, String)>, LinkError> {
+    let sealed = team_apps::for_provider(&mut *meta.reader().await?, provider).await?;
+    if sealed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let key = key.ok_or(SecretError::Missing)?;
+    sealed
+        .into_iter()
+        .map(|(team, secret)| {
+            let plain = key.open(&secret, &context(team, provider))?;
+            let text = String::from_utf8(plain).map_err(|_| SecretError::Unsealable)?;
+            Ok((team, text))
+        })
+        .collect()
+}
+
 /// The application an OAuth link of `team` uses for `provider`: the team's client (when set)
 /// on the deployment's endpoints, else the deployment's.
 pub async fn resolve(

@@ -14,8 +14,8 @@
 //!   on the connection (Oura's token answer does not carry it).
 //!
 //! Decisions where the spec is silent:
-//! - Only the deployment's application verifies: a team with its own Oura application would
-//!   subscribe with its own secret, which this does not try.
+//! - A notification signed with the deployment's application may name a user of any team; one
+//!   signed with a team's own application (its own subscription) queues that team's users only.
 //! - The pull queued is the connection's incremental pull of every resource (the one
 //!   `POST /v2/user/refresh` runs), not only the notified `data_type`: one job per connection,
 //!   moved earlier, so a burst of notifications costs one pull.
@@ -27,8 +27,12 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
+use uuid::Uuid;
+
 use super::pull::incremental_job;
 use crate::link::oauth::OAuthApps;
+use crate::link::{LinkError, team_apps};
+use crate::secret::SecretKey;
 use crate::store::metadata::{MetadataError, MetadataStore, connections};
 
 /// The providers whose change notifications are accepted.
@@ -48,19 +52,9 @@ pub fn subscription_verified(apps: &OAuthApps, provider: &str, token: &str) -> b
         .is_some_and(|expected| bool::from(expected.as_bytes().ct_eq(token.as_bytes())))
 }
 
-/// Whether `signature` is Oura's signature of `timestamp` and `body` under the deployment
-/// application's client secret.
-pub fn signature_verified(
-    apps: &OAuthApps,
-    provider: &str,
-    timestamp: &str,
-    body: &[u8],
-    signature: &str,
-) -> bool {
-    let Some(app) = apps.0.get(provider) else {
-        return false;
-    };
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(app.client_secret.as_bytes()) else {
+/// Whether `signature` is Oura's signature of `timestamp` and `body` under `secret`.
+pub fn signed_with(secret: &str, timestamp: &str, body: &[u8], signature: &str) -> bool {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else {
         return false;
     };
     mac.update(timestamp.as_bytes());
@@ -70,16 +64,53 @@ pub fn signature_verified(
     bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
 }
 
+/// Whose application signed a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signer {
+    /// The deployment's (`--oauth-apps`): its users of every team.
+    Deployment,
+    /// A team's own application: that team's users only.
+    Team(Uuid),
+}
+
+/// Whose application signed `body`: the deployment's, else a team's own application for the
+/// provider (whose subscription that team created); `None` when none did.
+pub async fn signer(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    apps: &OAuthApps,
+    provider: &str,
+    (timestamp, body, signature): (&str, &[u8], &str),
+) -> Result<Option<Signer>, LinkError> {
+    if apps
+        .0
+        .get(provider)
+        .is_some_and(|app| signed_with(&app.client_secret, timestamp, body, signature))
+    {
+        return Ok(Some(Signer::Deployment));
+    }
+    let teams = team_apps::secrets(meta, key, provider).await?;
+    Ok(teams
+        .into_iter()
+        .find(|(_, secret)| signed_with(secret, timestamp, body, signature))
+        .map(|(team, _)| Signer::Team(team)))
+}
+
 /// Queues, due `now`, the incremental pull of every `connected` connection of the provider
-/// account `account`; answers how many.
+/// account `account` that `signer` speaks for; answers how many.
 pub async fn queue_pulls(
     meta: &MetadataStore,
     provider: &str,
     account: &str,
+    signer: Signer,
     now: DateTime<Utc>,
 ) -> Result<usize, MetadataError> {
     let mut tx = meta.begin().await?;
-    let found = connections::connected_accounts(&mut tx, provider, account).await?;
+    let found: Vec<(Uuid, Uuid)> = connections::connected_accounts(&mut tx, provider, account)
+        .await?
+        .into_iter()
+        .filter(|(team, _)| signer == Signer::Deployment || signer == Signer::Team(*team))
+        .collect();
     for (team, user) in &found {
         crate::jobs::enqueue(&mut tx, &incremental_job(*team, *user, provider, now)).await?;
     }
@@ -115,45 +146,15 @@ mod tests {
         mac.update(b"1732442400");
         mac.update(body);
         let upper = hex::encode_upper(mac.finalize().into_bytes());
-        let apps = apps();
-        assert!(signature_verified(
-            &apps,
-            "oura",
-            "1732442400",
-            body,
-            &upper
-        ));
+        let secret = "the-client-secret";
+        assert!(signed_with(secret, "1732442400", body, &upper));
         // Oura's own examples compare case-insensitively.
         let lower = upper.to_ascii_lowercase();
-        assert!(signature_verified(
-            &apps,
-            "oura",
-            "1732442400",
-            body,
-            &lower
-        ));
-        assert!(!signature_verified(
-            &apps,
-            "oura",
-            "1732442401",
-            body,
-            &upper
-        ));
-        assert!(!signature_verified(
-            &apps,
-            "oura",
-            "1732442400",
-            b"{}",
-            &upper
-        ));
-        assert!(!signature_verified(
-            &apps,
-            "fitbit",
-            "1732442400",
-            body,
-            &upper
-        ));
-        assert!(!signature_verified(&apps, "oura", "1732442400", body, ""));
+        assert!(signed_with(secret, "1732442400", body, &lower));
+        assert!(!signed_with(secret, "1732442401", body, &upper));
+        assert!(!signed_with(secret, "1732442400", b"{}", &upper));
+        assert!(!signed_with("another-secret", "1732442400", body, &upper));
+        assert!(!signed_with(secret, "1732442400", body, ""));
     }
 
     #[test]

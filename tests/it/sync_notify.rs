@@ -19,25 +19,40 @@ use crate::sync_pull::{fake_oura, linked_with};
 use wearhouse::jobs::JobState;
 use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 
-/// Oura's signature: upper-case hex HMAC-SHA256 of timestamp then body, keyed with the client
+/// Oura's signature: upper-case hex HMAC-SHA256 of timestamp then body, keyed with a client
 /// secret. Written here from Oura's documentation, not taken from wearhouse.
-fn sign(timestamp: &str, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(CLIENT_SECRET.as_bytes()).unwrap();
+fn sign(secret: &str, timestamp: &str, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(timestamp.as_bytes());
     mac.update(body);
     hex::encode_upper(mac.finalize().into_bytes())
 }
 
-async fn notify(app: &TestApp, body: &[u8], signature: Option<&str>) -> Answer {
+/// How a test notification is signed.
+#[derive(Debug, Clone, Copy)]
+enum Sig<'a> {
+    /// No `x-oura-signature`.
+    Unsigned,
+    /// This header value.
+    Raw(&'a str),
+    /// Oura's signature under this client secret.
+    By(&'a str),
+}
+
+async fn notify(app: &TestApp, body: &[u8], sig: Sig<'_>) -> Answer {
     let timestamp = Utc::now().timestamp().to_string();
     let mut req = Request::builder()
         .method("POST")
         .uri("/v2/provider/oura/notify")
         .header("content-type", "application/json")
         .header("x-oura-timestamp", &timestamp);
-    let signed = sign(&timestamp, body);
-    if let Some(s) = signature.map(|s| if s == "valid" { signed.as_str() } else { s }) {
-        req = req.header("x-oura-signature", s);
+    let signature = match sig {
+        Sig::Unsigned => None,
+        Sig::Raw(value) => Some(value.to_owned()),
+        Sig::By(secret) => Some(sign(secret, &timestamp, body)),
+    };
+    if let Some(value) = signature {
+        req = req.header("x-oura-signature", value);
     }
     app.raw(req.body(Body::from(body.to_vec())).unwrap()).await
 }
@@ -98,15 +113,16 @@ async fn a_signed_notification_for_a_pulled_account_queues_its_pull_now() {
 
     // Unsigned, wrongly signed, signed for another body: nothing queued sooner.
     let before: Vec<_> = incremental_jobs(app).await;
-    for signature in [None, Some("00FF"), Some(sign("1", b"{}").as_str())] {
-        let a = notify(app, &event(&account), signature).await;
-        assert_eq!(a.status, 401, "{signature:?}: {}", a.json);
+    let other_body = sign(CLIENT_SECRET, "1", b"{}");
+    for sig in [Sig::Unsigned, Sig::Raw("00FF"), Sig::Raw(&other_body)] {
+        let a = notify(app, &event(&account), sig).await;
+        assert_eq!(a.status, 401, "{sig:?}: {}", a.json);
     }
     assert_eq!(incremental_jobs(app).await, before);
 
     // Signed: the connection's incremental pull is due now.
     let sent = Utc::now();
-    let a = notify(app, &event(&account), Some("valid")).await;
+    let a = notify(app, &event(&account), Sig::By(CLIENT_SECRET)).await;
     assert_eq!(a.status, 200, "{}", a.json);
     assert_eq!(a.json, json!({"queued": 1}));
     let jobs = incremental_jobs(app).await;
@@ -119,12 +135,35 @@ async fn a_signed_notification_for_a_pulled_account_queues_its_pull_now() {
     );
 
     // Signed for an account nobody has; signed but not a notification.
-    let a = notify(app, &event("someone-else"), Some("valid")).await;
+    let a = notify(app, &event("someone-else"), Sig::By(CLIENT_SECRET)).await;
     assert_eq!(a.json, json!({"queued": 0}), "{}", a.json);
-    let a = notify(app, b"{\"user_id\": 7}", Some("valid")).await;
+    let a = notify(app, b"{\"user_id\": 7}", Sig::By(CLIENT_SECRET)).await;
     assert_eq!(a.status, 422, "{}", a.json);
-    let a = notify(app, b"not json", Some("valid")).await;
+    let a = notify(app, b"not json", Sig::By(CLIENT_SECRET)).await;
     assert_eq!(a.status, 422, "{}", a.json);
+
+    // A team's own Oura application: its signature queues its own users, another team's
+    // verifies but queues nobody of this team, an unknown secret verifies nothing.
+    for (key, secret) in [
+        (&app.key, "our-team-secret"),
+        (&app.other_key, "their-team-secret"),
+    ] {
+        let a = app
+            .send(
+                "PUT",
+                "/v2/team/provider/oura/credentials",
+                Some(key),
+                Some(json!({"client_id": "team-client", "client_secret": secret})),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.json);
+    }
+    let a = notify(app, &event(&account), Sig::By("our-team-secret")).await;
+    assert_eq!(a.json, json!({"queued": 1}), "{}", a.json);
+    let a = notify(app, &event(&account), Sig::By("their-team-secret")).await;
+    assert_eq!(a.json, json!({"queued": 0}), "{}", a.json);
+    let a = notify(app, &event(&account), Sig::By("nobody's-secret")).await;
+    assert_eq!(a.status, 401, "{}", a.json);
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use uuid::Uuid;
 
-use super::{MetadataError, get_opt_str, get_str, get_time, now, ts};
+use super::{MetadataError, get_opt_str, get_str, get_time, get_uuid, now, ts};
 
 /// A team's OAuth application for one provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +81,22 @@ pub async fn get(
         })
     })
     .transpose()
+}
+
+/// Every team's application for a provider: (team, sealed client secret).
+pub async fn for_provider(
+    conn: &mut AnyConnection,
+    provider: &str,
+) -> Result<Vec<(Uuid, String)>, MetadataError> {
+    let rows = sqlx::query(
+        "SELECT team_id, client_secret FROM team_provider_credentials WHERE provider = $1",
+    )
+    .bind(provider)
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| Ok((get_uuid(row, "team_id")?, get_str(row, "client_secret")?)))
+        .collect()
 }
 
 /// Removes the team's application; `false` when there was none.
