@@ -30,7 +30,11 @@
 //!   profile) needs a call per workout or has nothing the data model keeps.
 //! - Pages of [`PAGE_SIZE`] are asked newest first; paging stops after the last page
 //!   (`page + 1 >= page_count`), an empty page, or a page whose oldest readable workout started
-//!   before the window; a pull over [`MAX_PAGES`] pages is a `Permanent` error.
+//!   before the window; a pull over [`MAX_PAGES`] pages is a `Permanent` error. Peloton's
+//!   list has no date filter, so a pull of an older window pages through the newer workouts
+//!   first (a 90-day history in 30-day chunks reads its newest pages three times).
+//! - `/api/me` is asked once per pull: a connector is given only the session, not the
+//!   connection's stored `provider_user_id`.
 
 mod normalise;
 #[cfg(test)]

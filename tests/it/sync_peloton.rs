@@ -7,7 +7,8 @@
 //! password (`POST /v2/link/provider/password/peloton`), the `sync.historical` job pulls the
 //! fake (through a 429 and a 500) and `GET /v2/summary/workouts` answers exactly the fixture's
 //! workouts; an expired session makes the next pull sign in again and succeed; a changed
-//! password (the sign-in refused) puts the connection in `error` with its details.
+//! password (the sign-in refused) puts the connection in `error` with its details, while a
+//! sign-in outage is only retried.
 //!
 //! The fixtures are dated March 2025; a pull covers the last 90 days, so the fake serves them
 //! moved forward by whole days ([`offset_days`]) to end ten days ago.
@@ -310,4 +311,35 @@ async fn a_changed_password_puts_the_connection_in_error() {
         types.iter().any(|t| t == "provider.connection.error"),
         "{types:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sign_in_outage_is_retried_and_the_connection_stays_connected() {
+    let (fake, l) = pulled().await;
+    fake.expire_sessions();
+    fake.sign_in_down(true);
+    let attempts = fake.attempts();
+
+    let runner = l.runner();
+    let a = l.refresh("5").await;
+    runner.shutdown().await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json["success"], false, "{}", a.json);
+    assert!(fake.attempts() > attempts + 1, "retried, not given up");
+    let uuid: Uuid = l.user.parse().unwrap();
+    let connection = l
+        .app
+        .state
+        .meta
+        .connection(uuid, "peloton")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(connection.status, ConnectionStatus::Connected);
+    assert!(connection.error_details.is_none(), "{connection:?}");
+
+    // Peloton is back: the next pull signs in and succeeds.
+    fake.sign_in_down(false);
+    l.refreshed().await;
+    assert_eq!(fake.logins(), 2);
 }

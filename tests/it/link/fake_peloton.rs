@@ -11,7 +11,8 @@
 //!   first (by `start_time`), `ride` kept only with `joins=ride`. Both want a valid session as
 //!   the `peloton_session_id` cookie, else 401.
 //! - Faults, served to the API calls (not the sign-in) before their answers: 429 with
-//!   `Retry-After`, 500. `down()` makes every call answer 503.
+//!   `Retry-After`, 500. `down()` makes every call answer 503, `sign_in_down(true)` the
+//!   sign-in alone.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -47,6 +48,7 @@ struct Fake {
     attempts: Arc<AtomicUsize>,
     logins: Arc<AtomicUsize>,
     down: Arc<AtomicBool>,
+    sign_in_down: Arc<AtomicBool>,
     password: Arc<Mutex<String>>,
     sessions: Arc<Mutex<HashSet<String>>>,
     workouts: Arc<Mutex<Vec<Value>>>,
@@ -69,6 +71,7 @@ impl FakePeloton {
             attempts: Arc::default(),
             logins: Arc::default(),
             down: Arc::default(),
+            sign_in_down: Arc::default(),
             password: Arc::new(Mutex::new(PASSWORD.to_owned())),
             sessions: Arc::default(),
             workouts: Arc::default(),
@@ -117,6 +120,11 @@ impl FakePeloton {
         self.fake.down.store(true, Ordering::SeqCst);
     }
 
+    /// While `down`, the sign-in alone answers 503 (the API still answers).
+    pub fn sign_in_down(&self, down: bool) {
+        self.fake.sign_in_down.store(down, Ordering::SeqCst);
+    }
+
     /// Every session given so far stops being valid (the next API call answers 401).
     pub fn expire_sessions(&self) {
         self.fake.sessions.lock().unwrap().clear();
@@ -139,7 +147,7 @@ impl FakePeloton {
 
 async fn login(State(fake): State<Fake>, body: Json<Value>) -> Response {
     let n = fake.attempts.fetch_add(1, Ordering::SeqCst);
-    if fake.down.load(Ordering::SeqCst) {
+    if fake.down.load(Ordering::SeqCst) || fake.sign_in_down.load(Ordering::SeqCst) {
         return (StatusCode::SERVICE_UNAVAILABLE, "upstream maintenance").into_response();
     }
     let (Some(user), Some(password)) = (
