@@ -19,9 +19,10 @@
 //! - **Failures**: a `429` waits out its `Retry-After` (or [`RATE_LIMIT_WAIT`]) without counting
 //!   as a failed attempt; a `401` refreshes the access token once per run (a password
 //!   provider's session by signing in again with the stored username and password; stored
-//!   sealed, like the link's) and retries the chunk; a refresh the provider refuses puts the connection in
-//!   `error` with `provider.connection.error` and ends the job; 5xx and timeouts are retried
-//!   with the runner's backoff; anything else fails the job with its reason.
+//!   sealed, like the link's) and retries the chunk; a refresh (or sign-in) the provider
+//!   refuses puts the connection in `error` with `provider.connection.error` and ends the job;
+//!   5xx and timeouts are retried with the runner's backoff; anything else fails the job with
+//!   its reason.
 //! - A connection no longer `connected` (deregistered, in error) is not pulled: the job ends.
 //!
 //! **Incremental pulls** (`sync.incremental`, one job per connection, enqueued with the
