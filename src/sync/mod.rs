@@ -14,7 +14,7 @@
 //!   give up (`Permanent`).
 //!
 //! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
-//! [`withings`] (Withings Public API).
+//! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider).
 
 mod body;
 pub mod dexcom;
@@ -22,6 +22,7 @@ pub mod fitbit;
 pub mod http;
 pub mod notify;
 pub mod oura;
+pub mod peloton;
 pub mod pull;
 pub mod refresh;
 pub mod registry;

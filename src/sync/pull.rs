@@ -17,10 +17,12 @@
 //!   again: records keep the provider's ids, so the second copy replaces the first, and every
 //!   record is stored once. A shutdown hands the rest to the next runner between chunks.
 //! - **Failures**: a `429` waits out its `Retry-After` (or [`RATE_LIMIT_WAIT`]) without counting
-//!   as a failed attempt; a `401` refreshes the access token once per run (stored sealed, like
-//!   the link's) and retries the chunk; a refresh the provider refuses puts the connection in
-//!   `error` with `provider.connection.error` and ends the job; 5xx and timeouts are retried
-//!   with the runner's backoff; anything else fails the job with its reason.
+//!   as a failed attempt; a `401` refreshes the access token once per run (a password
+//!   provider's session by signing in again with the stored username and password; stored
+//!   sealed, like the link's) and retries the chunk; a refresh (or sign-in) the provider
+//!   refuses puts the connection in `error` with `provider.connection.error` and ends the job;
+//!   5xx and timeouts are retried with the runner's backoff; anything else fails the job with
+//!   its reason.
 //! - A connection no longer `connected` (deregistered, in error) is not pulled: the job ends.
 //!
 //! **Incremental pulls** (`sync.incremental`, one job per connection, enqueued with the
@@ -276,8 +278,9 @@ impl Puller {
         Ok(screened.batches)
     }
 
-    /// Refreshes the access token and stores the new credentials; a refusal puts the connection
-    /// in `error` and ends the job.
+    /// Refreshes the access token (a password provider's session: signs in again with the
+    /// stored username and password) and stores the new credentials; a refusal puts the
+    /// connection in `error` and ends the job.
     async fn refresh(
         &self,
         meta: &MetadataStore,
@@ -285,17 +288,20 @@ impl Puller {
     ) -> Result<Credentials, JobError> {
         let (user, provider) = (&session.user, session.provider);
         let key = self.secret.as_ref();
-        let answer = crate::link::oauth::refresh(
-            meta,
-            key,
-            &self.link,
-            &self.http,
-            user.team_id,
-            provider,
-            &session.credentials,
-        )
-        .await
-        .map_err(|e| JobError::Retry(format!("token refresh: {e}")))?;
+        let answer = match self.link.password.get(provider.slug) {
+            Some(login) => sign_in_again(login.as_ref(), &session.credentials).await,
+            None => crate::link::oauth::refresh(
+                meta,
+                key,
+                &self.link,
+                &self.http,
+                user.team_id,
+                provider,
+                &session.credentials,
+            )
+            .await
+            .map_err(|e| JobError::Retry(format!("token refresh: {e}")))?,
+        };
         match answer {
             Refreshed::Tokens(fresh) => {
                 let sealed = crate::link::credentials::seal(key, user.id, provider.slug, &fresh)
@@ -523,6 +529,29 @@ impl Puller {
         let brought: Vec<String> = brought.into_iter().collect();
         sync_pulls::synced(&mut *meta.writer().await?, user, provider, now, &brought).await?;
         Ok(Outcome::RetryAt(now + INTERVAL))
+    }
+}
+
+/// A password provider's renewal: a new session from signing in again with the stored username
+/// and password, as a refresh answers. A refused username or password is a refusal (only a new
+/// link fixes it); anything else the sign-in answers (an outage) is worth retrying.
+async fn sign_in_again(
+    login: &dyn crate::link::password::PasswordLogin,
+    credentials: &Credentials,
+) -> Refreshed {
+    use crate::link::password::SignIn;
+    let (Some(username), Some(password)) = (&credentials.username, &credentials.password) else {
+        return Refreshed::Refused("no stored username and password to sign in again".into());
+    };
+    match login.sign_in(username, password).await {
+        SignIn::Accepted { session, .. } => Refreshed::Tokens(Credentials {
+            access_token: Some(session),
+            ..credentials.clone()
+        }),
+        SignIn::Refused(LinkErrorType::ProviderCredentialError, message) => {
+            Refreshed::Refused(message)
+        }
+        SignIn::Refused(_, message) => Refreshed::Failed(format!("signing in again: {message}")),
     }
 }
 

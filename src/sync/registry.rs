@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Connector, SyncError, dexcom, fitbit, oura, withings};
+use super::{Connector, SyncError, dexcom, fitbit, oura, peloton, withings};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
-pub const SLUGS: &[&str] = &["oura", "dexcom_v3", "fitbit", "withings"];
+pub const SLUGS: &[&str] = &["oura", "dexcom_v3", "fitbit", "withings", "peloton"];
 
 /// Whether `provider` has a connector (its links start pulls).
 pub fn has_connector(provider: &str) -> bool {
@@ -39,11 +39,13 @@ impl Connectors {
         let fitbit = fitbit::Fitbit::new(&url(fitbit::API_URL_ENV, fitbit::DEFAULT_API_URL))?;
         let withings =
             withings::Withings::new(&url(withings::API_URL_ENV, withings::DEFAULT_API_URL))?;
+        let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
         Ok(Connectors::default()
             .with(Arc::new(oura))
             .with(Arc::new(dexcom))
             .with(Arc::new(fitbit))
-            .with(Arc::new(withings)))
+            .with(Arc::new(withings))
+            .with(Arc::new(peloton)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

@@ -44,6 +44,7 @@ mod sync_dexcom;
 mod sync_fitbit;
 mod sync_notify;
 mod sync_oura;
+mod sync_peloton;
 mod sync_pull;
 mod sync_support;
 mod sync_withings;
