@@ -1,13 +1,14 @@
 //! What every connector's calls to its provider share: an HTTP client (30 s per request,
-//! connection included; no redirects followed), a base URL, and one JSON `GET` with a bearer
-//! token whose status becomes a [`SyncError`]: 401 `Unauthorised`, 429 `RateLimited` with the
-//! wait the provider named, 408 and 5xx `Transient`, any other status `Permanent`; a transport
-//! failure (timeout, refused or broken connection) is `Transient`.
+//! connection included; no redirects followed), a base URL, and one JSON `GET` with the user's
+//! credential (an OAuth bearer token, or a password provider's session cookie) whose status
+//! becomes a [`SyncError`]: 401 `Unauthorised`, 429 `RateLimited` with the wait the provider
+//! named, 408 and 5xx `Transient`, any other status `Permanent`; a transport failure (timeout,
+//! refused or broken connection) is `Transient`.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use reqwest::header::{ACCEPT, HeaderMap, RETRY_AFTER};
+use reqwest::header::{ACCEPT, COOKIE, HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
 use super::SyncError;
@@ -28,6 +29,19 @@ pub struct Api {
     name: &'static str,
     /// A header naming the seconds until a rate limit resets, read when `Retry-After` is not.
     reset_header: Option<&'static str>,
+    /// How calls carry the user's credential.
+    credential: Credential,
+    /// Headers every call sends besides.
+    headers: Vec<(&'static str, &'static str)>,
+}
+
+/// How an API's calls carry the user's credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Credential {
+    /// `Authorization: Bearer <token>` (OAuth 2.0).
+    Bearer,
+    /// A session cookie of this name (a password provider's sign-in session).
+    Cookie(&'static str),
 }
 
 impl Api {
@@ -55,7 +69,22 @@ impl Api {
             base: base_url.as_str().trim_end_matches('/').to_owned(),
             name,
             reset_header: None,
+            credential: Credential::Bearer,
+            headers: Vec::new(),
         }
+    }
+
+    /// The same API, sending the credential as the session cookie `name` instead of a bearer
+    /// token.
+    pub fn with_session_cookie(mut self, name: &'static str) -> Api {
+        self.credential = Credential::Cookie(name);
+        self
+    }
+
+    /// The same API, sending `name: value` with every call.
+    pub fn with_header(mut self, name: &'static str, value: &'static str) -> Api {
+        self.headers.push((name, value));
+        self
     }
 
     /// The same API, reading `header` (seconds) for a 429's wait when `Retry-After` is absent.
@@ -64,7 +93,7 @@ impl Api {
         self
     }
 
-    /// `GET {base}{path}?{query}` with `token`, answering its JSON body.
+    /// `GET {base}{path}?{query}` with the credential `token`, answering its JSON body.
     pub async fn get(
         &self,
         token: &str,
@@ -72,15 +101,19 @@ impl Api {
         query: &[(&str, String)],
     ) -> Result<Value, SyncError> {
         let name = self.name;
-        let response = self
+        let mut request = self
             .http
             .get(format!("{}{path}", self.base))
             .query(query)
-            .bearer_auth(token)
-            .header(ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|e| transport(name, e))?;
+            .header(ACCEPT, "application/json");
+        request = match self.credential {
+            Credential::Bearer => request.bearer_auth(token),
+            Credential::Cookie(cookie) => request.header(COOKIE, format!("{cookie}={token}")),
+        };
+        for (header, value) in &self.headers {
+            request = request.header(*header, *value);
+        }
+        let response = request.send().await.map_err(|e| transport(name, e))?;
         let status = response.status();
         if status.is_success() {
             let bytes = response.bytes().await.map_err(|e| transport(name, e))?;

@@ -41,10 +41,9 @@ mod normalise;
 mod tests;
 
 use chrono::{DateTime, Utc};
-use reqwest::header::{ACCEPT, COOKIE};
 use serde_json::Value;
 
-use super::http::{REQUEST_TIMEOUT, retry_after};
+use super::http::Api;
 use super::{Connector, Pull, Pulled, Resource, SyncError};
 use normalise::Body;
 
@@ -56,79 +55,31 @@ pub const PAGE_SIZE: usize = 50;
 /// The most pages one pull may take before it gives up.
 pub const MAX_PAGES: usize = 1000;
 
-/// The longest part of an error body kept in an error message.
-const ERROR_BODY_CHARS: usize = 200;
-
 /// The Peloton connector.
 #[derive(Debug, Clone)]
 pub struct Peloton {
-    http: reqwest::Client,
-    /// The base URL without a trailing slash.
-    base: String,
+    api: Api,
 }
 
 impl Peloton {
     /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed).
+    /// client (30 s per request, no redirects followed), sending the session as Peloton's
+    /// cookie.
     pub fn new(base_url: &str) -> Result<Peloton, SyncError> {
-        url::Url::parse(base_url).map_err(|e| SyncError::Permanent {
-            reason: format!("invalid Peloton API URL {base_url:?}: {e}"),
-        })?;
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("wearhouse/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SyncError::Permanent {
-                reason: format!("could not build the HTTP client: {e}"),
-            })?;
-        Ok(Peloton {
-            http,
-            base: base_url.trim_end_matches('/').to_owned(),
-        })
+        let api = Api::new("Peloton", base_url)?
+            .with_session_cookie("peloton_session_id")
+            .with_header("peloton-platform", "web");
+        Ok(Peloton { api })
     }
 
-    /// `GET {base}{path}?{query}` with the session cookie, answering its JSON body.
+    /// `GET {base}{path}?{query}` with the session, answering its JSON body.
     async fn get(
         &self,
         session: &str,
         path: &str,
         query: &[(&str, String)],
     ) -> Result<Value, SyncError> {
-        let response = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .query(query)
-            .header(COOKIE, format!("peloton_session_id={session}"))
-            .header("peloton-platform", "web")
-            .header(ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(transport)?;
-        let status = response.status();
-        if status.is_success() {
-            let bytes = response.bytes().await.map_err(transport)?;
-            return serde_json::from_slice(&bytes).map_err(|e| SyncError::Permanent {
-                reason: format!("Peloton answered {status} with a body that is not JSON: {e}"),
-            });
-        }
-        let wait = retry_after(response.headers(), Utc::now(), None);
-        // The body only feeds the error message: a failure to read it changes nothing.
-        let text = response.text().await.unwrap_or_default();
-        let detail: String = text.chars().take(ERROR_BODY_CHARS).collect();
-        let reason = format!("Peloton answered {status} to {path}: {detail}");
-        Err(match status.as_u16() {
-            401 => SyncError::Unauthorised,
-            429 => SyncError::RateLimited {
-                retry_after_seconds: wait,
-            },
-            408 | 500..=599 => SyncError::Transient {
-                reason,
-                source: None,
-            },
-            _ => SyncError::Permanent { reason },
-        })
+        self.api.get(session, path, query).await
     }
 
     /// The signed-in user's id (`GET /api/me`).
@@ -196,21 +147,6 @@ impl Connector for Peloton {
 
     async fn account(&self, session: &str) -> Result<Option<String>, SyncError> {
         self.me(session).await.map(Some)
-    }
-}
-
-/// A transport failure: always worth a retry (timeouts, refused or broken connections).
-fn transport(e: reqwest::Error) -> SyncError {
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "request failed"
-    };
-    SyncError::Transient {
-        reason: format!("Peloton {what}: {e}"),
-        source: Some(e),
     }
 }
 
