@@ -1,5 +1,7 @@
 //! Integration tests of the health-data store: round trips, replacement, pruning, cache,
-//! torn and temporary files, compaction and user deletion.
+//! torn and temporary files, compaction and user deletion. Every test that does not look at a
+//! local directory's specifics runs twice (`on_every_backing!`): on a local directory and on a
+//! real S3-compatible server (moto's, provisioned by the tests).
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -7,17 +9,14 @@ use crate::store_support;
 
 use std::time::Duration;
 
-use store_support::{
-    DAY, T0, at, batch, floats, heartrate, ids, one, open, row, segment_files, times,
-};
+use store_support::{Backing, DAY, Site, T0, at, batch, floats, heartrate, ids, one, row, times};
 use uuid::Uuid;
 use wearhouse::schema::{Dataset, Table, resource};
 use wearhouse::store::health::{HealthStore, StoreError, StoreOptions};
 
-#[tokio::test]
-async fn every_table_and_family_round_trips_sorted_by_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir, StoreOptions::default());
+async fn every_table_and_family_round_trips_sorted_by_time(backing: Backing) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions::default());
     let (team, user) = ids();
     let mut datasets: Vec<Dataset> = Table::ALL.into_iter().map(Dataset::Table).collect();
     for name in [
@@ -54,10 +53,9 @@ async fn every_table_and_family_round_trips_sorted_by_time() {
     assert_eq!(store.datasets(team, user).await.unwrap(), datasets);
 }
 
-#[tokio::test]
-async fn a_newer_version_replaces_the_older_before_and_after_compaction() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir, StoreOptions::default());
+async fn a_newer_version_replaces_the_older_before_and_after_compaction(backing: Backing) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions::default());
     let (team, user) = ids();
     let sleep = Dataset::Table(Table::Sleep);
     let hr = heartrate();
@@ -106,8 +104,8 @@ async fn a_newer_version_replaces_the_older_before_and_after_compaction() {
             assert_eq!((report.rows_in, report.rows_out), (4, 2));
             let report = store.compact(team, user, hr).await.unwrap();
             assert_eq!((report.rows_in, report.rows_out), (3, 2));
-            assert_eq!(segment_files(&store, team, user, sleep).len(), 1);
-            assert_eq!(segment_files(&store, team, user, hr).len(), 1);
+            assert_eq!(site.segment_files(team, user, sleep).await.len(), 1);
+            assert_eq!(site.segment_files(team, user, hr).await.len(), 1);
         }
     }
     // Nothing left to merge.
@@ -121,14 +119,13 @@ async fn a_newer_version_replaces_the_older_before_and_after_compaction() {
     );
 }
 
-#[tokio::test]
-async fn a_one_day_window_reads_only_the_segments_and_row_groups_overlapping_it() {
-    let dir = tempfile::tempdir().unwrap();
+async fn a_one_day_window_reads_only_the_segments_and_row_groups_overlapping_it(backing: Backing) {
+    let site = Site::new(backing);
     let options = StoreOptions {
         row_group_rows: 100,
         ..StoreOptions::default()
     };
-    let store = open(&dir, options);
+    let store = site.open(options);
     let (team, user) = ids();
     let hr = heartrate();
     // Ten days, one segment per day, one sample per minute.
@@ -172,46 +169,46 @@ async fn a_one_day_window_reads_only_the_segments_and_row_groups_overlapping_it(
     assert_eq!(after.row_groups_pruned - before.row_groups_pruned, 142);
 }
 
-#[tokio::test]
-async fn torn_temporary_and_stray_files_are_ignored_and_stale_temps_swept() {
-    let dir = tempfile::tempdir().unwrap();
+async fn torn_temporary_and_stray_files_are_ignored_and_stale_temps_swept(backing: Backing) {
+    let site = Site::new(backing);
     let options = StoreOptions {
         stale_temp_after: Duration::ZERO,
         ..StoreOptions::default()
     };
-    let store = open(&dir, options);
+    let store = site.open(options);
     let (team, user) = ids();
     let hr = heartrate();
     store
         .write(team, user, hr, batch(hr, &[row(T0, "", 70.0)]))
         .await
         .unwrap();
-    let folder = store.root().join(format!("{team}/{user}/{}", hr.path()));
-    let segment = folder.join(&segment_files(&store, team, user, hr)[0]);
-    let bytes = std::fs::read(&segment).unwrap();
+    let folder = format!("{team}/{user}/{}", hr.path());
+    let segment = &site.segment_files(team, user, hr).await[0];
+    let bytes = site.get(&format!("{folder}/{segment}")).await;
     // What a crash mid-write leaves: a half-written temp file; plus strays a human might drop.
-    std::fs::write(folder.join("_tmp-0123.partial"), &bytes[..bytes.len() / 2]).unwrap();
-    std::fs::write(folder.join("notes.txt"), b"hello").unwrap();
-    std::fs::write(folder.join("copy.parquet"), &bytes).unwrap();
+    let half = &bytes[..bytes.len() / 2];
+    site.put(&format!("{folder}/_tmp-0123.partial"), half).await;
+    site.put(&format!("{folder}/notes.txt"), b"hello").await;
+    site.put(&format!("{folder}/copy.parquet"), &bytes).await;
 
-    let reopened = open(&dir, StoreOptions::default());
+    let reopened = site.open(StoreOptions::default());
     let got = one(hr, &reopened.read(team, user, hr, None).await.unwrap());
     assert_eq!(floats(&got, "value"), vec![70.0]);
     assert_eq!(reopened.datasets(team, user).await.unwrap(), vec![hr]);
 
     let report = store.compact(team, user, hr).await.unwrap();
     assert_eq!(report.temp_files_removed, 1);
-    assert!(!folder.join("_tmp-0123.partial").exists());
+    let left = site.files_in(&folder).await;
+    assert!(!left.contains(&"_tmp-0123.partial".to_owned()), "{left:?}");
     assert!(
-        folder.join("notes.txt").exists(),
+        left.contains(&"notes.txt".to_owned()),
         "strays are not the store's to remove"
     );
 }
 
-#[tokio::test]
-async fn deleting_a_user_removes_all_of_its_data_and_nothing_else() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir, StoreOptions::default());
+async fn deleting_a_user_removes_all_of_its_data_and_nothing_else(backing: Backing) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions::default());
     let team = Uuid::new_v4();
     let (gone, kept) = (Uuid::new_v4(), Uuid::new_v4());
     let sleep = Dataset::Table(Table::Sleep);
@@ -237,7 +234,8 @@ async fn deleting_a_user_removes_all_of_its_data_and_nothing_else() {
             .is_empty(),
         "cache dropped too"
     );
-    assert!(!store.root().join(format!("{team}/{gone}")).exists());
+    let left = site.all_files(&format!("{team}/{gone}")).await;
+    assert!(left.is_empty(), "{left:?}");
     assert_eq!(store.datasets(team, kept).await.unwrap().len(), 2);
     // Deleting twice is fine; writing again after a delete starts afresh.
     store.delete_user(team, gone).await.unwrap();
@@ -249,10 +247,11 @@ async fn deleting_a_user_removes_all_of_its_data_and_nothing_else() {
     assert_eq!(floats(&got, "efficiency"), vec![2.0]);
 }
 
-#[tokio::test]
-async fn the_cache_answers_repeated_reads_is_invalidated_by_writes_and_kept_by_compaction() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir, StoreOptions::default());
+async fn the_cache_answers_repeated_reads_is_invalidated_by_writes_and_kept_by_compaction(
+    backing: Backing,
+) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions::default());
     let (team, user) = ids();
     let hr = heartrate();
     store
@@ -304,16 +303,12 @@ async fn the_cache_answers_repeated_reads_is_invalidated_by_writes_and_kept_by_c
     );
 }
 
-#[tokio::test]
-async fn reads_racing_compactions_never_double_count_or_miss_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(
-        &dir,
-        StoreOptions {
-            cache_bytes: 0,
-            ..StoreOptions::default()
-        },
-    );
+async fn reads_racing_compactions_never_double_count_or_miss_rows(backing: Backing) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions {
+        cache_bytes: 0,
+        ..StoreOptions::default()
+    });
     let (team, user) = ids();
     let hr = heartrate();
     let mut expected = 0;
@@ -356,16 +351,12 @@ async fn reads_racing_compactions_never_double_count_or_miss_rows() {
 
 /// The job's compaction waits for a run of `compact_min_segments` small segments (a push does
 /// not rewrite its dataset every time), then merges it.
-#[tokio::test]
-async fn due_compaction_waits_for_a_run_of_compact_min_segments() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(
-        &dir,
-        StoreOptions {
-            compact_min_segments: 3,
-            ..StoreOptions::default()
-        },
-    );
+async fn due_compaction_waits_for_a_run_of_compact_min_segments(backing: Backing) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions {
+        compact_min_segments: 3,
+        ..StoreOptions::default()
+    });
     let (team, user) = ids();
     let hr = heartrate();
     for i in 0..2 {
@@ -376,14 +367,14 @@ async fn due_compaction_waits_for_a_run_of_compact_min_segments() {
     }
     let report = store.compact_due(team, user, hr).await.unwrap();
     assert_eq!(report.segments_merged, 0, "{report:?}");
-    assert_eq!(segment_files(&store, team, user, hr).len(), 2);
+    assert_eq!(site.segment_files(team, user, hr).await.len(), 2);
     store
         .write(team, user, hr, batch(hr, &[row(T0 + 2, "", 1.0)]))
         .await
         .unwrap();
     let report = store.compact_due(team, user, hr).await.unwrap();
     assert_eq!(report.segments_merged, 3, "{report:?}");
-    assert_eq!(segment_files(&store, team, user, hr).len(), 1);
+    assert_eq!(site.segment_files(team, user, hr).await.len(), 1);
     assert_eq!(
         store.read(team, user, hr, None).await.unwrap()[0].num_rows(),
         3
@@ -392,12 +383,21 @@ async fn due_compaction_waits_for_a_run_of_compact_min_segments() {
 
 #[tokio::test]
 async fn locations_and_schemas_are_checked() {
-    let err = HealthStore::open("s3://bucket/data", StoreOptions::default()).unwrap_err();
+    let err = HealthStore::open("ftp://host/data", StoreOptions::default()).unwrap_err();
     assert!(
         matches!(err, StoreError::UnsupportedLocation { .. }),
         "{err}"
     );
-    assert!(err.to_string().contains("not supported yet"));
+    assert!(err.to_string().contains("s3://"), "{err}");
+    for (location, why) in [
+        ("memory://", "unsupported store location"),
+        ("s3:///data", "names no bucket"),
+        ("file://", "empty path"),
+        ("", "empty path"),
+    ] {
+        let err = HealthStore::open(location, StoreOptions::default()).unwrap_err();
+        assert!(err.to_string().contains(why), "{location}: {err}");
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let url = format!("file://{}", dir.path().display());
@@ -419,10 +419,11 @@ async fn locations_and_schemas_are_checked() {
     );
 }
 
-#[tokio::test]
-async fn date_indexed_tables_are_windowed_by_midnight_utc_and_nothing_is_pruned_unsafely() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir, StoreOptions::default());
+async fn date_indexed_tables_are_windowed_by_midnight_utc_and_nothing_is_pruned_unsafely(
+    backing: Backing,
+) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions::default());
     let (team, user) = ids();
     let activity = Dataset::Table(Table::Activity);
     let days = [
@@ -462,17 +463,16 @@ async fn date_indexed_tables_are_windowed_by_midnight_utc_and_nothing_is_pruned_
     );
 }
 
-#[tokio::test]
-async fn a_folder_removed_behind_the_stores_back_is_recreated_on_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir, StoreOptions::default());
+async fn a_folder_removed_behind_the_stores_back_is_recreated_on_write(backing: Backing) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions::default());
     let (team, user) = ids();
     let hr = heartrate();
     store
         .write(team, user, hr, batch(hr, &[row(T0, "", 1.0)]))
         .await
         .unwrap();
-    std::fs::remove_dir_all(store.root().join(team.to_string())).unwrap();
+    site.remove_all(&team.to_string()).await;
     store
         .write(team, user, hr, batch(hr, &[row(T0, "", 2.0)]))
         .await
@@ -503,10 +503,9 @@ fn sources_per_batch(
         .collect()
 }
 
-#[tokio::test]
-async fn timeseries_reads_come_back_one_source_per_batch_each_sorted_by_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir, StoreOptions::default());
+async fn timeseries_reads_come_back_one_source_per_batch_each_sorted_by_time(backing: Backing) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions::default());
     let (team, user) = ids();
     let hr = heartrate();
     // A ring and a watch interleaved minute by minute in one write (one mixed segment), then a
@@ -591,14 +590,13 @@ async fn timeseries_reads_come_back_one_source_per_batch_each_sorted_by_time() {
 /// with the source, so neither can replace the other's rows and a read resolves nothing; a
 /// correction of one device is resolved within that device's rows only. Compaction keeps the
 /// two apart: each output holds one source, sorted by time.
-#[tokio::test]
-async fn overlapping_sources_are_resolved_apart_and_compacted_apart() {
-    let dir = tempfile::tempdir().unwrap();
+async fn overlapping_sources_are_resolved_apart_and_compacted_apart(backing: Backing) {
+    let site = Site::new(backing);
     let cold = StoreOptions {
         cache_bytes: 0,
         ..StoreOptions::default()
     };
-    let store = open(&dir, cold);
+    let store = site.open(cold);
     let (team, user) = ids();
     let hr = heartrate();
     let minute = 60_000_000;
@@ -676,7 +674,7 @@ async fn overlapping_sources_are_resolved_apart_and_compacted_apart() {
     let report = store.compact(team, user, hr).await.unwrap();
     assert_eq!(report.segments_merged, 5);
     assert_eq!(report.rows_out, 240);
-    let files = segment_files(&store, team, user, hr);
+    let files = site.segment_files(team, user, hr).await;
     assert_eq!(files.len(), 2, "one output per source: {files:?}");
     let before = store.metrics().rows_resolved;
     assert_eq!(read_by_source(&store).await, expected(Some((30, -1.0))));
@@ -687,12 +685,9 @@ async fn overlapping_sources_are_resolved_apart_and_compacted_apart() {
     );
     // Each output is one source, sorted by time (the name's range is its first and last row).
     for file in &files {
-        let bytes = std::fs::read(
-            store
-                .root()
-                .join(format!("{team}/{user}/{}/{file}", hr.path())),
-        )
-        .unwrap();
+        let bytes = site
+            .get(&format!("{team}/{user}/{}/{file}", hr.path()))
+            .await;
         let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(
             bytes::Bytes::from(bytes),
             1024,
@@ -709,3 +704,84 @@ async fn overlapping_sources_are_resolved_apart_and_compacted_apart() {
         assert!(rows.windows(2).all(|w| w[0].1 < w[1].1), "{file} unsorted");
     }
 }
+
+/// A push across datasets becomes visible through one commit record, also to a store that has
+/// never seen it; once compaction has merged away every segment it names, the record goes.
+async fn a_push_across_datasets_commits_with_one_record_that_compaction_releases(backing: Backing) {
+    let site = Site::new(backing);
+    let store = site.open(StoreOptions::default());
+    let (team, user) = ids();
+    let (sleep, hr) = (Dataset::Table(Table::Sleep), heartrate());
+    let pushed = store
+        .write_push(
+            team,
+            user,
+            vec![
+                (sleep, batch(sleep, &[row(T0, "night", 80.0)])),
+                (
+                    hr,
+                    batch(hr, &[row(T0, "", 61.0), row(T0 + 1_000_000, "", 62.0)]),
+                ),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        pushed.iter().map(|r| r.rows).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    let commits = format!("{team}/{user}/_commits");
+    assert_eq!(site.files_in(&commits).await.len(), 1, "one record");
+    for d in [sleep, hr] {
+        let files = site.segment_files(team, user, d).await;
+        assert!(files.iter().all(|f| f.ends_with(".c.parquet")), "{files:?}");
+    }
+    // A second store learns the commit from the record itself. (Uncached: a store's cache
+    // does not see another store's writes.)
+    let other = site.open(StoreOptions {
+        cache_bytes: 0,
+        ..StoreOptions::default()
+    });
+    assert_eq!(other.datasets(team, user).await.unwrap(), vec![sleep, hr]);
+    let got = one(hr, &other.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![61.0, 62.0]);
+
+    // Merging the sleep segment away is not enough: the heart-rate one still needs the record.
+    let mut later = row(T0, "night", 90.0);
+    later.ingested = T0 + 1;
+    store
+        .write(team, user, sleep, batch(sleep, &[later]))
+        .await
+        .unwrap();
+    store.compact(team, user, sleep).await.unwrap();
+    assert_eq!(site.files_in(&commits).await.len(), 1);
+    store
+        .write(team, user, hr, batch(hr, &[row(T0 + 2_000_000, "", 63.0)]))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.compact(team, user, hr).await.unwrap().segments_merged,
+        2
+    );
+    assert!(site.files_in(&commits).await.is_empty(), "record released");
+    let got = one(hr, &other.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![61.0, 62.0, 63.0]);
+    let got = one(sleep, &other.read(team, user, sleep, None).await.unwrap());
+    assert_eq!(floats(&got, "efficiency"), vec![90.0]);
+}
+
+crate::on_every_backing!(
+    a_push_across_datasets_commits_with_one_record_that_compaction_releases,
+    every_table_and_family_round_trips_sorted_by_time,
+    a_newer_version_replaces_the_older_before_and_after_compaction,
+    a_one_day_window_reads_only_the_segments_and_row_groups_overlapping_it,
+    torn_temporary_and_stray_files_are_ignored_and_stale_temps_swept,
+    deleting_a_user_removes_all_of_its_data_and_nothing_else,
+    the_cache_answers_repeated_reads_is_invalidated_by_writes_and_kept_by_compaction,
+    reads_racing_compactions_never_double_count_or_miss_rows,
+    due_compaction_waits_for_a_run_of_compact_min_segments,
+    date_indexed_tables_are_windowed_by_midnight_utc_and_nothing_is_pruned_unsafely,
+    a_folder_removed_behind_the_stores_back_is_recreated_on_write,
+    timeseries_reads_come_back_one_source_per_batch_each_sorted_by_time,
+    overlapping_sources_are_resolved_apart_and_compacted_apart,
+);

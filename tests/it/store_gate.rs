@@ -38,7 +38,8 @@ fn all_files(store: &HealthStore) -> Vec<String> {
         }
     }
     let mut out = Vec::new();
-    walk(store.root(), store.root(), &mut out);
+    let root = store.root().expect("a local store");
+    walk(root, root, &mut out);
     out.sort();
     out
 }

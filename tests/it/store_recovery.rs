@@ -28,12 +28,16 @@ fn files(dir: &Path) -> Vec<String> {
 }
 
 fn commits_dir(store: &HealthStore, team: Uuid, user: Uuid) -> PathBuf {
-    store.root().join(format!("{team}/{user}/_commits"))
+    store
+        .root()
+        .unwrap()
+        .join(format!("{team}/{user}/_commits"))
 }
 
 fn dataset_dir(store: &HealthStore, team: Uuid, user: Uuid, dataset: Dataset) -> PathBuf {
     store
         .root()
+        .unwrap()
         .join(format!("{team}/{user}/{}", dataset.path()))
 }
 

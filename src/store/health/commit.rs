@@ -28,23 +28,20 @@
 //! only a whole-object put (atomic on S3, GCS, Azure) and `head`; no rename. On object storage
 //! the segments are put directly under their final names, the record with
 //! `PutMode::Create` (a conditional put that never overwrites). Locally, where a put is not
-//! durable, both go through temp file, fsync, rename, directory fsync. The record is the seed of
+//! durable, both go through temp file, fsync, rename, directory fsync (`backend.rs`). The record is the seed of
 //! the per-dataset manifest scale-out needs: a manifest version that lists segments by name
 //! makes the `.c` mark and the `head` unnecessary (a segment counts when the manifest names it),
 //! and a multi-dataset push becomes one compare-and-swap of the user's manifest (or one
 //! PostgreSQL transaction over the datasets' manifest rows), written last like the record.
 
 use std::collections::{BTreeSet, HashSet};
-use std::fs::File;
-use std::io::Write;
-use std::path::Path;
 
 use object_store::ObjectStoreExt;
 use object_store::path::Path as ObjectPath;
 use uuid::Uuid;
 
-use super::layout::{self, CommitId, temp_name};
-use super::segment_write::{ensure_dir, fsync_dir};
+use super::backend::Backend;
+use super::layout::{self, CommitId};
 use super::{HealthStore, StoreError, guard};
 
 /// Remembered committed pushes beyond this many are forgotten (and looked up again if needed).
@@ -111,62 +108,49 @@ impl HealthStore {
 }
 
 /// Writes `id`'s commit record naming `segments` (relative to the user folder), durably: the
-/// push is committed when this returns.
+/// push is committed when this returns. Blocking.
 pub(super) fn write_record(
-    root: &Path,
+    backend: &Backend,
     team: Uuid,
     user: Uuid,
     id: CommitId,
     segments: Vec<String>,
 ) -> Result<(), StoreError> {
-    let dir = root.join(layout::commits_dir(team, user));
-    ensure_dir(root, &dir)?;
-    let temp = dir.join(temp_name());
-    let target = dir.join(id.record_name());
-    let result = (|| {
-        let bytes = serde_json::to_vec(&Record { segments })
-            .map_err(|e| StoreError::io(&temp, std::io::Error::other(e)))?;
-        let mut file = File::create(&temp).map_err(|e| StoreError::io(&temp, e))?;
-        file.write_all(&bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| StoreError::io(&temp, e))?;
-        std::fs::rename(&temp, &target).map_err(|e| StoreError::io(&target, e))?;
-        fsync_dir(&dir)
-    })();
-    if result.is_err() {
-        // Best effort: a leftover temp file is removed at start-up.
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
+    let dir = layout::commits_dir(team, user);
+    let bytes = serde_json::to_vec(&Record { segments })
+        .map_err(|e| StoreError::io(&dir, std::io::Error::other(e)))?;
+    backend.put_record(&dir, &id.record_name(), bytes)
 }
 
 /// Removes the records among `ids` none of whose segments exists any more (compaction merged
 /// them all away). Returns the records removed. A record that cannot be read is kept.
+/// Blocking.
 pub(super) fn release(
-    root: &Path,
+    backend: &Backend,
     team: Uuid,
     user: Uuid,
     ids: &[CommitId],
 ) -> Result<Vec<CommitId>, StoreError> {
-    let user_dir = root.join(layout::user_dir(team, user));
-    let dir = root.join(layout::commits_dir(team, user));
+    let user_dir = layout::user_dir(team, user);
+    let dir = layout::commits_dir(team, user);
     let mut released = Vec::new();
-    for id in ids {
-        let path = dir.join(id.record_name());
-        let Ok(bytes) = std::fs::read(&path) else {
+    'records: for id in ids {
+        let Ok(Some(bytes)) = backend.read(&format!("{dir}/{}", id.record_name())) else {
             continue;
         };
         let Ok(record) = serde_json::from_slice::<Record>(&bytes) else {
             continue;
         };
-        if record.segments.iter().any(|s| user_dir.join(s).exists()) {
-            continue;
+        for segment in &record.segments {
+            if backend.exists(&format!("{user_dir}/{segment}"))? {
+                continue 'records;
+            }
         }
-        match std::fs::remove_file(&path) {
-            Ok(()) => released.push(*id),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => released.push(*id),
-            Err(e) => return Err(StoreError::io(&path, e)),
-        }
+        released.push(*id);
+    }
+    if !released.is_empty() {
+        let names: Vec<String> = released.iter().map(CommitId::record_name).collect();
+        backend.remove(&dir, &names)?;
     }
     Ok(released)
 }

@@ -13,11 +13,12 @@
 //! 1. list and fetch the inputs; merge them (newest per key, sorted by time, or one sorted run
 //!    per source when sources overlap in time: `read.rs`) off the async threads; split each
 //!    run into parts of at most `target_segment_rows`;
-//! 2. write every output durably (temp, fsync, rename, fsync dir). Readers listing now see
+//! 2. write every output durably (locally temp, fsync, rename, fsync dir; a whole-object put
+//!    on object storage: `backend.rs`). Readers listing now see
 //!    inputs *and* outputs: the same keys twice with equal `ingested_at`, resolved by
 //!    replacement at read time (overlapping ranges disable the no-dedup fast path) - no double
 //!    count;
-//! 3. take the dataset's swap lock exclusively, remove the inputs, fsync the dir, release.
+//! 3. take the dataset's swap lock exclusively, remove the inputs (and fsync the dir), release.
 //!    Readers hold that lock shared from listing until their bytes are fetched, so a listed
 //!    segment is never removed under them; they see either all inputs or none, and in the
 //!    second case all outputs - no missed row;
@@ -43,10 +44,10 @@ use object_store::ObjectStoreExt;
 use uuid::Uuid;
 
 use super::commit::release;
-use super::layout::{CommitId, SegmentName, TEMP_PREFIX, nonce};
+use super::layout::{self, CommitId, SegmentName, TEMP_PREFIX, nonce};
 use super::metrics::Metrics;
 use super::read::assemble;
-use super::segment_write::{fsync_dir, write_segment, writer_properties};
+use super::segment_write::writer_properties;
 use super::{CompactionReport, HealthStore, Key, Listed, StoreError};
 use crate::schema::Dataset;
 
@@ -127,11 +128,12 @@ impl HealthStore {
         let Some(newest) = run.last().map(|s| s.name) else {
             return Ok(report);
         };
-        let dir = self.dataset_path(key);
+        let dir = layout::dataset_dir(key.0, key.1, key.2);
         let dataset = key.2;
         let props = writer_properties(dataset, self.inner.options.row_group_rows);
         let batch_size = self.inner.options.row_group_rows;
         let write_dir = dir.clone();
+        let store = self.clone();
         let (rows_in, rows_out, written) = tokio::task::spawn_blocking(move || {
             let merged = assemble(fetched, dataset, None, batch_size)?;
             let schema = dataset.schema();
@@ -155,7 +157,13 @@ impl HealthStore {
                     let len = target.min(all.num_rows() - offset);
                     let batch = all.slice(offset, len);
                     let name = output_name(&newest, part, &batch, dataset)?;
-                    let bytes = write_segment(&write_dir, &name, &batch, props.clone())?;
+                    let bytes = store.inner.backend.put_segment(
+                        &write_dir,
+                        &name,
+                        &batch,
+                        props.clone(),
+                        &mut None,
+                    )?;
                     written.push(bytes);
                     offset += len;
                     part += 1;
@@ -167,28 +175,20 @@ impl HealthStore {
         .await??;
 
         let exclusive = locks.swap.write().await;
-        let inputs: Vec<_> = run.iter().map(|s| dir.join(s.name.file_name())).collect();
-        let removal_dir = dir.clone();
-        tokio::task::spawn_blocking(move || {
-            for path in &inputs {
-                match std::fs::remove_file(path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(StoreError::io(path, e)),
-                }
-            }
-            fsync_dir(&removal_dir)
-        })
-        .await??;
+        let inputs: Vec<String> = run.iter().map(|s| s.name.file_name()).collect();
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || store.inner.backend.remove(&dir, &inputs)).await??;
         drop(exclusive);
         let mut commits: Vec<CommitId> = run.iter().filter_map(|s| s.name.commit()).collect();
         commits.sort_unstable();
         commits.dedup();
         if !commits.is_empty() {
-            let root = self.inner.root.clone();
+            let store = self.clone();
             let (team, user) = (key.0, key.1);
-            let released =
-                tokio::task::spawn_blocking(move || release(&root, team, user, &commits)).await??;
+            let released = tokio::task::spawn_blocking(move || {
+                release(&store.inner.backend, team, user, &commits)
+            })
+            .await??;
             self.forget(team, user, &released);
         }
 
@@ -211,26 +211,20 @@ impl HealthStore {
         others: &[object_store::ObjectMeta],
     ) -> Result<usize, StoreError> {
         let cutoff = SystemTime::now() - self.inner.options.stale_temp_after;
-        let dir = self.dataset_path(key);
-        let stale: Vec<_> = others
+        let stale: Vec<String> = others
             .iter()
-            .filter(|m| {
-                m.location
-                    .filename()
-                    .is_some_and(|f| f.starts_with(TEMP_PREFIX))
-            })
             .filter(|m| SystemTime::from(m.last_modified) < cutoff)
-            .filter_map(|m| m.location.filename().map(|f| dir.join(f)))
+            .filter_map(|m| m.location.filename())
+            .filter(|name| name.starts_with(TEMP_PREFIX))
+            .map(str::to_owned)
             .collect();
         let count = stale.len();
         if count > 0 {
-            tokio::task::spawn_blocking(move || {
-                for path in stale {
-                    // Best effort: a temp file that vanished or resists is retried next time.
-                    let _ = std::fs::remove_file(path);
-                }
-            })
-            .await?;
+            let dir = layout::dataset_dir(key.0, key.1, key.2);
+            let store = self.clone();
+            // Best effort: a temp file that resists is retried next time.
+            let _ = tokio::task::spawn_blocking(move || store.inner.backend.remove(&dir, &stale))
+                .await?;
         }
         Ok(count)
     }

@@ -8,9 +8,9 @@ use datafusion::parquet::errors::ParquetError;
 /// A failure of the health-data store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The location names an object store this build cannot use yet (`s3://`, `gs://`, ...).
+    /// The location's scheme names no store this build can use.
     #[error(
-        "object store location {location:?} is not supported yet: use a local directory or a file:// URL"
+        "unsupported store location {location:?}: use a directory path, a file:// URL, or an s3://, gs:// or az:// URL"
     )]
     UnsupportedLocation {
         /// The location as given.

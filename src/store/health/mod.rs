@@ -52,6 +52,7 @@
 //! - Lock entries and cache versions are kept per dataset touched (small, never evicted, except
 //!   on `delete_user`): bounded by the number of datasets the process has seen.
 
+mod backend;
 mod cache;
 mod commit;
 mod compact;
@@ -70,7 +71,7 @@ mod segment_write;
 mod write;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::TryStreamExt;
@@ -85,9 +86,10 @@ pub use metrics::MetricsSnapshot;
 pub use options::{CompactionReport, StoreOptions, WriteReceipt};
 
 use crate::schema::Dataset;
+use backend::{Backend, Local, Location};
 use cache::{Cache, Key};
 use commit::KnownCommit;
-use layout::{DELETED_PREFIX, SegmentName, dataset_from_path, dataset_rank};
+use layout::{SegmentName, dataset_from_path, dataset_rank};
 use metrics::Metrics;
 
 /// The health-data store. Cheap to clone (an `Arc` inside); `Send + Sync`.
@@ -99,23 +101,23 @@ pub struct HealthStore {
 impl std::fmt::Debug for HealthStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HealthStore")
-            .field("root", &self.inner.root)
+            .field("location", &self.inner.backend.describe())
             .finish_non_exhaustive()
     }
 }
 
 struct Inner {
-    root: PathBuf,
-    objects: LocalFileSystem,
+    /// Where the files live and how writes become durable there (see `backend.rs`).
+    backend: Backend,
+    /// Listings and reads, for every backend (the bucket narrowed to its prefix, or the local
+    /// directory).
+    objects: Arc<dyn ObjectStore>,
     options: StoreOptions,
     cache: Cache,
     metrics: Metrics,
     locks: Mutex<HashMap<Key, Arc<DatasetLocks>>>,
-    known_dirs: Mutex<HashSet<PathBuf>>,
     /// Pushes whose commit record is known to exist (see `commit.rs`).
     commits: Mutex<HashSet<KnownCommit>>,
-    /// The shared lock on the directory (see `recover.rs`). Held open, never read.
-    _lock: std::fs::File,
 }
 
 /// Per-dataset coordination between readers and compaction (see `compact.rs`).
@@ -135,27 +137,43 @@ fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl HealthStore {
-    /// Opens (creating if needed) a store. `location`: a plain directory path, or a `file://`
-    /// URL (the same); `s3://` and other schemes answer [`StoreError::UnsupportedLocation`].
-    /// A store opened while no other is open on the directory first removes what a crash left
-    /// (temp files, segments of uncommitted pushes, interrupted user deletions); one opened next
-    /// to another removes nothing (see `recover.rs`).
+    /// Opens (creating if needed) a store at `location`: a plain directory path or a `file://`
+    /// URL (the same), or an object-store URL, `s3://bucket/prefix`, `gs://...` or `az://...`
+    /// (see `backend.rs` for their configuration); other schemes answer
+    /// [`StoreError::UnsupportedLocation`].
+    /// A local store opened while no other is open on the directory first removes what a crash
+    /// left (temp files, segments of uncommitted pushes, interrupted user deletions); one
+    /// opened next to another removes nothing (see `recover.rs`).
     pub fn open(location: &str, options: StoreOptions) -> Result<Self, StoreError> {
-        let path = match location.split_once("://") {
-            Some(("file", rest)) => rest,
-            Some(_) => {
-                return Err(StoreError::UnsupportedLocation {
-                    location: location.to_owned(),
-                });
+        let (backend, objects, commits) = match Location::parse(location)? {
+            Location::Directory(path) => Self::open_directory(&path)?,
+            Location::Url(url) => {
+                let backend = Backend::objects(&url, &options.object_store)?;
+                let Backend::Objects { objects, .. } = &backend else {
+                    unreachable!("Backend::objects builds an object-store backend")
+                };
+                let objects = Arc::clone(objects);
+                tracing::info!(location = %url, "health store on object storage");
+                (backend, objects, HashSet::new())
             }
-            None => location,
         };
-        if path.is_empty() {
-            return Err(StoreError::InvalidLocation {
-                location: location.to_owned(),
-                reason: "empty path".to_owned(),
-            });
-        }
+        Ok(HealthStore {
+            inner: Arc::new(Inner {
+                backend,
+                objects,
+                cache: Cache::new(options.cache_bytes),
+                options,
+                metrics: Metrics::default(),
+                locks: Mutex::default(),
+                commits: Mutex::new(commits),
+            }),
+        })
+    }
+
+    /// Opens a local directory, recovering it first when no other store holds it.
+    fn open_directory(
+        path: &str,
+    ) -> Result<(Backend, Arc<dyn ObjectStore>, HashSet<KnownCommit>), StoreError> {
         std::fs::create_dir_all(path).map_err(|e| StoreError::io(path, e))?;
         let root = std::fs::canonicalize(path).map_err(|e| StoreError::io(path, e))?;
         let (lock, recovered) = recover::lock_and_recover(&root)?;
@@ -173,20 +191,8 @@ impl HealthStore {
             None => tracing::info!(root = %root.display(),
                 "health store open elsewhere too: no start-up recovery"),
         }
-        let objects = LocalFileSystem::new_with_prefix(&root)?;
-        Ok(HealthStore {
-            inner: Arc::new(Inner {
-                root,
-                objects,
-                cache: Cache::new(options.cache_bytes),
-                options,
-                metrics: Metrics::default(),
-                locks: Mutex::default(),
-                known_dirs: Mutex::default(),
-                commits: Mutex::new(commits),
-                _lock: lock,
-            }),
-        })
+        let objects = Arc::new(LocalFileSystem::new_with_prefix(&root)?);
+        Ok((Backend::Local(Local::new(root, lock)), objects, commits))
     }
 
     /// The datasets of a user that hold at least one segment, tables first (in `Table::ALL`
@@ -249,21 +255,8 @@ impl HealthStore {
         for l in &locks {
             held.push(l.compact.lock().await);
         }
-        let root = self.inner.root.clone();
-        let user_dir = root.join(layout::user_dir(team, user));
-        let dir = user_dir.clone();
-        tokio::task::spawn_blocking(move || -> Result<(), StoreError> {
-            if !dir.exists() {
-                return Ok(());
-            }
-            let team_dir = root.join(team.to_string());
-            let grave = team_dir.join(format!("{DELETED_PREFIX}{user}-{}", Uuid::new_v4()));
-            std::fs::rename(&dir, &grave).map_err(|e| StoreError::io(&dir, e))?;
-            segment_write::fsync_dir(&team_dir)?;
-            std::fs::remove_dir_all(&grave).map_err(|e| StoreError::io(&grave, e))
-        })
-        .await??;
-        guard(&self.inner.known_dirs).retain(|d| !d.starts_with(&user_dir));
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || store.inner.backend.remove_user(team, user)).await??;
         guard(&self.inner.commits).retain(|(t, u, _)| (*t, *u) != (team, user));
         self.inner.cache.invalidate_user(team, user);
         drop(held);
@@ -284,19 +277,13 @@ impl HealthStore {
         self.inner.cache.bytes()
     }
 
-    /// The store's root directory.
-    pub fn root(&self) -> &Path {
-        &self.inner.root
+    /// The store's root directory, when it is a local one (`None` on object storage).
+    pub fn root(&self) -> Option<&Path> {
+        self.inner.backend.root()
     }
 
     fn locks(&self, key: Key) -> Arc<DatasetLocks> {
         Arc::clone(guard(&self.inner.locks).entry(key).or_default())
-    }
-
-    fn dataset_path(&self, key: Key) -> PathBuf {
-        self.inner
-            .root
-            .join(layout::dataset_dir(key.0, key.1, key.2))
     }
 
     /// Lists a dataset's visible segments in creation order (those of uncommitted pushes left

@@ -20,6 +20,11 @@ pub struct StoreOptions {
     /// (default 10 minutes). Start-up recovery removes them at once when no other store is open
     /// on the directory; this catches the rest.
     pub stale_temp_after: std::time::Duration,
+    /// Configuration of an object-store location (`s3://`, `gs://`, `az://`), as `object_store`
+    /// config keys and values (`aws_endpoint`, `aws_allow_http`, `aws_access_key_id`, ...).
+    /// Applied over the process environment's standard variables, which are read first; empty
+    /// by default. Ignored for a local directory.
+    pub object_store: Vec<(String, String)>,
 }
 
 impl Default for StoreOptions {
@@ -30,6 +35,7 @@ impl Default for StoreOptions {
             compact_min_segments: 8,
             row_group_rows: 1 << 16,
             stale_temp_after: std::time::Duration::from_secs(600),
+            object_store: Vec::new(),
         }
     }
 }

@@ -7,11 +7,11 @@ use uuid::Uuid;
 
 use super::commit::write_record;
 use super::gate::{Gate, pass};
-use super::layout::{CommitId, SegmentName, next_seq, nonce};
+use super::layout::{self, CommitId, SegmentName, next_seq, nonce};
 use super::metrics::Metrics;
 use super::rows::{TimeColumn, conform};
-use super::segment_write::{ensure_dir, write_segment, writer_properties};
-use super::write::{finish_write, prepare};
+use super::segment_write::writer_properties;
+use super::write::prepare;
 use super::{HealthStore, StoreError, WriteReceipt};
 use crate::schema::Dataset;
 
@@ -92,9 +92,9 @@ impl HealthStore {
             Ok(receipts) => receipts,
             Err(e) => {
                 // Best effort: the segments are invisible without their record, and whatever
-                // stays is removed at start-up.
-                for path in written {
-                    let _ = std::fs::remove_file(path);
+                // stays is removed at start-up (locally) or by compaction (`backend.rs`).
+                for (dir, name) in written {
+                    let _ = self.inner.backend.remove(&dir, &[name]);
                 }
                 return Err(e);
             }
@@ -102,8 +102,7 @@ impl HealthStore {
         self.remember(team, user, id);
         let m = &self.inner.metrics;
         for (dataset, receipt) in &receipts {
-            let key = (team, user, *dataset);
-            finish_write(self, key, self.dataset_path(key));
+            self.inner.cache.invalidate(&(team, user, *dataset));
             Metrics::add(&m.segments_written, 1);
             Metrics::add(&m.rows_written, receipt.rows as u64);
             Metrics::add(&m.bytes_written, receipt.bytes);
@@ -120,9 +119,8 @@ impl HealthStore {
         id: CommitId,
         grouped: Grouped,
         gate: Option<Gate>,
-        written: &mut Vec<std::path::PathBuf>,
+        written: &mut Vec<(String, String)>,
     ) -> Result<Vec<(Dataset, WriteReceipt)>, StoreError> {
-        let root = &self.inner.root;
         let mut receipts = Vec::with_capacity(grouped.len());
         let mut names = Vec::with_capacity(grouped.len());
         for (dataset, group) in grouped {
@@ -138,11 +136,13 @@ impl HealthStore {
                 committed_by_record: true,
             }
             .file_name();
-            let dir = self.dataset_path((team, user, dataset));
-            ensure_dir(root, &dir)?;
+            let dir = layout::dataset_dir(team, user, dataset);
             let props = writer_properties(dataset, self.inner.options.row_group_rows);
-            let bytes = write_segment(&dir, &name, &batch, props)?;
-            written.push(dir.join(&name));
+            let bytes = self
+                .inner
+                .backend
+                .put_segment(&dir, &name, &batch, props, &mut None)?;
+            written.push((dir, name.clone()));
             names.push(format!("{}/{name}", dataset.path()));
             receipts.push((
                 dataset,
@@ -154,7 +154,7 @@ impl HealthStore {
             ));
         }
         pass(gate)?;
-        write_record(root, team, user, id, names)?;
+        write_record(&self.inner.backend, team, user, id, names)?;
         Ok(receipts)
     }
 }

@@ -62,6 +62,7 @@ pub(crate) fn writer_properties(dataset: Dataset, row_group_rows: usize) -> Writ
 
 /// Writes `batch` as the segment `name` in `dir`, durably (see the module docs). Returns the
 /// file size.
+#[cfg(test)]
 pub(crate) fn write_segment(
     dir: &Path,
     name: &str,
@@ -116,6 +117,34 @@ fn write_temp(
     file.sync_all().map_err(|e| StoreError::io(temp, e))?;
     let size = file.metadata().map_err(|e| StoreError::io(temp, e))?.len();
     Ok(size)
+}
+
+/// Encodes `batch` as one Parquet file in memory: for object storage, where one whole-object
+/// put makes it durable and visible at once.
+pub(crate) fn encode(batch: &RecordBatch, props: WriterProperties) -> Result<Vec<u8>, StoreError> {
+    let mut writer = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props))?;
+    writer.write(batch)?;
+    Ok(writer.into_inner()?)
+}
+
+/// Writes a small file `name` in `dir` durably: temp file, fsync, rename, folder fsync (the
+/// folder must exist).
+pub(crate) fn write_durable_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    let temp = dir.join(temp_name());
+    let target = dir.join(name);
+    let result = (|| {
+        let mut file = File::create(&temp).map_err(|e| StoreError::io(&temp, e))?;
+        file.write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| StoreError::io(&temp, e))?;
+        std::fs::rename(&temp, &target).map_err(|e| StoreError::io(&target, e))?;
+        fsync_dir(dir)
+    })();
+    if result.is_err() {
+        // Best effort: a leftover temp file is removed at start-up.
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
 }
 
 /// Fsyncs a directory, making renames and creations in it durable.

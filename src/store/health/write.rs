@@ -1,21 +1,20 @@
 //! The write path: conform, sort, resolve in-batch duplicates, encode and make durable.
 
-use std::path::PathBuf;
-
 use datafusion::arrow::array::RecordBatch;
 use uuid::Uuid;
 
 use super::gate::Gate;
-use super::layout::{SegmentName, next_seq, nonce};
+use super::layout::{self, SegmentName, next_seq, nonce};
 use super::metrics::Metrics;
 use super::rows::{TimeColumn, conform, newest_per_key, sort_by_time};
-use super::segment_write::{ensure_dir, write_segment_gated, writer_properties};
-use super::{HealthStore, StoreError, WriteReceipt, guard};
+use super::segment_write::writer_properties;
+use super::{HealthStore, StoreError, WriteReceipt};
 use crate::schema::Dataset;
 
 impl HealthStore {
     /// Stores `batch` (with `dataset.schema()`) as one new segment and returns once it is
-    /// durable: written to a temporary name, fsynced, renamed, and the folder fsynced. Rows
+    /// durable (locally: written to a temporary name, fsynced, renamed, and the folder fsynced;
+    /// on object storage: one whole-object put; see `backend.rs`). Rows
     /// sharing a record key inside the batch keep only the newest (`ingested_at`, then the later
     /// row). An empty batch writes nothing.
     pub async fn write(
@@ -51,17 +50,11 @@ impl HealthStore {
             });
         }
         let key = (team, user, dataset);
-        let dir = self.dataset_path(key);
-        let known = guard(&self.inner.known_dirs).contains(&dir);
-        let root = self.inner.root.clone();
         let props = writer_properties(dataset, self.inner.options.row_group_rows);
-        let task_dir = dir.clone();
+        let store = self.clone();
         let (name, rows, bytes) = tokio::task::spawn_blocking(move || {
             let batch = prepare(batch, dataset)?;
             let range = TimeColumn::of(&batch, dataset.time_column())?.sorted_range();
-            if !known {
-                ensure_dir(&root, &task_dir)?;
-            }
             let name = SegmentName {
                 seq: next_seq(),
                 generation: 0,
@@ -72,20 +65,16 @@ impl HealthStore {
                 committed_by_record: false,
             }
             .file_name();
+            let dir = layout::dataset_dir(team, user, dataset);
             let mut gate = gate;
-            let bytes =
-                match write_segment_gated(&task_dir, &name, &batch, props.clone(), &mut gate) {
-                    // The folder went away under a stale "known" entry: recreate it once.
-                    Err(e) if known && e.is_not_found() => {
-                        ensure_dir(&root, &task_dir)?;
-                        write_segment_gated(&task_dir, &name, &batch, props, &mut gate)?
-                    }
-                    other => other?,
-                };
+            let bytes = store
+                .inner
+                .backend
+                .put_segment(&dir, &name, &batch, props, &mut gate)?;
             Ok::<_, StoreError>((name, batch.num_rows(), bytes))
         })
         .await??;
-        finish_write(self, key, dir);
+        self.inner.cache.invalidate(&key);
         let m = &self.inner.metrics;
         Metrics::add(&m.segments_written, 1);
         Metrics::add(&m.rows_written, rows as u64);
@@ -100,14 +89,6 @@ impl HealthStore {
 
 /// Makes a durable write known: its folder exists and the cache no longer answers from before
 /// it. (Its compaction is a `store.compact` job the writer's caller schedules.)
-pub(super) fn finish_write(store: &HealthStore, key: super::Key, dir: PathBuf) {
-    guard(&store.inner.known_dirs).insert(dir);
-    store.inner.cache.invalidate(&key);
-}
-
-/// Sorts by time and drops in-batch replaced versions, so every segment is sorted and
-/// key-unique. Timeseries batches with strictly increasing timestamps are unique by
-/// construction (the key includes the timestamp) and pass through untouched.
 pub(crate) fn prepare(batch: RecordBatch, dataset: Dataset) -> Result<RecordBatch, StoreError> {
     let time = dataset.time_column();
     let batch = sort_by_time(batch, time)?;

@@ -8,6 +8,8 @@
 //! - [`python`]: a virtual environment with the exact versions of `tests/python/requirements.txt`
 //!   (pinned, transitive dependencies included), at `<target>/tmp/python-<hash of the file>`: a
 //!   change to the file makes a new environment, never a half-updated one.
+//! - [`s3_server`]: moto's S3-compatible server from PyPI, in a virtual environment of its own
+//!   (`tests/python/s3-requirements.txt`), started once per test process on a free port.
 //! - [`chromium`]: Debian's `chromium` and `chromium-driver`, installed with apt (as root, or
 //!   through `sudo -n`) when the machine does not have them; `WEARHOUSE_TEST_CHROMIUM` and
 //!   `WEARHOUSE_TEST_CHROMEDRIVER` name other binaries.
@@ -32,6 +34,8 @@ use sha2::{Digest, Sha256};
 
 /// The pinned Python requirements, part of the build so a change to them is seen.
 const PYTHON_REQUIREMENTS: &str = include_str!("../../python/requirements.txt");
+/// The S3 server's pinned requirements (its own environment: see the file).
+const S3_REQUIREMENTS: &str = include_str!("../../python/s3-requirements.txt");
 
 /// The interpreter that creates the environment: `WEARHOUSE_TEST_PYTHON`, else `python3`.
 fn base_python() -> String {
@@ -43,25 +47,92 @@ fn base_python() -> String {
 pub fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let digest = hex::encode(Sha256::digest(PYTHON_REQUIREMENTS.as_bytes()));
-        let env_dir = cache_dir().join(format!("python-{}", &digest[..12]));
-        provision_once(&env_dir, |dir| {
-            let base = base_python();
-            run_step(
-                Command::new(&base).args(["-m", "venv", "--clear"]).arg(dir),
-                &format!("`{base} -m venv` (install Python 3 with its venv module, or set WEARHOUSE_TEST_PYTHON)"),
-            )?;
-            let requirements = dir.join("requirements.txt");
-            fs::write(&requirements, PYTHON_REQUIREMENTS).map_err(|e| e.to_string())?;
-            run_step(
-                Command::new(venv_python(dir))
-                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-                    .args(["--no-input", "-r"])
-                    .arg(&requirements),
-                "`pip install -r tests/python/requirements.txt` (needs PyPI reachable once; later runs use the cache)",
-            )
+        venv(
+            "python",
+            PYTHON_REQUIREMENTS,
+            "tests/python/requirements.txt",
+        )
+    })
+}
+
+/// The virtual environment `name` holding `requirements` (the file at `file`), created and
+/// filled on first use; returns its interpreter.
+fn venv(name: &str, requirements: &str, file: &str) -> PathBuf {
+    let digest = hex::encode(Sha256::digest(requirements.as_bytes()));
+    let env_dir = cache_dir().join(format!("{name}-{}", &digest[..12]));
+    provision_once(&env_dir, |dir| {
+        let base = base_python();
+        run_step(
+            Command::new(&base).args(["-m", "venv", "--clear"]).arg(dir),
+            &format!(
+                "`{base} -m venv` (install Python 3 with its venv module, or set WEARHOUSE_TEST_PYTHON)"
+            ),
+        )?;
+        let path = dir.join("requirements.txt");
+        fs::write(&path, requirements).map_err(|e| e.to_string())?;
+        run_step(
+            Command::new(venv_python(dir))
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(["--no-input", "-r"])
+                .arg(&path),
+            &format!(
+                "`pip install -r {file}` (needs PyPI reachable once; later runs use the cache)"
+            ),
+        )
+    });
+    venv_python(&env_dir)
+}
+
+/// An S3-compatible server on a free loopback port, holding one empty bucket.
+pub struct S3Server {
+    /// `http://127.0.0.1:<port>`.
+    pub endpoint: String,
+    /// The bucket the server was started with.
+    pub bucket: String,
+    /// The server process. It exits when its standard input closes: when this test process
+    /// exits, however it exits.
+    _process: std::sync::Mutex<std::process::Child>,
+}
+
+/// The S3 server of this test process: moto's (`tests/python/s3_server.py`, from PyPI, in its
+/// own virtual environment), started on first use. Tests share it and keep apart by prefix.
+/// Panics with one line naming what is missing when it cannot be provisioned or started.
+pub fn s3_server() -> &'static S3Server {
+    static SERVER: OnceLock<S3Server> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        use std::io::{BufRead, BufReader};
+        use std::process::Stdio;
+
+        let python = venv("s3", S3_REQUIREMENTS, "tests/python/s3-requirements.txt");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/s3_server.py");
+        let bucket = "wearhouse-tests".to_owned();
+        let mut child = Command::new(python)
+            .arg(script)
+            .arg(&bucket)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("missing test dependency: the S3 server (tests/python/s3_server.py) could not start");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the S3 server's port");
+        let port: u16 = line.trim().parse().unwrap_or_else(|_| {
+            panic!("missing test dependency: the S3 server printed {line:?}, not its port")
         });
-        venv_python(&env_dir)
+        S3Server {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            bucket,
+            _process: std::sync::Mutex::new(child),
+        }
     })
 }
 

@@ -12,6 +12,12 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::DataType;
+use futures::TryStreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::prefix::PrefixStore;
+use object_store::{ObjectStore, ObjectStoreExt};
 use uuid::Uuid;
 use wearhouse::schema::{Dataset, INGESTED_AT, resource};
 use wearhouse::store::health::{HealthStore, StoreOptions};
@@ -142,10 +148,11 @@ pub fn ids() -> (Uuid, Uuid) {
     (Uuid::new_v4(), Uuid::new_v4())
 }
 
-/// Segment files (not temp files) in a dataset folder.
+/// Segment files (not temp files) in a dataset folder of a local store.
 pub fn segment_files(store: &HealthStore, team: Uuid, user: Uuid, dataset: Dataset) -> Vec<String> {
     let dir = store
         .root()
+        .expect("a local store")
         .join(format!("{team}/{user}/{}", dataset.path()));
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| {
@@ -157,4 +164,171 @@ pub fn segment_files(store: &HealthStore, team: Uuid, user: Uuid, dataset: Datas
         .unwrap_or_default();
     names.sort();
     names
+}
+
+/// Where a store test keeps its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backing {
+    /// A fresh temporary directory.
+    Local,
+    /// A fresh prefix in the bucket of the tests' S3-compatible server
+    /// ([`crate::provision::s3_server`]).
+    S3,
+}
+
+/// A test's store location, and a view of its files that goes around the store (through
+/// `object_store` directly), so a test can look at or tamper with what the store wrote.
+pub struct Site {
+    pub backing: Backing,
+    /// What `HealthStore::open` is given.
+    pub location: String,
+    /// The configuration an S3 location needs (endpoint, credentials).
+    config: Vec<(String, String)>,
+    files: Arc<dyn ObjectStore>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Site {
+    pub fn new(backing: Backing) -> Site {
+        match backing {
+            Backing::Local => {
+                let dir = tempfile::tempdir().unwrap();
+                let files = Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+                Site {
+                    backing,
+                    location: dir.path().to_str().unwrap().to_owned(),
+                    config: Vec::new(),
+                    files,
+                    _dir: Some(dir),
+                }
+            }
+            Backing::S3 => {
+                let server = crate::provision::s3_server();
+                let prefix = format!("store-{}", Uuid::new_v4());
+                let config: Vec<(String, String)> = [
+                    ("aws_endpoint", server.endpoint.as_str()),
+                    ("aws_allow_http", "true"),
+                    ("aws_access_key_id", "test"),
+                    ("aws_secret_access_key", "test"),
+                    ("aws_region", "us-east-1"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+                let bucket = AmazonS3Builder::new()
+                    .with_endpoint(&server.endpoint)
+                    .with_allow_http(true)
+                    .with_access_key_id("test")
+                    .with_secret_access_key("test")
+                    .with_region("us-east-1")
+                    .with_bucket_name(&server.bucket)
+                    .build()
+                    .unwrap();
+                Site {
+                    backing,
+                    location: format!("s3://{}/{prefix}", server.bucket),
+                    config,
+                    files: Arc::new(PrefixStore::new(bucket, prefix.as_str())),
+                    _dir: None,
+                }
+            }
+        }
+    }
+
+    /// Opens a store on the site with `options` (plus the site's own configuration).
+    pub fn open(&self, options: StoreOptions) -> HealthStore {
+        let options = StoreOptions {
+            object_store: self.config.clone(),
+            ..options
+        };
+        HealthStore::open(&self.location, options).unwrap()
+    }
+
+    /// The names of the files directly in `folder` (relative to the store), sorted.
+    pub async fn files_in(&self, folder: &str) -> Vec<String> {
+        let listed = match self
+            .files
+            .list_with_delimiter(Some(&ObjectPath::from(folder)))
+            .await
+        {
+            Ok(listed) => listed.objects,
+            Err(object_store::Error::NotFound { .. }) => Vec::new(),
+            Err(e) => panic!("listing {folder}: {e}"),
+        };
+        let mut names: Vec<String> = listed
+            .iter()
+            .filter_map(|m| m.location.filename().map(str::to_owned))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The segment files of a dataset, sorted.
+    pub async fn segment_files(&self, team: Uuid, user: Uuid, dataset: Dataset) -> Vec<String> {
+        let mut names = self
+            .files_in(&format!("{team}/{user}/{}", dataset.path()))
+            .await;
+        names.retain(|n| n.ends_with(".parquet"));
+        names
+    }
+
+    /// Every file below `folder` (relative to the store), at any depth.
+    pub async fn all_files(&self, folder: &str) -> Vec<String> {
+        let found: Vec<_> = self
+            .files
+            .list(Some(&ObjectPath::from(folder)))
+            .try_collect()
+            .await
+            .unwrap_or_default();
+        found.into_iter().map(|m| m.location.to_string()).collect()
+    }
+
+    /// The content of the file at `path`.
+    pub async fn get(&self, path: &str) -> Vec<u8> {
+        let got = self.files.get(&ObjectPath::from(path)).await.unwrap();
+        got.bytes().await.unwrap().to_vec()
+    }
+
+    /// Writes a file behind the store's back.
+    pub async fn put(&self, path: &str, bytes: &[u8]) {
+        self.files
+            .put(&ObjectPath::from(path), bytes.to_vec().into())
+            .await
+            .unwrap();
+    }
+
+    /// Removes every file below `folder` behind the store's back.
+    pub async fn remove_all(&self, folder: &str) {
+        for path in self.all_files(folder).await {
+            self.files.delete(&ObjectPath::from(path)).await.unwrap();
+        }
+        if let Some(dir) = &self._dir {
+            // Locally the folders go too, as `rm -r` would leave it.
+            let _ = std::fs::remove_dir_all(dir.path().join(folder));
+        }
+    }
+}
+
+/// Runs each named store test, an `async fn(Backing)`, once on a local directory (in module
+/// `local`) and once on the S3-compatible server (in module `s3`).
+#[macro_export]
+macro_rules! on_every_backing {
+    ($($name:ident),* $(,)?) => {
+        mod local {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::store_support::Backing::Local).await
+                }
+            )*
+        }
+        mod s3 {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::store_support::Backing::S3).await
+                }
+            )*
+        }
+    };
 }
