@@ -47,20 +47,27 @@ pub async fn open_metadata(store: &StoreArgs) -> anyhow::Result<MetadataStore> {
         .with_context(|| format!("opening metadata database {url}"))
 }
 
-/// Opens the health-data store (`--object-store-url`, else `<data-dir>/health`).
-pub fn open_health(store: &StoreArgs) -> anyhow::Result<HealthStore> {
+/// Opens the health-data store (`--object-store-url`, else `<data-dir>/health`). A store on
+/// object storage may be shared by several processes, so it keeps its dataset versions in the
+/// metadata database `meta` (see `store::health`'s `shared.rs`); a local directory belongs to
+/// one process and does without.
+pub fn open_health(store: &StoreArgs, meta: &MetadataStore) -> anyhow::Result<HealthStore> {
     let location = store
         .object_store_url
         .clone()
         .unwrap_or_else(|| store.data_dir.join("health").display().to_string());
-    HealthStore::open(&location, StoreOptions::default())
-        .with_context(|| format!("opening health store {location}"))
+    let health = HealthStore::open(&location, StoreOptions::default())
+        .with_context(|| format!("opening health store {location}"))?;
+    if health.root().is_none() {
+        health.share_versions(std::sync::Arc::new(meta.clone()));
+    }
+    Ok(health)
 }
 
 /// Builds the state every handler shares.
 pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
     let meta = open_metadata(&args.store).await?;
-    let health = open_health(&args.store)?;
+    let health = open_health(&args.store, &meta)?;
     let config = HttpConfig {
         body_limit: args.body_limit,
         query_limits: crate::engine::Limits {

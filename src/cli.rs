@@ -61,7 +61,7 @@ pub async fn import(
     file: &Path,
 ) -> anyhow::Result<Value> {
     let meta = open_metadata(store).await?;
-    let health = open_health(store)?;
+    let health = open_health(store, &meta)?;
     let user = find_user(&meta, Some(team), user).await?;
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
@@ -134,7 +134,7 @@ pub async fn run_query(
     format: OutputFormat,
 ) -> anyhow::Result<Vec<u8>> {
     let meta = open_metadata(store).await?;
-    let health = open_health(store)?;
+    let health = open_health(store, &meta)?;
     let user = find_user(&meta, team, user).await?;
     let text = std::fs::read_to_string(request)
         .with_context(|| format!("reading {}", request.display()))?;

@@ -785,3 +785,76 @@ crate::on_every_backing!(
     timeseries_reads_come_back_one_source_per_batch_each_sorted_by_time,
     overlapping_sources_are_resolved_apart_and_compacted_apart,
 );
+
+/// Two processes' stores on one bucket, their versions shared through the machine's
+/// PostgreSQL: a write or a deletion acknowledged by one is seen by the other's next read, even
+/// where that one holds the dataset cached. A store that does not share stays stale, which is
+/// why the versions exist.
+#[tokio::test]
+async fn stores_sharing_a_bucket_see_each_others_writes_through_shared_versions() {
+    let db = crate::jobs_support::Db::postgres().await;
+    let site = Site::new(Backing::S3);
+    let (a, b, unshared) = (
+        site.open(StoreOptions::default()),
+        site.open(StoreOptions::default()),
+        site.open(StoreOptions::default()),
+    );
+    for store in [&a, &b] {
+        store.share_versions(std::sync::Arc::new(db.store().await));
+        assert!(store.is_shared());
+    }
+    assert!(!unshared.is_shared());
+    let (team, user) = ids();
+    let hr = heartrate();
+    let values = |store: &HealthStore| {
+        let store = store.clone();
+        async move {
+            let batches = store.read(team, user, hr, None).await.unwrap();
+            batches
+                .iter()
+                .flat_map(|b| floats(b, "value"))
+                .collect::<Vec<_>>()
+        }
+    };
+    a.write(team, user, hr, batch(hr, &[row(T0, "", 61.0)]))
+        .await
+        .unwrap();
+    for store in [&a, &b, &unshared] {
+        assert_eq!(values(store).await, vec![61.0]);
+    }
+    // Cached everywhere now; B writes.
+    let hits = a.metrics().cache_hits;
+    assert_eq!(values(&a).await, vec![61.0]);
+    assert_eq!(a.metrics().cache_hits, hits + 1, "a warm read is a hit");
+    b.write(team, user, hr, batch(hr, &[row(T0 + 1_000_000, "", 62.0)]))
+        .await
+        .unwrap();
+    assert_eq!(values(&a).await, vec![61.0, 62.0], "A sees B's write");
+    assert_eq!(
+        values(&unshared).await,
+        vec![61.0],
+        "without sharing: stale"
+    );
+    // A push across datasets, then a deletion, from B.
+    let sleep = Dataset::Table(Table::Sleep);
+    assert!(a.read(team, user, sleep, None).await.unwrap().is_empty());
+    b.write_push(
+        team,
+        user,
+        vec![
+            (sleep, batch(sleep, &[row(T0, "night", 80.0)])),
+            (hr, batch(hr, &[row(T0 + 2_000_000, "", 63.0)])),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(values(&a).await, vec![61.0, 62.0, 63.0]);
+    assert_eq!(
+        a.read(team, user, sleep, None).await.unwrap()[0].num_rows(),
+        1
+    );
+    b.delete_user(team, user).await.unwrap();
+    assert!(values(&a).await.is_empty(), "A sees B's deletion");
+    assert!(a.read(team, user, sleep, None).await.unwrap().is_empty());
+    db.close().await;
+}

@@ -73,6 +73,8 @@ pub(super) enum Backend {
 pub(super) struct Local {
     /// The canonical root directory.
     pub(super) root: PathBuf,
+    /// The directory through `object_store`, for listings and reads.
+    objects: Arc<dyn ObjectStore>,
     /// Folders known to exist (created or written by this store), so a write skips the check.
     known_dirs: Mutex<HashSet<PathBuf>>,
     /// The shared lock on the directory (see `recover.rs`). Held open, never read.
@@ -80,12 +82,16 @@ pub(super) struct Local {
 }
 
 impl Local {
-    pub(super) fn new(root: PathBuf, lock: std::fs::File) -> Self {
-        Local {
+    pub(super) fn new(root: PathBuf, lock: std::fs::File) -> Result<Self, StoreError> {
+        let objects = Arc::new(object_store::local::LocalFileSystem::new_with_prefix(
+            &root,
+        )?);
+        Ok(Local {
             root,
+            objects,
             known_dirs: Mutex::default(),
             _lock: lock,
-        }
+        })
     }
 }
 
@@ -130,7 +136,7 @@ impl Location {
 impl Backend {
     /// Connects to the bucket an object-store URL names (see the module docs for where the
     /// configuration comes from).
-    pub(super) fn objects(
+    pub(super) fn connect(
         url: &url::Url,
         options: &[(String, String)],
     ) -> Result<Self, StoreError> {
@@ -145,6 +151,14 @@ impl Backend {
             url: url.to_string(),
             objects,
         })
+    }
+
+    /// The store's files through `object_store`, for listings and reads.
+    pub(super) fn objects(&self) -> Arc<dyn ObjectStore> {
+        match self {
+            Backend::Local(local) => Arc::clone(&local.objects),
+            Backend::Objects { objects, .. } => Arc::clone(objects),
+        }
     }
 
     /// The local root directory, if the store is local.

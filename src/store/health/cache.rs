@@ -24,6 +24,8 @@ pub(crate) type Key = (Uuid, Uuid, Dataset);
 
 struct Entry {
     coverage: Option<(i64, i64)>,
+    /// The shared version the entry was filled at (see `shared.rs`; 0 when unshared).
+    shared: u64,
     batches: Vec<RecordBatch>,
     bytes: usize,
     last_used: u64,
@@ -66,11 +68,23 @@ impl Cache {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The cached batches for `key` if they cover `window`.
-    pub(crate) fn get(&self, key: &Key, window: Option<(i64, i64)>) -> Option<Vec<RecordBatch>> {
+    /// The cached batches for `key` if they cover `window` and were filled at the shared
+    /// version `shared`. An entry of another shared version is dropped.
+    pub(crate) fn get(
+        &self,
+        key: &Key,
+        window: Option<(i64, i64)>,
+        shared: u64,
+    ) -> Option<Vec<RecordBatch>> {
         let mut inner = self.lock();
         inner.clock += 1;
         let now = inner.clock;
+        if inner.entries.get(key)?.shared != shared {
+            if let Some(e) = inner.entries.remove(key) {
+                inner.total_bytes -= e.bytes;
+            }
+            return None;
+        }
         let entry = inner.entries.get_mut(key)?;
         if !covers(entry.coverage, window) {
             return None;
@@ -84,12 +98,14 @@ impl Cache {
         self.lock().versions.get(key).copied().unwrap_or(0)
     }
 
-    /// Caches `batches` covering `coverage` unless `key` changed since `version` was taken or
-    /// a wider entry is already there. Returns the number of entries evicted.
+    /// Caches `batches` covering `coverage`, read at `(version, shared)` (this process's
+    /// version, and the shared one), unless `key` changed in this process since `version` was
+    /// taken or a wider entry of the same or a newer shared version is already there. Returns
+    /// the number of entries evicted.
     pub(crate) fn insert(
         &self,
         key: Key,
-        version: u64,
+        (version, shared): (u64, u64),
         coverage: Option<(i64, i64)>,
         batches: Vec<RecordBatch>,
     ) -> usize {
@@ -102,7 +118,7 @@ impl Cache {
             return 0;
         }
         if let Some(old) = inner.entries.get(&key) {
-            if covers(old.coverage, coverage) {
+            if old.shared >= shared && covers(old.coverage, coverage) {
                 return 0;
             }
             let old_bytes = old.bytes;
@@ -131,6 +147,7 @@ impl Cache {
             key,
             Entry {
                 coverage,
+                shared,
                 batches,
                 bytes,
                 last_used,
@@ -214,13 +231,13 @@ mod tests {
     fn evicts_least_recently_used_to_stay_under_the_bound() {
         let one = memory_size(&[batch(1000)]);
         let cache = Cache::new(one * 2 + one / 2);
-        cache.insert(key(1), 0, None, vec![batch(1000)]);
-        cache.insert(key(2), 0, None, vec![batch(1000)]);
-        assert!(cache.get(&key(1), None).is_some()); // 1 is now the most recent
-        assert_eq!(cache.insert(key(3), 0, None, vec![batch(1000)]), 1);
-        assert!(cache.get(&key(2), None).is_none());
-        assert!(cache.get(&key(1), None).is_some());
-        assert!(cache.get(&key(3), None).is_some());
+        cache.insert(key(1), (0, 0), None, vec![batch(1000)]);
+        cache.insert(key(2), (0, 0), None, vec![batch(1000)]);
+        assert!(cache.get(&key(1), None, 0).is_some()); // 1 is now the most recent
+        assert_eq!(cache.insert(key(3), (0, 0), None, vec![batch(1000)]), 1);
+        assert!(cache.get(&key(2), None, 0).is_none());
+        assert!(cache.get(&key(1), None, 0).is_some());
+        assert!(cache.get(&key(3), None, 0).is_some());
         assert!(cache.bytes() <= one * 2 + one / 2);
     }
 
@@ -241,18 +258,35 @@ mod tests {
         let cache = Cache::new(1 << 20);
         let seen = cache.version(&key(1));
         cache.invalidate(&key(1));
-        cache.insert(key(1), seen, None, vec![batch(10)]);
-        assert!(cache.get(&key(1), None).is_none());
+        cache.insert(key(1), (seen, 0), None, vec![batch(10)]);
+        assert!(cache.get(&key(1), None, 0).is_none());
     }
 
     #[test]
     fn coverage_decides_hits() {
         let cache = Cache::new(1 << 20);
-        cache.insert(key(1), 0, Some((10, 20)), vec![batch(10)]);
-        assert!(cache.get(&key(1), Some((12, 20))).is_some());
-        assert!(cache.get(&key(1), Some((5, 20))).is_none());
-        assert!(cache.get(&key(1), None).is_none());
-        cache.insert(key(1), 0, None, vec![batch(10)]);
-        assert!(cache.get(&key(1), None).is_some());
+        cache.insert(key(1), (0, 0), Some((10, 20)), vec![batch(10)]);
+        assert!(cache.get(&key(1), Some((12, 20)), 0).is_some());
+        assert!(cache.get(&key(1), Some((5, 20)), 0).is_none());
+        assert!(cache.get(&key(1), None, 0).is_none());
+        cache.insert(key(1), (0, 0), None, vec![batch(10)]);
+        assert!(cache.get(&key(1), None, 0).is_some());
+    }
+
+    #[test]
+    fn an_entry_answers_only_at_the_shared_version_it_was_filled_at() {
+        let cache = Cache::new(1 << 20);
+        cache.insert(key(1), (0, 3), None, vec![batch(10)]);
+        assert!(cache.get(&key(1), None, 3).is_some());
+        // Another process bumped the version: the entry is stale, and dropped.
+        assert!(cache.get(&key(1), None, 4).is_none());
+        assert_eq!(cache.bytes(), 0);
+        // An entry read at an older shared version never replaces a newer one.
+        cache.insert(key(1), (0, 4), None, vec![batch(10)]);
+        cache.insert(key(1), (0, 3), None, vec![batch(20)]);
+        assert_eq!(
+            cache.get(&key(1), None, 4).map(|b| b[0].num_rows()),
+            Some(10)
+        );
     }
 }

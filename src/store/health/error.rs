@@ -51,6 +51,9 @@ pub enum StoreError {
     /// An Arrow kernel failed (sorting, concatenation, ...).
     #[error("arrow error")]
     Arrow(#[from] ArrowError),
+    /// The shared dataset versions (see `shared.rs`) could not be read or bumped.
+    #[error("shared dataset versions unavailable")]
+    Shared(#[source] super::shared::SharedError),
     /// A blocking task panicked or was cancelled.
     #[error("background task failed")]
     Task(#[from] tokio::task::JoinError),

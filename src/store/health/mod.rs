@@ -68,15 +68,15 @@ mod recover;
 mod rows;
 mod segment_read;
 mod segment_write;
+mod shared;
 mod write;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use futures::TryStreamExt;
 use object_store::ObjectStore;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use uuid::Uuid;
 
@@ -84,6 +84,7 @@ pub use error::StoreError;
 pub use gate::{Gate, Opener, gate};
 pub use metrics::MetricsSnapshot;
 pub use options::{CompactionReport, StoreOptions, WriteReceipt};
+pub use shared::{SharedError, SharedVersions};
 
 use crate::schema::Dataset;
 use backend::{Backend, Local, Location};
@@ -118,6 +119,9 @@ struct Inner {
     locks: Mutex<HashMap<Key, Arc<DatasetLocks>>>,
     /// Pushes whose commit record is known to exist (see `commit.rs`).
     commits: Mutex<HashSet<KnownCommit>>,
+    /// The dataset versions shared with other processes on the same store, once set (see
+    /// `shared.rs`).
+    shared: OnceLock<Arc<dyn SharedVersions>>,
 }
 
 /// Per-dataset coordination between readers and compaction (see `compact.rs`).
@@ -145,35 +149,32 @@ impl HealthStore {
     /// left (temp files, segments of uncommitted pushes, interrupted user deletions); one
     /// opened next to another removes nothing (see `recover.rs`).
     pub fn open(location: &str, options: StoreOptions) -> Result<Self, StoreError> {
-        let (backend, objects, commits) = match Location::parse(location)? {
+        let (backend, commits) = match Location::parse(location)? {
             Location::Directory(path) => Self::open_directory(&path)?,
             Location::Url(url) => {
-                let backend = Backend::objects(&url, &options.object_store)?;
-                let Backend::Objects { objects, .. } = &backend else {
-                    unreachable!("Backend::objects builds an object-store backend")
-                };
-                let objects = Arc::clone(objects);
                 tracing::info!(location = %url, "health store on object storage");
-                (backend, objects, HashSet::new())
+                (
+                    Backend::connect(&url, &options.object_store)?,
+                    HashSet::new(),
+                )
             }
         };
         Ok(HealthStore {
             inner: Arc::new(Inner {
+                objects: backend.objects(),
                 backend,
-                objects,
                 cache: Cache::new(options.cache_bytes),
                 options,
                 metrics: Metrics::default(),
                 locks: Mutex::default(),
                 commits: Mutex::new(commits),
+                shared: OnceLock::new(),
             }),
         })
     }
 
     /// Opens a local directory, recovering it first when no other store holds it.
-    fn open_directory(
-        path: &str,
-    ) -> Result<(Backend, Arc<dyn ObjectStore>, HashSet<KnownCommit>), StoreError> {
+    fn open_directory(path: &str) -> Result<(Backend, HashSet<KnownCommit>), StoreError> {
         std::fs::create_dir_all(path).map_err(|e| StoreError::io(path, e))?;
         let root = std::fs::canonicalize(path).map_err(|e| StoreError::io(path, e))?;
         let (lock, recovered) = recover::lock_and_recover(&root)?;
@@ -191,8 +192,7 @@ impl HealthStore {
             None => tracing::info!(root = %root.display(),
                 "health store open elsewhere too: no start-up recovery"),
         }
-        let objects = Arc::new(LocalFileSystem::new_with_prefix(&root)?);
-        Ok((Backend::Local(Local::new(root, lock)), objects, commits))
+        Ok((Backend::Local(Local::new(root, lock)?), commits))
     }
 
     /// The datasets of a user that hold at least one segment, tables first (in `Table::ALL`
@@ -259,12 +259,54 @@ impl HealthStore {
         tokio::task::spawn_blocking(move || store.inner.backend.remove_user(team, user)).await??;
         guard(&self.inner.commits).retain(|(t, u, _)| (*t, *u) != (team, user));
         self.inner.cache.invalidate_user(team, user);
+        self.bump_shared(team, user, layout::all_datasets().collect())
+            .await?;
         drop(held);
         drop(locks);
         // Forget lock entries nobody holds; whoever needs one later creates a fresh one.
         guard(&self.inner.locks)
             .retain(|(t, u, _), l| (*t, *u) != (team, user) || Arc::strong_count(l) > 1);
         Ok(())
+    }
+
+    /// Shares the store with other processes: from now on every write, push and user deletion
+    /// bumps `versions` once visible, and a cached read answers only at the current version
+    /// (see `shared.rs`). Call once, right after opening, before serving; a later call changes
+    /// nothing. `crate::app` does it for every store on object storage.
+    pub fn share_versions(&self, versions: Arc<dyn SharedVersions>) {
+        let _ = self.inner.shared.set(versions);
+    }
+
+    /// Whether the store checks shared versions (see [`HealthStore::share_versions`]).
+    pub fn is_shared(&self) -> bool {
+        self.inner.shared.get().is_some()
+    }
+
+    /// Bumps the shared versions of `datasets` of a user, when the store is shared.
+    async fn bump_shared(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        datasets: Vec<Dataset>,
+    ) -> Result<(), StoreError> {
+        match self.inner.shared.get() {
+            Some(shared) if !datasets.is_empty() => shared
+                .bump(team, user, datasets)
+                .await
+                .map_err(StoreError::Shared),
+            _ => Ok(()),
+        }
+    }
+
+    /// The dataset's shared version (0 when the store is not shared).
+    async fn shared_version(&self, key: Key) -> Result<u64, StoreError> {
+        match self.inner.shared.get() {
+            Some(shared) => shared
+                .current(key.0, key.1, key.2)
+                .await
+                .map_err(StoreError::Shared),
+            None => Ok(0),
+        }
     }
 
     /// A copy of the store's counters.

@@ -71,8 +71,13 @@ impl HealthStore {
         }
         // One blocking task does the whole commit, so a caller that goes away (a client
         // disconnecting) cannot stop it half-way; not that it would matter for correctness.
+        let datasets: Vec<Dataset> = grouped.iter().map(|(d, _)| *d).collect();
         let store = self.clone();
-        tokio::task::spawn_blocking(move || store.commit_push(team, user, grouped, gate)).await?
+        let receipts =
+            tokio::task::spawn_blocking(move || store.commit_push(team, user, grouped, gate))
+                .await??;
+        self.bump_shared(team, user, datasets).await?;
+        Ok(receipts)
     }
 
     fn commit_push(

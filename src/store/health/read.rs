@@ -60,7 +60,9 @@ impl HealthStore {
             return Ok(Vec::new());
         }
         let m = &self.inner.metrics;
-        if let Some(batches) = self.inner.cache.get(&key, window) {
+        // Taken before anything is listed (see `shared.rs`).
+        let shared = self.shared_version(key).await?;
+        if let Some(batches) = self.inner.cache.get(&key, window, shared) {
             Metrics::add(&m.cache_hits, 1);
             return cut(batches, dataset, window);
         }
@@ -88,10 +90,10 @@ impl HealthStore {
         Metrics::add(&m.rows_resolved, assembled.resolved as u64);
         Metrics::add(&m.rows_replaced, assembled.replaced as u64);
         Metrics::add(&m.bytes_read, assembled.bytes as u64);
-        let evicted = self
-            .inner
-            .cache
-            .insert(key, version, prune, assembled.batches.clone());
+        let evicted =
+            self.inner
+                .cache
+                .insert(key, (version, shared), prune, assembled.batches.clone());
         Metrics::add(&m.cache_evictions, evicted as u64);
         cut(assembled.batches, dataset, window)
     }

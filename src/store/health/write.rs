@@ -75,6 +75,7 @@ impl HealthStore {
         })
         .await??;
         self.inner.cache.invalidate(&key);
+        self.bump_shared(team, user, vec![dataset]).await?;
         let m = &self.inner.metrics;
         Metrics::add(&m.segments_written, 1);
         Metrics::add(&m.rows_written, rows as u64);

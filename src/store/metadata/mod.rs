@@ -24,6 +24,7 @@
 
 pub mod bulk_imports;
 pub mod connections;
+pub mod dataset_versions;
 pub mod deliveries;
 pub mod events;
 pub mod jobs;
