@@ -182,17 +182,20 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
     }
 }
 
-/// Starts the background job runner, after making sure the standing jobs exist (event
-/// retention); stop it with `shutdown` after the server stopped.
-pub async fn spawn_jobs(state: &AppState) -> anyhow::Result<crate::jobs::RunnerHandle> {
+/// Starts the background job runner with claims leased for `lease`, after making sure the
+/// standing jobs exist (event retention); stop it with `shutdown` after the server stopped.
+pub async fn spawn_jobs(
+    state: &AppState,
+    lease: std::time::Duration,
+) -> anyhow::Result<crate::jobs::RunnerHandle> {
     let prune = crate::events::retention::job(crate::store::metadata::now());
     crate::jobs::enqueue_now(&state.meta, &prune).await?;
-    Ok(crate::jobs::Runner::new(
-        state.meta.clone(),
-        job_registry(state),
-        crate::jobs::RunnerConfig::default(),
-    )
-    .spawn())
+    let config = crate::jobs::RunnerConfig {
+        lease,
+        heartbeat: lease / 3,
+        ..crate::jobs::RunnerConfig::default()
+    };
+    Ok(crate::jobs::Runner::new(state.meta.clone(), job_registry(state), config).spawn())
 }
 
 /// The demo team's key: read from the data dir, or (first start) a new team `demo` and key,

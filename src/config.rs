@@ -192,6 +192,12 @@ pub struct ServeArgs {
     /// Memory limit of one aggregate request's execution, in MiB.
     #[arg(long, env = "WEARHOUSE_QUERY_MEMORY_MB", default_value_t = 1024)]
     pub query_memory_mb: usize,
+    /// How long a background job stays claimed by this process without a renewal: when the
+    /// process dies, another one takes its jobs over after this many seconds. Renewed every
+    /// third of it.
+    #[arg(long, env = "WEARHOUSE_JOB_LEASE_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(3..))]
+    pub job_lease_secs: u64,
     /// Allow webhook endpoints on `http` and on private, loopback and link-local addresses
     /// (development and tests; refused by default against server-side request forgery).
     #[arg(long, env = "WEARHOUSE_WEBHOOK_ALLOW_PRIVATE")]

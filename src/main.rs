@@ -36,7 +36,8 @@ async fn main() -> anyhow::Result<()> {
                 // port 0), so OAuth callbacks and link pages point back here.
                 state = state.with_public_url(&format!("http://{}", listener.local_addr()?));
             }
-            let jobs = wearhouse::app::spawn_jobs(&state).await?;
+            let lease = std::time::Duration::from_secs(args.job_lease_secs);
+            let jobs = wearhouse::app::spawn_jobs(&state, lease).await?;
             println!("listening on http://{}", listener.local_addr()?);
             if let Some(key) = demo_key {
                 let hint = wearhouse::app::webhook_hint(&listener.local_addr()?, &key, &args);

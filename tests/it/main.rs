@@ -34,6 +34,7 @@ mod link;
 mod memory;
 mod metadata;
 mod openapi;
+mod scale_out;
 mod schema_fuzz;
 mod sdk;
 mod series_names;

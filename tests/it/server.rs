@@ -142,6 +142,11 @@ impl Server {
             .unwrap_or_else(|| panic!("no demo user {client_user_id}: {:?}", self.demo_users))
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the server logged so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()

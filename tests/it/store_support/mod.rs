@@ -202,36 +202,32 @@ impl Site {
                     _dir: Some(dir),
                 }
             }
-            Backing::S3 => {
-                let server = crate::provision::s3_server();
-                let prefix = format!("store-{}", Uuid::new_v4());
-                let config: Vec<(String, String)> = [
-                    ("aws_endpoint", server.endpoint.as_str()),
-                    ("aws_allow_http", "true"),
-                    ("aws_access_key_id", "test"),
-                    ("aws_secret_access_key", "test"),
-                    ("aws_region", "us-east-1"),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect();
-                let bucket = AmazonS3Builder::new()
-                    .with_endpoint(&server.endpoint)
-                    .with_allow_http(true)
-                    .with_access_key_id("test")
-                    .with_secret_access_key("test")
-                    .with_region("us-east-1")
-                    .with_bucket_name(&server.bucket)
-                    .build()
-                    .unwrap();
-                Site {
-                    backing,
-                    location: format!("s3://{}/{prefix}", server.bucket),
-                    config,
-                    files: Arc::new(PrefixStore::new(bucket, prefix.as_str())),
-                    _dir: None,
-                }
-            }
+            Backing::S3 => Site::s3(&format!("store-{}", Uuid::new_v4())),
+        }
+    }
+
+    /// The site at `prefix` in the bucket of the tests' S3-compatible server.
+    pub fn s3(prefix: &str) -> Site {
+        let server = crate::provision::s3_server();
+        let config: Vec<(String, String)> = s3_env()
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect();
+        let bucket = AmazonS3Builder::new()
+            .with_endpoint(&server.endpoint)
+            .with_allow_http(true)
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .with_region("us-east-1")
+            .with_bucket_name(&server.bucket)
+            .build()
+            .unwrap();
+        Site {
+            backing: Backing::S3,
+            location: format!("s3://{}/{prefix}", server.bucket),
+            config,
+            files: Arc::new(PrefixStore::new(bucket, prefix)),
+            _dir: None,
         }
     }
 
@@ -307,6 +303,22 @@ impl Site {
             let _ = std::fs::remove_dir_all(dir.path().join(folder));
         }
     }
+}
+
+/// The standard environment variables that point `object_store` at the tests' S3 server, as a
+/// `wearhouse serve` process reads them.
+pub fn s3_env() -> Vec<(String, String)> {
+    let server = crate::provision::s3_server();
+    [
+        ("AWS_ENDPOINT", server.endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
 }
 
 /// Runs each named store test, an `async fn(Backing)`, once on a local directory (in module
