@@ -230,7 +230,10 @@ async fn two_processes_on_one_database_and_bucket_serve_the_same_users_through_a
     for w in writers {
         w.await.unwrap();
     }
-    eprintln!("scale-out: calm pushes in {:?}, {queries} queries", clock.elapsed());
+    eprintln!(
+        "scale-out: calm pushes in {:?}, {queries} queries",
+        clock.elapsed()
+    );
     let calm: BTreeSet<u64> = acked.lock().unwrap().clone();
     assert_eq!(calm.len() as u64, CALM_PUSHES, "every push acknowledged");
     assert!(queries >= 2, "queries ran during the pushes");

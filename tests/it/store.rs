@@ -9,7 +9,10 @@ use crate::store_support;
 
 use std::time::Duration;
 
-use store_support::{Backing, DAY, Site, T0, at, batch, floats, heartrate, ids, one, row, times};
+use store_support::{
+    Backing, DAY, Site, T0, at, batch, dataset_folder, floats, heartrate, ids, one, row, times,
+    user_folder,
+};
 use uuid::Uuid;
 use wearhouse::schema::{Dataset, Table, resource};
 use wearhouse::store::health::{HealthStore, StoreError, StoreOptions};
@@ -182,7 +185,7 @@ async fn torn_temporary_and_stray_files_are_ignored_and_stale_temps_swept(backin
         .write(team, user, hr, batch(hr, &[row(T0, "", 70.0)]))
         .await
         .unwrap();
-    let folder = format!("{team}/{user}/{}", hr.path());
+    let folder = dataset_folder(team, user, hr);
     let segment = &site.segment_files(team, user, hr).await[0];
     let bytes = site.get(&format!("{folder}/{segment}")).await;
     // What a crash mid-write leaves: a half-written temp file; plus strays a human might drop.
@@ -234,7 +237,7 @@ async fn deleting_a_user_removes_all_of_its_data_and_nothing_else(backing: Backi
             .is_empty(),
         "cache dropped too"
     );
-    let left = site.all_files(&format!("{team}/{gone}")).await;
+    let left = site.all_files(&user_folder(team, gone)).await;
     assert!(left.is_empty(), "{left:?}");
     assert_eq!(store.datasets(team, kept).await.unwrap().len(), 2);
     // Deleting twice is fine; writing again after a delete starts afresh.
@@ -472,7 +475,7 @@ async fn a_folder_removed_behind_the_stores_back_is_recreated_on_write(backing: 
         .write(team, user, hr, batch(hr, &[row(T0, "", 1.0)]))
         .await
         .unwrap();
-    site.remove_all(&team.to_string()).await;
+    site.remove_all(&format!("team={team}")).await;
     store
         .write(team, user, hr, batch(hr, &[row(T0, "", 2.0)]))
         .await
@@ -686,7 +689,7 @@ async fn overlapping_sources_are_resolved_apart_and_compacted_apart(backing: Bac
     // Each output is one source, sorted by time (the name's range is its first and last row).
     for file in &files {
         let bytes = site
-            .get(&format!("{team}/{user}/{}/{file}", hr.path()))
+            .get(&format!("{}/{file}", dataset_folder(team, user, hr)))
             .await;
         let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(
             bytes::Bytes::from(bytes),
@@ -730,7 +733,7 @@ async fn a_push_across_datasets_commits_with_one_record_that_compaction_releases
         pushed.iter().map(|r| r.rows).collect::<Vec<_>>(),
         vec![1, 2]
     );
-    let commits = format!("{team}/{user}/_commits");
+    let commits = format!("{}/_commits", user_folder(team, user));
     assert_eq!(site.files_in(&commits).await.len(), 1, "one record");
     for d in [sleep, hr] {
         let files = site.segment_files(team, user, d).await;

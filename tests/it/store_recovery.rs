@@ -28,17 +28,17 @@ fn files(dir: &Path) -> Vec<String> {
 }
 
 fn commits_dir(store: &HealthStore, team: Uuid, user: Uuid) -> PathBuf {
-    store
-        .root()
-        .unwrap()
-        .join(format!("{team}/{user}/_commits"))
+    store.root().unwrap().join(format!(
+        "{}/_commits",
+        store_support::user_folder(team, user)
+    ))
 }
 
 fn dataset_dir(store: &HealthStore, team: Uuid, user: Uuid, dataset: Dataset) -> PathBuf {
     store
         .root()
         .unwrap()
-        .join(format!("{team}/{user}/{}", dataset.path()))
+        .join(store_support::dataset_folder(team, user, dataset))
 }
 
 /// A push of one sleep record and one heart-rate sample, `value` in both.
@@ -91,9 +91,12 @@ async fn a_push_spanning_datasets_is_committed_by_one_record_naming_its_segments
         .collect();
     named.sort();
     let mut expected = vec![
-        format!("sleep/{}", segment_files(&store, team, user, sleep)[0]),
         format!(
-            "timeseries/heartrate/{}",
+            "dataset=sleep/{}",
+            segment_files(&store, team, user, sleep)[0]
+        ),
+        format!(
+            "dataset=timeseries/resource=heartrate/{}",
             segment_files(&store, team, user, hr)[0]
         ),
     ];
@@ -245,5 +248,74 @@ async fn a_commit_record_goes_once_compaction_merged_away_all_its_segments() {
     assert_eq!(
         values(&reopened, team, user).await,
         (vec![1.0, 2.0, 3.0], vec![1.0, 2.0, 3.0])
+    );
+}
+
+/// A store written before Hive-style folder names (`<team>/<user>/sleep`,
+/// `<team>/<user>/timeseries/heartrate`, records naming `sleep/…`) is renamed in place at
+/// start-up: its data stays visible, its push stays committed, and compaction still releases
+/// the old record once its segments are merged away.
+#[tokio::test]
+async fn a_store_in_the_layout_before_hive_folders_is_renamed_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (team, user) = ids();
+    let (sleep, hr) = (Dataset::Table(Table::Sleep), heartrate());
+    {
+        let store = open(&dir, StoreOptions::default());
+        store.write_push(team, user, push(1.0, T0)).await.unwrap();
+        store
+            .write(team, user, hr, batch(hr, &[row(T0 + DAY, "", 2.0)]))
+            .await
+            .unwrap();
+    }
+    // Back to the old layout, by hand.
+    let root = dir.path();
+    let (old_team, old_user) = (
+        root.join(team.to_string()),
+        root.join(format!("{team}/{user}")),
+    );
+    std::fs::rename(root.join(format!("team={team}")), &old_team).unwrap();
+    std::fs::rename(old_team.join(format!("user={user}")), &old_user).unwrap();
+    std::fs::rename(old_user.join("dataset=sleep"), old_user.join("sleep")).unwrap();
+    std::fs::rename(
+        old_user.join("dataset=timeseries"),
+        old_user.join("timeseries"),
+    )
+    .unwrap();
+    let series = old_user.join("timeseries");
+    std::fs::rename(series.join("resource=heartrate"), series.join("heartrate")).unwrap();
+    let records = files(&old_user.join("_commits"));
+    assert_eq!(records.len(), 1);
+    let record = old_user.join("_commits").join(&records[0]);
+    let text = std::fs::read_to_string(&record).unwrap();
+    let old = text
+        .replace("dataset=timeseries/resource=", "timeseries/")
+        .replace("dataset=", "");
+    assert_ne!(old, text);
+    std::fs::write(&record, old).unwrap();
+
+    let store = open(&dir, StoreOptions::default());
+    assert!(!old_team.exists(), "renamed");
+    assert_eq!(store.datasets(team, user).await.unwrap(), vec![sleep, hr]);
+    assert_eq!(
+        values(&store, team, user).await,
+        (vec![1.0], vec![1.0, 2.0])
+    );
+    assert_eq!(segment_files(&store, team, user, hr).len(), 2);
+    // Merging the heart rate away is not enough: the old record still names the sleep segment.
+    store.compact(team, user, hr).await.unwrap();
+    assert_eq!(files(&commits_dir(&store, team, user)).len(), 1);
+    store
+        .write(team, user, sleep, batch(sleep, &[row(T0 + DAY, "n2", 3.0)]))
+        .await
+        .unwrap();
+    store.compact(team, user, sleep).await.unwrap();
+    assert!(
+        files(&commits_dir(&store, team, user)).is_empty(),
+        "released"
+    );
+    assert_eq!(
+        values(&store, team, user).await,
+        (vec![1.0, 3.0], vec![1.0, 2.0])
     );
 }

@@ -320,7 +320,7 @@ impl Backend {
                 if !dir.exists() {
                     return Ok(());
                 }
-                let team_dir = local.root.join(team.to_string());
+                let team_dir = local.root.join(layout::team_folder(team));
                 let grave = team_dir.join(format!("{DELETED_PREFIX}{user}-{}", Uuid::new_v4()));
                 std::fs::rename(&dir, &grave).map_err(|e| StoreError::io(&dir, e))?;
                 fsync_dir(&team_dir)?;

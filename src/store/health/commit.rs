@@ -6,8 +6,9 @@
 //! 1. every segment of the push is written durably under its final name, marked `.c` and sharing
 //!    the push's `seq` and `nonce` (its [`CommitId`]); a marked segment is invisible on its own;
 //! 2. last, one small object is put: the commit record
-//!    `{team}/{user}/_commits/{seq:020}-{nonce:08x}.commit`, JSON naming every segment of the
-//!    push (`{"segments": ["sleep/….c.parquet", "timeseries/heartrate/….c.parquet"]}`);
+//!    `team={team}/user={user}/_commits/{seq:020}-{nonce:08x}.commit`, JSON naming every
+//!    segment of the push (`{"segments": ["dataset=sleep/….c.parquet",
+//!    "dataset=timeseries/resource=heartrate/….c.parquet"]}`);
 //! 3. only then is the push acknowledged and the cache invalidated.
 //!
 //! The rule every reader (read, compaction, `datasets`) applies: **a marked segment counts only
@@ -53,7 +54,8 @@ pub(super) type KnownCommit = (Uuid, Uuid, CommitId);
 /// The content of a commit record.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Record {
-    /// Every segment of the push, relative to the user folder (`sleep/….c.parquet`).
+    /// Every segment of the push, relative to the user folder (`dataset=sleep/….c.parquet`;
+    /// records written before Hive-style folders say `sleep/….c.parquet`).
     segments: Vec<String>,
 }
 
@@ -142,6 +144,7 @@ pub(super) fn release(
             continue;
         };
         for segment in &record.segments {
+            let segment = layout::current_relative(segment);
             if backend.exists(&format!("{user_dir}/{segment}"))? {
                 continue 'records;
             }

@@ -1,6 +1,14 @@
 //! Where things live: one folder per team / user / dataset, and segment file names that carry
 //! their creation order and time range.
 //!
+//! Folders are Hive-style partitions, so other engines read the store in place and get the ids
+//! as columns: `team=<uuid>/user=<uuid>/dataset=<table>/` for a summary table (`dataset=sleep`)
+//! and `team=<uuid>/user=<uuid>/dataset=timeseries/resource=<name>/` for a timeseries. Every
+//! segment of one dataset has that dataset's storage schema (`crate::schema`). A user folder
+//! also holds `_commits/` (see `commit.rs`), which such readers skip by the leading `_`.
+//! Stores written before these names (`<team>/<user>/sleep/`, `…/timeseries/heartrate/`) are
+//! renamed in place by start-up recovery (`recover.rs`).
+//!
 //! A segment is named `{seq:020}-{gen:04}-{part:04}-{nonce:08x}.{min}.{max}.{rows}[.c].parquet`:
 //! - `seq` is a store-wide monotonic sequence (microseconds since the epoch at creation, bumped
 //!   so it never repeats in a process), so names sort by creation; `gen`/`part` order the
@@ -30,6 +38,13 @@ pub(crate) const TEMP_PREFIX: &str = "_tmp-";
 pub(crate) const DELETED_PREFIX: &str = "_deleted-";
 /// The folder, in a user folder, holding the commit records of multi-dataset pushes.
 pub(crate) const COMMITS_DIR: &str = "_commits";
+/// The Hive partition keys of the folders (`team=…/user=…/dataset=…[/resource=…]`).
+pub(crate) const TEAM_KEY: &str = "team";
+pub(crate) const USER_KEY: &str = "user";
+pub(crate) const DATASET_KEY: &str = "dataset";
+pub(crate) const RESOURCE_KEY: &str = "resource";
+/// The `dataset` value of every timeseries folder; its `resource` folder names the series.
+pub(crate) const TIMESERIES: &str = "timeseries";
 const SUFFIX: &str = ".parquet";
 const COMMIT_MARK: &str = ".c";
 const RECORD_SUFFIX: &str = ".commit";
@@ -181,27 +196,70 @@ pub(crate) fn temp_name() -> String {
     format!("{TEMP_PREFIX}{}.partial", Uuid::new_v4().simple())
 }
 
+/// The team folder's name.
+pub(crate) fn team_folder(team: Uuid) -> String {
+    format!("{TEAM_KEY}={team}")
+}
+
 /// The user folder, relative to the store root.
 pub(crate) fn user_dir(team: Uuid, user: Uuid) -> String {
-    format!("{team}/{user}")
+    format!("{TEAM_KEY}={team}/{USER_KEY}={user}")
 }
 
 /// The user's commit-record folder, relative to the store root.
 pub(crate) fn commits_dir(team: Uuid, user: Uuid) -> String {
-    format!("{team}/{user}/{COMMITS_DIR}")
+    format!("{}/{COMMITS_DIR}", user_dir(team, user))
+}
+
+/// The dataset folder, relative to the user folder: `dataset=sleep`,
+/// `dataset=timeseries/resource=heartrate`.
+pub(crate) fn dataset_folder(dataset: Dataset) -> String {
+    match dataset {
+        Dataset::Table(t) => format!("{DATASET_KEY}={}", t.name()),
+        Dataset::Timeseries(r) => format!("{DATASET_KEY}={TIMESERIES}/{RESOURCE_KEY}={}", r.name),
+    }
 }
 
 /// The dataset folder, relative to the store root.
 pub(crate) fn dataset_dir(team: Uuid, user: Uuid, dataset: Dataset) -> String {
-    format!("{team}/{user}/{}", dataset.path())
+    format!("{}/{}", user_dir(team, user), dataset_folder(dataset))
 }
 
-/// The dataset a folder path below the user folder names (`sleep`, `timeseries/heartrate`).
+/// The dataset a folder path below the user folder names (`dataset=sleep`,
+/// `dataset=timeseries/resource=heartrate`).
 pub(crate) fn dataset_from_path(parts: &[&str]) -> Option<Dataset> {
+    let value = |part: &str, key: &str| {
+        part.strip_prefix(key)
+            .and_then(|rest| rest.strip_prefix('='))
+            .map(str::to_owned)
+    };
     match parts {
-        [table] => Table::from_name(table).map(Dataset::Table),
-        ["timeseries", name] => resource(name).map(Dataset::Timeseries),
+        [kind, name] if value(kind, DATASET_KEY).as_deref() == Some(TIMESERIES) => {
+            resource(&value(name, RESOURCE_KEY)?).map(Dataset::Timeseries)
+        }
+        [table] => Table::from_name(&value(table, DATASET_KEY)?).map(Dataset::Table),
         _ => None,
+    }
+}
+
+/// The id a `key=<uuid>` folder name carries (`team=…`, `user=…`).
+pub(crate) fn folder_id(name: &str, key: &str) -> Option<Uuid> {
+    Uuid::parse_str(name.strip_prefix(key)?.strip_prefix('=')?).ok()
+}
+
+/// A segment path relative to the user folder as the layout before Hive-style folders wrote
+/// it in commit records (`sleep/x`, `timeseries/heartrate/x`), in today's layout; any other
+/// path unchanged.
+pub(crate) fn current_relative(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').collect();
+    match parts.as_slice() {
+        [table, file] if Table::from_name(table).is_some() => {
+            format!("{DATASET_KEY}={table}/{file}")
+        }
+        [TIMESERIES, name, file] if resource(name).is_some() => {
+            format!("{DATASET_KEY}={TIMESERIES}/{RESOURCE_KEY}={name}/{file}")
+        }
+        _ => path.to_owned(),
     }
 }
 
@@ -284,9 +342,24 @@ mod tests {
     #[test]
     fn dataset_paths_parse_back() {
         for d in all_datasets() {
-            let path = d.path();
+            let path = dataset_folder(d);
             let parts: Vec<&str> = path.split('/').collect();
             assert_eq!(dataset_from_path(&parts), Some(d));
+            // What the layout before Hive-style folders wrote in commit records.
+            assert_eq!(
+                current_relative(&format!("{}/x", d.path())),
+                format!("{path}/x")
+            );
         }
+        assert_eq!(
+            dataset_folder(Dataset::Timeseries(resource("heartrate").unwrap())),
+            "dataset=timeseries/resource=heartrate"
+        );
+        assert_eq!(dataset_from_path(&["sleep"]), None);
+        assert_eq!(dataset_from_path(&["dataset=timeseries"]), None);
+        assert_eq!(current_relative("dataset=sleep/x"), "dataset=sleep/x");
+        let team = Uuid::new_v4();
+        assert_eq!(folder_id(&team_folder(team), TEAM_KEY), Some(team));
+        assert_eq!(folder_id(&team.to_string(), TEAM_KEY), None);
     }
 }

@@ -1,6 +1,7 @@
-//! The health-data store: normalised records as immutable Parquet segments, one folder per
-//! team / user / dataset (`{root}/{team}/{user}/{Dataset::path()}`), on a local directory
-//! reached through `object_store`.
+//! The health-data store: normalised records as immutable Parquet segments, one Hive-style
+//! folder per team / user / dataset (`team=<id>/user=<id>/dataset=sleep/`,
+//! `…/dataset=timeseries/resource=heartrate/`: see `layout.rs`), on a local directory or on
+//! object storage (`backend.rs`), read through `object_store`.
 //!
 //! - **Writes** ([`HealthStore::write`]) sort a batch by the dataset's time column, resolve
 //!   duplicate keys inside it, encode it (see `segment_write.rs`) and return only after the segment
@@ -186,6 +187,7 @@ impl HealthStore {
                     uncommitted_segments = recovered.uncommitted_segments,
                     stale_commit_records = recovered.stale_records,
                     deleted_users = recovered.deleted_users,
+                    renamed_folders = recovered.renamed_folders,
                     "health store recovered");
                 commits.extend(recovered.commits);
             }

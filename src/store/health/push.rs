@@ -148,7 +148,7 @@ impl HealthStore {
                 .backend
                 .put_segment(&dir, &name, &batch, props, &mut None)?;
             written.push((dir, name.clone()));
-            names.push(format!("{}/{name}", dataset.path()));
+            names.push(format!("{}/{name}", layout::dataset_folder(dataset)));
             receipts.push((
                 dataset,
                 WriteReceipt {

@@ -11,7 +11,8 @@
 //! files and check commit records themselves, and compaction still sweeps temp files older than
 //! `stale_temp_after`.
 //!
-//! Recovery walks every team / user / dataset folder once and removes
+//! Recovery first renames the folders of a store written before Hive-style folder names (see
+//! `layout.rs`), then walks every team / user / dataset folder once and removes
 //! - `_deleted-*` user folders (a `delete_user` interrupted by the crash);
 //! - `_tmp-*` files in dataset and `_commits` folders (a write interrupted before its rename);
 //! - marked segments whose commit record does not exist (a push interrupted before its commit;
@@ -31,8 +32,10 @@ use uuid::Uuid;
 use super::StoreError;
 use super::commit::KnownCommit;
 use super::layout::{
-    COMMITS_DIR, CommitId, DELETED_PREFIX, SegmentName, TEMP_PREFIX, dataset_from_path,
+    self, COMMITS_DIR, CommitId, DATASET_KEY, DELETED_PREFIX, RESOURCE_KEY, SegmentName, TEAM_KEY,
+    TEMP_PREFIX, TIMESERIES, USER_KEY, dataset_from_path,
 };
+use super::segment_write::fsync_dir;
 
 /// The lock file in the store root.
 const OWNER_LOCK: &str = "_owner.lock";
@@ -44,6 +47,8 @@ pub(super) struct Recovered {
     pub(super) temp_files: usize,
     pub(super) uncommitted_segments: usize,
     pub(super) stale_records: usize,
+    /// Folders renamed from the layout before Hive-style names.
+    pub(super) renamed_folders: usize,
     /// Every commit record that stays (so reads need not look them up).
     pub(super) commits: Vec<KnownCommit>,
 }
@@ -75,8 +80,9 @@ pub(super) fn lock_and_recover(root: &Path) -> Result<(File, Option<Recovered>),
 /// Recovers the whole store (see the module docs). Call only under the exclusive lock.
 fn recover(root: &Path) -> Result<Recovered, StoreError> {
     let mut out = Recovered::default();
+    out.renamed_folders = rename_old_layout(root)?;
     for team in read_dir(root)? {
-        let Some(team_id) = uuid_dir(&team) else {
+        let Some(team_id) = id_dir(&team, TEAM_KEY) else {
             continue;
         };
         for user in read_dir(&team)? {
@@ -84,12 +90,63 @@ fn recover(root: &Path) -> Result<Recovered, StoreError> {
             if name.starts_with(DELETED_PREFIX) {
                 std::fs::remove_dir_all(&user).map_err(|e| StoreError::io(&user, e))?;
                 out.deleted_users += 1;
-            } else if let Some(user_id) = uuid_dir(&user) {
+            } else if let Some(user_id) = id_dir(&user, USER_KEY) {
                 recover_user(&user, team_id, user_id, &mut out)?;
             }
         }
     }
     Ok(out)
+}
+
+/// Renames the folders of a store written before Hive-style names (`<team>/<user>/sleep`,
+/// `…/timeseries/heartrate`) to today's (`team=…/user=…/dataset=sleep`,
+/// `…/dataset=timeseries/resource=heartrate`), fsyncing each renamed folder's parent. Commit
+/// records keep their old relative paths; `commit.rs` reads both. Returns the folders renamed.
+fn rename_old_layout(root: &Path) -> Result<usize, StoreError> {
+    let mut renamed = 0;
+    let mut rename = |from: &Path, to: &str| -> Result<std::path::PathBuf, StoreError> {
+        let parent = from.parent().unwrap_or(root);
+        let target = parent.join(to);
+        if target.exists() {
+            // Both layouts side by side: leave the old folder for a human to look at.
+            tracing::warn!(from = %from.display(), "old-layout folder left: its new name exists");
+            return Ok(from.to_path_buf());
+        }
+        std::fs::rename(from, &target).map_err(|e| StoreError::io(from, e))?;
+        fsync_dir(parent)?;
+        renamed += 1;
+        Ok(target)
+    };
+    for team in read_dir(root)? {
+        let Some(team_id) = id_dir(&team, "") else {
+            continue;
+        };
+        let team = rename(&team, &layout::team_folder(team_id))?;
+        for user in read_dir(&team)? {
+            let Some(user_id) = id_dir(&user, "") else {
+                continue;
+            };
+            let user = rename(&user, &format!("{USER_KEY}={user_id}"))?;
+            for entry in read_dir(&user)? {
+                let name = file_name(&entry);
+                if !entry.is_dir() {
+                    continue;
+                }
+                if name == TIMESERIES {
+                    for series in read_dir(&entry)? {
+                        let series_name = file_name(&series);
+                        if series.is_dir() && crate::schema::resource(&series_name).is_some() {
+                            rename(&series, &format!("{RESOURCE_KEY}={series_name}"))?;
+                        }
+                    }
+                    rename(&entry, &format!("{DATASET_KEY}={TIMESERIES}"))?;
+                } else if crate::schema::Table::from_name(&name).is_some() {
+                    rename(&entry, &format!("{DATASET_KEY}={name}"))?;
+                }
+            }
+        }
+    }
+    Ok(renamed)
 }
 
 fn recover_user(dir: &Path, team: Uuid, user: Uuid, out: &mut Recovered) -> Result<(), StoreError> {
@@ -112,15 +169,15 @@ fn recover_user(dir: &Path, team: Uuid, user: Uuid, out: &mut Recovered) -> Resu
         if !entry.is_dir() || name == COMMITS_DIR {
             continue;
         }
-        if name == "timeseries" {
+        if dataset_from_path(&[&name]).is_some() {
+            recover_dataset(&entry, &records, &mut referenced, out)?;
+        } else {
             for series in read_dir(&entry)? {
                 let series_name = file_name(&series);
-                if series.is_dir() && dataset_from_path(&["timeseries", &series_name]).is_some() {
+                if series.is_dir() && dataset_from_path(&[&name, &series_name]).is_some() {
                     recover_dataset(&series, &records, &mut referenced, out)?;
                 }
             }
-        } else if dataset_from_path(&[&name]).is_some() {
-            recover_dataset(&entry, &records, &mut referenced, out)?;
         }
     }
     for id in records {
@@ -175,12 +232,16 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The folder's name as a UUID, if it is a folder named so.
-fn uuid_dir(path: &Path) -> Option<Uuid> {
+/// The id a folder named `key=<uuid>` carries (a bare `<uuid>` when `key` is empty).
+fn id_dir(path: &Path, key: &str) -> Option<Uuid> {
     if !path.is_dir() {
         return None;
     }
-    Uuid::parse_str(&file_name(path)).ok()
+    let name = file_name(path);
+    match key {
+        "" => Uuid::parse_str(&name).ok(),
+        key => layout::folder_id(&name, key),
+    }
 }
 
 fn remove(path: &Path) -> Result<(), StoreError> {

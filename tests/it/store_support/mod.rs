@@ -148,12 +148,28 @@ pub fn ids() -> (Uuid, Uuid) {
     (Uuid::new_v4(), Uuid::new_v4())
 }
 
+/// A user's folder, relative to the store, as the layout promises other engines: Hive-style
+/// partitions.
+pub fn user_folder(team: Uuid, user: Uuid) -> String {
+    format!("team={team}/user={user}")
+}
+
+/// A dataset's folder, relative to the store: `…/dataset=sleep`,
+/// `…/dataset=timeseries/resource=heartrate`.
+pub fn dataset_folder(team: Uuid, user: Uuid, dataset: Dataset) -> String {
+    let user = user_folder(team, user);
+    match dataset {
+        Dataset::Table(t) => format!("{user}/dataset={}", t.name()),
+        Dataset::Timeseries(r) => format!("{user}/dataset=timeseries/resource={}", r.name),
+    }
+}
+
 /// Segment files (not temp files) in a dataset folder of a local store.
 pub fn segment_files(store: &HealthStore, team: Uuid, user: Uuid, dataset: Dataset) -> Vec<String> {
     let dir = store
         .root()
         .expect("a local store")
-        .join(format!("{team}/{user}/{}", dataset.path()));
+        .join(dataset_folder(team, user, dataset));
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.flatten()
@@ -261,9 +277,7 @@ impl Site {
 
     /// The segment files of a dataset, sorted.
     pub async fn segment_files(&self, team: Uuid, user: Uuid, dataset: Dataset) -> Vec<String> {
-        let mut names = self
-            .files_in(&format!("{team}/{user}/{}", dataset.path()))
-            .await;
+        let mut names = self.files_in(&dataset_folder(team, user, dataset)).await;
         names.retain(|n| n.ends_with(".parquet"));
         names
     }
