@@ -79,8 +79,10 @@ pub(super) fn lock_and_recover(root: &Path) -> Result<(File, Option<Recovered>),
 
 /// Recovers the whole store (see the module docs). Call only under the exclusive lock.
 fn recover(root: &Path) -> Result<Recovered, StoreError> {
-    let mut out = Recovered::default();
-    out.renamed_folders = rename_old_layout(root)?;
+    let mut out = Recovered {
+        renamed_folders: rename_old_layout(root)?,
+        ..Recovered::default()
+    };
     for team in read_dir(root)? {
         let Some(team_id) = id_dir(&team, TEAM_KEY) else {
             continue;
