@@ -1,0 +1,213 @@
+//! The health store on object storage against a local directory (criterion, seeded,
+//! self-checking): `cargo bench --bench object_store`.
+//!
+//! The S3-compatible server is moto's, on loopback, provisioned the way the tests provision it
+//! (`tests/it/provision`: a virtual environment under the target directory, PyPI reachable
+//! once). It is a Python server holding objects in memory, so its figures are a stand-in for a
+//! real bucket's: no network latency, but a slower server than S3 itself.
+//!
+//! Scenarios:
+//! - `read 90 days of 1 Hz heart rate (7,776,000 rows), cold`, the same 90 daily segments on a
+//!   local directory and in the bucket: list, fetch, decode, with the cache disabled. Checks
+//!   that both return every row, and the same values.
+//! - `read 90 days of 1 Hz heart rate, warm`, from a store that shares its dataset versions
+//!   (`HealthStore::share_versions`) through SQLite and through PostgreSQL, beside one that does
+//!   not: the difference is what the version check adds to a cached read.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+#[path = "../tests/it/postgres.rs"]
+mod postgres;
+#[path = "../tests/it/provision/mod.rs"]
+mod provision;
+
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group};
+use datafusion::arrow::array::{
+    ArrayRef, AsArray, Float64Array, Int32Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray, new_null_array,
+};
+use datafusion::arrow::datatypes::Float64Type;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use uuid::Uuid;
+use wearhouse::schema::{Dataset, resource};
+use wearhouse::store::health::{HealthStore, StoreOptions};
+use wearhouse::store::metadata::MetadataStore;
+
+const T0: i64 = 1_767_225_600_000_000; // 2026-01-01T00:00:00Z
+const SECOND: i64 = 1_000_000;
+const DAY_ROWS: usize = 86_400;
+const DAYS: i64 = 90;
+
+fn heartrate() -> Dataset {
+    Dataset::Timeseries(resource("heartrate").expect("heartrate is a resource"))
+}
+
+/// One day of 1 Hz samples from `start`, values a seeded random walk in 45..=185 bpm.
+fn day(start: i64, rng: &mut ChaCha8Rng) -> RecordBatch {
+    let schema = heartrate().schema();
+    let mut bpm = 70.0f64;
+    let values: Float64Array = (0..DAY_ROWS)
+        .map(|_| {
+            bpm = (bpm + rng.gen_range(-2.0..=2.0f64)).clamp(45.0, 185.0);
+            Some(bpm.round())
+        })
+        .collect();
+    let ts = |f: &dyn Fn(i64) -> i64| -> ArrayRef {
+        Arc::new(
+            TimestampMicrosecondArray::from_iter_values((0..DAY_ROWS as i64).map(f))
+                .with_timezone("UTC"),
+        )
+    };
+    let text =
+        |v: &str| -> ArrayRef { Arc::new(StringArray::from_iter_values((0..DAY_ROWS).map(|_| v))) };
+    let columns: Vec<ArrayRef> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.name().as_str() {
+            "timestamp" => ts(&|i| start + i * SECOND),
+            "ingested_at" => ts(&|_| T0 + 100 * 86_400 * SECOND),
+            "timezone_offset" => {
+                Arc::new(Int32Array::from_iter_values((0..DAY_ROWS).map(|_| 3600)))
+            }
+            "unit" => text("bpm"),
+            "value" => Arc::new(values.clone()),
+            "source_provider" => text("apple_health_kit"),
+            "source_type" => text("watch"),
+            _ => new_null_array(f.data_type(), DAY_ROWS),
+        })
+        .collect();
+    RecordBatch::try_new(schema, columns).expect("batch matches the heartrate schema")
+}
+
+/// The configuration that points a store at the provisioned S3 server.
+fn s3_options(cache_bytes: usize) -> StoreOptions {
+    let server = provision::s3_server();
+    let object_store = [
+        ("aws_endpoint", server.endpoint.as_str()),
+        ("aws_allow_http", "true"),
+        ("aws_access_key_id", "bench"),
+        ("aws_secret_access_key", "bench"),
+        ("aws_region", "us-east-1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    StoreOptions {
+        cache_bytes,
+        object_store,
+        ..StoreOptions::default()
+    }
+}
+
+fn options(cache_bytes: usize) -> StoreOptions {
+    StoreOptions {
+        cache_bytes,
+        ..StoreOptions::default()
+    }
+}
+
+/// Writes the 90 days, one segment per day (a daily sync), to `store`.
+async fn load(store: &HealthStore, (team, user): (Uuid, Uuid)) {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for d in 0..DAYS {
+        let batch = day(T0 + d * 86_400 * SECOND, &mut rng);
+        store.write(team, user, heartrate(), batch).await.unwrap();
+    }
+}
+
+/// Every value of a whole read, in order.
+async fn values(store: &HealthStore, (team, user): (Uuid, Uuid)) -> Vec<f64> {
+    let batches = store.read(team, user, heartrate(), None).await.unwrap();
+    batches
+        .iter()
+        .flat_map(|b| {
+            let column = b.column_by_name("value").expect("value column");
+            column.as_primitive::<Float64Type>().values().to_vec()
+        })
+        .collect()
+}
+
+fn read(c: &mut Criterion) {
+    // Multi-threaded, as the server runs: the object store's requests are driven by it.
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let local = dir.path().to_str().expect("utf-8").to_owned();
+    let bucket = format!(
+        "s3://{}/bench-{}",
+        provision::s3_server().bucket,
+        Uuid::new_v4()
+    );
+    let ids = (Uuid::new_v4(), Uuid::new_v4());
+    let (local_cold, s3_cold) = rt.block_on(async {
+        let local_cold = HealthStore::open(&local, options(0)).unwrap();
+        let s3_cold = HealthStore::open(&bucket, s3_options(0)).unwrap();
+        load(&local_cold, ids).await;
+        load(&s3_cold, ids).await;
+        (local_cold, s3_cold)
+    });
+    let expected = rt.block_on(values(&local_cold, ids));
+    assert_eq!(expected.len(), DAYS as usize * DAY_ROWS);
+    assert_eq!(
+        rt.block_on(values(&s3_cold, ids)),
+        expected,
+        "the bucket holds what the directory holds"
+    );
+
+    let mut group = c.benchmark_group("object store read");
+    group.sample_size(10);
+    let name = "read 90 days of 1 Hz heart rate (7,776,000 rows), cold";
+    for (place, store) in [
+        ("local directory", &local_cold),
+        ("S3 on loopback", &s3_cold),
+    ] {
+        group.bench_function(format!("{name}, {place}"), |b| {
+            b.iter(|| assert_eq!(rt.block_on(values(store, ids)).len(), expected.len()));
+        });
+    }
+
+    // Warm reads of the bucket: unshared, and shared through SQLite and PostgreSQL.
+    let sqlite_dir = tempfile::tempdir().expect("temp dir");
+    let sqlite = format!(
+        "sqlite://{}?mode=rwc",
+        sqlite_dir.path().join("meta.db").display()
+    );
+    let pg = rt.block_on(postgres::ScratchDb::create("wearhouse_bench_versions"));
+    let mut warm = vec![(
+        "not shared",
+        HealthStore::open(&bucket, s3_options(1 << 30)).unwrap(),
+    )];
+    for (versions, url) in [("SQLite", &sqlite), ("PostgreSQL", &pg.url)] {
+        let store = HealthStore::open(&bucket, s3_options(1 << 30)).unwrap();
+        let meta = rt.block_on(MetadataStore::connect(url)).unwrap();
+        store.share_versions(Arc::new(meta));
+        warm.push((versions, store));
+    }
+    group.sample_size(100);
+    let name = "read 90 days of 1 Hz heart rate, warm";
+    for (versions, store) in &warm {
+        assert_eq!(rt.block_on(values(store, ids)), expected);
+        let hits = store.metrics().cache_hits;
+        rt.block_on(values(store, ids));
+        assert_eq!(store.metrics().cache_hits, hits + 1, "a warm read is a hit");
+        group.bench_function(format!("{name}, versions {versions}"), |b| {
+            b.iter(|| {
+                let got = rt
+                    .block_on(store.read(ids.0, ids.1, heartrate(), None))
+                    .unwrap();
+                assert_eq!(
+                    got.iter().map(RecordBatch::num_rows).sum::<usize>(),
+                    expected.len()
+                );
+            });
+        });
+    }
+    group.finish();
+    drop(warm);
+    rt.block_on(pg.drop_db());
+}
+
+criterion_group!(benches, read);
+criterion::criterion_main!(benches);
