@@ -198,17 +198,18 @@ async fn a_rate_limited_pull_waits_out_retry_after_and_completes() {
     assert_fixtures_stored(&l, offset_days()).await;
 }
 
-/// A night ending three hours ago, today's activity in Paris and a weigh-in two hours ago.
-fn recent(score: i64, steps: i64, grams: i64) -> (Value, Value, Value) {
-    let now = Utc::now().timestamp();
+/// A night ending three hours before `now` (seconds), that day's activity in Paris and a
+/// weigh-in two hours before. A changed version of a record keeps its times, as Withings' own
+/// do, so a test fixes `now` once: taken at each call, it could cross a second (or midnight)
+/// and make the weigh-in a new sample.
+fn recent(now: i64, score: i64, steps: i64, grams: i64) -> (Value, Value, Value) {
+    let at = chrono::DateTime::from_timestamp(now, 0).expect("a time");
     let night = json!({
         "id": 9100, "timezone": "Europe/Paris", "startdate": now - 11 * 3600,
-        "enddate": now - 3 * 3600, "date": Utc::now().date_naive().to_string(),
+        "enddate": now - 3 * 3600, "date": at.date_naive().to_string(),
         "data": {"total_sleep_time": 25_200, "sleep_score": score}
     });
-    let today = Utc::now()
-        .with_timezone(&chrono_tz::Europe::Paris)
-        .date_naive();
+    let today = at.with_timezone(&chrono_tz::Europe::Paris).date_naive();
     let day = json!({
         "date": today.to_string(), "timezone": "Europe/Paris", "steps": steps,
         "totalcalories": 2000, "calories": 250
@@ -233,7 +234,8 @@ async fn refresh_shows_new_and_changed_records_once() {
         withings.put_group(group);
     };
     // New: a night, a day and a weigh-in.
-    serve(recent(70, 1200, 70_150));
+    let now = Utc::now().timestamp();
+    serve(recent(now, 70, 1200, 70_150));
     l.refreshed().await;
     let sleep = l.summary("sleep", "id").await;
     assert_eq!(sleep.len(), 4, "{sleep:#?}");
@@ -253,7 +255,7 @@ async fn refresh_shows_new_and_changed_records_once() {
     assert_eq!(activity[3]["steps"].as_f64(), Some(1200.0));
 
     // Changed: the same three records with new values replace, not add.
-    serve(recent(75, 5400, 69_800));
+    serve(recent(now, 75, 5400, 69_800));
     l.refreshed().await;
     let sleep = l.summary("sleep", "id").await;
     let scores: Vec<(&str, Option<f64>)> = sleep
