@@ -773,7 +773,74 @@ async fn a_push_across_datasets_commits_with_one_record_that_compaction_releases
     assert_eq!(floats(&got, "efficiency"), vec![90.0]);
 }
 
+/// What a push that crashed before its commit record leaves (marked segments without a
+/// record) is invisible, and swept by compaction once older than `stale_temp_after`; a
+/// younger one, possibly a push still running, is left alone.
+async fn segments_of_a_push_that_never_committed_are_swept_once_stale(backing: Backing) {
+    let site = Site::new(backing);
+    let options = StoreOptions {
+        stale_temp_after: Duration::from_secs(600),
+        ..StoreOptions::default()
+    };
+    let store = site.open(options);
+    let (team, user) = ids();
+    let hr = heartrate();
+    store
+        .write(team, user, hr, batch(hr, &[row(T0, "", 70.0)]))
+        .await
+        .unwrap();
+    let folder = dataset_folder(team, user, hr);
+    let real = site.segment_files(team, user, hr).await.remove(0);
+    let bytes = site.get(&format!("{folder}/{real}")).await;
+    // The same segment under the names of two pushes that never wrote their record: one
+    // created an hour ago, one just now.
+    let now = chrono::Utc::now().timestamp_micros();
+    let orphan = |created: i64| {
+        let rest = &real[20..real.len() - ".parquet".len()];
+        format!("{created:020}{rest}.c.parquet")
+    };
+    let (old, young) = (orphan(now - 3_600_000_000), orphan(now));
+    site.put(&format!("{folder}/{old}"), &bytes).await;
+    site.put(&format!("{folder}/{young}"), &bytes).await;
+    let got = one(hr, &store.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![70.0], "uncommitted: invisible");
+
+    let report = store.compact(team, user, hr).await.unwrap();
+    assert_eq!(report.uncommitted_removed, 1, "{report:?}");
+    let left = site.segment_files(team, user, hr).await;
+    assert!(!left.contains(&old), "{left:?}");
+    assert!(left.contains(&young), "{left:?}");
+    assert!(left.contains(&real), "{left:?}");
+}
+
+/// A push that would commit when its segments may already count as a crash's leftovers (older
+/// than half of `stale_temp_after`) gives up instead, and nothing of it is visible.
+#[tokio::test]
+async fn a_push_too_late_to_commit_gives_up_and_leaves_nothing_visible() {
+    let site = Site::new(Backing::Local);
+    let store = site.open(StoreOptions {
+        stale_temp_after: Duration::ZERO,
+        ..StoreOptions::default()
+    });
+    let (team, user) = ids();
+    let (sleep, hr) = (Dataset::Table(Table::Sleep), heartrate());
+    let err = store
+        .write_push(
+            team,
+            user,
+            vec![
+                (sleep, batch(sleep, &[row(T0, "night", 80.0)])),
+                (hr, batch(hr, &[row(T0, "", 61.0)])),
+            ],
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Abandoned), "{err}");
+    assert!(store.datasets(team, user).await.unwrap().is_empty());
+}
+
 crate::on_every_backing!(
+    segments_of_a_push_that_never_committed_are_swept_once_stale,
     a_push_across_datasets_commits_with_one_record_that_compaction_releases,
     every_table_and_family_round_trips_sorted_by_time,
     a_newer_version_replaces_the_older_before_and_after_compaction,

@@ -10,7 +10,7 @@
 //! | a commit record | the same as a segment | a `put` with `PutMode::Create` (never overwrites) |
 //! | removing files | `remove_file`, then a folder fsync | `delete` |
 //! | deleting a user | rename the folder away (atomic for readers), then remove it | delete the commit records, then every other object of the user |
-//! | crash leftovers | start-up recovery under a lock file (`recover.rs`) | swept by compaction once older than `stale_temp_after` |
+//! | crash leftovers | start-up recovery under a lock file (`recover.rs`), then compaction's sweep | compaction's sweep, once older than `stale_temp_after` (`compact.rs`) |
 //!
 //! A put acknowledged by S3, GCS or Azure is durable and appears whole, which is what the
 //! rename gives locally; nothing else of the protocols (`commit.rs`, `compact.rs`) changes.

@@ -29,7 +29,8 @@
 //! 5. remove the commit records (see `commit.rs`) none of whose segments exists any more: the
 //!    outputs are unmarked segments, which count by existing.
 //!
-//! Only visible segments are listed, so an uncommitted push's segments are never merged. A crash
+//! Only visible segments are merged, so an uncommitted push's segments never are; once older
+//! than `stale_temp_after` they are swept as a crash's leftovers. A crash
 //! after 2 leaves inputs and outputs: correct (step 2's state), and merged again later. A crash
 //! during 1 or 2 leaves `_tmp-*` files, removed at start-up (see `recover.rs`; a store that
 //! crashed while another stayed open leaves them to the next compaction, once older than
@@ -106,6 +107,7 @@ impl HealthStore {
         let listing = self.list(key).await?;
         let mut report = CompactionReport {
             temp_files_removed: self.sweep_temps(key, &listing.others).await?,
+            uncommitted_removed: self.sweep_uncommitted(key, &listing.uncommitted).await?,
             ..CompactionReport::default()
         };
         let target = self.inner.options.target_segment_rows.max(1);
@@ -225,6 +227,30 @@ impl HealthStore {
             // Best effort: a temp file that resists is retried next time.
             let _ = tokio::task::spawn_blocking(move || store.inner.backend.remove(&dir, &stale))
                 .await?;
+        }
+        Ok(count)
+    }
+
+    /// Removes segments of pushes that never committed once they are older (by their `seq`,
+    /// their creation time) than `stale_temp_after`: a crashed push left them. A push still
+    /// running that late gives up before its commit record (`push.rs`), so none of them can
+    /// become visible afterwards. Start-up recovery removes them at once on a local directory;
+    /// on object storage this is the only sweep.
+    async fn sweep_uncommitted(
+        &self,
+        key: Key,
+        uncommitted: &[Listed],
+    ) -> Result<usize, StoreError> {
+        let stale: Vec<String> = uncommitted
+            .iter()
+            .filter(|s| layout::age(s.name.seq) > self.inner.options.stale_temp_after)
+            .map(|s| s.name.file_name())
+            .collect();
+        let count = stale.len();
+        if count > 0 {
+            let dir = layout::dataset_dir(key.0, key.1, key.2);
+            let store = self.clone();
+            tokio::task::spawn_blocking(move || store.inner.backend.remove(&dir, &stale)).await??;
         }
         Ok(count)
     }

@@ -186,6 +186,12 @@ pub(crate) fn next_seq() -> u64 {
     }
 }
 
+/// How long ago `seq` was handed out (zero for one ahead of the clock).
+pub(crate) fn age(seq: u64) -> std::time::Duration {
+    let now = u64::try_from(chrono::Utc::now().timestamp_micros()).unwrap_or(0);
+    std::time::Duration::from_micros(now.saturating_sub(seq))
+}
+
 /// A random nonce for segment names.
 pub(crate) fn nonce() -> u32 {
     rand::random()

@@ -353,9 +353,9 @@ impl HealthStore {
         if listing.segments.iter().any(|s| s.name.committed_by_record) {
             let ids = listing.segments.iter().filter_map(|s| s.name.commit());
             let missing = self.uncommitted(key.0, key.1, ids).await?;
-            listing
-                .segments
-                .retain(|s| s.name.commit().is_none_or(|id| !missing.contains(&id)));
+            (listing.segments, listing.uncommitted) = std::mem::take(&mut listing.segments)
+                .into_iter()
+                .partition(|s| s.name.commit().is_none_or(|id| !missing.contains(&id)));
         }
         listing.segments.sort_by(|a, b| a.name.order(&b.name));
         Ok(listing)
@@ -374,6 +374,8 @@ struct Listed {
 struct Listing {
     /// Segments in creation order.
     segments: Vec<Listed>,
+    /// Segments of pushes whose commit record does not exist: not yet, or never (a crash).
+    uncommitted: Vec<Listed>,
     /// Everything else (temporary files, strays).
     others: Vec<object_store::ObjectMeta>,
 }

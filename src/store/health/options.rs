@@ -16,9 +16,12 @@ pub struct StoreOptions {
     /// Rows per Parquet row group, the unit of statistics pruning (default 65,536, so a one-day
     /// window of 1 Hz samples decodes two or three row groups).
     pub row_group_rows: usize,
-    /// Temporary files older than this are removed by compaction: a writer that crashed left them
-    /// (default 10 minutes). Start-up recovery removes them at once when no other store is open
-    /// on the directory; this catches the rest.
+    /// Temporary files, and segments of pushes that never committed, older than this are removed
+    /// by compaction: a writer that crashed left them (default 10 minutes). Start-up recovery
+    /// removes them at once when no other store is open on a local directory; this catches the
+    /// rest, and is the only sweep on object storage. So that the sweep can never remove what
+    /// is about to become visible, a push older than half of this when it would commit gives
+    /// up instead ([`StoreError::Abandoned`](super::StoreError::Abandoned)).
     pub stale_temp_after: std::time::Duration,
     /// Configuration of an object-store location (`s3://`, `gs://`, `az://`), as `object_store`
     /// config keys and values (`aws_endpoint`, `aws_allow_http`, `aws_access_key_id`, ...).
@@ -65,6 +68,8 @@ pub struct CompactionReport {
     pub rows_out: usize,
     /// Stale temporary files removed.
     pub temp_files_removed: usize,
+    /// Stale segments of pushes that never committed removed.
+    pub uncommitted_removed: usize,
     /// Whether a due merge was put off because its caller said the dataset is busy
     /// ([`HealthStore::compact_due_unless`]).
     pub deferred: bool,

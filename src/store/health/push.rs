@@ -159,6 +159,11 @@ impl HealthStore {
             ));
         }
         pass(gate)?;
+        // Compaction sweeps uncommitted segments older than `stale_temp_after`: a push this
+        // late gives up rather than commit segments that may be gone (see `compact.rs`).
+        if layout::age(id.seq) > self.inner.options.stale_temp_after / 2 {
+            return Err(StoreError::Abandoned);
+        }
         write_record(&self.inner.backend, team, user, id, names)?;
         Ok(receipts)
     }
