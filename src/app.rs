@@ -68,6 +68,10 @@ pub fn open_health(store: &StoreArgs, meta: &MetadataStore) -> anyhow::Result<He
 pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
     let meta = open_metadata(&args.store).await?;
     let health = open_health(&args.store, &meta)?;
+    health
+        .check()
+        .await
+        .context("reaching the health store (--object-store-url)")?;
     let config = HttpConfig {
         body_limit: args.body_limit,
         query_limits: crate::engine::Limits {

@@ -839,6 +839,22 @@ async fn a_push_too_late_to_commit_gives_up_and_leaves_nothing_visible() {
     assert!(store.datasets(team, user).await.unwrap().is_empty());
 }
 
+/// A bucket that does not exist is reported by `check`, naming the cause, before any request;
+/// an existing one passes.
+#[tokio::test]
+async fn check_reports_a_missing_bucket_before_any_request() {
+    let site = Site::new(Backing::S3);
+    assert!(site.open(StoreOptions::default()).check().await.is_ok());
+    let missing = site.open_at("s3://no-such-bucket/data", StoreOptions::default());
+    let err = missing.check().await.unwrap_err();
+    assert!(matches!(err, StoreError::ObjectStore(_)), "{err}");
+    let cause = format!("{:?}", anyhow::Error::from(err));
+    assert!(
+        cause.contains("NoSuchBucket") || cause.contains("not exist"),
+        "{cause}"
+    );
+}
+
 crate::on_every_backing!(
     segments_of_a_push_that_never_committed_are_swept_once_stale,
     a_push_across_datasets_commits_with_one_record_that_compaction_releases,

@@ -23,9 +23,9 @@
 //!   wins. The URL's path is the store's prefix inside the bucket.
 //! - `memory://` is refused: nothing in it survives the process, and the store's contract is
 //!   that an acknowledged write does.
-//! - The bucket is not probed at open (opening is synchronous and may run on an async thread);
-//!   a missing bucket or refused credentials surface on the first read or write, as a
-//!   [`StoreError::ObjectStore`] that names the cause.
+//! - The bucket is not probed at open (opening is synchronous and may run on an async thread):
+//!   `HealthStore::check` does it, and `serve` calls it before it listens, so a missing bucket
+//!   or refused credentials stop the start with an error that names the cause.
 //! - Deleting a user on object storage is not atomic for readers: a read racing the delete may
 //!   see part of the user's data. The API deletes the user from the metadata first, so no
 //!   request reaches the data while it is being removed.

@@ -311,6 +311,16 @@ impl HealthStore {
         }
     }
 
+    /// Checks that the store answers: one listing of its root. A missing bucket, refused
+    /// credentials or an unreachable endpoint fail here, naming the cause, rather than on the
+    /// first request. `serve` calls it at start-up.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        match self.inner.objects.list_with_delimiter(None).await {
+            Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// A copy of the store's counters.
     pub fn metrics(&self) -> MetricsSnapshot {
         self.inner.metrics.snapshot()

@@ -249,11 +249,17 @@ impl Site {
 
     /// Opens a store on the site with `options` (plus the site's own configuration).
     pub fn open(&self, options: StoreOptions) -> HealthStore {
+        self.open_at(&self.location, options)
+    }
+
+    /// Opens a store at another `location` with the site's configuration (its server and
+    /// credentials).
+    pub fn open_at(&self, location: &str, options: StoreOptions) -> HealthStore {
         let options = StoreOptions {
             object_store: self.config.clone(),
             ..options
         };
-        HealthStore::open(&self.location, options).unwrap()
+        HealthStore::open(location, options).unwrap()
     }
 
     /// The names of the files directly in `folder` (relative to the store), sorted.
