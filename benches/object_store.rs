@@ -16,6 +16,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
+#[path = "heartrate_support/mod.rs"]
+mod heartrate_support;
 #[path = "../tests/it/postgres.rs"]
 mod postgres;
 #[path = "../tests/it/provision/mod.rs"]
@@ -24,62 +26,21 @@ mod provision;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group};
-use datafusion::arrow::array::{
-    ArrayRef, AsArray, Float64Array, Int32Array, RecordBatch, StringArray,
-    TimestampMicrosecondArray, new_null_array,
-};
+use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::Float64Type;
-use rand::{Rng, SeedableRng};
+use heartrate_support::{SECOND, T0, device_samples, heartrate};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use uuid::Uuid;
-use wearhouse::schema::{Dataset, resource};
 use wearhouse::store::health::{HealthStore, StoreOptions};
 use wearhouse::store::metadata::MetadataStore;
 
-const T0: i64 = 1_767_225_600_000_000; // 2026-01-01T00:00:00Z
-const SECOND: i64 = 1_000_000;
 const DAY_ROWS: usize = 86_400;
 const DAYS: i64 = 90;
 
-fn heartrate() -> Dataset {
-    Dataset::Timeseries(resource("heartrate").expect("heartrate is a resource"))
-}
-
-/// One day of 1 Hz samples from `start`, values a seeded random walk in 45..=185 bpm.
+/// One day of 1 Hz samples from `start`.
 fn day(start: i64, rng: &mut ChaCha8Rng) -> RecordBatch {
-    let schema = heartrate().schema();
-    let mut bpm = 70.0f64;
-    let values: Float64Array = (0..DAY_ROWS)
-        .map(|_| {
-            bpm = (bpm + rng.gen_range(-2.0..=2.0f64)).clamp(45.0, 185.0);
-            Some(bpm.round())
-        })
-        .collect();
-    let ts = |f: &dyn Fn(i64) -> i64| -> ArrayRef {
-        Arc::new(
-            TimestampMicrosecondArray::from_iter_values((0..DAY_ROWS as i64).map(f))
-                .with_timezone("UTC"),
-        )
-    };
-    let text =
-        |v: &str| -> ArrayRef { Arc::new(StringArray::from_iter_values((0..DAY_ROWS).map(|_| v))) };
-    let columns: Vec<ArrayRef> = schema
-        .fields()
-        .iter()
-        .map(|f| match f.name().as_str() {
-            "timestamp" => ts(&|i| start + i * SECOND),
-            "ingested_at" => ts(&|_| T0 + 100 * 86_400 * SECOND),
-            "timezone_offset" => {
-                Arc::new(Int32Array::from_iter_values((0..DAY_ROWS).map(|_| 3600)))
-            }
-            "unit" => text("bpm"),
-            "value" => Arc::new(values.clone()),
-            "source_provider" => text("apple_health_kit"),
-            "source_type" => text("watch"),
-            _ => new_null_array(f.data_type(), DAY_ROWS),
-        })
-        .collect();
-    RecordBatch::try_new(schema, columns).expect("batch matches the heartrate schema")
+    device_samples(("apple_health_kit", "watch"), start, DAY_ROWS, rng)
 }
 
 /// The configuration that points a store at the provisioned S3 server.

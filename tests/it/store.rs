@@ -172,13 +172,17 @@ async fn a_one_day_window_reads_only_the_segments_and_row_groups_overlapping_it(
     assert_eq!(after.row_groups_pruned - before.row_groups_pruned, 142);
 }
 
-async fn torn_temporary_and_stray_files_are_ignored_and_stale_temps_swept(backing: Backing) {
+/// A store with `stale_temp_after` holding one heart-rate segment (70 bpm at `T0`): the site,
+/// the store, (team, user), and the segment's (folder, file name, bytes).
+async fn one_segment(
+    backing: Backing,
+    stale_temp_after: Duration,
+) -> (Site, HealthStore, (Uuid, Uuid), (String, String, Vec<u8>)) {
     let site = Site::new(backing);
-    let options = StoreOptions {
-        stale_temp_after: Duration::ZERO,
+    let store = site.open(StoreOptions {
+        stale_temp_after,
         ..StoreOptions::default()
-    };
-    let store = site.open(options);
+    });
     let (team, user) = ids();
     let hr = heartrate();
     store
@@ -186,8 +190,15 @@ async fn torn_temporary_and_stray_files_are_ignored_and_stale_temps_swept(backin
         .await
         .unwrap();
     let folder = dataset_folder(team, user, hr);
-    let segment = &site.segment_files(team, user, hr).await[0];
-    let bytes = site.get(&format!("{folder}/{segment}")).await;
+    let name = site.segment_files(team, user, hr).await.remove(0);
+    let bytes = site.get(&format!("{folder}/{name}")).await;
+    (site, store, (team, user), (folder, name, bytes))
+}
+
+async fn torn_temporary_and_stray_files_are_ignored_and_stale_temps_swept(backing: Backing) {
+    let (site, store, (team, user), (folder, _, bytes)) =
+        one_segment(backing, Duration::ZERO).await;
+    let hr = heartrate();
     // What a crash mid-write leaves: a half-written temp file; plus strays a human might drop.
     let half = &bytes[..bytes.len() / 2];
     site.put(&format!("{folder}/_tmp-0123.partial"), half).await;
@@ -777,21 +788,9 @@ async fn a_push_across_datasets_commits_with_one_record_that_compaction_releases
 /// record) is invisible, and swept by compaction once older than `stale_temp_after`; a
 /// younger one, possibly a push still running, is left alone.
 async fn segments_of_a_push_that_never_committed_are_swept_once_stale(backing: Backing) {
-    let site = Site::new(backing);
-    let options = StoreOptions {
-        stale_temp_after: Duration::from_secs(600),
-        ..StoreOptions::default()
-    };
-    let store = site.open(options);
-    let (team, user) = ids();
+    let (site, store, (team, user), (folder, real, bytes)) =
+        one_segment(backing, Duration::from_secs(600)).await;
     let hr = heartrate();
-    store
-        .write(team, user, hr, batch(hr, &[row(T0, "", 70.0)]))
-        .await
-        .unwrap();
-    let folder = dataset_folder(team, user, hr);
-    let real = site.segment_files(team, user, hr).await.remove(0);
-    let bytes = site.get(&format!("{folder}/{real}")).await;
     // The same segment under the names of two pushes that never wrote their record: one
     // created an hour ago, one just now.
     let now = chrono::Utc::now().timestamp_micros();
