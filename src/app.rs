@@ -56,7 +56,12 @@ pub fn open_health(store: &StoreArgs, meta: &MetadataStore) -> anyhow::Result<He
         .object_store_url
         .clone()
         .unwrap_or_else(|| store.data_dir.join("health").display().to_string());
-    let health = HealthStore::open(&location, StoreOptions::default())
+    let options = StoreOptions {
+        compaction_delay: std::time::Duration::from_secs(store.compaction_delay_secs),
+        retired_grace: std::time::Duration::from_secs(store.compaction_grace_secs),
+        ..StoreOptions::default()
+    };
+    let health = HealthStore::open(&location, options)
         .with_context(|| format!("opening health store {location}"))?;
     if health.root().is_none() {
         health.share_versions(std::sync::Arc::new(meta.clone()));

@@ -147,6 +147,14 @@ pub struct StoreArgs {
     /// Health-data location (`file:///abs/path`); default: `<data-dir>/health`.
     #[arg(long, env = "WEARHOUSE_OBJECT_STORE_URL")]
     pub object_store_url: Option<String>,
+    /// How long after a write its dataset is compacted, in seconds (writes meanwhile are merged
+    /// in the same run).
+    #[arg(long, env = "WEARHOUSE_COMPACTION_DELAY_SECS", default_value_t = 30)]
+    pub compaction_delay_secs: u64,
+    /// On object storage, how long a compaction's merged inputs are kept (hidden) for readers in
+    /// other processes that listed them before it, in seconds.
+    #[arg(long, env = "WEARHOUSE_COMPACTION_GRACE_SECS", default_value_t = 300)]
+    pub compaction_grace_secs: u64,
 }
 
 impl StoreArgs {

@@ -181,7 +181,7 @@ pub async fn store_push(
     let mut tx = meta.begin().await?;
     metadata::connections::connect_by_push(&mut tx, user.id, &provider, push_revives(&provider))
         .await?;
-    let delay = crate::jobs::compaction::DEFAULT_DELAY;
+    let delay = store.compaction_delay();
     crate::jobs::compaction::schedule_on(&mut tx, user.team_id, user.id, &written, delay).await?;
     if let Some(pending) = &pending {
         let released_at = metadata::now();
@@ -275,7 +275,7 @@ pub async fn write_parsed(
         .write_push(user.team_id, user.id, parsed.batches)
         .await?;
     // Compaction only tidies what is already durable: failing to ask for it loses nothing.
-    let delay = crate::jobs::compaction::DEFAULT_DELAY;
+    let delay = store.compaction_delay();
     if let Err(error) =
         crate::jobs::compaction::schedule(meta, user.team_id, user.id, &written, delay).await
     {

@@ -1,5 +1,6 @@
 //! Store compaction as a job (`store.compact`): one system job per dataset written, unique
-//! per dataset, due `delay` after the first write that asked for it.
+//! per dataset, due `delay` after the first write that asked for it (the store's
+//! [`HealthStore::compaction_delay`], 30 s by default).
 //!
 //! Writes that arrive while the job is pending fold into it (its `run_at` never moves later,
 //! so a steady stream of writes cannot postpone compaction forever); a write that arrives while
@@ -7,6 +8,9 @@
 //! job merges the dataset's longest run of small segments once it holds
 //! `compact_min_segments` of them ([`HealthStore::compact_due`]); a failure is retried with backoff. Being rows in the metadata
 //! database, pending compactions survive a restart, unlike the former in-memory dirty set.
+//! On object storage a merge retires its inputs for a grace period instead of removing them
+//! (`store::health`'s `retire.rs`); while retired segments wait, the job runs again once the
+//! grace period is over and its sweep removes them.
 
 use std::time::Duration;
 
@@ -22,10 +26,6 @@ use crate::store::metadata::{MetadataError, MetadataStore};
 
 /// The kind's name.
 pub const KIND: &str = "store.compact";
-
-/// How long after a write its dataset is compacted: long enough to batch a burst of writes into
-/// one merge, short enough that reads rarely resolve many small segments.
-pub const DEFAULT_DELAY: Duration = Duration::from_secs(30);
 
 /// The job compacting one dataset, due at `run_at`.
 pub fn job(team: Uuid, user: Uuid, dataset: Dataset, run_at: DateTime<Utc>) -> NewJob {
@@ -132,6 +132,12 @@ impl JobHandler for Compaction {
                 .map_err(|e| JobError::Retry(format!("compaction failed: {e}")))?;
             if !report.deferred {
                 tracing::debug!(%team, %user, dataset = %dataset.path(), ?report, "compacted");
+                if report.retirements_waiting > 0 {
+                    // Retired segments wait out their grace period; the next run removes them.
+                    let grace = chrono::Duration::from_std(self.health.retired_grace())
+                        .unwrap_or(chrono::Duration::MAX);
+                    return Ok(Outcome::RetryAt(ctx.now() + grace));
+                }
                 return Ok(Outcome::Done);
             }
             tokio::time::sleep(DEFER_POLL).await;

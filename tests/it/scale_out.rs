@@ -133,12 +133,62 @@ fn spawn_writers(
         .collect()
 }
 
+/// A webhook receiver whose first request is never answered, so the process sending it holds
+/// its `webhook.deliver` job until it dies; every later request is answered 204 at once. It
+/// notes each request's `webhook-id` (the event id) as it arrives, and those it answered.
+struct HangingHook {
+    url: String,
+    arrived: Arc<Mutex<Vec<String>>>,
+    answered: Arc<Mutex<BTreeSet<String>>>,
+}
+
+impl HangingHook {
+    async fn start() -> HangingHook {
+        let arrived: Arc<Mutex<Vec<String>>> = Arc::default();
+        let answered: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+        let (seen, done) = (arrived.clone(), answered.clone());
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move |headers: axum::http::HeaderMap| {
+                let (seen, done) = (seen.clone(), done.clone());
+                async move {
+                    let id = headers
+                        .get("webhook-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    let first = {
+                        let mut seen = seen.lock().unwrap();
+                        seen.push(id.clone());
+                        seen.len() == 1
+                    };
+                    if first {
+                        std::future::pending::<()>().await;
+                    }
+                    done.lock().unwrap().insert(id);
+                    axum::http::StatusCode::NO_CONTENT
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        HangingHook {
+            url,
+            arrived,
+            answered,
+        }
+    }
+
+    fn arrived(&self) -> Vec<String> {
+        self.arrived.lock().unwrap().clone()
+    }
+}
+
 /// One row of the jobs table.
 #[derive(Debug)]
 struct Job {
     id: String,
-    /// Read in failure messages (through `Debug`).
-    #[allow(dead_code)]
     kind: String,
     state: String,
     owner: String,
@@ -148,11 +198,11 @@ struct Job {
     last_error: String,
 }
 
-/// The compaction and announcing jobs, in any state.
+/// The compaction, announcing and delivery jobs, in any state.
 async fn background_jobs(meta: &wearhouse::store::metadata::MetadataStore) -> Vec<Job> {
     let rows = sqlx::query(
         "SELECT id, kind, state, lease_owner, run_at, last_error FROM jobs \
-         WHERE kind IN ('store.compact', 'events.push')",
+         WHERE kind IN ('store.compact', 'events.push', 'webhook.deliver')",
     )
     .fetch_all(&mut *meta.reader().await.unwrap())
     .await
@@ -188,7 +238,15 @@ async fn two_processes_on_one_database_and_bucket_serve_the_same_users_through_a
     let env = s3_env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut args = store.to_vec();
-    args.extend(["--job-lease-secs", "3"]);
+    args.extend([
+        "--job-lease-secs",
+        "3",
+        "--compaction-delay-secs",
+        "2",
+        "--compaction-grace-secs",
+        "2",
+        "--webhook-allow-private",
+    ]);
     let a = Server::start_with(dir_a.path(), &args, "warn", &env);
     let b = Server::start_with(dir_b.path(), &args, "warn", &env);
     let http = http_client(30);
@@ -278,28 +336,75 @@ async fn two_processes_on_one_database_and_bucket_serve_the_same_users_through_a
         })
         .count();
     assert!(merged > 0, "no compaction output in the bucket: {files:?}");
+    // The merged inputs were retired, and removed by the jobs once their grace period (2 s)
+    // was over.
+    let retired: Vec<&String> = files.iter().filter(|f| f.contains("/_retired-")).collect();
+    assert!(retired.is_empty(), "retirements never swept: {retired:?}");
     assert_eq!(contents(&http, &a, &key, &user).await, from_b);
     assert_eq!(contents(&http, &b, &key, &user).await, from_b);
 
-    // SIGKILL A in the middle of pushes to both.
-    let killed_pid = a.pid();
-    let writers = spawn_writers(
-        &http,
-        vec![push_url(&a), push_url(&b)],
-        &key,
-        &next,
-        CALM_PUSHES + 160,
-        &acked,
-    );
+    // A webhook endpoint whose first delivery is never answered: one push later, one process
+    // holds a `webhook.deliver` job, waiting on it. That process is the one killed.
+    let hook = HangingHook::start().await;
+    let endpoint = http
+        .post(a.url("/v2/team/webhooks"))
+        .header("x-service-api-key", &key)
+        .json(&json!({ "url": hook.url }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(endpoint.status(), 200);
+    let endpoint: Value = endpoint.json().await.unwrap();
+    let endpoint = endpoint["id"].as_str().unwrap().to_owned();
+    let urls = vec![push_url(&a), push_url(&b)];
+    // (Finished writers each took one number past their last.)
+    let one_more = next.load(Ordering::SeqCst) + 1;
+    let trigger = spawn_writers(&http, urls.clone(), &key, &next, one_more, &acked);
+    for w in trigger {
+        w.await.unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (hung, holder) = loop {
+        let sending = background_jobs(&meta)
+            .await
+            .into_iter()
+            .find(|j| j.kind == "webhook.deliver" && j.state == "running");
+        if let (Some(job), Some(hung)) = (sending, hook.arrived().first().cloned()) {
+            break (hung, job);
+        }
+        if Instant::now() > deadline {
+            let events: i64 = sqlx::query("SELECT COUNT(*) AS n FROM events")
+                .fetch_one(&mut *meta.reader().await.unwrap())
+                .await
+                .unwrap()
+                .get("n");
+            panic!(
+                "no delivery was ever sent: {events} events, jobs {:?}",
+                background_jobs(&meta).await
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let a_holds = holder.owner.contains(&format!(":{}:", a.pid()));
+    let (victim, survivor) = if a_holds { (a, b) } else { (b, a) };
+    let killed_pid = victim.pid();
+    let victim_owner = format!(":{killed_pid}:");
+    assert!(holder.owner.contains(&victim_owner), "{holder:?}");
+
+    // SIGKILL it in the middle of pushes to both.
+    let writers = spawn_writers(&http, urls, &key, &next, CALM_PUSHES + 160, &acked);
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let a_owner = format!(":{killed_pid}:");
-    a.kill();
-    let held_by_a: Vec<String> = background_jobs(&meta)
+    victim.kill();
+    let held_by_victim: Vec<String> = background_jobs(&meta)
         .await
         .into_iter()
-        .filter(|j| j.state == "running" && j.owner.contains(&a_owner))
+        .filter(|j| j.state == "running" && j.owner.contains(&victim_owner))
         .map(|j| j.id)
         .collect();
+    assert!(
+        held_by_victim.contains(&holder.id),
+        "the delivery job was the victim's: {held_by_victim:?}"
+    );
     for w in writers {
         w.await.unwrap();
     }
@@ -310,7 +415,7 @@ async fn two_processes_on_one_database_and_bucket_serve_the_same_users_through_a
     );
     assert!(
         acked.len() as u64 > CALM_PUSHES + 10,
-        "B kept acknowledging after A died"
+        "the survivor kept acknowledging after the victim died"
     );
     // The survivor takes over every job the dead process held once its claim's lease (3 s)
     // expired: it finishes it, or runs or reschedules it itself. Jobs left pending may wait
@@ -318,14 +423,14 @@ async fn two_processes_on_one_database_and_bucket_serve_the_same_users_through_a
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let jobs = background_jobs(&meta).await;
-        let still_a: Vec<&Job> = jobs
+        let still_victims: Vec<&Job> = jobs
             .iter()
-            .filter(|j| held_by_a.contains(&j.id) && j.owner.contains(&a_owner))
+            .filter(|j| held_by_victim.contains(&j.id) && j.owner.contains(&victim_owner))
             .collect();
-        if still_a.is_empty() {
+        if still_victims.is_empty() {
             for job in &jobs {
                 assert!(
-                    !job.owner.contains(&a_owner),
+                    !job.owner.contains(&victim_owner),
                     "{job:?} still the dead process's"
                 );
                 let latest = chrono::Utc::now() + wearhouse::data::announce::LEASE;
@@ -337,22 +442,55 @@ async fn two_processes_on_one_database_and_bucket_serve_the_same_users_through_a
         }
         assert!(
             Instant::now() < deadline,
-            "the dead process's jobs were never taken over (A was {killed_pid}): {still_a:?}"
+            "the dead process's jobs were never taken over ({killed_pid}): {still_victims:?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // Nothing acknowledged is lost, nothing is torn; a push whose answer the crash swallowed
     // may have landed, whole.
-    let (seconds, pushes) = contents(&http, &b, &key, &user).await;
+    let (seconds, pushes) = contents(&http, &survivor, &key, &user).await;
     assert!(acked.is_subset(&pushes), "an acknowledged push was lost");
     assert_eq!(seconds, seconds_of(&pushes), "a push torn across datasets");
+    // The delivery the victim was sending is sent again by the survivor (at least once, the
+    // same `webhook-id`), and every event reaches the endpoint: none lost in the crash.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let events = loop {
+        let rows =
+            sqlx::query("SELECT event_id, status FROM webhook_deliveries WHERE endpoint_id = $1")
+                .bind(&endpoint)
+                .fetch_all(&mut *meta.reader().await.unwrap())
+                .await
+                .unwrap();
+        let events: BTreeSet<String> = rows.iter().map(|r| r.get("event_id")).collect();
+        let answered = hook.answered.lock().unwrap().clone();
+        let all_sent = rows
+            .iter()
+            .all(|r| r.get::<String, _>("status") == "succeeded");
+        if all_sent && events.is_subset(&answered) {
+            break events;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "deliveries never all sent: {} events, {} answered",
+            events.len(),
+            answered.len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        events.contains(&hung),
+        "the hung delivery is the endpoint's"
+    );
+    let resent = hook.arrived().iter().filter(|id| **id == hung).count();
+    assert!(resent >= 2, "the hung delivery was sent {resent} time(s)");
     eprintln!(
-        "scale-out: {} pushes acknowledged, {} visible, {} jobs taken over from the killed process",
+        "scale-out: {} pushes acknowledged, {} visible, {} jobs taken over from the killed process, {} events delivered",
         acked.len(),
         pushes.len(),
-        held_by_a.len()
+        held_by_victim.len(),
+        events.len()
     );
-    b.stop();
+    survivor.stop();
     drop(meta);
     db.drop_db().await;
 }

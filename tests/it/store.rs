@@ -943,3 +943,137 @@ async fn stores_sharing_a_bucket_see_each_others_writes_through_shared_versions(
     assert!(a.read(team, user, sleep, None).await.unwrap().is_empty());
     db.close().await;
 }
+
+/// On object storage a compaction retires its inputs instead of removing them: a reader in
+/// another process that listed them before still fetches them, every listing after it sees the
+/// outputs alone (no double count), and once the grace period is over the next compaction, in
+/// any process, removes them and releases the commit records they needed.
+#[tokio::test]
+async fn on_object_storage_merged_inputs_stay_readable_for_the_grace_period() {
+    let site = Site::new(Backing::S3);
+    let grace = |secs| StoreOptions {
+        retired_grace: Duration::from_secs(secs),
+        ..StoreOptions::default()
+    };
+    let compactor = site.open_at(&site.location, grace(3600));
+    let (team, user) = ids();
+    let (hr, sleep) = (heartrate(), Dataset::Table(Table::Sleep));
+    // One push across two datasets (its heart-rate segment needs the commit record), then two
+    // single writes, one replacing a sample.
+    compactor
+        .write_push(
+            team,
+            user,
+            vec![
+                (sleep, batch(sleep, &[row(T0, "night", 80.0)])),
+                (hr, batch(hr, &[row(T0, "", 61.0)])),
+            ],
+        )
+        .await
+        .unwrap();
+    let mut newer = row(T0, "", 70.0);
+    newer.ingested = T0 + 1;
+    for rows in [vec![row(T0 + 1_000_000, "", 62.0)], vec![newer]] {
+        compactor
+            .write(team, user, hr, batch(hr, &rows))
+            .await
+            .unwrap();
+    }
+    let inputs = site.segment_files(team, user, hr).await;
+    assert_eq!(inputs.len(), 3);
+    let folder = dataset_folder(team, user, hr);
+    let commits = format!("{}/_commits", user_folder(team, user));
+
+    let report = compactor.compact(team, user, hr).await.unwrap();
+    assert_eq!(
+        (
+            report.segments_merged,
+            report.retired_removed,
+            report.retirements_waiting
+        ),
+        (3, 0, 1)
+    );
+    let files = site.files_in(&folder).await;
+    for input in &inputs {
+        assert!(
+            files.contains(input),
+            "{input} removed within its grace period"
+        );
+        // What a reader that listed it before the compaction does next: fetch it.
+        assert!(!site.get(&format!("{folder}/{input}")).await.is_empty());
+    }
+    assert_eq!(
+        files.iter().filter(|f| f.starts_with("_retired-")).count(),
+        1,
+        "{files:?}"
+    );
+    assert_eq!(
+        site.files_in(&commits).await.len(),
+        1,
+        "the record still needed"
+    );
+    // Every store's listing now sees the output alone: one segment read, nothing twice.
+    let reader = site.open_at(
+        &site.location,
+        StoreOptions {
+            cache_bytes: 0,
+            ..grace(3600)
+        },
+    );
+    let before = reader.metrics();
+    let got = one(hr, &reader.read(team, user, hr, None).await.unwrap());
+    assert_eq!(floats(&got, "value"), vec![70.0, 62.0]);
+    let after = reader.metrics();
+    assert_eq!(after.segments_read - before.segments_read, 1);
+    assert_eq!(after.rows_replaced - before.rows_replaced, 0);
+    // Nothing is merged again while the inputs wait.
+    let again = compactor.compact(team, user, hr).await.unwrap();
+    assert_eq!((again.segments_merged, again.retirements_waiting), (0, 1));
+    // The push's sleep segment is merged away too, and waits likewise.
+    let mut later = row(T0, "night", 90.0);
+    later.ingested = T0 + 1;
+    compactor
+        .write(team, user, sleep, batch(sleep, &[later]))
+        .await
+        .unwrap();
+    assert_eq!(
+        compactor
+            .compact(team, user, sleep)
+            .await
+            .unwrap()
+            .retirements_waiting,
+        1
+    );
+
+    // Another process whose grace period is over removes them, and releases the record.
+    let sweeper = site.open_at(&site.location, grace(0));
+    let swept = sweeper.compact(team, user, hr).await.unwrap();
+    assert_eq!(
+        (
+            swept.segments_merged,
+            swept.retired_removed,
+            swept.retirements_waiting
+        ),
+        (0, 3, 0)
+    );
+    let files = site.files_in(&folder).await;
+    assert_eq!(files.len(), 1, "the output alone: {files:?}");
+    assert!(!inputs.contains(&files[0]));
+    // The push's sleep segment, retired but not yet removed, still needs the record.
+    assert_eq!(site.files_in(&commits).await.len(), 1);
+    assert_eq!(
+        sweeper
+            .compact(team, user, sleep)
+            .await
+            .unwrap()
+            .retired_removed,
+        2
+    );
+    assert!(site.files_in(&commits).await.is_empty(), "record released");
+    for store in [&compactor, &reader, &sweeper] {
+        let got = one(hr, &store.read(team, user, hr, None).await.unwrap());
+        assert_eq!(floats(&got, "value"), vec![70.0, 62.0]);
+        let got = one(sleep, &store.read(team, user, sleep, None).await.unwrap());
+        assert_eq!(floats(&got, "efficiency"), vec![90.0]);
+    }
+}

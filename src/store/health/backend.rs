@@ -9,6 +9,7 @@
 //! | a segment appears | temp file, fsync, rename, folder fsync (`segment_write.rs`) | encoded in memory, one whole-object `put` under its final name |
 //! | a commit record | the same as a segment | a `put` with `PutMode::Create` (never overwrites) |
 //! | removing files | `remove_file`, then a folder fsync | `delete` |
+//! | a compaction's inputs | removed at once, under the dataset's swap lock | retired by a record, removed after a grace period (`retire.rs`) |
 //! | deleting a user | rename the folder away (atomic for readers), then remove it | delete the commit records, then every other object of the user |
 //! | crash leftovers | start-up recovery under a lock file (`recover.rs`), then compaction's sweep | compaction's sweep, once older than `stale_temp_after` (`compact.rs`) |
 //!

@@ -21,7 +21,10 @@
 //! 3. take the dataset's swap lock exclusively, remove the inputs (and fsync the dir), release.
 //!    Readers hold that lock shared from listing until their bytes are fetched, so a listed
 //!    segment is never removed under them; they see either all inputs or none, and in the
-//!    second case all outputs - no missed row;
+//!    second case all outputs - no missed row. On object storage, where readers in other
+//!    processes hold no such lock, the inputs are retired instead: one record hides them from
+//!    every listing that also sees the outputs, and they are removed after a grace period
+//!    (`retire.rs`);
 //! 4. keep the cache entry: a compaction changes files, not content (the outputs hold exactly
 //!    the rows a read of the inputs answers), so a cached result stays exact and the next query
 //!    after the `store.compact` job is as warm as the one before it. For the same reason a
@@ -105,9 +108,12 @@ impl HealthStore {
         let locks = self.locks(key);
         let _serial = locks.compact.lock().await;
         let listing = self.list(key).await?;
+        let (retired_removed, retirements_waiting) = self.sweep_retired(key, &listing).await?;
         let mut report = CompactionReport {
             temp_files_removed: self.sweep_temps(key, &listing.others).await?,
             uncommitted_removed: self.sweep_uncommitted(key, &listing.uncommitted).await?,
+            retired_removed,
+            retirements_waiting,
             ..CompactionReport::default()
         };
         let target = self.inner.options.target_segment_rows.max(1);
@@ -166,7 +172,7 @@ impl HealthStore {
                         props.clone(),
                         &mut None,
                     )?;
-                    written.push(bytes);
+                    written.push((name, bytes));
                     offset += len;
                     part += 1;
                 }
@@ -176,8 +182,20 @@ impl HealthStore {
         })
         .await??;
 
-        let exclusive = locks.swap.write().await;
         let inputs: Vec<String> = run.iter().map(|s| s.name.file_name()).collect();
+        if self.inner.backend.root().is_none() {
+            // Object storage: readers in other processes may hold the inputs (`retire.rs`).
+            let outputs = written.iter().map(|(name, _)| name.clone()).collect();
+            let store = self.clone();
+            tokio::task::spawn_blocking(move || store.retire(key, &newest, inputs, outputs))
+                .await??;
+            // With no grace period the inputs go now; otherwise this counts what waits.
+            let (removed, waiting) = self.sweep_retired(key, &self.list(key).await?).await?;
+            report.retired_removed += removed;
+            report.retirements_waiting = waiting;
+            return Ok(self.merged(report, &run, &written, rows_in, rows_out));
+        }
+        let exclusive = locks.swap.write().await;
         let store = self.clone();
         tokio::task::spawn_blocking(move || store.inner.backend.remove(&dir, &inputs)).await??;
         drop(exclusive);
@@ -194,16 +212,31 @@ impl HealthStore {
             self.forget(team, user, &released);
         }
 
+        Ok(self.merged(report, &run, &written, rows_in, rows_out))
+    }
+
+    /// Counts a finished merge in the metrics and its report.
+    fn merged(
+        &self,
+        mut report: CompactionReport,
+        run: &[Listed],
+        written: &[(String, u64)],
+        rows_in: usize,
+        rows_out: usize,
+    ) -> CompactionReport {
         let m = &self.inner.metrics;
         Metrics::add(&m.compactions, 1);
         Metrics::add(&m.segments_compacted, run.len() as u64);
         Metrics::add(&m.segments_written, written.len() as u64);
-        Metrics::add(&m.bytes_written, written.iter().sum());
+        Metrics::add(
+            &m.bytes_written,
+            written.iter().map(|(_, bytes)| bytes).sum(),
+        );
         report.segments_merged = run.len();
         report.segments_written = written.len();
         report.rows_in = rows_in;
         report.rows_out = rows_out;
-        Ok(report)
+        report
     }
 
     /// Removes temporary files older than `stale_temp_after` (left by crashed writers).

@@ -36,6 +36,8 @@ use crate::schema::{Dataset, RESOURCES, Table, resource};
 pub(crate) const TEMP_PREFIX: &str = "_tmp-";
 /// Prefix of a user folder being deleted (renamed away first, then removed).
 pub(crate) const DELETED_PREFIX: &str = "_deleted-";
+/// Prefix of a retirement record in a dataset folder (object storage; see `retire.rs`).
+pub(crate) const RETIRED_PREFIX: &str = "_retired-";
 /// The folder, in a user folder, holding the commit records of multi-dataset pushes.
 pub(crate) const COMMITS_DIR: &str = "_commits";
 /// The Hive partition keys of the folders (`team=…/user=…/dataset=…[/resource=…]`).

@@ -42,11 +42,12 @@
 //!   nothing), fsyncs, then removes it; leftovers of a crash are removed at start-up. Writes that
 //!   race a delete of the same user may survive it: the caller deletes the user from the
 //!   metadata first so no new write is accepted.
-//! - The reader/compactor protocol relies on one process owning a data directory, through one
-//!   `HealthStore` (per-dataset locks and the cache live in memory); several nodes on one
-//!   directory would need a manifest, which commit records prepare (see `commit.rs`). Readers
-//!   still re-list if a listed segment vanished. A lock file decides which store recovers at
-//!   start-up (see `recover.rs`).
+//! - On a local directory the reader/compactor protocol relies on one process owning it,
+//!   through one `HealthStore` (per-dataset locks and the cache live in memory); a lock file
+//!   decides which store recovers at start-up (see `recover.rs`). On object storage several
+//!   processes share the bucket: dataset versions in the metadata database keep every cache
+//!   exact (`shared.rs`), and a compaction's inputs are retired for a grace period rather than
+//!   removed (`retire.rs`). Readers still re-list if a listed segment vanished.
 //! - The cache accounts each Arrow buffer once (slices share buffers), so a cached 90-day
 //!   heart-rate series costs ~200 MB against `cache_bytes`; an entry larger than the whole
 //!   cache is not cached.
@@ -66,6 +67,7 @@ mod options;
 mod push;
 mod read;
 mod recover;
+mod retire;
 mod rows;
 mod segment_read;
 mod segment_write;
@@ -120,6 +122,8 @@ struct Inner {
     locks: Mutex<HashMap<Key, Arc<DatasetLocks>>>,
     /// Pushes whose commit record is known to exist (see `commit.rs`).
     commits: Mutex<HashSet<KnownCommit>>,
+    /// Retirement records read so far (see `retire.rs`).
+    retirements: Mutex<retire::KnownRetirements>,
     /// The dataset versions shared with other processes on the same store, once set (see
     /// `shared.rs`).
     shared: OnceLock<Arc<dyn SharedVersions>>,
@@ -169,9 +173,21 @@ impl HealthStore {
                 metrics: Metrics::default(),
                 locks: Mutex::default(),
                 commits: Mutex::new(commits),
+                retirements: Mutex::default(),
                 shared: OnceLock::new(),
             }),
         })
+    }
+
+    /// How long after a write its dataset is compacted ([`StoreOptions::compaction_delay`]).
+    pub fn compaction_delay(&self) -> std::time::Duration {
+        self.inner.options.compaction_delay
+    }
+
+    /// How long a compaction's inputs stay on object storage after it
+    /// ([`StoreOptions::retired_grace`]).
+    pub fn retired_grace(&self) -> std::time::Duration {
+        self.inner.options.retired_grace
     }
 
     /// Opens a local directory, recovering it first when no other store holds it.
@@ -350,6 +366,7 @@ impl HealthStore {
             Err(e) => return Err(e.into()),
         };
         let mut listing = Listing::default();
+        let mut records = Vec::new();
         for meta in listed {
             let file = meta.location.filename().unwrap_or_default();
             match SegmentName::parse(file) {
@@ -357,8 +374,12 @@ impl HealthStore {
                     name,
                     location: meta.location.clone(),
                 }),
+                None if retire::is_record(file) => records.push(meta),
                 None => listing.others.push(meta),
             }
+        }
+        if !records.is_empty() {
+            self.apply_retirements(&mut listing, records).await?;
         }
         if listing.segments.iter().any(|s| s.name.committed_by_record) {
             let ids = listing.segments.iter().filter_map(|s| s.name.commit());
@@ -386,6 +407,11 @@ struct Listing {
     segments: Vec<Listed>,
     /// Segments of pushes whose commit record does not exist: not yet, or never (a crash).
     uncommitted: Vec<Listed>,
+    /// Segments a compaction retired, kept for readers that listed them before (see
+    /// `retire.rs`).
+    retired: Vec<Listed>,
+    /// The folder's retirement records, oldest first.
+    retirements: Vec<retire::ListedRetirement>,
     /// Everything else (temporary files, strays).
     others: Vec<object_store::ObjectMeta>,
 }

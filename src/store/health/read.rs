@@ -140,8 +140,9 @@ impl HealthStore {
     }
 
     /// Lists and fetches the segments a read needs, holding the dataset's swap lock shared so a
-    /// compaction cannot remove what was listed before it is fetched. Re-lists if a segment
-    /// vanished anyway (another process).
+    /// compaction cannot remove what was listed before it is fetched (on object storage, other
+    /// processes' compactions keep their inputs for a grace period: `retire.rs`). Re-lists if
+    /// a segment vanished anyway (a reader stalled past that period).
     pub(super) async fn fetch(
         &self,
         key: Key,

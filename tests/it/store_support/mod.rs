@@ -247,8 +247,14 @@ impl Site {
         }
     }
 
-    /// Opens a store on the site with `options` (plus the site's own configuration).
+    /// Opens a store on the site with `options` (plus the site's own configuration) and no
+    /// grace period for retired segments, so that a compaction removes its inputs on both
+    /// backings alike; the grace period's own tests open with [`Site::open_at`].
     pub fn open(&self, options: StoreOptions) -> HealthStore {
+        let options = StoreOptions {
+            retired_grace: std::time::Duration::ZERO,
+            ..options
+        };
         self.open_at(&self.location, options)
     }
 
