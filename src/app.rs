@@ -153,6 +153,7 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
             state.health.clone(),
         ))
         .register(crate::data::announce::Announcer::new(state.health.clone()))
+        .register(crate::jobs::erasure::Eraser::new(state.health.clone()))
         .register(crate::events::retention::Pruner)
         .register(crate::lab::appointments::confirm::Confirmer)
         .register(crate::lab::orders::activation::Activator);

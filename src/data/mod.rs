@@ -396,12 +396,24 @@ pub(crate) fn keep_provider(
     Ok(kept)
 }
 
-/// Removes every dataset of a user.
-pub async fn delete_user_data(
+/// Deletes a user: its metadata (profile, details, connections) and, in the same transaction,
+/// a `store.delete_user` job; then its health data, before answering. The job removes the data
+/// if this process dies before it has (see `jobs::erasure`). Answers whether the user existed.
+pub async fn delete_user(
+    meta: &MetadataStore,
     store: &HealthStore,
     team: Uuid,
     user: Uuid,
-) -> Result<(), DataError> {
+) -> Result<bool, DataError> {
+    let mut tx = meta.begin().await?;
+    if !metadata::users::delete_user(&mut tx, team, user).await? {
+        return Ok(false);
+    }
+    let safety = chrono::Duration::from_std(crate::jobs::erasure::SAFETY_DELAY)
+        .unwrap_or(chrono::Duration::MAX);
+    let check = crate::jobs::erasure::job(team, user, metadata::now() + safety);
+    crate::jobs::enqueue(&mut tx, &check).await?;
+    tx.commit().await.map_err(MetadataError::from)?;
     store.delete_user(team, user).await?;
-    Ok(())
+    Ok(true)
 }

@@ -151,11 +151,10 @@ impl AppState {
         self
     }
 
-    /// Removes a user's health data (called after the user's metadata is gone, so no new
-    /// write for the user can be accepted meanwhile).
-    pub async fn delete_user_data(&self, team: Uuid, user: Uuid) -> Result<(), ApiError> {
-        crate::data::delete_user_data(&self.health, team, user).await?;
-        Ok(())
+    /// Deletes a user's metadata, then its health data (see [`crate::data::delete_user`]);
+    /// answers whether the user existed.
+    pub async fn delete_user(&self, team: Uuid, user: Uuid) -> Result<bool, ApiError> {
+        Ok(crate::data::delete_user(&self.meta, &self.health, team, user).await?)
     }
 }
 

@@ -177,10 +177,9 @@ async fn delete_user(
     State(state): State<AppState>,
     PathId(id): PathId,
 ) -> Result<Json<Success>, ApiError> {
-    if !state.meta.delete_user(team.0.id, id).await? {
+    if !state.delete_user(team.0.id, id).await? {
         return Err(ApiError::NotFound("User"));
     }
-    state.delete_user_data(team.0.id, id).await?;
     Ok(Json(Success { success: true }))
 }
 

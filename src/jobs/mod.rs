@@ -55,6 +55,7 @@ mod backoff;
 mod clock;
 pub mod compaction;
 mod ends;
+pub mod erasure;
 mod handler;
 mod runner;
 pub mod view;

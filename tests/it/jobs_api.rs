@@ -1,5 +1,5 @@
 //! Jobs seen from outside the runner: `GET /v2/team/jobs` (filters, paging, tenancy, 422 on an
-//! unknown state) and store compaction running as a job.
+//! unknown state), store compaction running as a job, and the job removing a deleted user's data.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -155,4 +155,71 @@ async fn compaction_runs_as_a_job_and_compacts() {
         .map(|b| b.num_rows())
         .sum();
     assert_eq!(rows, 1, "the replaced version is gone, the newest kept");
+}
+
+/// Deleting a user leaves, in the deleting transaction, a `store.delete_user` job due a minute
+/// later, and removes the data itself before answering. If the process dies between the two,
+/// the job removes what is left: here the data is put back behind the request's back, as such a
+/// crash would have left it, and the job (run by another runner) removes it.
+#[tokio::test]
+async fn deleting_a_user_leaves_a_job_that_removes_its_data_if_the_request_could_not() {
+    use crate::store_support::{T0, batch, heartrate, row};
+
+    let app = support::TestApp::new().await;
+    let user = app.user("leaving").await;
+    let body = json!({"provider": "manual", "sleep": [support::full_push()["sleep"][0].clone()]});
+    let pushed = app.post(&format!("/v2/user/{user}/data"), body).await;
+    assert_eq!(pushed.status, StatusCode::OK, "{}", pushed.json);
+    let meta = &app.state.meta;
+    let health = &app.state.health;
+    let team = meta.team_for_key(&app.key).await.unwrap().unwrap().id;
+    let uuid: Uuid = user.parse().unwrap();
+    assert_eq!(health.datasets(team, uuid).await.unwrap().len(), 1);
+
+    let deleted = app
+        .send("DELETE", &format!("/v2/user/{user}"), Some(&app.key), None)
+        .await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.json);
+    assert!(
+        health.datasets(team, uuid).await.unwrap().is_empty(),
+        "removed at once"
+    );
+    let erasures = JobFilter {
+        team: None,
+        state: None,
+        kind: Some("store.delete_user".into()),
+    };
+    let mut conn = meta.writer().await.unwrap();
+    let (jobs, total) = list_jobs(&mut conn, &erasures, 0, 10).await.unwrap();
+    drop(conn);
+    assert_eq!(total, 1, "{jobs:?}");
+    assert_eq!(jobs[0].state, JobState::Pending);
+    assert!(
+        jobs[0].run_at > Utc::now() + chrono::Duration::seconds(50),
+        "a safety net, due later: {jobs:?}"
+    );
+
+    // What a crash before the removal would have left.
+    let hr = heartrate();
+    health
+        .write(team, uuid, hr, batch(hr, &[row(T0, "", 61.0)]))
+        .await
+        .unwrap();
+    assert_eq!(health.datasets(team, uuid).await.unwrap(), vec![hr]);
+    let clock = Arc::new(ManualClock::new(Utc::now() + chrono::Duration::seconds(61)));
+    let registry = wearhouse::app::job_registry(&app.state);
+    let runner = Runner::new(meta.clone(), registry, config("eraser", LONG))
+        .with_clock(clock)
+        .spawn();
+    let done = wait_for(meta, jobs[0].id, JobState::Succeeded, LONG).await;
+    runner.shutdown().await;
+    assert_eq!(done.kind, "store.delete_user");
+    assert!(health.datasets(team, uuid).await.unwrap().is_empty());
+    // Deleting again answers 404 and enqueues nothing more.
+    let again = app
+        .send("DELETE", &format!("/v2/user/{user}"), Some(&app.key), None)
+        .await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND);
+    let mut conn = meta.writer().await.unwrap();
+    assert_eq!(list_jobs(&mut conn, &erasures, 0, 10).await.unwrap().1, 1);
 }
