@@ -1,15 +1,17 @@
 //! The health store on object storage against a local directory (criterion, seeded,
 //! self-checking): `cargo bench --bench object_store`.
 //!
-//! The S3-compatible server is moto's, on loopback, provisioned the way the tests provision it
-//! (`tests/it/provision`: a virtual environment under the target directory, PyPI reachable
-//! once). It is a Python server holding objects in memory, so its figures are a stand-in for a
-//! real bucket's: no network latency, but a slower server than S3 itself.
+//! Two S3-compatible servers on loopback, provisioned the way the tests provision theirs
+//! (`tests/it/provision`, under the target directory, the registries reachable once):
+//! - moto's (a virtual environment from PyPI), the tests' server: a Python server holding
+//!   objects in memory, whose own cost dominates a cold read;
+//! - `s3s-fs` (`cargo install` from crates.io): a native server over a local directory, closer
+//!   to what a real bucket costs the store, minus the network.
 //!
 //! Scenarios:
 //! - `read 90 days of 1 Hz heart rate (7,776,000 rows), cold`, the same 90 daily segments on a
-//!   local directory and in the bucket: list, fetch, decode, with the cache disabled. Checks
-//!   that both return every row, and the same values.
+//!   local directory and in each bucket: list, fetch, decode, with the cache disabled. Checks
+//!   that all return every row, and the same values.
 //! - `read 90 days of 1 Hz heart rate, warm`, from a store that shares its dataset versions
 //!   (`HealthStore::share_versions`) through SQLite and through PostgreSQL, beside one that does
 //!   not: the difference is what the version check adds to a cached read.
@@ -43,14 +45,13 @@ fn day(start: i64, rng: &mut ChaCha8Rng) -> RecordBatch {
     device_samples(("apple_health_kit", "watch"), start, DAY_ROWS, rng)
 }
 
-/// The configuration that points a store at the provisioned S3 server.
-fn s3_options(cache_bytes: usize) -> StoreOptions {
-    let server = provision::s3_server();
+/// The configuration that points a store at a provisioned S3 server.
+fn s3_options(server: &provision::S3Server, cache_bytes: usize) -> StoreOptions {
     let object_store = [
         ("aws_endpoint", server.endpoint.as_str()),
         ("aws_allow_http", "true"),
-        ("aws_access_key_id", "bench"),
-        ("aws_secret_access_key", "bench"),
+        ("aws_access_key_id", "test"),
+        ("aws_secret_access_key", "test"),
         ("aws_region", "us-east-1"),
     ]
     .into_iter()
@@ -108,34 +109,41 @@ fn read(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
     let local = dir.path().to_str().expect("utf-8").to_owned();
-    let bucket = format!(
-        "s3://{}/bench-{}",
-        provision::s3_server().bucket,
-        Uuid::new_v4()
-    );
+    let prefix = format!("bench-{}", Uuid::new_v4());
+    let (moto, native) = (provision::s3_server(), provision::native_s3_server());
+    let bucket = format!("s3://{}/{prefix}", moto.bucket);
+    let native_bucket = format!("s3://{}/{prefix}", native.bucket);
     let ids = (Uuid::new_v4(), Uuid::new_v4());
-    let (local_cold, s3_cold) = rt.block_on(async {
-        let local_cold = HealthStore::open(&local, options(0)).unwrap();
-        let s3_cold = HealthStore::open(&bucket, s3_options(0)).unwrap();
-        load(&local_cold, ids).await;
-        load(&s3_cold, ids).await;
-        (local_cold, s3_cold)
+    let cold = rt.block_on(async {
+        let cold = [
+            HealthStore::open(&local, options(0)).unwrap(),
+            HealthStore::open(&bucket, s3_options(moto, 0)).unwrap(),
+            HealthStore::open(&native_bucket, s3_options(native, 0)).unwrap(),
+        ];
+        for store in &cold {
+            load(store, ids).await;
+        }
+        cold
     });
-    let expected = rt.block_on(values(&local_cold, ids));
+    let expected = rt.block_on(values(&cold[0], ids));
     assert_eq!(expected.len(), DAYS as usize * DAY_ROWS);
-    assert_eq!(
-        rt.block_on(values(&s3_cold, ids)),
-        expected,
-        "the bucket holds what the directory holds"
-    );
+    for store in &cold[1..] {
+        assert_eq!(
+            rt.block_on(values(store, ids)),
+            expected,
+            "the bucket holds what the directory holds"
+        );
+    }
 
     let mut group = c.benchmark_group("object store read");
     group.sample_size(10);
     let name = "read 90 days of 1 Hz heart rate (7,776,000 rows), cold";
-    for (place, store) in [
-        ("local directory", &local_cold),
-        ("S3 on loopback", &s3_cold),
-    ] {
+    let places = [
+        "local directory",
+        "S3 on loopback (moto)",
+        "S3 on loopback (s3s-fs)",
+    ];
+    for (place, store) in places.into_iter().zip(&cold) {
         group.bench_function(format!("{name}, {place}"), |b| {
             b.iter(|| assert_eq!(whole_read(&rt, store, ids), expected.len()));
         });
@@ -150,10 +158,10 @@ fn read(c: &mut Criterion) {
     let pg = rt.block_on(postgres::ScratchDb::create("wearhouse_bench_versions"));
     let mut warm = vec![(
         "not shared",
-        HealthStore::open(&bucket, s3_options(1 << 30)).unwrap(),
+        HealthStore::open(&bucket, s3_options(moto, 1 << 30)).unwrap(),
     )];
     for (versions, url) in [("SQLite", &sqlite), ("PostgreSQL", &pg.url)] {
-        let store = HealthStore::open(&bucket, s3_options(1 << 30)).unwrap();
+        let store = HealthStore::open(&bucket, s3_options(moto, 1 << 30)).unwrap();
         let meta = rt.block_on(MetadataStore::connect(url)).unwrap();
         store.share_versions(Arc::new(meta));
         warm.push((versions, store));
