@@ -9,6 +9,7 @@ use crate::store_support;
 
 use std::time::Duration;
 
+use datafusion::arrow::array::RecordBatch;
 use store_support::{
     Backing, DAY, Site, T0, at, batch, dataset_folder, floats, heartrate, ids, one, row, times,
     user_folder,
@@ -16,6 +17,17 @@ use store_support::{
 use uuid::Uuid;
 use wearhouse::schema::{Dataset, Table, resource};
 use wearhouse::store::health::{HealthStore, StoreError, StoreOptions};
+
+/// A push across two datasets: the sleep record `night` (efficiency 80) and heart-rate
+/// `samples` (time in µs, bpm).
+fn night_and_samples(samples: &[(i64, f64)]) -> Vec<(Dataset, RecordBatch)> {
+    let (sleep, hr) = (Dataset::Table(Table::Sleep), heartrate());
+    let samples: Vec<_> = samples.iter().map(|(t, bpm)| row(*t, "", *bpm)).collect();
+    vec![
+        (sleep, batch(sleep, &[row(T0, "night", 80.0)])),
+        (hr, batch(hr, &samples)),
+    ]
+}
 
 async fn every_table_and_family_round_trips_sorted_by_time(backing: Backing) {
     let site = Site::new(backing);
@@ -730,13 +742,7 @@ async fn a_push_across_datasets_commits_with_one_record_that_compaction_releases
         .write_push(
             team,
             user,
-            vec![
-                (sleep, batch(sleep, &[row(T0, "night", 80.0)])),
-                (
-                    hr,
-                    batch(hr, &[row(T0, "", 61.0), row(T0 + 1_000_000, "", 62.0)]),
-                ),
-            ],
+            night_and_samples(&[(T0, 61.0), (T0 + 1_000_000, 62.0)]),
         )
         .await
         .unwrap();
@@ -824,14 +830,7 @@ async fn a_push_too_late_to_commit_gives_up_and_leaves_nothing_visible() {
     let (team, user) = ids();
     let (sleep, hr) = (Dataset::Table(Table::Sleep), heartrate());
     let err = store
-        .write_push(
-            team,
-            user,
-            vec![
-                (sleep, batch(sleep, &[row(T0, "night", 80.0)])),
-                (hr, batch(hr, &[row(T0, "", 61.0)])),
-            ],
-        )
+        .write_push(team, user, night_and_samples(&[(T0, 61.0)]))
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Abandoned), "{err}");
@@ -923,16 +922,9 @@ async fn stores_sharing_a_bucket_see_each_others_writes_through_shared_versions(
     // A push across datasets, then a deletion, from B.
     let sleep = Dataset::Table(Table::Sleep);
     assert!(a.read(team, user, sleep, None).await.unwrap().is_empty());
-    b.write_push(
-        team,
-        user,
-        vec![
-            (sleep, batch(sleep, &[row(T0, "night", 80.0)])),
-            (hr, batch(hr, &[row(T0 + 2_000_000, "", 63.0)])),
-        ],
-    )
-    .await
-    .unwrap();
+    b.write_push(team, user, night_and_samples(&[(T0 + 2_000_000, 63.0)]))
+        .await
+        .unwrap();
     assert_eq!(values(&a).await, vec![61.0, 62.0, 63.0]);
     assert_eq!(
         a.read(team, user, sleep, None).await.unwrap()[0].num_rows(),
@@ -961,14 +953,7 @@ async fn on_object_storage_merged_inputs_stay_readable_for_the_grace_period() {
     // One push across two datasets (its heart-rate segment needs the commit record), then two
     // single writes, one replacing a sample.
     compactor
-        .write_push(
-            team,
-            user,
-            vec![
-                (sleep, batch(sleep, &[row(T0, "night", 80.0)])),
-                (hr, batch(hr, &[row(T0, "", 61.0)])),
-            ],
-        )
+        .write_push(team, user, night_and_samples(&[(T0, 61.0)]))
         .await
         .unwrap();
     let mut newer = row(T0, "", 70.0);

@@ -163,7 +163,9 @@ pub fn native_s3_server() -> &'static S3Server {
                 &format!("`cargo install s3s-fs@{S3S_FS}` (needs crates.io reachable once)"),
             )
         });
-        let data = tempfile::tempdir().expect("a directory for the S3 server").keep();
+        let data = tempfile::tempdir()
+            .expect("a directory for the S3 server")
+            .keep();
         let bucket = "wearhouse-bench".to_owned();
         fs::create_dir_all(data.join(&bucket)).expect("create the bucket's directory");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
