@@ -828,7 +828,6 @@ async fn a_push_too_late_to_commit_gives_up_and_leaves_nothing_visible() {
         ..StoreOptions::default()
     });
     let (team, user) = ids();
-    let (sleep, hr) = (Dataset::Table(Table::Sleep), heartrate());
     let err = store
         .write_push(team, user, night_and_samples(&[(T0, 61.0)]))
         .await
