@@ -1061,3 +1061,117 @@ async fn on_object_storage_merged_inputs_stay_readable_for_the_grace_period() {
         assert_eq!(floats(&got, "efficiency"), vec![90.0]);
     }
 }
+
+/// Other engines read the bucket in place (`spec/scale-out.md`, the README's "Running on several
+/// machines"): DataFusion, given only the bucket through its own S3 client, a listing table over
+/// the store's root with the Hive partition columns and the dataset's published schema, answers
+/// a cross-user query (mean heart rate and samples per user and day, across every user of one
+/// team). Files of other datasets (another depth, another schema), of the other team and the
+/// store's own records are left out by the partitions and the extension.
+///
+/// `CREATE EXTERNAL TABLE ... PARTITIONED BY` over the root (datafusion-cli) refuses it: it
+/// samples the folders and finds summaries (`dataset=sleep/`) and timeseries
+/// (`dataset=timeseries/resource=heartrate/`) at different depths. The listing table built
+/// here checks each file's partitions instead.
+#[tokio::test]
+async fn datafusion_reads_the_bucket_in_place_across_users() {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+    use datafusion::datasource::file_format::parquet::ParquetFormat;
+    use datafusion::datasource::listing::{
+        ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+    };
+    use datafusion::prelude::SessionContext;
+    use std::sync::Arc;
+
+    let site = Site::new(Backing::S3);
+    let store = site.open(StoreOptions::default());
+    let (team, other_team) = (Uuid::new_v4(), Uuid::new_v4());
+    let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
+    let hr = heartrate();
+    let sample = |time, bpm| row(time, "", bpm);
+    store
+        .write(
+            team,
+            first,
+            hr,
+            batch(hr, &[sample(T0, 60.0), sample(T0 + 1_000_000, 64.0)]),
+        )
+        .await
+        .unwrap();
+    store
+        .write(team, first, hr, batch(hr, &[sample(T0 + DAY, 70.0)]))
+        .await
+        .unwrap();
+    // A push across datasets: a sleep segment (another schema) and a commit record beside it.
+    store
+        .write_push(
+            team,
+            second,
+            night_and_samples(&[(T0, 80.0), (T0 + 5_000_000, 90.0)]),
+        )
+        .await
+        .unwrap();
+    store
+        .write(other_team, first, hr, batch(hr, &[sample(T0, 100.0)]))
+        .await
+        .unwrap();
+
+    let ctx = SessionContext::new();
+    let bucket = crate::provision::s3_server().bucket.clone();
+    let url = url::Url::parse(&format!("s3://{bucket}")).unwrap();
+    ctx.register_object_store(&url, Arc::new(store_support::s3_bucket()));
+    let partitions = ["team", "user", "dataset", "resource"]
+        .map(|key| (key.to_owned(), DataType::Utf8))
+        .to_vec();
+    let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+        .with_file_extension(".parquet")
+        .with_table_partition_cols(partitions);
+    let root = ListingTableUrl::parse(format!("{}/", site.location)).unwrap();
+    let config = ListingTableConfig::new(root)
+        .with_listing_options(options)
+        .with_schema(hr.schema());
+    ctx.register_table("segments", Arc::new(ListingTable::try_new(config).unwrap()))
+        .unwrap();
+    let answer = ctx
+        .sql(&format!(
+            "SELECT CAST(\"user\" AS VARCHAR) AS u, \
+                    CAST(date_trunc('day', \"timestamp\") AS VARCHAR) AS day, \
+                    avg(value) AS bpm, count(*) AS samples \
+             FROM segments \
+             WHERE team = '{team}' AND dataset = 'timeseries' AND resource = 'heartrate' \
+             GROUP BY 1, 2 ORDER BY 1, 2"
+        ))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mut rows = Vec::new();
+    for b in &answer {
+        let text = |i: usize| datafusion::arrow::compute::cast(b.column(i), &DataType::Utf8);
+        let (users, days) = (text(0).unwrap(), text(1).unwrap());
+        let (users, days) = (users.as_string::<i32>(), days.as_string::<i32>());
+        let (bpm, count) = (
+            b.column(2).as_primitive::<Float64Type>(),
+            b.column(3).as_primitive::<Int64Type>(),
+        );
+        for i in 0..b.num_rows() {
+            assert!(!users.is_null(i));
+            rows.push((
+                users.value(i).to_owned(),
+                days.value(i)[..10].to_owned(),
+                bpm.value(i),
+                count.value(i),
+            ));
+        }
+    }
+    let day = |us: i64| at(us).format("%Y-%m-%d").to_string();
+    let mut expected = vec![
+        (first.to_string(), day(T0), 62.0, 2),
+        (first.to_string(), day(T0 + DAY), 70.0, 1),
+        (second.to_string(), day(T0), 85.0, 2),
+    ];
+    expected.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    assert_eq!(rows, expected);
+}

@@ -229,15 +229,7 @@ impl Site {
             .into_iter()
             .map(|(k, v)| (k.to_ascii_lowercase(), v))
             .collect();
-        let bucket = AmazonS3Builder::new()
-            .with_endpoint(&server.endpoint)
-            .with_allow_http(true)
-            .with_access_key_id("test")
-            .with_secret_access_key("test")
-            .with_region("us-east-1")
-            .with_bucket_name(&server.bucket)
-            .build()
-            .unwrap();
+        let bucket = s3_bucket();
         Site {
             backing: Backing::S3,
             location: format!("s3://{}/{prefix}", server.bucket),
@@ -329,6 +321,21 @@ impl Site {
             let _ = std::fs::remove_dir_all(dir.path().join(folder));
         }
     }
+}
+
+/// The whole bucket of the tests' S3-compatible server, through `object_store`'s own client
+/// (what another engine would be given).
+pub fn s3_bucket() -> object_store::aws::AmazonS3 {
+    let server = crate::provision::s3_server();
+    AmazonS3Builder::new()
+        .with_endpoint(&server.endpoint)
+        .with_allow_http(true)
+        .with_access_key_id("test")
+        .with_secret_access_key("test")
+        .with_region("us-east-1")
+        .with_bucket_name(&server.bucket)
+        .build()
+        .unwrap()
 }
 
 /// The standard environment variables that point `object_store` at the tests' S3 server, as a
