@@ -23,7 +23,8 @@
 //! extra.
 //!
 //! Records are garbage: once compaction has merged away every segment a record names, it
-//! removes the record; start-up recovery removes records whose segments are all gone.
+//! removes the record (on object storage once the merged segments are removed after their
+//! grace period: `retire.rs`); start-up recovery removes records whose segments are all gone.
 //!
 //! Object-store semantics (for the scale-out store, `spec/scale-out.md`): the protocol needs
 //! only a whole-object put (atomic on S3, GCS, Azure) and `head`; no rename. On object storage

@@ -149,12 +149,17 @@ impl HealthStore {
             return Ok(None);
         };
         let retirement = Arc::new(retirement);
+        self.remember_retirement(path.clone(), retirement.clone());
+        Ok(Some(retirement))
+    }
+
+    /// Keeps a record's content (records are immutable), within [`KNOWN_RECORDS`].
+    fn remember_retirement(&self, path: ObjectPath, retirement: Arc<Retirement>) {
         let mut known = guard(&self.inner.retirements);
         if known.len() >= KNOWN_RECORDS {
             known.clear();
         }
-        known.insert(path.clone(), retirement.clone());
-        Ok(Some(retirement))
+        known.insert(path, retirement);
     }
 
     /// Retires a compaction's `inputs` in favour of its durable `outputs` (file names in the
@@ -167,11 +172,17 @@ impl HealthStore {
         outputs: Vec<String>,
     ) -> Result<(), StoreError> {
         let dir = layout::dataset_dir(key.0, key.1, key.2);
-        let bytes = serde_json::to_vec(&Retirement { inputs, outputs })
+        let retirement = Retirement { inputs, outputs };
+        let bytes = serde_json::to_vec(&retirement)
             .map_err(|e| StoreError::io(&dir, std::io::Error::other(e)))?;
-        self.inner
-            .backend
-            .put_record(&dir, &record_name(newest), bytes)
+        let name = record_name(newest);
+        self.inner.backend.put_record(&dir, &name, bytes)?;
+        // Known here already: the listing that follows the merge need not read it back.
+        self.remember_retirement(
+            ObjectPath::from(format!("{dir}/{name}")),
+            Arc::new(retirement),
+        );
+        Ok(())
     }
 
     /// Removes what the listing's records older than the grace period retire (see the module
