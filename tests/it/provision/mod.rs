@@ -10,8 +10,6 @@
 //!   change to the file makes a new environment, never a half-updated one.
 //! - [`s3_server`]: moto's S3-compatible server from PyPI, in a virtual environment of its own
 //!   (`tests/python/s3-requirements.txt`), started once per test process on a free port.
-//! - [`native_s3_server`]: `s3s-fs` from crates.io (`cargo install`), for the object-store
-//!   bench's comparison with a native server.
 //! - [`chromium`]: Debian's `chromium` and `chromium-driver`, installed with apt (as root, or
 //!   through `sudo -n`) when the machine does not have them; `WEARHOUSE_TEST_CHROMIUM` and
 //!   `WEARHOUSE_TEST_CHROMEDRIVER` name other binaries.
@@ -130,71 +128,6 @@ pub fn s3_server() -> &'static S3Server {
         let port: u16 = line.trim().parse().unwrap_or_else(|_| {
             panic!("missing test dependency: the S3 server printed {line:?}, not its port")
         });
-        S3Server {
-            endpoint: format!("http://127.0.0.1:{port}"),
-            bucket,
-            _process: std::sync::Mutex::new(child),
-        }
-    })
-}
-
-/// The version of `s3s-fs` [`native_s3_server`] installs: the newest whose minimum Rust
-/// version the machine's toolchain (1.95) meets.
-const S3S_FS: &str = "0.14.1";
-
-/// A native S3-compatible server: `s3s-fs` (Rust, from crates.io, serving a local directory),
-/// installed with `cargo install` under the target directory on first use and started once per
-/// process on a free port. The object-store bench times it beside moto's: moto is a Python
-/// server, and its own cost hides the store's. The tests use [`s3_server`].
-pub fn native_s3_server() -> &'static S3Server {
-    static SERVER: OnceLock<S3Server> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        use std::process::Stdio;
-
-        let root = cache_dir().join(format!("s3s-fs-{S3S_FS}"));
-        provision_once(&root, |dir| {
-            run_step(
-                Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
-                    .args(["install", "--locked", "--features", "binary", "--version"])
-                    .arg(format!("={S3S_FS}"))
-                    .arg("--root")
-                    .arg(dir)
-                    .arg("s3s-fs"),
-                &format!("`cargo install s3s-fs@{S3S_FS}` (needs crates.io reachable once)"),
-            )
-        });
-        let data = tempfile::tempdir()
-            .expect("a directory for the S3 server")
-            .keep();
-        let bucket = "wearhouse-bench".to_owned();
-        fs::create_dir_all(data.join(&bucket)).expect("create the bucket's directory");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        // The server runs until this process's end closes the shell's standard input.
-        let command = format!(
-            "\"$0\" --host 127.0.0.1 --port {port} --access-key test --secret-key test \"$1\" & \
-             server=$!; cat >/dev/null; kill $server; rm -rf \"$1\""
-        );
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .arg(root.join("bin/s3s-fs"))
-            .arg(&data)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("missing bench dependency: s3s-fs could not start");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "missing bench dependency: s3s-fs never listened on port {port}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
         S3Server {
             endpoint: format!("http://127.0.0.1:{port}"),
             bucket,
