@@ -14,7 +14,9 @@
 //! - `read 90 days of 1 Hz heart rate (7,776,000 rows), cold`, the same 90 daily segments on a
 //!   local directory and in the bucket: list, fetch, decode, with the cache disabled. Checks
 //!   that both return every row, and the same values. Beside them, the bucket's 90 objects
-//!   fetched alone, eight at a time, nothing decoded: the server's floor.
+//!   fetched alone, eight at a time, nothing decoded: the server's floor. And the same 90 days
+//!   once compacted (8 segments of up to 1,048,576 rows), the layout the `store.compact` job
+//!   leaves.
 //! - `read 90 days of 1 Hz heart rate, warm`, from a store that shares its dataset versions
 //!   (`HealthStore::share_versions`) through SQLite and through PostgreSQL, beside one that does
 //!   not: the difference is what the version check adds to a cached read.
@@ -66,6 +68,7 @@ fn s3_options(server: &provision::S3Server, cache_bytes: usize) -> StoreOptions 
     StoreOptions {
         cache_bytes,
         object_store,
+        retired_grace: std::time::Duration::ZERO,
         ..StoreOptions::default()
     }
 }
@@ -73,6 +76,7 @@ fn s3_options(server: &provision::S3Server, cache_bytes: usize) -> StoreOptions 
 fn options(cache_bytes: usize) -> StoreOptions {
     StoreOptions {
         cache_bytes,
+        retired_grace: std::time::Duration::ZERO,
         ..StoreOptions::default()
     }
 }
@@ -161,6 +165,28 @@ fn read(c: &mut Criterion) {
         "the bucket holds what the directory holds"
     );
 
+    // The same days once the `store.compact` job has merged them (segments of up to 1,048,576
+    // rows: 8 instead of 90), as a user's data is most of the time. No grace period, so the
+    // bucket holds the merged segments alone.
+    let merged_ids = (ids.0, Uuid::new_v4());
+    rt.block_on(async {
+        let compacting = [
+            HealthStore::open(&local, options(0)).unwrap(),
+            HealthStore::open(&bucket, s3_options(moto, 0)).unwrap(),
+        ];
+        for store in &compacting {
+            load(store, merged_ids).await;
+            let report = store
+                .compact(merged_ids.0, merged_ids.1, heartrate())
+                .await
+                .unwrap();
+            assert_eq!((report.segments_merged, report.segments_written), (90, 8));
+        }
+    });
+    for store in &cold {
+        assert_eq!(rt.block_on(values(store, merged_ids)), expected);
+    }
+
     let mut group = c.benchmark_group("object store read");
     group.sample_size(10);
     let name = "read 90 days of 1 Hz heart rate (7,776,000 rows), cold";
@@ -168,6 +194,9 @@ fn read(c: &mut Criterion) {
     for (place, store) in places.into_iter().zip(&cold) {
         group.bench_function(format!("{name}, {place}"), |b| {
             b.iter(|| assert_eq!(whole_read(&rt, store, ids), expected.len()));
+        });
+        group.bench_function(format!("{name}, compacted, {place}"), |b| {
+            b.iter(|| assert_eq!(whole_read(&rt, store, merged_ids), expected.len()));
         });
     }
     // The server's own share: the same segments fetched straight from the bucket, as the
