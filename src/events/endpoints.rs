@@ -11,7 +11,9 @@
 //!   replaces the previous secret with the one being retired.
 
 use chrono::Duration;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::signing;
@@ -21,7 +23,8 @@ use crate::loc;
 use crate::store::metadata::webhooks::{self, Endpoint};
 use crate::store::metadata::{MetadataError, MetadataStore, now};
 use crate::users::render_time;
-use crate::validation::{Invalid, ObjectReader, Violation};
+use crate::validation::decode::member;
+use crate::validation::{Checks, Invalid, decode};
 
 /// How long the previous secret keeps signing after a rotation.
 pub const ROTATION_OVERLAP: Duration = Duration::hours(24);
@@ -40,88 +43,127 @@ pub enum EventsError {
     Metadata(#[from] MetadataError),
 }
 
+/// A webhook endpoint. `secret` is present only when it is created or its secret rotated.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WebhookEndpoint {
+    /// Its id.
+    pub id: Uuid,
+    /// Where events are delivered (https).
+    pub url: String,
+    /// The event types (or prefixes ending in `*`) it receives; null: every type.
+    pub event_types: Option<Vec<String>>,
+    /// The team's note.
+    pub description: Option<String>,
+    /// Created.
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// Last changed.
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+    /// Whether deliveries are stopped.
+    pub disabled: bool,
+    /// Since when.
+    #[schema(format = DateTime)]
+    pub disabled_at: Option<String>,
+    /// Why.
+    pub disabled_reason: Option<String>,
+    /// Failing since, while deliveries fail.
+    #[schema(format = DateTime)]
+    pub failing_since: Option<String>,
+    /// The signing secret (`whsec_...`), on creation and rotation only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// When the previous secret stops signing (rotation only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub previous_secret_expires_at: Option<String>,
+}
+
 /// An endpoint as the API shows it; `secret` only when `with_secret` (creation, rotation).
-pub fn render_endpoint(e: &Endpoint, with_secret: bool) -> Value {
-    let mut v = json!({
-        "id": e.id,
-        "url": e.url,
-        "event_types": e.event_types,
-        "description": e.description,
-        "created_at": render_time(e.created_at),
-        "updated_at": render_time(e.updated_at),
-        "disabled": e.disabled_at.is_some(),
-        "disabled_at": e.disabled_at.map(render_time),
-        "disabled_reason": e.disabled_reason,
-        "failing_since": e.failing_since.map(render_time),
-    });
-    if with_secret {
-        v["secret"] = json!(e.secret);
+pub fn render_endpoint(e: &Endpoint, with_secret: bool) -> WebhookEndpoint {
+    WebhookEndpoint {
+        id: e.id,
+        url: e.url.clone(),
+        event_types: e.event_types.clone(),
+        description: e.description.clone(),
+        created_at: render_time(e.created_at),
+        updated_at: render_time(e.updated_at),
+        disabled: e.disabled_at.is_some(),
+        disabled_at: e.disabled_at.map(render_time),
+        disabled_reason: e.disabled_reason.clone(),
+        failing_since: e.failing_since.map(render_time),
+        secret: with_secret.then(|| e.secret.clone()),
+        previous_secret_expires_at: None,
     }
-    v
 }
 
-fn url_member(r: &mut ObjectReader, rules: &UrlRules, required: bool) -> Option<String> {
-    let raw = r.string("url", required)?;
+/// `POST /v2/team/webhooks`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct NewEndpointRequest {
+    /// https URL (private and link-local addresses are refused).
+    pub url: String,
+    /// Event types to receive, or prefixes ending in `*` (absent or null: every type).
+    #[serde(default)]
+    pub event_types: Option<Vec<String>>,
+    /// A note of at most 500 characters.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// `PATCH /v2/team/webhooks/{id}`: absent members are left alone, `null` clears one.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct EndpointPatchRequest {
+    /// https URL (private and link-local addresses are refused).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Event types to receive (null: every type).
+    #[serde(default, deserialize_with = "member::patched")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub event_types: Option<Option<Vec<String>>>,
+    /// A note of at most 500 characters (null clears it).
+    #[serde(default, deserialize_with = "member::patched")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    /// Stop (`true`) or resume (`false`) deliveries.
+    #[serde(default)]
+    pub disabled: Option<bool>,
+}
+
+fn check_url(checks: &mut Checks, rules: &UrlRules, raw: &str) -> String {
     match rules.check(raw) {
-        Ok(url) => Some(url.to_string()),
+        Ok(url) => url.to_string(),
         Err(msg) => {
-            r.fail("url", "value_error", msg);
-            None
+            checks.refuse(loc!["url"], raw, msg);
+            String::new()
         }
     }
 }
 
-/// `Some(None)`: every type (absent on create, null); `None`: invalid (recorded).
-fn types_member(r: &mut ObjectReader) -> Option<Option<Vec<String>>> {
-    let list = match r.raw("event_types") {
-        None | Some(Value::Null) => return Some(None),
-        Some(Value::Array(list)) => list,
-        Some(_) => {
-            r.fail(
-                "event_types",
-                "list_type",
-                "Input should be a valid list of event type names",
-            );
-            return None;
-        }
-    };
-    let mut out = Vec::with_capacity(list.len());
-    for (i, item) in list.iter().enumerate() {
-        match item.as_str() {
-            Some(p) if valid_pattern(p) => out.push(p.to_owned()),
-            _ => {
-                let mut l = r.loc_of("event_types");
-                l.push(i.into());
-                r.violations.push(
-                    Violation::value(l, format!(
-                        "unknown event type {item}; expected a name such as daily.data.sleep.created, or a prefix ending in *"
-                    ))
-                    .with_input(item.clone()),
-                );
-            }
+fn check_types(checks: &mut Checks, types: &[String]) {
+    for (i, item) in types.iter().enumerate() {
+        if !valid_pattern(item) {
+            checks.refuse(loc!["event_types", i], item, format!(
+                "unknown event type {item:?}; expected a name such as daily.data.sleep.created, or a prefix ending in *"
+            ));
         }
     }
-    if list.is_empty() {
-        r.fail(
-            "event_types",
+    if types.is_empty() {
+        checks.fail(
+            loc!["event_types"],
             "value_error",
             "event_types must not be empty; leave it out to receive every type",
         );
-        return None;
     }
-    Some(Some(out))
 }
 
-fn description_member(r: &mut ObjectReader) -> Option<String> {
-    let d = r.string("description", false)?;
+fn check_description(checks: &mut Checks, d: &str) {
     if d.chars().count() > 500 {
-        r.fail(
-            "description",
+        checks.fail(
+            loc!["description"],
             "string_too_long",
             "description is at most 500 characters",
         );
     }
-    Some(d.to_owned())
 }
 
 /// Registers an endpoint from a `POST /v2/team/webhooks` body.
@@ -131,15 +173,16 @@ pub async fn create(
     team: Uuid,
     body: &Value,
 ) -> Result<Endpoint, EventsError> {
-    let mut r = ObjectReader::new(body, loc!["body"]);
-    r.deny_unknown(&["url", "event_types", "description"]);
-    let url = url_member(&mut r, rules, true);
-    let types = types_member(&mut r);
-    let description = description_member(&mut r);
-    r.finish()?;
-    let (Some(url), Some(event_types)) = (url, types) else {
-        return Err(Invalid(vec![Violation::value(loc!["body"], "invalid endpoint")]).into());
-    };
+    let (req, mut checks) = decode::<NewEndpointRequest>(body, loc!["body"])?;
+    let url = check_url(&mut checks, rules, &req.url);
+    if let Some(types) = &req.event_types {
+        check_types(&mut checks, types);
+    }
+    if let Some(d) = &req.description {
+        check_description(&mut checks, d);
+    }
+    checks.finish()?;
+    let (event_types, description) = (req.event_types, req.description);
     let at = now();
     let endpoint = Endpoint {
         id: Uuid::new_v4(),
@@ -180,20 +223,19 @@ pub async fn patch(
     id: Uuid,
     body: &Value,
 ) -> Result<Endpoint, EventsError> {
-    let mut r = ObjectReader::new(body, loc!["body"]);
-    r.deny_unknown(&["url", "event_types", "description", "disabled"]);
-    let url = url_member(&mut r, rules, false);
-    let types = r.raw("event_types").is_some().then(|| types_member(&mut r));
-    let description = r.raw("description").map(|_| description_member(&mut r));
-    let disabled = match r.raw("disabled") {
-        None | Some(Value::Null) => None,
-        Some(Value::Bool(b)) => Some(*b),
-        Some(_) => {
-            r.fail("disabled", "bool_type", "Input should be a valid boolean");
-            None
-        }
-    };
-    r.finish()?;
+    let (req, mut checks) = decode::<EndpointPatchRequest>(body, loc!["body"])?;
+    let url = req
+        .url
+        .as_deref()
+        .map(|raw| check_url(&mut checks, rules, raw));
+    if let Some(Some(types)) = &req.event_types {
+        check_types(&mut checks, types);
+    }
+    if let Some(Some(d)) = &req.description {
+        check_description(&mut checks, d);
+    }
+    checks.finish()?;
+    let (types, description, disabled) = (req.event_types, req.description, req.disabled);
     let mut tx = meta.begin().await?;
     let mut e = webhooks::endpoint(&mut tx, team, id)
         .await?
@@ -201,7 +243,7 @@ pub async fn patch(
     if let Some(url) = url {
         e.url = url;
     }
-    if let Some(Some(types)) = types {
+    if let Some(types) = types {
         e.event_types = types;
     }
     if let Some(description) = description {

@@ -12,42 +12,101 @@
 //!   endpoint) with its last attempt (status code, time, duration, error) and next attempt.
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::endpoints::EventsError;
 use super::types::{EventType, matches};
 use super::{Event, outbox};
 use crate::loc;
-use crate::store::metadata::deliveries::{Delivery, DeliveryStatus, attempts_of, list_deliveries};
+use crate::store::metadata::deliveries::{
+    Delivery as StoredDelivery, DeliveryStatus, attempts_of, list_deliveries,
+};
 use crate::store::metadata::events::{EventFilter, EventPosition, StoredEvent, event, list_events};
 use crate::store::metadata::webhooks;
 use crate::store::metadata::{MetadataError, MetadataStore, now};
 use crate::users::render_time;
-use crate::validation::{Invalid, ObjectReader, Violation};
+use crate::validation::decode::member;
+use crate::validation::{Invalid, Violation, decode, decode_strict};
+
+/// One delivery of one event to one endpoint.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Delivery {
+    /// Its id.
+    pub id: Uuid,
+    /// The event.
+    pub event_id: Uuid,
+    /// The event's type.
+    pub event_type: String,
+    /// pending, succeeded or failed.
+    pub status: String,
+    /// Attempts made.
+    pub attempts: i64,
+    /// The last attempt.
+    #[schema(format = DateTime)]
+    pub last_attempt_at: Option<String>,
+    /// The receiver's last status code.
+    pub status_code: Option<i64>,
+    /// The last attempt's duration.
+    pub duration_ms: Option<i64>,
+    /// The last attempt's error.
+    pub error: Option<String>,
+    /// The next attempt, while pending.
+    #[schema(format = DateTime)]
+    pub next_attempt_at: Option<String>,
+    /// Created.
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// Every attempt, oldest first (on servers that keep the attempt history).
+    pub history: Option<Vec<DeliveryAttempt>>,
+}
+
+/// One attempt of a delivery.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DeliveryAttempt {
+    /// When.
+    #[schema(format = DateTime)]
+    pub attempted_at: String,
+    /// The receiver's status code.
+    pub status_code: Option<i64>,
+    /// How long it took.
+    pub duration_ms: Option<i64>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
 
 /// A delivery as the API shows it: its latest outcome, and `history`, every attempt (status
 /// code, time, duration, error).
-pub fn render_delivery(d: &Delivery) -> Value {
-    json!({
-        "id": d.id,
-        "event_id": d.event_id,
-        "event_type": d.event_type,
-        "status": d.status.as_str(),
-        "attempts": d.attempts,
-        "last_attempt_at": d.last_attempt_at.map(render_time),
-        "status_code": d.last_status_code,
-        "duration_ms": d.last_duration_ms,
-        "error": d.last_error,
-        "next_attempt_at": d.next_attempt_at.filter(|_| d.status == DeliveryStatus::Pending).map(render_time),
-        "created_at": render_time(d.created_at),
-        "history": d.history.iter().map(|a| json!({
-            "attempted_at": render_time(a.attempted_at),
-            "status_code": a.status_code,
-            "duration_ms": a.duration_ms,
-            "error": a.error,
-        })).collect::<Vec<_>>(),
-    })
+pub fn render_delivery(d: &StoredDelivery) -> Delivery {
+    Delivery {
+        id: d.id,
+        event_id: d.event_id,
+        event_type: d.event_type.clone(),
+        status: d.status.as_str().to_owned(),
+        attempts: i64::from(d.attempts),
+        last_attempt_at: d.last_attempt_at.map(render_time),
+        status_code: d.last_status_code,
+        duration_ms: d.last_duration_ms,
+        error: d.last_error.clone(),
+        next_attempt_at: d
+            .next_attempt_at
+            .filter(|_| d.status == DeliveryStatus::Pending)
+            .map(render_time),
+        created_at: render_time(d.created_at),
+        history: Some(
+            d.history
+                .iter()
+                .map(|a| DeliveryAttempt {
+                    attempted_at: render_time(a.attempted_at),
+                    status_code: a.status_code,
+                    duration_ms: Some(a.duration_ms),
+                    error: a.error.clone(),
+                })
+                .collect(),
+        ),
+    }
 }
 
 /// A page of an endpoint's deliveries, newest first, and the cursor of the next page.
@@ -58,7 +117,7 @@ pub async fn deliveries(
     status: Option<DeliveryStatus>,
     cursor: Option<Uuid>,
     limit: i64,
-) -> Result<(Vec<Delivery>, Option<Uuid>), EventsError> {
+) -> Result<(Vec<StoredDelivery>, Option<Uuid>), EventsError> {
     let mut conn = meta.reader().await?;
     webhooks::endpoint(&mut conn, team, id)
         .await?
@@ -101,19 +160,24 @@ fn bad_cursor(name: &str) -> EventsError {
     .into()
 }
 
-fn instant(r: &mut ObjectReader, key: &str, required: bool) -> Option<DateTime<Utc>> {
-    let s = r.string(key, required)?;
-    match DateTime::parse_from_rfc3339(s) {
-        Ok(t) => Some(t.with_timezone(&Utc)),
-        Err(_) => {
-            r.fail(
-                key,
-                "datetime_parsing",
-                format!("Input should be an ISO 8601 date-time with offset, got {s:?}"),
-            );
-            None
-        }
-    }
+/// `POST /v2/team/webhooks/{id}/replay`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ReplayRequest {
+    /// From (ISO 8601 date-time with offset).
+    #[serde(deserialize_with = "member::instant")]
+    #[schema(value_type = String, format = DateTime)]
+    pub since: DateTime<Utc>,
+    /// Until, after `since` (default now).
+    #[serde(default, deserialize_with = "member::optional_instant")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// `POST /v2/team/events/test`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct TestEventRequest {
+    /// The event type to send (a name of `events.md` such as `daily.data.sleep.created`).
+    pub event_type: String,
 }
 
 /// Re-sends an endpoint's subscribed events created in `[since, until)`; answers how many.
@@ -123,17 +187,14 @@ pub async fn replay(
     id: Uuid,
     body: &Value,
 ) -> Result<usize, EventsError> {
-    let mut r = ObjectReader::new(body, loc!["body"]);
-    r.deny_unknown(&["since", "until"]);
-    let since = instant(&mut r, "since", true);
-    let until = instant(&mut r, "until", false);
-    if let (Some(s), Some(u)) = (since, until)
-        && u <= s
+    let (req, mut checks) = decode::<ReplayRequest>(body, loc!["body"])?;
+    let (since, until) = (req.since, req.until);
+    if let Some(u) = until
+        && u <= since
     {
-        r.fail("until", "value_error", "until must be after since");
+        checks.refuse(loc!["until"], render_time(u), "until must be after since");
     }
-    r.finish()?;
-    let since = since.unwrap_or_default();
+    checks.finish()?;
     let mut tx = meta.begin().await?;
     let endpoint = webhooks::endpoint(&mut tx, team, id)
         .await?
@@ -190,23 +251,16 @@ pub async fn test_event(
     team: Uuid,
     body: &Value,
 ) -> Result<(Uuid, usize), EventsError> {
-    let mut r = ObjectReader::new(body, loc!["body"]);
-    r.deny_unknown(&["event_type"]);
-    let name = r.string("event_type", true);
-    let event_type = name.and_then(EventType::parse);
-    if name.is_some() && event_type.is_none() {
-        r.fail(
-            "event_type",
-            "enum",
-            "unknown event type; expected a name of events.md such as daily.data.sleep.created",
-        );
-    }
-    r.finish()?;
-    let Some(event_type) = event_type else {
-        return Err(Invalid(vec![Violation::value(
-            loc!["body", "event_type"],
-            "missing",
-        )])
+    let req = decode_strict::<TestEventRequest>(body, loc!["body"])?;
+    let Some(event_type) = EventType::parse(&req.event_type) else {
+        return Err(Invalid(vec![
+            Violation::new(
+                loc!["body", "event_type"],
+                "enum",
+                "unknown event type; expected a name of events.md such as daily.data.sleep.created",
+            )
+            .with_input(Value::from(req.event_type)),
+        ])
         .into());
     };
     let event = Event {

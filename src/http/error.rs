@@ -8,9 +8,10 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::store::metadata::MetadataError;
+use crate::users::wire::DuplicateUser;
 use crate::validation::{Invalid, Violation};
 
 /// Everything a handler can fail with.
@@ -19,9 +20,18 @@ pub enum ApiError {
     /// The request is well formed but not allowed now (400).
     #[error("{0}")]
     BadRequest(String),
-    /// A 400 whose `detail` is an object (duplicate `client_user_id`).
-    #[error("bad request")]
-    BadRequestBody(Value),
+    /// The 400 of a `client_user_id` already in use: `detail` is the existing user.
+    #[error("client user id already exists")]
+    DuplicateUser(DuplicateUser),
+    /// A link the provider or the rules refused (400), answered as `{"detail": {"error_type",
+    /// "error_message"}}`.
+    #[error("{message}")]
+    LinkRefused {
+        /// The link error type.
+        error_type: &'static str,
+        /// The sentence.
+        message: String,
+    },
     /// No or an unknown API key (401); the message is the `detail`.
     #[error("{0}")]
     Unauthorized(&'static str),
@@ -127,9 +137,10 @@ impl From<crate::link::LinkError> for ApiError {
                     | LinkErrorType::IncorrectMfaCode
                     | LinkErrorType::UserCancelled),
                 message,
-            } => ApiError::BadRequestBody(json!({
-                "error_type": t.as_str(), "error_message": message
-            })),
+            } => ApiError::LinkRefused {
+                error_type: t.as_str(),
+                message,
+            },
             LinkError::CodeRefused(message) => ApiError::BadRequest(message),
             LinkError::OAuthNotConfigured(_) => ApiError::BadRequest(err.to_string()),
             LinkError::TeamAppNotFound(_) => ApiError::NotFound("Provider credentials"),
@@ -185,61 +196,73 @@ impl From<crate::query::QueryError> for ApiError {
 #[derive(Debug, Clone)]
 pub struct InternalCause(pub String);
 
+/// The body of every error: `{"detail": ...}`.
+#[derive(Serialize)]
+struct Detail<D: Serialize> {
+    detail: D,
+}
+
+/// A link error's `detail`.
+#[derive(Serialize)]
+struct LinkDetail<'a> {
+    error_type: &'a str,
+    error_message: &'a str,
+}
+
+fn answer(status: StatusCode, detail: impl Serialize) -> Response {
+    (status, Json(Detail { detail })).into_response()
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, detail) = match self {
-            ApiError::BadRequest(msg) => (StatusCode::BAD_REQUEST, json!(msg)),
-            ApiError::BadRequestBody(body) => (StatusCode::BAD_REQUEST, body),
-            ApiError::Unauthorized(msg) => (StatusCode::UNAUTHORIZED, json!(msg)),
-            ApiError::NotFound(what) => (StatusCode::NOT_FOUND, json!(format!("{what} not found"))),
-            ApiError::NotAcceptable(msg) => (StatusCode::NOT_ACCEPTABLE, json!(msg)),
-            ApiError::Conflict(msg) => (StatusCode::CONFLICT, json!(msg)),
-            ApiError::PayloadTooLarge(limit) => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                json!(format!("request body exceeds the limit of {limit} bytes")),
-            ),
-            ApiError::UriTooLong(length, limit) => (
-                StatusCode::URI_TOO_LONG,
-                json!(format!(
-                    "the request URI is {length} bytes long; the limit is {limit} bytes"
-                )),
-            ),
-            ApiError::Invalid(Invalid(violations)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, json!(violations))
-            }
-            ApiError::TooManyRequests {
+        let sentence = self.to_string();
+        match self {
+            ApiError::BadRequest(_) => answer(StatusCode::BAD_REQUEST, sentence),
+            ApiError::DuplicateUser(user) => answer(StatusCode::BAD_REQUEST, user),
+            ApiError::LinkRefused {
+                error_type,
                 message,
-                retry_after,
-            } => {
-                let mut response = (
-                    StatusCode::TOO_MANY_REQUESTS,
-                    Json(json!({ "detail": message })),
-                )
-                    .into_response();
+            } => answer(
+                StatusCode::BAD_REQUEST,
+                LinkDetail {
+                    error_type,
+                    error_message: &message,
+                },
+            ),
+            ApiError::Unauthorized(_) => answer(StatusCode::UNAUTHORIZED, sentence),
+            ApiError::NotFound(_) => answer(StatusCode::NOT_FOUND, sentence),
+            ApiError::NotAcceptable(_) => answer(StatusCode::NOT_ACCEPTABLE, sentence),
+            ApiError::Conflict(_) => answer(StatusCode::CONFLICT, sentence),
+            ApiError::PayloadTooLarge(_) => answer(StatusCode::PAYLOAD_TOO_LARGE, sentence),
+            ApiError::UriTooLong(..) => answer(StatusCode::URI_TOO_LONG, sentence),
+            ApiError::Invalid(Invalid(violations)) => {
+                answer(StatusCode::UNPROCESSABLE_ENTITY, violations)
+            }
+            ApiError::TooManyRequests { retry_after, .. } => {
+                let mut response = answer(StatusCode::TOO_MANY_REQUESTS, sentence);
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
-                return response;
+                response
             }
-            ApiError::Timeout(msg) => (StatusCode::GATEWAY_TIMEOUT, json!(msg)),
+            ApiError::Timeout(_) => answer(StatusCode::GATEWAY_TIMEOUT, sentence),
             ApiError::LinkToken {
                 error_type,
                 message,
-            } => (
+            } => answer(
                 StatusCode::UNAUTHORIZED,
-                json!({"error_type": error_type, "error_message": message}),
+                LinkDetail {
+                    error_type,
+                    error_message: &message,
+                },
             ),
-            ApiError::UpstreamFailed(msg) => (StatusCode::INTERNAL_SERVER_ERROR, json!(msg)),
+            ApiError::UpstreamFailed(_) => answer(StatusCode::INTERNAL_SERVER_ERROR, sentence),
             ApiError::Internal(cause) => {
-                let mut response = (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    Json(json!({ "detail": "Internal server error" })),
-                )
-                    .into_response();
+                let mut response =
+                    answer(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error");
                 response.extensions_mut().insert(InternalCause(cause));
-                return response;
+                response
             }
-        };
-        (status, Json(json!({ "detail": detail }))).into_response()
+        }
     }
 }

@@ -42,6 +42,41 @@ impl FromRequest<AppState> for JsonBody {
     }
 }
 
+/// A JSON request body decoded into a typed model ([`crate::validation::decode_lenient`]): the
+/// first structural mistake answers the 422; members the model does not know are ignored unless
+/// the model refuses them itself (`deny_unknown_fields`). A handler whose rules should be
+/// reported together with unknown members takes [`Decoded`] instead.
+#[derive(Debug)]
+pub struct Typed<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for Typed<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let JsonBody(value) = JsonBody::from_request(req, state).await?;
+        Ok(Typed(crate::validation::decode_lenient(
+            &value,
+            loc!["body"],
+        )?))
+    }
+}
+
+/// A JSON request body decoded into a typed model whose unknown members are not yet a
+/// rejection: they wait in the [`Checks`](crate::validation::Checks) with the handler's own
+/// rules, so the 422 lists them all together.
+#[derive(Debug)]
+pub struct Decoded<T>(pub T, pub crate::validation::Checks);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for Decoded<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let JsonBody(value) = JsonBody::from_request(req, state).await?;
+        let (body, checks) = crate::validation::decode(&value, loc!["body"])?;
+        Ok(Decoded(body, checks))
+    }
+}
+
 /// A JSON request body as its text, checked like [`JsonBody`] except for the JSON itself, which
 /// the handler parses in one pass (the push API: no JSON tree of a big body).
 #[derive(Debug)]

@@ -37,7 +37,6 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 use tower::Layer;
 use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -330,7 +329,9 @@ pub fn router(state: AppState) -> NormalizePath<Router> {
         .method_not_allowed_fallback(|| async {
             (
                 StatusCode::METHOD_NOT_ALLOWED,
-                axum::Json(json!({"detail": "Method Not Allowed"})),
+                axum::Json(models::ErrorDetail {
+                    detail: "Method Not Allowed".to_owned(),
+                }),
             )
         })
         .layer(middleware::from_fn(limit_uri))
@@ -407,7 +408,10 @@ async fn request_context(req: Request, next: Next) -> Response {
     let team = slot.0.get().copied();
     if let Some(InternalCause(cause)) = response.extensions_mut().remove::<InternalCause>() {
         tracing::error!(%request_id, %method, %route, %cause, "internal error");
-        let body = json!({ "detail": "Internal server error", "request_id": request_id });
+        let body = models::InternalError {
+            detail: "Internal server error".to_owned(),
+            request_id: request_id.to_string(),
+        };
         let mut fresh = (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response();
         if let Ok(v) = HeaderValue::from_str(&request_id) {
             fresh.headers_mut().insert("x-request-id", v);

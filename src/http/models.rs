@@ -3,7 +3,7 @@
 //! member so that every mistake is reported at once (users: [`crate::users`]).
 
 use chrono::NaiveDate;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -41,36 +41,7 @@ pub struct DuplicateUserError {
     pub detail: DuplicateUser,
 }
 
-/// `POST /v2/user/`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct NewUserRequest {
-    /// The team's own id for the user: 1–256 characters, not an e-mail address or a phone
-    /// number.
-    pub client_user_id: String,
-    /// IANA time zone identifier.
-    pub fallback_time_zone: Option<String>,
-    /// A past date.
-    pub fallback_birth_date: Option<NaiveDate>,
-    /// Ingestion start bound.
-    pub ingestion_start: Option<NaiveDate>,
-    /// Ingestion end bound, not before the start.
-    pub ingestion_end: Option<NaiveDate>,
-}
-
-/// `PATCH /v2/user/{user_id}`: absent members are left alone, `null` clears one.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct UserPatchRequest {
-    /// The team's own id for the user (cannot be cleared).
-    pub client_user_id: Option<String>,
-    /// IANA time zone identifier.
-    pub fallback_time_zone: Option<String>,
-    /// A past date.
-    pub fallback_birth_date: Option<NaiveDate>,
-    /// Ingestion start bound.
-    pub ingestion_start: Option<NaiveDate>,
-    /// Ingestion end bound.
-    pub ingestion_end: Option<NaiveDate>,
-}
+pub use crate::users::{NewUserRequest, UserPatchRequest};
 
 /// `GET /v2/user/providers/{user_id}`.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -80,16 +51,18 @@ pub struct UserProviders {
 }
 
 /// `POST /v2/link/connect/demo`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct DemoConnectRequest {
     /// The user to connect.
     pub user_id: Uuid,
     /// oura, fitbit, freestyle_libre or apple_health_kit.
     pub provider: String,
     /// Days of history, 1 to 1100 (default 90).
+    #[serde(default)]
     pub days: Option<u32>,
     /// regular (default), traveller or athlete.
-    pub persona: Option<String>,
+    #[serde(default)]
+    pub persona: Option<crate::ingest::demo::Persona>,
 }
 
 /// Schemas generated from the getters' wire map ([`crate::ingest::wire_schema`]), named after

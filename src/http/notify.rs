@@ -18,6 +18,7 @@ use super::models;
 use crate::loc;
 use crate::sync::notify;
 use crate::validation::Violation;
+use crate::validation::decode_lenient;
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -170,7 +171,7 @@ async fn notification(
             format!("the notification is not JSON: {e}"),
         ))
     })?;
-    let event: ChangeNotification = crate::lab::decode::body(value)?;
+    let event: ChangeNotification = decode_lenient(&value, loc!["body"])?;
     let queued =
         notify::queue_pulls(&state.meta, provider, &event.user_id, signer, Utc::now()).await?;
     tracing::info!(provider, data_type = %event.data_type, event_type = %event.event_type,

@@ -9,7 +9,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -17,9 +17,10 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{AuthTeam, JsonBody, QueryParams};
+use super::extract::{AuthTeam, Decoded, QueryParams};
+use crate::loc;
 use crate::providers::{self, DEFAULT_PRIORITY};
-use crate::validation::{Loc, ObjectReader, Violation};
+use crate::validation::Violation;
 
 /// The data types a team orders providers for.
 pub const DATA_TYPES: [&str; 6] = [
@@ -43,7 +44,7 @@ pub struct Priorities {
 }
 
 /// `PATCH /v2/team/source/priorities`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PrioritiesRequest {
     /// Catalogue provider slugs, each once, first wins.
     priorities: Vec<String>,
@@ -122,37 +123,28 @@ async fn patch_priorities(
     team: AuthTeam,
     State(state): State<AppState>,
     query: QueryParams,
-    JsonBody(body): JsonBody,
+    Decoded(body, mut checks): Decoded<PrioritiesRequest>,
 ) -> Result<Json<Vec<Priorities>>, ApiError> {
     let data_type = data_type(&query, true)?.unwrap_or("timeseries");
-    let mut reader = ObjectReader::new(&body, vec![Loc::from("body")]);
-    reader.deny_unknown(&["priorities"]);
     let mut order: Vec<String> = Vec::new();
-    match reader.raw("priorities") {
-        Some(Value::Array(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                let loc = crate::loc!["body", "priorities", i];
-                match item.as_str() {
-                    Some(slug) if providers::provider(slug).is_none() => reader.violations.push(
-                        Violation::value(loc, format!("unknown provider {slug:?}"))
-                            .with_input(item.clone()),
-                    ),
-                    Some(slug) if order.iter().any(|s| s == slug) => reader.violations.push(
-                        Violation::value(loc, format!("provider {slug:?} is listed twice")),
-                    ),
-                    Some(slug) => order.push(slug.to_owned()),
-                    None => reader.violations.push(Violation::new(
-                        loc,
-                        "string_type",
-                        "Input should be a valid string",
-                    )),
-                }
-            }
+    for (i, slug) in body.priorities.into_iter().enumerate() {
+        if providers::provider(&slug).is_none() {
+            checks.refuse(
+                loc!["priorities", i],
+                &slug,
+                format!("unknown provider {slug:?}"),
+            );
+        } else if order.contains(&slug) {
+            checks.refuse(
+                loc!["priorities", i],
+                &slug,
+                format!("provider {slug:?} is listed twice"),
+            );
+        } else {
+            order.push(slug);
         }
-        None | Some(Value::Null) => reader.fail("priorities", "missing", "Field required"),
-        Some(_) => reader.fail("priorities", "list_type", "Input should be a valid list"),
     }
-    reader.finish()?;
+    checks.finish()?;
     state
         .meta
         .set_team_priorities(team.0.id, data_type, &order)

@@ -73,9 +73,7 @@ async fn create_user(
                 user_id: existing.id,
                 created_on: existing.created_at,
             };
-            Err(ApiError::BadRequestBody(
-                serde_json::to_value(detail).map_err(ApiError::internal)?,
-            ))
+            Err(ApiError::DuplicateUser(detail))
         }
         Err(e) => Err(e.into()),
     }
@@ -186,7 +184,7 @@ async fn delete_user(
 /// Set the user's patient details; answers the stored details.
 #[utoipa::path(patch, path = "/v2/user/{user_id}/info", tag = "users",
     params(("user_id" = uuid::Uuid, Path)),
-    request_body(content = UserInfo, description = "The address takes `zip_code` or `zip`; `country` defaults to US"),
+    request_body(content = info::UserInfoRequest, description = "The address takes `zip_code` or `zip`; `country` defaults to US"),
     responses((status = 200, description = "The stored details", body = UserInfo),
               (status = 404, description = "User not found", body = models::ErrorDetail),
               (status = 422, description = "Validation error", body = models::ValidationError)),
@@ -197,7 +195,6 @@ async fn patch_user_info(
     JsonBody(body): JsonBody,
 ) -> Result<Json<UserInfo>, ApiError> {
     let details = info::parse_user_info(&body, Utc::now().date_naive())?;
-    let details = info::typed(details).map_err(ApiError::internal)?;
     let stored = serde_json::to_value(&details).map_err(ApiError::internal)?;
     state.meta.set_user_info(user.id, &stored).await?;
     Ok(Json(details))

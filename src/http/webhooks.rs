@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -12,7 +12,7 @@ use super::AppState;
 use super::error::ApiError;
 use super::extract::{AuthTeam, JsonBody, PathId, QueryParams, parse_uuid};
 use super::models_events as events_models;
-use crate::events::endpoints::{self as api, EventsError};
+use crate::events::endpoints::{self as api, EventsError, WebhookEndpoint};
 use crate::events::history;
 use crate::loc;
 use crate::store::metadata::deliveries::DeliveryStatus;
@@ -42,7 +42,7 @@ impl From<EventsError> for ApiError {
 
 /// Registers a webhook endpoint; the answer carries its secret (shown only here and on rotation).
 #[utoipa::path(post, path = "/v2/team/webhooks", tag = "events",
-    request_body(content = super::models_events::WebhookEndpointRequest),
+    request_body(content = super::models_events::NewEndpointRequest),
     responses((status = 200, description = "The endpoint with its secret", body = super::models_events::WebhookEndpoint),
               (status = 422, description = "Bad URL (not https, private or link-local address) or unknown event type")),
     security(("api_key" = [])))]
@@ -50,7 +50,7 @@ async fn create_endpoint(
     team: AuthTeam,
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WebhookEndpoint>, ApiError> {
     let e = api::create(&state.meta, &state.webhooks, team.0.id, &body).await?;
     Ok(Json(api::render_endpoint(&e, true)))
 }
@@ -64,13 +64,11 @@ async fn list_endpoints(
     State(state): State<AppState>,
 ) -> Result<Json<events_models::WebhookEndpoints>, ApiError> {
     let list = api::list(&state.meta, team.0.id).await?;
-    let rendered: Vec<Value> = list
+    let endpoints = list
         .iter()
         .map(|e| api::render_endpoint(e, false))
         .collect();
-    Ok(Json(events_models::WebhookEndpoints {
-        endpoints: rendered,
-    }))
+    Ok(Json(events_models::WebhookEndpoints { endpoints }))
 }
 
 /// One webhook endpoint (without its secret).
@@ -82,7 +80,7 @@ async fn get_endpoint(
     team: AuthTeam,
     State(state): State<AppState>,
     PathId(id): PathId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WebhookEndpoint>, ApiError> {
     let e = api::get(&state.meta, team.0.id, id).await?;
     Ok(Json(api::render_endpoint(&e, false)))
 }
@@ -90,7 +88,7 @@ async fn get_endpoint(
 /// Changes a webhook endpoint: `url`, `event_types`, `description`, `disabled`.
 #[utoipa::path(patch, path = "/v2/team/webhooks/{id}", tag = "events",
     params(("id" = uuid::Uuid, Path)),
-    request_body(content = super::models_events::WebhookEndpointRequest),
+    request_body(content = super::models_events::EndpointPatchRequest),
     responses((status = 200, description = "The endpoint", body = super::models_events::WebhookEndpoint), (status = 404, description = "No such endpoint", body = super::models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn patch_endpoint(
@@ -98,7 +96,7 @@ async fn patch_endpoint(
     State(state): State<AppState>,
     PathId(id): PathId,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WebhookEndpoint>, ApiError> {
     let e = api::patch(&state.meta, &state.webhooks, team.0.id, id, &body).await?;
     Ok(Json(api::render_endpoint(&e, false)))
 }
@@ -126,11 +124,12 @@ async fn rotate_secret(
     team: AuthTeam,
     State(state): State<AppState>,
     PathId(id): PathId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WebhookEndpoint>, ApiError> {
     let e = api::rotate(&state.meta, team.0.id, id).await?;
-    let mut v = api::render_endpoint(&e, true);
-    v["previous_secret_expires_at"] = json!(e.previous_expires_at.map(crate::users::render_time));
-    Ok(Json(v))
+    Ok(Json(WebhookEndpoint {
+        previous_secret_expires_at: e.previous_expires_at.map(crate::users::render_time),
+        ..api::render_endpoint(&e, true)
+    }))
 }
 
 fn cursor_param(query: &QueryParams) -> Result<Option<uuid::Uuid>, ApiError> {
@@ -170,9 +169,8 @@ async fn list_deliveries(
     let cursor = cursor_param(&query)?;
     let (page, next) =
         history::deliveries(&state.meta, team.0.id, id, status, cursor, limit).await?;
-    let rendered: Vec<Value> = page.iter().map(history::render_delivery).collect();
     Ok(Json(events_models::Deliveries {
-        deliveries: rendered,
+        deliveries: page.iter().map(history::render_delivery).collect(),
         next_cursor: next,
     }))
 }

@@ -58,7 +58,6 @@ pub mod demo;
 mod fields;
 mod grouped;
 mod hypnogram;
-mod json;
 mod page;
 mod push;
 mod push_body;

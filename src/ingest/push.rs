@@ -18,13 +18,13 @@ use serde::de::DeserializeSeed;
 
 use super::columns::{BatchBuilder, Cell, Row};
 use super::fields::{SOURCE_TYPES, push_key};
-use super::json::{self, at};
 use super::push_body::{BodySeed, Collected};
 use super::summary;
 use super::zone::Zone;
 use crate::loc;
 use crate::providers;
 use crate::schema::{Dataset, Table};
+use crate::validation::read::{self, at};
 use crate::validation::{Invalid, Loc, Violation};
 
 /// What parsing needs to know about the user the data belongs to.
@@ -186,15 +186,15 @@ fn assemble(
     let (head, series) = match collected {
         Collected::Object { head, series } => (head, series),
         Collected::Other(value) => {
-            return Err(json::object(&value, &root)
+            return Err(read::object(&value, &root)
                 .err()
                 .unwrap_or_else(|| Violation::value(root, "Input should be an object"))
                 .into());
         }
     };
     let obj = &head;
-    json::forbid_extra(obj, &root, |k| TOP_LEVEL.contains(&k))?;
-    let slug = json::required(json::string(obj, "provider", &root)?, &root, "provider")?;
+    read::forbid_extra(obj, &root, |k| TOP_LEVEL.contains(&k))?;
+    let slug = read::required(read::string(obj, "provider", &root)?, &root, "provider")?;
     let Some(provider) = providers::provider(slug) else {
         return Err(
             Violation::new(at(&root, "provider"), "enum", "Unknown provider slug")
@@ -219,7 +219,7 @@ fn assemble(
                 .push(summary::parse(table, part, &ploc, &ctx)?)
                 .map_err(internal)?;
         } else {
-            for (i, record) in json::array(part, &ploc)?.iter().enumerate() {
+            for (i, record) in read::array(part, &ploc)?.iter().enumerate() {
                 let row = summary::parse(table, record, &at(&ploc, i), &ctx)?;
                 builder.push(row).map_err(internal)?;
             }
@@ -241,7 +241,7 @@ fn assemble(
 }
 
 fn source<'a>(
-    obj: &json::Obj,
+    obj: &read::Obj,
     root: &[Loc],
     provider: &'a providers::Provider,
     user: &PushUser,
@@ -257,14 +257,14 @@ fn source<'a>(
     };
     if let Some(src) = obj.get("source").filter(|v| !v.is_null()) {
         let sloc = at(root, "source");
-        let src = json::object(src, &sloc)?;
-        json::forbid_extra(src, &sloc, |k| matches!(k, "type" | "app_id" | "device_id"))?;
-        if let Some(t) = json::string(src, "type", &sloc)? {
-            json::one_of(t, SOURCE_TYPES, "type", &sloc)?;
+        let src = read::object(src, &sloc)?;
+        read::forbid_extra(src, &sloc, |k| matches!(k, "type" | "app_id" | "device_id"))?;
+        if let Some(t) = read::string(src, "type", &sloc)? {
+            read::one_of(t, SOURCE_TYPES, "type", &sloc)?;
             ctx.source_type = t.to_owned();
         }
-        ctx.app_id = json::string(src, "app_id", &sloc)?.map(str::to_owned);
-        ctx.device_id = json::string(src, "device_id", &sloc)?.map(str::to_owned);
+        ctx.app_id = read::string(src, "app_id", &sloc)?.map(str::to_owned);
+        ctx.device_id = read::string(src, "device_id", &sloc)?.map(str::to_owned);
     }
     Ok(ctx)
 }

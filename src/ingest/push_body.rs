@@ -19,10 +19,10 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::{Map, Value};
 
 use super::columns::BatchBuilder;
-use super::json;
 use super::push::internal;
 use super::sample;
 use crate::schema::{Dataset, INGESTED_AT, Resource, SOURCE_COLUMNS, resource};
+use crate::validation::read;
 use crate::validation::{Loc, Violation};
 
 /// What one pass over a push body collected.
@@ -125,7 +125,7 @@ impl<'de> DeserializeSeed<'de> for SeriesSeed {
         Ok(match value {
             Series::Null => None,
             Series::Parts(parts) => Some(Ok(parts)),
-            Series::Other(v) => Some(Err(json::object(&v, &root("timeseries"))
+            Series::Other(v) => Some(Err(read::object(&v, &root("timeseries"))
                 .err()
                 .unwrap_or_else(|| {
                     Violation::value(root("timeseries"), "Input should be an object")
@@ -220,7 +220,7 @@ impl<'de> DeserializeSeed<'de> for SamplesSeed {
 
 impl SamplesSeed {
     fn not_a_list(&self, value: Value) -> Samples {
-        Err(json::array(&value, &self.loc)
+        Err(read::array(&value, &self.loc)
             .err()
             .unwrap_or_else(|| Violation::value(self.loc.clone(), "Input should be an array")))
     }

@@ -20,10 +20,10 @@ use serde_json::Value;
 
 use super::columns::{Cell, Row};
 use super::fields::sample_range;
-use super::json::{self, Obj, at};
 use super::push::offset_cell;
 use super::summary::zone;
 use crate::schema::{Family, INGESTED_AT, Resource, SOURCE_COLUMNS, timeseries_schema};
+use crate::validation::read::{self, Obj, at};
 use crate::validation::{Loc, Violation};
 
 /// Resources whose samples the reference always types (the cholesterol kind, the antigen, the
@@ -74,12 +74,12 @@ pub(crate) fn parse(
 ) -> Result<Row, Violation> {
     let family = resource.family;
     let accepted = |k: &str| keys.iter().any(|a| a == k);
-    let obj = json::object(value, loc)?;
-    json::forbid_extra(obj, loc, accepted)?;
+    let obj = read::object(value, loc)?;
+    read::forbid_extra(obj, loc, accepted)?;
     let mut row = Row::default();
 
-    let timestamp = json::instant(obj, "timestamp", loc)?;
-    let start = json::instant(obj, "start", loc)?;
+    let timestamp = read::instant(obj, "timestamp", loc)?;
+    let start = read::instant(obj, "start", loc)?;
     let timestamp = match (timestamp, start) {
         (Some(t), Some(s)) if t != s => {
             return Err(
@@ -87,29 +87,29 @@ pub(crate) fn parse(
                     .with_input(input(obj, "start")),
             );
         }
-        (t, s) => json::required(t.or(s), loc, "timestamp")?,
+        (t, s) => read::required(t.or(s), loc, "timestamp")?,
     };
     row.set("timestamp", Cell::Micros(timestamp.timestamp_micros()));
 
     let zone = zone(obj, "timezone_offset", loc)?;
     row.set("timezone_offset", offset_cell(zone, timestamp));
 
-    if let Some(unit) = json::string(obj, "unit", loc)? {
-        json::one_of(unit, &[resource.unit], "unit", loc)?;
+    if let Some(unit) = read::string(obj, "unit", loc)? {
+        read::one_of(unit, &[resource.unit], "unit", loc)?;
     }
     row.set("unit", Cell::Str(resource.unit.to_owned()));
 
     for key in STRING_FIELDS {
         if accepted(key) {
-            row.set(key, Cell::opt_str(json::string(obj, key, loc)?));
+            row.set(key, Cell::opt_str(read::string(obj, key, loc)?));
         }
     }
     if TYPED.contains(&resource.name) {
-        json::required(json::string(obj, "type", loc)?, loc, "type")?;
+        read::required(read::string(obj, "type", loc)?, loc, "type")?;
     }
     row.set(
         "source_sport",
-        Cell::opt_str(json::string(obj, "source_sport", loc)?),
+        Cell::opt_str(read::string(obj, "source_sport", loc)?),
     );
 
     if family.is_interval() {
@@ -119,14 +119,14 @@ pub(crate) fn parse(
     match family {
         Family::BloodPressure => {
             for key in ["systolic", "diastolic"] {
-                let v = json::required(json::float(obj, key, loc)?, loc, key)?;
-                json::in_range(v, bounds, obj, key, loc)?;
+                let v = read::required(read::float(obj, key, loc)?, loc, key)?;
+                read::in_range(v, bounds, obj, key, loc)?;
                 row.set(key, Cell::Float(v));
             }
         }
         Family::Note => {
-            let content = json::string(obj, "content", loc)?;
-            let value = json::string(obj, "value", loc)?;
+            let content = read::string(obj, "content", loc)?;
+            let value = read::string(obj, "value", loc)?;
             if let (Some(c), Some(v)) = (content, value)
                 && c != v
             {
@@ -135,13 +135,13 @@ pub(crate) fn parse(
                         .with_input(input(obj, "value")),
                 );
             }
-            let text = json::required(content.or(value), loc, "content")?;
+            let text = read::required(content.or(value), loc, "content")?;
             row.set("content", Cell::Str(text.to_owned()));
             row.set("tags", tags(obj, loc)?);
         }
         _ => {
-            let v = json::required(json::float(obj, "value", loc)?, loc, "value")?;
-            json::in_range(v, bounds, obj, "value", loc)?;
+            let v = read::required(read::float(obj, "value", loc)?, loc, "value")?;
+            read::in_range(v, bounds, obj, "value", loc)?;
             row.set("value", Cell::Float(v));
         }
     }
@@ -155,15 +155,15 @@ fn interval(
     start: i64,
     row: &mut Row,
 ) -> Result<(), Violation> {
-    let end = json::instant(obj, "end", loc)?.map(|t| t.timestamp_micros());
+    let end = read::instant(obj, "end", loc)?.map(|t| t.timestamp_micros());
     let has_duration = family != Family::Note;
     let duration = if has_duration {
-        json::float(obj, "duration", loc)?
+        read::float(obj, "duration", loc)?
     } else {
         None
     };
     if let Some(d) = duration {
-        json::in_range(d, (0.0, MAX_DURATION), obj, "duration", loc)?;
+        read::in_range(d, (0.0, MAX_DURATION), obj, "duration", loc)?;
     }
     let end = match (end, duration) {
         (Some(e), _) if e < start => {

@@ -26,10 +26,10 @@ use sha2::{Digest, Sha256};
 
 use super::columns::{Cell, Row};
 use super::fields::{Wire, allowed_values, range, read_only, wire};
-use super::json::{self, Obj, at};
 use super::push::Ctx;
 use super::zone::{MAX_OFFSET, Zone, format_offset};
 use crate::schema::{Kind, Table};
+use crate::validation::read::{self, Obj, at};
 use crate::validation::{Loc, Violation};
 
 /// The default hypnogram sample interval, in seconds.
@@ -105,7 +105,7 @@ fn paths(table: Table) -> impl Iterator<Item = &'static str> {
 /// (`heart_rate`, `macros.fats`, ...). A column's own name is accepted too (the shape pushes
 /// had before the wire followed the reference).
 fn forbid_unknown(table: Table, obj: &Obj, loc: &[Loc]) -> Result<(), Violation> {
-    json::forbid_extra(obj, loc, |key| {
+    read::forbid_extra(obj, loc, |key| {
         paths(table).any(|p| p.split('.').next() == Some(key))
             || table.columns().iter().any(|c| c.name == key)
             || read_only(table, key)
@@ -127,9 +127,9 @@ fn forbid_unknown(table: Table, obj: &Obj, loc: &[Loc]) -> Result<(), Violation>
             continue;
         };
         let inner_loc = at(&here, key);
-        let inner = json::object(inner, &inner_loc)?;
+        let inner = read::object(inner, &inner_loc)?;
         let dotted = format!("{prefix}.");
-        json::forbid_extra(inner, &inner_loc, |k| {
+        read::forbid_extra(inner, &inner_loc, |k| {
             paths(table).any(|p| {
                 p.strip_prefix(dotted.as_str())
                     .and_then(|rest| rest.split('.').next())
@@ -161,7 +161,7 @@ fn locate<'a>(
             None => return Ok(None),
             Some(v) => {
                 here.push(Loc::from(seg));
-                parent = json::object(v, &here)?;
+                parent = read::object(v, &here)?;
             }
         }
     }
@@ -187,7 +187,7 @@ fn source_of<'a>(
 
 /// Parses one summary record.
 pub(crate) fn parse(table: Table, value: &Value, loc: &[Loc], ctx: &Ctx) -> Result<Row, Violation> {
-    let obj = json::object(value, loc)?;
+    let obj = read::object(value, loc)?;
     forbid_unknown(table, obj, loc)?;
     let mut row = Row::default();
     for column in table.columns() {
@@ -232,7 +232,7 @@ fn hr_zones(obj: &Obj, loc: &[Loc], row: &mut Row) -> Result<(), Violation> {
     let zones: Vec<Option<f64>> = match obj.get("hr_zones").filter(|v| !v.is_null()) {
         Some(raw) => {
             let here = at(loc, "hr_zones");
-            let items = json::array(raw, &here)?;
+            let items = read::array(raw, &here)?;
             if items.len() > 6 {
                 return Err(Violation::value(here, "hr_zones has at most 6 entries")
                     .with_input(raw.clone()));
@@ -260,7 +260,7 @@ fn hr_zones(obj: &Obj, loc: &[Loc], row: &mut Row) -> Result<(), Violation> {
         None => (1..=6)
             .map(|i| {
                 let key = ZONES[i - 1];
-                json::float(obj, key, loc)
+                read::float(obj, key, loc)
             })
             .collect::<Result<_, _>>()?,
     };
@@ -294,42 +294,42 @@ fn typed(
     factor: f64,
 ) -> Result<Cell, Violation> {
     Ok(match kind {
-        Kind::Str => match json::string(obj, key, loc)? {
+        Kind::Str => match read::string(obj, key, loc)? {
             Some(s) => {
                 if let Some(allowed) = allowed_values(table, column) {
-                    json::one_of(s, allowed, key, loc)?;
+                    read::one_of(s, allowed, key, loc)?;
                 }
                 Cell::Str(s.to_owned())
             }
             None => Cell::Null,
         },
-        Kind::Int if factor != 1.0 => match json::float(obj, key, loc)? {
+        Kind::Int if factor != 1.0 => match read::float(obj, key, loc)? {
             Some(v) => {
                 let v = (v * factor).round();
-                json::in_range(v, range(column), obj, key, loc)?;
+                read::in_range(v, range(column), obj, key, loc)?;
                 Cell::Int(v as i64)
             }
             None => Cell::Null,
         },
-        Kind::Int => match json::int(obj, key, loc)? {
+        Kind::Int => match read::int(obj, key, loc)? {
             Some(v) => {
-                json::in_range(v as f64, range(column), obj, key, loc)?;
+                read::in_range(v as f64, range(column), obj, key, loc)?;
                 Cell::Int(v)
             }
             None => Cell::Null,
         },
-        Kind::Float => match json::float(obj, key, loc)? {
+        Kind::Float => match read::float(obj, key, loc)? {
             Some(v) => {
                 let v = v * factor;
-                json::in_range(v, range(column), obj, key, loc)?;
+                read::in_range(v, range(column), obj, key, loc)?;
                 Cell::Float(v)
             }
             None => Cell::Null,
         },
-        Kind::Bool => json::boolean(obj, key, loc)?.map_or(Cell::Null, Cell::Bool),
-        Kind::Date => json::date(obj, key, loc)?.map_or(Cell::Null, |d| Cell::Date(epoch_days(d))),
+        Kind::Bool => read::boolean(obj, key, loc)?.map_or(Cell::Null, Cell::Bool),
+        Kind::Date => read::date(obj, key, loc)?.map_or(Cell::Null, |d| Cell::Date(epoch_days(d))),
         Kind::Instant => {
-            json::instant(obj, key, loc)?.map_or(Cell::Null, |t| Cell::Micros(t.timestamp_micros()))
+            read::instant(obj, key, loc)?.map_or(Cell::Null, |t| Cell::Micros(t.timestamp_micros()))
         }
     })
 }
@@ -361,9 +361,9 @@ fn span(
     start: &'static str,
     end: Option<&'static str>,
 ) -> Result<(i64, Option<i64>), Violation> {
-    let s = json::required(micros(row, start), loc, json_name_of(table, start))?;
+    let s = read::required(micros(row, start), loc, json_name_of(table, start))?;
     let Some(end) = end else { return Ok((s, None)) };
-    let e = json::required(micros(row, end), loc, json_name_of(table, end))?;
+    let e = read::required(micros(row, end), loc, json_name_of(table, end))?;
     if e < s {
         let key = json_name_of(table, end);
         return Err(Violation::value(
@@ -380,7 +380,7 @@ fn json_name_of(table: Table, column: &'static str) -> &'static str {
 }
 
 fn record_id(obj: &Obj, loc: &[Loc], ctx: &Ctx, parts: &[&str]) -> Result<String, Violation> {
-    match json::string(obj, "id", loc)? {
+    match read::string(obj, "id", loc)? {
         Some(id) if !id.is_empty() => Ok(id.to_owned()),
         Some(_) => Err(Violation::value(at(loc, "id"), "id must not be empty")),
         None => {
@@ -442,26 +442,26 @@ fn hypnogram(obj: &Obj, loc: &[Loc], duration: i64, row: &mut Row) -> Result<(),
         return Ok(());
     };
     let loc = at(loc, "sleep_stream");
-    let stream = json::object(stream, &loc)?;
-    json::forbid_extra(stream, &loc, |k| matches!(k, "hypnogram" | "interval"))?;
+    let stream = read::object(stream, &loc)?;
+    read::forbid_extra(stream, &loc, |k| matches!(k, "hypnogram" | "interval"))?;
     let Some(raw) = stream.get("hypnogram").filter(|v| !v.is_null()) else {
         return Ok(());
     };
     let hloc = at(&loc, "hypnogram");
-    let items = json::array(raw, &hloc)?;
-    let mut interval = json::int(stream, "interval", &loc)?;
+    let items = read::array(raw, &hloc)?;
+    let mut interval = read::int(stream, "interval", &loc)?;
     let mut stages = Vec::new();
     for (i, v) in items.iter().enumerate() {
         let (stage, span) = match v {
             // The reference's form: one sample per stage, `{start, end, value, ...}`.
             Value::Object(sample) => {
                 let here = at(&hloc, i);
-                let start = json::instant(sample, "start", &here)?.or(json::instant(
+                let start = read::instant(sample, "start", &here)?.or(read::instant(
                     sample,
                     "timestamp",
                     &here,
                 )?);
-                let end = json::instant(sample, "end", &here)?;
+                let end = read::instant(sample, "end", &here)?;
                 let span = start.zip(end).map(|(s, e)| (e - s).num_seconds());
                 (sample.get("value").and_then(Value::as_f64), span)
             }
@@ -483,7 +483,7 @@ fn hypnogram(obj: &Obj, loc: &[Loc], duration: i64, row: &mut Row) -> Result<(),
         }
     }
     let interval = interval.unwrap_or(DEFAULT_HYPNOGRAM_INTERVAL);
-    json::in_range(interval as f64, (1.0, 86400.0), stream, "interval", &loc)?;
+    read::in_range(interval as f64, (1.0, 86400.0), stream, "interval", &loc)?;
     if (stages.len() as i64 - 1) * interval > duration {
         return Err(Violation::value(
             hloc,
@@ -523,7 +523,7 @@ fn timed(
 }
 
 fn activity(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Violation> {
-    let date = json::required(json::date(obj, "date", loc)?, loc, "date")?;
+    let date = read::required(read::date(obj, "date", loc)?, loc, "date")?;
     row.set("date", Cell::Date(epoch_days(date)));
     let zone = zone(obj, "time_zone", loc)?;
     row.set("time_zone", Cell::opt_str(zone.map(Zone::label).as_deref()));
@@ -548,19 +548,19 @@ fn activity(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Viol
 
 fn meal(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Violation> {
     // The day: `date`, else the day of the reference's `timestamp`.
-    let date = match json::date(obj, "date", loc)? {
+    let date = match read::date(obj, "date", loc)? {
         Some(d) => d,
-        None => json::required(json::date(obj, "timestamp", loc)?, loc, "date")?,
+        None => read::required(read::date(obj, "timestamp", loc)?, loc, "date")?,
     };
     row.set("date", Cell::Date(epoch_days(date)));
-    let name = json::string(obj, "name", loc)?.unwrap_or("");
+    let name = read::string(obj, "name", loc)?.unwrap_or("");
     let id = record_id(obj, loc, ctx, &["meal", &date.to_string(), name])?;
     row.set("id", Cell::Str(id));
     Ok(())
 }
 
 fn profile(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Violation> {
-    if let Some(birth) = json::date(obj, "birth_date", loc)?
+    if let Some(birth) = read::date(obj, "birth_date", loc)?
         && birth > ctx.now.date_naive()
     {
         return Err(Violation::value(

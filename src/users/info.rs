@@ -18,40 +18,22 @@
 //! The stored (and echoed) document has every field, `null` where optional and absent.
 
 use chrono::NaiveDate;
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
-use crate::validation::{Invalid, Loc, ObjectReader};
+use super::wire::{
+    Address, Ethnicity, GenderIdentity, MedicalProxy, Race, SexualOrientation, UserInfo,
+};
+use crate::loc;
+use crate::validation::decode::member;
+use crate::validation::{Checks, Invalid, Loc, decode};
 
 const US_STATES: &[&str] = &[
     "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS",
     "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY",
     "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV",
     "WI", "WY", "DC", "PR", "VI", "GU", "AS", "MP",
-];
-
-const RACE: &[&str] = &[
-    "african_american_or_black",
-    "asian",
-    "indigenous_native_american_alaska_native",
-    "other",
-    "pacific_islander_or_hawaiian",
-    "white_caucasian",
-];
-const ETHNICITY: &[&str] = &["hispanic", "non_hispanic", "ashkenazi_jewish", "other"];
-const SEXUAL_ORIENTATION: &[&str] = &[
-    "lesbian_gay_or_homosexual",
-    "heterosexual_or_straight",
-    "bisexual",
-    "dont_know",
-    "other",
-];
-const GENDER_IDENTITY: &[&str] = &[
-    "male",
-    "female",
-    "female_to_male_ftm_transgender_male_trans_man",
-    "male_to_female_mtf_transgender_female_trans_woman",
-    "genderqueer",
-    "other",
 ];
 
 /// Whether a string satisfies the documented name rule.
@@ -100,26 +82,6 @@ pub fn is_valid_zip(s: &str) -> bool {
     }
 }
 
-/// One string member's rule: its key, whether it is required, the check and how to describe a
-/// value that fails it.
-struct Rule(&'static str, bool, fn(&str) -> bool, &'static str);
-
-/// Reads every member a rule names into `out` (null when absent and optional), recording a
-/// violation for each value that fails its check.
-fn apply(r: &mut ObjectReader<'_>, out: &mut Map<String, Value>, rules: &[Rule]) {
-    for Rule(key, required, check, rule) in rules {
-        match r.string(key, *required) {
-            Some(v) if check(v) => {
-                out.insert((*key).into(), Value::from(v));
-            }
-            Some(_) => r.fail(key, "value_error", format!("{key} must be {rule}")),
-            None => {
-                out.insert((*key).into(), Value::Null);
-            }
-        }
-    }
-}
-
 fn non_empty(s: &str) -> bool {
     !s.trim().is_empty() && s.chars().count() <= 200
 }
@@ -130,243 +92,309 @@ fn short_text(s: &str) -> bool {
 
 const EMAIL_RULE: &str = "a valid e-mail address";
 const PHONE_RULE: &str = "a phone number of 7-15 digits";
-
-fn enumerated(r: &mut ObjectReader<'_>, out: &mut Map<String, Value>, key: &str, allowed: &[&str]) {
-    match r.string(key, false) {
-        Some(v) if allowed.contains(&v) => {
-            out.insert(key.into(), Value::from(v));
-        }
-        Some(v) => r.fail(
-            key,
-            "enum",
-            format!(
-                "unknown {key} {v:?}; expected one of: {}",
-                allowed.join(", ")
-            ),
-        ),
-        None => {
-            out.insert(key.into(), Value::Null);
-        }
-    }
-}
-
 const NAME_RULE: &str = "1-50 letters, spaces, hyphens, apostrophes or periods";
+const ZIP_RULE: &str = "five digits, optionally followed by - and four digits";
 
-fn address(
-    value: &Value,
-    loc: Vec<Loc>,
-    violations: &mut Vec<crate::validation::Violation>,
-) -> Value {
-    let mut r = ObjectReader::new(value, loc);
-    r.deny_unknown(&[
-        "first_line",
-        "second_line",
-        "zip_code",
-        "zip",
-        "state",
-        "city",
-        "country",
-    ]);
-    let mut out = Map::new();
-    apply(
-        &mut r,
-        &mut out,
-        &[
-            Rule("first_line", true, non_empty, "1-200 characters"),
-            Rule(
-                "second_line",
-                false,
-                |s| s.chars().count() <= 200,
-                "at most 200 characters",
-            ),
-            Rule(
-                "state",
-                true,
-                |s| US_STATES.contains(&s),
-                "a two-letter US state code such as \"CA\"",
-            ),
-            Rule("city", true, non_empty, "1-200 characters"),
-        ],
-    );
-    // `zip_code` (this service's name) or `zip` (the reference's): one is required, both must
-    // agree, and both are answered.
-    let zip = match (
-        r.raw("zip_code").is_some_and(|v| !v.is_null()),
-        r.raw("zip").is_some_and(|v| !v.is_null()),
-    ) {
-        (true, _) => r.string("zip_code", true).map(|z| ("zip_code", z)),
-        (false, true) => r.string("zip", true).map(|z| ("zip", z)),
-        (false, false) => {
-            r.string("zip_code", true);
-            None
-        }
+/// The address as a request gives it: `zip_code` (this service's name) or `zip` (the
+/// reference's), `country` optional.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct AddressRequest {
+    /// Street and number, 1–200 characters.
+    pub first_line: String,
+    /// Apartment, suite, ..., at most 200 characters.
+    #[serde(default)]
+    pub second_line: Option<String>,
+    /// Five digits, optionally `-` and four more. This or `zip` is required.
+    #[serde(default)]
+    pub zip_code: Option<String>,
+    /// The reference's name for `zip_code`; when both are sent they must agree.
+    #[serde(default)]
+    pub zip: Option<String>,
+    /// Two-letter US state code.
+    pub state: String,
+    /// City, 1–200 characters.
+    pub city: String,
+    /// `US` (the default; the only country the rules know).
+    #[serde(default)]
+    pub country: Option<String>,
+}
+
+/// The medical proxy as a request gives it (the reference's `GuarantorDetails` plus an
+/// optional `relationship`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct MedicalProxyRequest {
+    /// Given name.
+    pub first_name: String,
+    /// Family name.
+    pub last_name: String,
+    /// Postal address (required).
+    #[serde(default)]
+    pub address: Option<AddressRequest>,
+    /// Relationship to the patient, 1–50 characters.
+    #[serde(default)]
+    pub relationship: Option<String>,
+    /// Phone number.
+    pub phone_number: String,
+    /// E-mail address.
+    #[serde(default)]
+    pub email: Option<String>,
+    /// Household income, 0 or more.
+    #[serde(default)]
+    pub household_income: Option<i64>,
+    /// Household size, 0 or more.
+    #[serde(default)]
+    pub household_size: Option<i64>,
+}
+
+/// `PATCH /v2/user/{user_id}/info`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct UserInfoRequest {
+    /// Given name.
+    pub first_name: String,
+    /// Family name.
+    pub last_name: String,
+    /// E-mail address.
+    pub email: String,
+    /// Phone number.
+    pub phone_number: String,
+    /// Gender, in the lab's vocabulary (1–50 characters).
+    pub gender: String,
+    /// Date of birth: past, not before 1900-01-01.
+    #[serde(deserialize_with = "member::date")]
+    pub dob: NaiveDate,
+    /// Postal address (required).
+    #[serde(default)]
+    pub address: Option<AddressRequest>,
+    /// Medical proxy.
+    #[serde(default)]
+    pub medical_proxy: Option<MedicalProxyRequest>,
+    /// Race.
+    #[serde(default)]
+    pub race: Option<Race>,
+    /// Ethnicity.
+    #[serde(default)]
+    pub ethnicity: Option<Ethnicity>,
+    /// Sexual orientation.
+    #[serde(default)]
+    pub sexual_orientation: Option<SexualOrientation>,
+    /// Gender identity.
+    #[serde(default)]
+    pub gender_identity: Option<GenderIdentity>,
+}
+
+/// Checks `value` of the member at `at` against its rule.
+fn rule(checks: &mut Checks, at: Vec<Loc>, value: &str, ok: fn(&str) -> bool, rule: &str) {
+    if !ok(value) {
+        let key = match at.last() {
+            Some(Loc::Key(k)) => k.clone(),
+            _ => String::new(),
+        };
+        checks.refuse(at, value, format!("{key} must be {rule}"));
+    }
+}
+
+/// `base` extended by one member.
+fn at(base: &[Loc], key: &str) -> Vec<Loc> {
+    base.iter().cloned().chain([Loc::from(key)]).collect()
+}
+
+/// The address, checked; when it is missing or refused, the violations say so and the answer
+/// is not used.
+fn address(checks: &mut Checks, base: &[Loc], a: Option<AddressRequest>) -> Address {
+    let Some(a) = a else {
+        checks.fail(at(base, "address"), "missing", "Field required");
+        return Address::default();
     };
-    if let Some((key, zip)) = zip {
-        let other = if key == "zip_code" { "zip" } else { "zip_code" };
-        if !is_valid_zip(zip) {
-            r.fail(
-                key,
-                "value_error",
-                format!("{key} must be five digits, optionally followed by - and four digits"),
-            );
-        } else if let Some(Value::String(second)) = r.raw(other)
-            && second != zip
-        {
-            r.fail(
-                other,
-                "value_error",
-                "zip and zip_code differ; send one of them",
-            );
-        } else {
-            out.insert("zip_code".into(), Value::from(zip));
-            out.insert("zip".into(), Value::from(zip));
-        }
+    let base = at(base, "address");
+    rule(
+        checks,
+        at(&base, "first_line"),
+        &a.first_line,
+        non_empty,
+        "1-200 characters",
+    );
+    if let Some(second) = &a.second_line {
+        rule(
+            checks,
+            at(&base, "second_line"),
+            second,
+            |s| s.chars().count() <= 200,
+            "at most 200 characters",
+        );
     }
-    match r.string("country", false) {
-        None => {
-            out.insert("country".into(), Value::from("US"));
-        }
-        Some(c) if c.eq_ignore_ascii_case("US") => {
-            out.insert("country".into(), Value::from("US"));
-        }
-        Some(_) => r.fail(
-            "country",
-            "value_error",
+    rule(
+        checks,
+        at(&base, "state"),
+        &a.state,
+        |s| US_STATES.contains(&s),
+        "a two-letter US state code such as \"CA\"",
+    );
+    rule(
+        checks,
+        at(&base, "city"),
+        &a.city,
+        non_empty,
+        "1-200 characters",
+    );
+    // `zip_code` or `zip`: one is required, both must agree, and both are answered.
+    match (&a.zip_code, &a.zip) {
+        (None, None) => checks.fail(
+            at(&base, "zip_code"),
+            "missing",
+            "Field required (zip_code or zip)",
+        ),
+        (Some(code), Some(zip)) if code != zip => checks.refuse(
+            at(&base, "zip"),
+            zip,
+            "zip and zip_code differ; send one of them",
+        ),
+        (Some(zip), _) => rule(checks, at(&base, "zip_code"), zip, is_valid_zip, ZIP_RULE),
+        (None, Some(zip)) => rule(checks, at(&base, "zip"), zip, is_valid_zip, ZIP_RULE),
+    }
+    if let Some(c) = &a.country
+        && !c.eq_ignore_ascii_case("US")
+    {
+        checks.refuse(
+            at(&base, "country"),
+            c,
             "country must be \"US\": only US addresses are supported",
-        ),
+        );
     }
-    violations.append(&mut r.violations);
-    Value::Object(out)
+    let zip = a.zip_code.or(a.zip).unwrap_or_default();
+    Address {
+        first_line: a.first_line,
+        second_line: a.second_line,
+        zip_code: zip.clone(),
+        zip,
+        state: a.state,
+        city: a.city,
+        country: "US".into(),
+    }
 }
 
-/// The medical proxy (the reference's `GuarantorDetails`): names, phone number and address as
-/// for the patient, optional `email`, `household_income` and `household_size` (integers, 0 or
-/// more) and this service's optional `relationship`.
-fn medical_proxy(
-    value: &Value,
-    loc: Vec<Loc>,
-    violations: &mut Vec<crate::validation::Violation>,
-) -> Value {
-    let mut r = ObjectReader::new(value, loc);
-    r.deny_unknown(&[
-        "first_name",
-        "last_name",
-        "address",
-        "relationship",
-        "phone_number",
-        "email",
-        "household_income",
-        "household_size",
-    ]);
-    let mut out = Map::new();
-    apply(
-        &mut r,
-        &mut out,
-        &[
-            Rule("first_name", true, is_valid_name, NAME_RULE),
-            Rule("last_name", true, is_valid_name, NAME_RULE),
-            Rule("relationship", false, short_text, "1-50 characters"),
-            Rule("phone_number", true, is_valid_phone, PHONE_RULE),
-            Rule("email", false, is_valid_email, EMAIL_RULE),
-        ],
+fn medical_proxy(checks: &mut Checks, p: MedicalProxyRequest) -> MedicalProxy {
+    let base = loc!["medical_proxy"];
+    rule(
+        checks,
+        at(&base, "first_name"),
+        &p.first_name,
+        is_valid_name,
+        NAME_RULE,
     );
-    for key in ["household_income", "household_size"] {
-        match r.raw(key) {
-            None | Some(Value::Null) => {
-                out.insert(key.into(), Value::Null);
-            }
-            Some(v) if v.as_u64().is_some() => {
-                out.insert(key.into(), v.clone());
-            }
-            Some(_) => r.fail(
-                key,
-                "value_error",
+    rule(
+        checks,
+        at(&base, "last_name"),
+        &p.last_name,
+        is_valid_name,
+        NAME_RULE,
+    );
+    if let Some(relationship) = &p.relationship {
+        rule(
+            checks,
+            at(&base, "relationship"),
+            relationship,
+            short_text,
+            "1-50 characters",
+        );
+    }
+    rule(
+        checks,
+        at(&base, "phone_number"),
+        &p.phone_number,
+        is_valid_phone,
+        PHONE_RULE,
+    );
+    if let Some(email) = &p.email {
+        rule(
+            checks,
+            at(&base, "email"),
+            email,
+            is_valid_email,
+            EMAIL_RULE,
+        );
+    }
+    let mut count = |key: &str, n: Option<i64>| {
+        let n = n?;
+        let counted = u64::try_from(n).ok();
+        if counted.is_none() {
+            checks.refuse(
+                at(&base, key),
+                n,
                 format!("{key} must be an integer, 0 or more"),
-            ),
-        }
-    }
-    let mut nested = Vec::new();
-    match r.raw("address") {
-        None | Some(Value::Null) => r.fail("address", "missing", "Field required"),
-        Some(v) => {
-            out.insert(
-                "address".into(),
-                address(v, r.loc_of("address"), &mut nested),
             );
         }
+        counted
+    };
+    let household_income = count("household_income", p.household_income);
+    let household_size = count("household_size", p.household_size);
+    MedicalProxy {
+        first_name: p.first_name,
+        last_name: p.last_name,
+        address: Some(address(checks, &base, p.address)),
+        phone_number: Some(p.phone_number),
+        email: p.email,
+        relationship: p.relationship,
+        household_income,
+        household_size,
     }
-    r.violations.append(&mut nested);
-    violations.append(&mut r.violations);
-    Value::Object(out)
 }
 
-/// Validates a user-info body; answers the document to store and echo.
-pub fn parse_user_info(body: &Value, today: NaiveDate) -> Result<Value, Invalid> {
-    let mut r = ObjectReader::new(body, vec![Loc::from("body")]);
-    r.deny_unknown(&[
-        "first_name",
-        "last_name",
-        "email",
-        "phone_number",
-        "gender",
-        "dob",
-        "address",
-        "medical_proxy",
-        "race",
-        "ethnicity",
-        "sexual_orientation",
-        "gender_identity",
-    ]);
-    let mut out = Map::new();
-    apply(
-        &mut r,
-        &mut out,
-        &[
-            Rule("first_name", true, is_valid_name, NAME_RULE),
-            Rule("last_name", true, is_valid_name, NAME_RULE),
-            Rule("email", true, is_valid_email, EMAIL_RULE),
-            Rule("phone_number", true, is_valid_phone, PHONE_RULE),
-            Rule("gender", true, short_text, "1-50 characters"),
-        ],
+/// Validates a user-info body; answers the details to store and echo.
+pub fn parse_user_info(body: &Value, today: NaiveDate) -> Result<UserInfo, Invalid> {
+    let (req, mut checks) = decode::<UserInfoRequest>(body, loc!["body"])?;
+    let c = &mut checks;
+    rule(
+        c,
+        loc!["first_name"],
+        &req.first_name,
+        is_valid_name,
+        NAME_RULE,
     );
-    match r.date("dob", true) {
-        Some(d) if d < today && d >= NaiveDate::from_ymd_opt(1900, 1, 1).unwrap_or(d) => {
-            out.insert("dob".into(), Value::from(d.to_string()));
-        }
-        Some(_) => r.fail(
-            "dob",
-            "value_error",
+    rule(
+        c,
+        loc!["last_name"],
+        &req.last_name,
+        is_valid_name,
+        NAME_RULE,
+    );
+    rule(c, loc!["email"], &req.email, is_valid_email, EMAIL_RULE);
+    rule(
+        c,
+        loc!["phone_number"],
+        &req.phone_number,
+        is_valid_phone,
+        PHONE_RULE,
+    );
+    rule(
+        c,
+        loc!["gender"],
+        &req.gender,
+        short_text,
+        "1-50 characters",
+    );
+    let earliest = NaiveDate::from_ymd_opt(1900, 1, 1).unwrap_or(NaiveDate::MIN);
+    if req.dob >= today || req.dob < earliest {
+        c.refuse(
+            loc!["dob"],
+            req.dob,
             "dob must be a past date, not before 1900-01-01",
-        ),
-        None => {}
+        );
     }
-    let mut nested = Vec::new();
-    match r.raw("address") {
-        None | Some(Value::Null) => r.fail("address", "missing", "Field required"),
-        Some(v) => {
-            out.insert(
-                "address".into(),
-                address(v, r.loc_of("address"), &mut nested),
-            );
-        }
-    }
-    match r.raw("medical_proxy") {
-        None | Some(Value::Null) => {
-            out.insert("medical_proxy".into(), Value::Null);
-        }
-        Some(v) => {
-            out.insert(
-                "medical_proxy".into(),
-                medical_proxy(v, r.loc_of("medical_proxy"), &mut nested),
-            );
-        }
-    }
-    enumerated(&mut r, &mut out, "race", RACE);
-    enumerated(&mut r, &mut out, "ethnicity", ETHNICITY);
-    enumerated(&mut r, &mut out, "sexual_orientation", SEXUAL_ORIENTATION);
-    enumerated(&mut r, &mut out, "gender_identity", GENDER_IDENTITY);
-    r.violations.append(&mut nested);
-    r.finish().map(|()| Value::Object(out))
+    let info = UserInfo {
+        address: address(c, &[], req.address),
+        medical_proxy: req.medical_proxy.map(|p| medical_proxy(c, p)),
+        first_name: req.first_name,
+        last_name: req.last_name,
+        email: req.email,
+        phone_number: req.phone_number,
+        gender: req.gender,
+        dob: req.dob,
+        race: req.race,
+        ethnicity: req.ethnicity,
+        sexual_orientation: req.sexual_orientation,
+        gender_identity: req.gender_identity,
+    };
+    checks.finish_with(info)
 }
 
 /// Stored details as the typed resource. Details stored before the address carried `zip` and
@@ -396,6 +424,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn parse(body: &Value, today: NaiveDate) -> Result<Value, Invalid> {
+        parse_user_info(body, today).map(|info| serde_json::to_value(info).unwrap())
+    }
+
     fn valid() -> Value {
         json!({
             "first_name": "Anne-Marie", "last_name": "O'Neil Jr.", "email": "anne@example.com",
@@ -409,7 +441,7 @@ mod tests {
     #[test]
     fn a_valid_body_is_echoed_with_every_field() {
         let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
-        let out = parse_user_info(&valid(), today).unwrap();
+        let out = parse(&valid(), today).unwrap();
         assert_eq!(out["first_name"], "Anne-Marie");
         assert_eq!(out["medical_proxy"], Value::Null);
         assert_eq!(out["ethnicity"], Value::Null);
@@ -432,17 +464,14 @@ mod tests {
         for (pointer, bad, field) in cases {
             let mut body = valid();
             *body.pointer_mut(pointer).unwrap() = bad.clone();
-            let err = parse_user_info(&body, today).unwrap_err();
+            let err = parse(&body, today).unwrap_err();
             assert_eq!(err.0.len(), 1, "{pointer}: {err:?}");
             let last = serde_json::to_value(&err.0[0].loc).unwrap();
             assert_eq!(last.as_array().unwrap().last().unwrap(), field, "{pointer}");
         }
         let mut body = valid();
         body.as_object_mut().unwrap().remove("address");
-        assert_eq!(
-            parse_user_info(&body, today).unwrap_err().0[0].kind,
-            "missing"
-        );
+        assert_eq!(parse(&body, today).unwrap_err().0[0].kind, "missing");
     }
 
     #[test]
@@ -451,7 +480,7 @@ mod tests {
         let mut body = valid();
         body["address"] = json!({"first_line": "1 Main St", "zip": "94107", "state": "CA",
             "city": "San Francisco"});
-        let out = parse_user_info(&body, today).unwrap();
+        let out = parse(&body, today).unwrap();
         assert_eq!(out["address"]["zip"], "94107");
         assert_eq!(out["address"]["zip_code"], "94107");
         assert_eq!(out["address"]["country"], "US");
@@ -459,21 +488,21 @@ mod tests {
         assert_eq!(typed.address.zip_code, "94107");
 
         body["address"]["zip_code"] = json!("10001");
-        let err = parse_user_info(&body, today).unwrap_err();
+        let err = parse(&body, today).unwrap_err();
         assert_eq!(
             serde_json::to_value(&err.0[0].loc).unwrap(),
             json!(["body", "address", "zip"])
         );
         body["address"]["zip_code"] = json!("94107");
         body["address"]["country"] = json!("DE");
-        let err = parse_user_info(&body, today).unwrap_err();
+        let err = parse(&body, today).unwrap_err();
         assert!(err.0[0].msg.contains("US"), "{err:?}");
     }
 
     #[test]
     fn details_stored_before_zip_and_country_read_with_them() {
         let today = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
-        let mut stored = parse_user_info(&valid(), today).unwrap();
+        let mut stored = parse(&valid(), today).unwrap();
         let address = stored["address"].as_object_mut().unwrap();
         address.remove("zip");
         address.remove("country");
@@ -490,7 +519,7 @@ mod tests {
             "phone_number": "+1 415 555 0101", "household_size": 3,
             "address": {"first_line": "2 Main St", "zip": "94107", "state": "CA",
                         "city": "San Francisco", "country": "US"}});
-        let out = parse_user_info(&body, today).unwrap();
+        let out = parse(&body, today).unwrap();
         assert_eq!(out["medical_proxy"]["address"]["zip_code"], "94107");
         assert_eq!(out["medical_proxy"]["household_size"], 3);
         body["medical_proxy"]["household_income"] = json!(-1);
@@ -498,7 +527,7 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("address");
-        let err = parse_user_info(&body, today).unwrap_err();
+        let err = parse(&body, today).unwrap_err();
         assert_eq!(err.0.len(), 2, "{err:?}");
     }
 }

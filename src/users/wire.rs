@@ -189,7 +189,7 @@ pub struct DuplicateUser {
 }
 
 /// A US postal address: `zip_code` and the reference's `zip` carry the same value.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, ToSchema)]
 pub struct Address {
     /// Street and number.
     pub first_line: String,

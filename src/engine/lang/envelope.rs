@@ -9,8 +9,9 @@ use serde_json::Value;
 use crate::loc;
 use crate::validation::{Loc, Violation};
 
-use super::json_check::{at, keys_in, object, parse_period};
 use super::request::Timeframe;
+use super::request::parse_period;
+use crate::validation::read::{Collect, at, keys_in, object_named};
 
 /// Validates `timeframe` (§1.1): a relative timeframe, or the unexecutable placeholder.
 pub(crate) fn parse_timeframe(
@@ -18,7 +19,7 @@ pub(crate) fn parse_timeframe(
     loc: &[Loc],
     out: &mut Vec<Violation>,
 ) -> Option<Timeframe> {
-    let obj = object(v, loc, "timeframe", out)?;
+    let obj = object_named(v, loc, "timeframe").keep(out)?;
     if obj.contains_key("placeholder") {
         keys_in(obj, &["placeholder"], loc, out);
         out.push(Violation::value(
@@ -91,7 +92,7 @@ pub(crate) fn parse_config(v: &Value, out: &mut Vec<Violation>) -> Option<Vec<St
     if v.is_null() {
         return None;
     }
-    let obj = object(v, &loc, "config", out)?;
+    let obj = object_named(v, &loc, "config").keep(out)?;
     keys_in(obj, &["provider_priority_overrides"], &loc, out);
     let ploc = at(&loc, "provider_priority_overrides");
     match obj.get("provider_priority_overrides") {

@@ -3,7 +3,6 @@
 //! refusal located, before any data is read.
 
 pub(super) mod envelope;
-pub(super) mod json_check;
 pub(super) mod parse;
 pub(super) mod parse_expr;
 pub(super) mod request;

@@ -12,7 +12,6 @@ use crate::loc;
 use crate::validation::{Invalid, Loc, Violation};
 
 use super::envelope::{parse_config, parse_timeframe};
-use super::json_check::{at, keys_in, object};
 use super::parse_expr::{IndexOf, Place, RawExpr, parse_expr};
 use super::request::{
     GroupBy, Period, Query, QuerySource, SelectItem, SelectKind, Unit, ValidRequest,
@@ -20,6 +19,7 @@ use super::request::{
 use super::rules::{WhereScope, check_aggregate, check_select, item_name, resolve_source};
 use super::where_clause::parse_where;
 use crate::engine::Limits;
+use crate::validation::read::{Collect, at, keys_in, object_named};
 
 /// Parses and validates a request body against §1–§2 and the limits of §5.
 pub fn parse_request(body: &Value, limits: &Limits) -> Result<ValidRequest, Invalid> {
@@ -37,7 +37,7 @@ pub fn parse_request(body: &Value, limits: &Limits) -> Result<ValidRequest, Inva
 
 fn parse_body(body: &Value, limits: &Limits, out: &mut Vec<Violation>) -> Option<ValidRequest> {
     let root = loc!["body"];
-    let obj = object(body, &root, "the request body", out)?;
+    let obj = object_named(body, &root, "the request body").keep(out)?;
     keys_in(
         obj,
         &["timeframe", "queries", "instructions", "config"],
@@ -130,7 +130,7 @@ fn period_ok(p: Period) -> Result<(), &'static str> {
 
 fn parse_query(v: &Value, loc: &[Loc], limits: &Limits, out: &mut Vec<Violation>) -> Option<Query> {
     let before = out.len();
-    let obj = object(v, loc, "a query", out)?;
+    let obj = object_named(v, loc, "a query").keep(out)?;
     keys_in(obj, &["select", "group_by", "where"], loc, out);
     let sloc = at(loc, "select");
     let select_raw: Vec<(RawExpr, Vec<Loc>)> = match obj.get("select") {

@@ -6,8 +6,9 @@ use serde_json::{Map, Value};
 use crate::schema::{QUERYABLE_SOURCES, Table, resource};
 use crate::validation::{Loc, Violation};
 
-use super::json_check::{at, closed, one_of, parse_period, str_in};
+use super::request::parse_period;
 use super::request::{DatePart, Func, Operand, Period, ValueMacro};
+use crate::validation::read::{Collect, at, closed, names, str_in};
 
 /// Where an expression appears; decides which shapes are allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +126,7 @@ pub(crate) fn parse_expr(
                     loc.to_vec(),
                     format!(
                         "carries keys of several expression shapes ({}); use one of them",
-                        one_of(many.iter().copied())
+                        names(many.iter().copied())
                     ),
                 )
                 .with_input(v.clone()),
@@ -157,7 +158,7 @@ pub(crate) fn parse_expr(
         .keys()
         .filter(|k| k.as_str() != shape && !extra.contains(&k.as_str()))
     {
-        let expected = one_of(std::iter::once(shape).chain(extra.iter().copied()));
+        let expected = names(std::iter::once(shape).chain(extra.iter().copied()));
         out.push(Violation::new(
             at(loc, k.as_str()),
             "extra_forbidden",
@@ -175,14 +176,14 @@ fn parse_shape(
     out: &mut Vec<Violation>,
 ) -> Option<RawExpr> {
     if let Some(table) = Table::from_name(shape) {
-        let name = str_in(obj, shape, loc, out)?;
+        let name = str_in(obj, shape, loc).keep(out)?;
         let Some(col) = table.column(name) else {
             out.push(
                 Violation::value(
                     at(loc, shape),
                     format!(
                         "unknown {shape} column \"{name}\"; expected one of: {}",
-                        one_of(table.columns().iter().map(|c| c.name))
+                        names(table.columns().iter().map(|c| c.name))
                     ),
                 )
                 .with_input(Value::String(name.to_owned())),
@@ -196,8 +197,8 @@ fn parse_shape(
     }
     match shape {
         "timeseries" => {
-            let name = str_in(obj, "timeseries", loc, out);
-            let field = str_in(obj, "field", loc, out);
+            let name = str_in(obj, "timeseries", loc).keep(out);
+            let field = str_in(obj, "field", loc).keep(out);
             let r = name.and_then(|n| {
                 let r = resource(n);
                 if r.is_none() {
@@ -206,7 +207,7 @@ fn parse_shape(
                             at(loc, "timeseries"),
                             format!(
                                 "unknown timeseries resource \"{n}\"; expected one of: {}",
-                                one_of(crate::schema::RESOURCES.iter().map(|r| r.name))
+                                names(crate::schema::RESOURCES.iter().map(|r| r.name))
                             ),
                         )
                         .with_input(Value::String(n.to_owned())),
@@ -216,7 +217,7 @@ fn parse_shape(
             })?;
             let field = field?;
             let Some(f) = r.family.fields().iter().copied().find(|f| *f == field) else {
-                out.push(Violation::value(at(loc, "field"), format!("unknown field \"{field}\" of timeseries resource {}; expected one of: {}", r.name, one_of(r.family.fields().iter().copied()))).with_input(Value::String(field.to_owned())));
+                out.push(Violation::value(at(loc, "field"), format!("unknown field \"{field}\" of timeseries resource {}; expected one of: {}", r.name, names(r.family.fields().iter().copied()))).with_input(Value::String(field.to_owned())));
                 return None;
             };
             Some(RawExpr::Operand(
@@ -229,21 +230,15 @@ fn parse_shape(
             Some(RawExpr::Operand(Operand::Index, Some(t)))
         }
         "source" => {
-            let s = str_in(obj, "source", loc, out)?;
+            let s = str_in(obj, "source", loc).keep(out)?;
             let all: Vec<(&'static str, &'static str)> =
                 QUERYABLE_SOURCES.iter().map(|s| (*s, *s)).collect();
-            let s = closed(&all, "source", s, at(loc, "source"), out)?;
+            let s = closed(&all, "source", s, at(loc, "source")).keep(out)?;
             Some(RawExpr::Operand(Operand::Source(s), None))
         }
         "value_macro" => {
-            let m = str_in(obj, "value_macro", loc, out).and_then(|m| {
-                closed(
-                    &ValueMacro::ALL,
-                    "value macro",
-                    m,
-                    at(loc, "value_macro"),
-                    out,
-                )
+            let m = str_in(obj, "value_macro", loc).keep(out).and_then(|m| {
+                closed(&ValueMacro::ALL, "value macro", m, at(loc, "value_macro")).keep(out)
             });
             if let Some(v) = obj
                 .get("version")
@@ -264,8 +259,9 @@ fn parse_shape(
             ))
         }
         "func" => {
-            let f = str_in(obj, "func", loc, out)
-                .and_then(|f| closed(&Func::ALL, "aggregate function", f, at(loc, "func"), out));
+            let f = str_in(obj, "func", loc).keep(out).and_then(|f| {
+                closed(&Func::ALL, "aggregate function", f, at(loc, "func")).keep(out)
+            });
             let arg_loc = at(loc, "arg");
             let arg = match obj.get("arg") {
                 Some(a) => parse_expr(a, &arg_loc, Place::AggregateArg, out),
@@ -309,8 +305,9 @@ fn parse_shape(
             Some(RawExpr::DateTrunc(p?, idx, arg_loc))
         }
         "date_part" => {
-            let p = str_in(obj, "date_part", loc, out)
-                .and_then(|p| closed(&DatePart::ALL, "date part", p, at(loc, "date_part"), out));
+            let p = str_in(obj, "date_part", loc).keep(out).and_then(|p| {
+                closed(&DatePart::ALL, "date part", p, at(loc, "date_part")).keep(out)
+            });
             let (idx, arg_loc) = parse_index_arg(obj, loc, out)?;
             Some(RawExpr::DatePart(p?, idx, arg_loc))
         }
@@ -319,7 +316,7 @@ fn parse_shape(
 }
 
 fn parse_index(obj: &Map<String, Value>, loc: &[Loc], out: &mut Vec<Violation>) -> Option<IndexOf> {
-    let t = str_in(obj, "index", loc, out)?;
+    let t = str_in(obj, "index", loc).keep(out)?;
     if t == "timeseries" {
         return Some(IndexOf::Timeseries);
     }
@@ -330,7 +327,7 @@ fn parse_index(obj: &Map<String, Value>, loc: &[Loc], out: &mut Vec<Violation>) 
                 at(loc, "index"),
                 format!(
                     "unknown index \"{t}\"; expected one of: {}, timeseries",
-                    one_of(TABLE_KEYS)
+                    names(TABLE_KEYS)
                 ),
             )
             .with_input(Value::String(t.to_owned())),

@@ -2,8 +2,11 @@
 //! [`crate::engine::parse_request`] builds these, so a `ValidRequest` always satisfies §1–§2.
 
 use chrono::NaiveDate;
+use serde_json::Value;
 
 use crate::schema::{Kind, Resource, Table};
+use crate::validation::read::{Collect, at, closed, str_in};
+use crate::validation::{Loc, Violation};
 
 use super::where_clause::WhereExpr;
 
@@ -325,5 +328,49 @@ impl ValueType {
     /// Whether it is Int or Float.
     pub fn is_numeric(self) -> bool {
         matches!(self, ValueType::Int | ValueType::Float)
+    }
+}
+
+/// Parses a `Period` object (`value` defaults to 1).
+pub(crate) fn parse_period(v: &Value, loc: &[Loc], out: &mut Vec<Violation>) -> Option<Period> {
+    let Some(obj) = v.as_object() else {
+        out.push(Violation::new(
+            loc.to_vec(),
+            "type_error",
+            "period must be an object {\"value\", \"unit\"}",
+        ));
+        return None;
+    };
+    let mut ok = true;
+    for k in obj
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "value" | "unit"))
+    {
+        out.push(Violation::new(
+            at(loc, k.as_str()),
+            "extra_forbidden",
+            format!("unknown key \"{k}\"; expected value, unit"),
+        ));
+        ok = false;
+    }
+    let value = match obj.get("value") {
+        None => Some(1),
+        Some(n) => match n.as_u64().filter(|n| (1..=u64::from(u32::MAX)).contains(n)) {
+            Some(n) => u32::try_from(n).ok(),
+            None => {
+                out.push(
+                    Violation::value(at(loc, "value"), "value must be an integer ≥ 1")
+                        .with_input(n.clone()),
+                );
+                None
+            }
+        },
+    };
+    let unit = str_in(obj, "unit", loc)
+        .keep(out)
+        .and_then(|u| closed(&Unit::ALL, "unit", u, at(loc, "unit")).keep(out));
+    match (value, unit, ok) {
+        (Some(value), Some(unit), true) => Some(Period { value, unit }),
+        _ => None,
     }
 }

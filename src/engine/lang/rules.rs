@@ -8,12 +8,12 @@
 use crate::schema::{Kind, QUERYABLE_SOURCES, Resource, Table};
 use crate::validation::{Loc, Violation};
 
-use super::json_check::at;
 use super::parse_expr::{IndexOf, RawExpr};
 use super::request::{
     Func, GroupBy, Operand, QuerySource, SelectItem, SelectKind, ValueMacro, ValueType,
 };
 use super::where_clause::Resolve;
+use crate::validation::read::at;
 
 /// The language type of a per-row value.
 pub(crate) fn operand_type(op: &Operand, source: &QuerySource) -> ValueType {

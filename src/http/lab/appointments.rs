@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 use super::super::AppState;
 use super::super::error::ApiError;
 use super::super::extract::{AuthTeam, PathId, QueryParams};
-use super::Typed;
+use crate::http::extract::Typed;
 use crate::lab::appointments::{self, slots};
 use crate::lab::model::appointment::{
     Appointment, AppointmentType, Availability, BookRequest, CancelRequest, CancellationReason,

@@ -8,7 +8,8 @@ use utoipa_axum::routes;
 use super::super::AppState;
 use super::super::error::ApiError;
 use super::super::extract::{AuthTeam, PathId, QueryParams, parse_uuid};
-use super::{Typed, page};
+use super::page;
+use crate::http::extract::Typed;
 use crate::lab::catalogue::{self, labs};
 use crate::lab::model::catalogue::{
     CreateLabTest, Lab, LabTest, LabTestPage, MarkersPage, OrderSetMarkersRequest, PatchLabTest,

@@ -7,13 +7,11 @@ mod area;
 mod catalogue;
 mod orders;
 
-use axum::extract::{FromRequest, Request};
-use serde::de::DeserializeOwned;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{JsonBody, QueryParams};
+use super::extract::QueryParams;
 use crate::lab::LabError;
 use crate::lab::decode::Page;
 
@@ -37,19 +35,6 @@ impl From<LabError> for ApiError {
             LabError::Metadata(e) => e.into(),
             LabError::Corrupt(_) => ApiError::internal(err),
         }
-    }
-}
-
-/// A JSON body decoded into a typed lab request (422 at the failing member otherwise).
-#[derive(Debug)]
-pub struct Typed<T>(pub T);
-
-impl<T: DeserializeOwned> FromRequest<AppState> for Typed<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
-        let JsonBody(value) = JsonBody::from_request(req, state).await?;
-        Ok(Typed(crate::lab::decode::body(value)?))
     }
 }
 

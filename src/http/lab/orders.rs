@@ -12,7 +12,8 @@ use utoipa_axum::routes;
 use super::super::AppState;
 use super::super::error::ApiError;
 use super::super::extract::{AuthTeam, JsonBytes, PathId, QueryParams};
-use super::{Typed, page};
+use super::page;
+use crate::http::extract::Typed;
 use crate::lab::model::enums::Low;
 use crate::lab::model::order::{
     CreateOrder, Order, OrderResponse, OrderResults, OrdersPage, PatchOrder,
@@ -20,6 +21,7 @@ use crate::lab::model::order::{
 use crate::lab::orders::{self, idempotency, list, requisition, results};
 use crate::loc;
 use crate::validation::Violation;
+use crate::validation::decode_lenient;
 
 /// Documented routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -45,7 +47,7 @@ async fn create(
             format!("JSON decode error: {e}"),
         ))
     })?;
-    let req: CreateOrder = crate::lab::decode::body(value)?;
+    let req: CreateOrder = decode_lenient(&value, loc!["body"])?;
     Ok(orders::create(&state.meta, team, req).await?)
 }
 

@@ -30,7 +30,7 @@ use crate::link::bulk_import::{self, BulkImportError, OpStatus, Operation, Recip
 use crate::loc;
 use crate::providers::{self, Provider, scopes};
 use crate::users::wire::instant;
-use crate::validation::{Invalid, Loc, ObjectReader, Violation};
+use crate::validation::{Checks, Invalid, Loc, Violation, decode};
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -53,6 +53,7 @@ pub struct ConnectionRecipe {
     /// When the access token expires (unix seconds); an expired one is refreshed at import.
     pub expires_at: i64,
     /// The scopes the grant holds (default: every scope the provider asks for).
+    #[serde(default)]
     pub oauth_scopes: Option<Vec<String>>,
 }
 
@@ -64,6 +65,7 @@ pub struct BulkImportRequest {
     /// At least one recipe, each user at most once.
     pub connections: Vec<ConnectionRecipe>,
     /// Wait up to 20 s for the operation to end (default false).
+    #[serde(default)]
     pub wait_for_completion: Option<bool>,
 }
 
@@ -194,177 +196,85 @@ fn echoable(loc: &[Loc]) -> bool {
     }
 }
 
-/// A required, non-blank string member.
-fn text(r: &mut ObjectReader, key: &str) -> Option<String> {
-    let value = r.string(key, true).map(str::to_owned);
-    if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-        r.fail(key, "string_too_short", format!("{key} must not be empty"));
+/// Checks one recipe at `connections[i]`, recording its violations in `checks`.
+fn check_recipe(checks: &mut Checks, i: usize, r: ConnectionRecipe) -> Recipe {
+    for (key, value) in [
+        ("access_token", &r.access_token),
+        ("refresh_token", &r.refresh_token),
+        ("provider_id", &r.provider_id),
+    ] {
+        if value.trim().is_empty() {
+            checks.fail(
+                loc!["connections", i, key],
+                "string_too_short",
+                format!("{key} must not be empty"),
+            );
+        }
     }
-    value
+    if r.expires_at <= 0 {
+        checks.fail(
+            loc!["connections", i, "expires_at"],
+            "int_type",
+            "expires_at should be a positive whole number of seconds since 1970",
+        );
+    }
+    Recipe {
+        user_id: r.user_id,
+        access_token: r.access_token,
+        refresh_token: r.refresh_token,
+        provider_id: r.provider_id,
+        expires_at: r.expires_at,
+        oauth_scopes: r.oauth_scopes,
+    }
 }
 
-/// Reads one recipe at `loc`, recording its violations in `out`.
-fn read_recipe(item: &Value, loc: Vec<Loc>, out: &mut Vec<Violation>) -> Option<Recipe> {
-    if !item.is_object() {
-        out.push(Violation::new(
-            loc,
-            "model_type",
-            "Input should be an object",
-        ));
-        return None;
+/// A rejection that echoes no input that may hold a token.
+fn without_tokens(Invalid(mut violations): Invalid) -> ApiError {
+    for v in &mut violations {
+        if !echoable(&v.loc) {
+            v.input = None;
+        }
     }
-    let mut r = ObjectReader::new(item, loc);
-    let user_id = r
-        .string("user_id", true)
-        .and_then(|s| match s.parse::<Uuid>() {
-            Ok(id) => Some(id),
-            Err(_) => {
-                r.fail("user_id", "uuid_parsing", "Input should be a valid UUID");
-                None
-            }
-        });
-    let access_token = text(&mut r, "access_token");
-    let refresh_token = text(&mut r, "refresh_token");
-    let provider_id = text(&mut r, "provider_id");
-    let expires_at = match r.raw("expires_at") {
-        None | Some(Value::Null) => {
-            r.fail("expires_at", "missing", "Field required");
-            None
-        }
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(at) if at > 0 => Some(at),
-            _ => {
-                r.fail(
-                    "expires_at",
-                    "int_type",
-                    "expires_at should be a positive whole number of seconds since 1970",
-                );
-                None
-            }
-        },
-        Some(_) => {
-            r.fail("expires_at", "int_type", "Input should be a valid integer");
-            None
-        }
-    };
-    let oauth_scopes = match r.raw("oauth_scopes") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(items)) => {
-            let mut scopes = Vec::new();
-            for (i, v) in items.iter().enumerate() {
-                match v.as_str() {
-                    Some(s) => scopes.push(s.to_owned()),
-                    None => {
-                        let mut at = r.loc_of("oauth_scopes");
-                        at.push(Loc::from(i));
-                        r.violations.push(
-                            Violation::new(at, "string_type", "Input should be a valid string")
-                                .with_input(v.clone()),
-                        );
-                    }
-                }
-            }
-            Some(scopes)
-        }
-        Some(_) => {
-            r.fail("oauth_scopes", "list_type", "Input should be a valid list");
-            None
-        }
-    };
-    let found = std::mem::take(&mut r.violations);
-    let clean = found.is_empty();
-    out.extend(found);
-    if !clean {
-        return None;
-    }
-    Some(Recipe {
-        user_id: user_id?,
-        access_token: access_token?,
-        refresh_token: refresh_token?,
-        provider_id: provider_id?,
-        expires_at: expires_at?,
-        oauth_scopes,
-    })
+    ApiError::Invalid(Invalid(violations))
 }
 
-/// Parses and checks the submission (every violation at once).
+/// Decodes and checks the submission (every rule's violation at once).
 fn parse_request(body: &Value) -> Result<(&'static Provider, Vec<Recipe>, bool), ApiError> {
-    if !body.is_object() {
-        // Not echoed: it may hold tokens.
-        return Err(ApiError::invalid(Violation::new(
-            loc!["body"],
-            "model_type",
-            "Input should be an object",
-        )));
+    let (req, mut checks) =
+        decode::<BulkImportRequest>(body, loc!["body"]).map_err(without_tokens)?;
+    let provider = providers::provider(&req.provider).filter(|p| scopes::is_oauth(p));
+    if provider.is_none() {
+        checks.refuse(
+            loc!["provider"],
+            &req.provider,
+            format!(
+                "{:?} is not an OAuth provider of the catalogue (GET /v2/providers)",
+                req.provider
+            ),
+        );
     }
-    let mut r = ObjectReader::new(body, vec![Loc::from("body")]);
-    let provider = r.string("provider", true).and_then(|slug| {
-        match providers::provider(slug).filter(|p| scopes::is_oauth(p)) {
-            Some(p) => Some(p),
-            None => {
-                r.fail(
-                    "provider",
-                    "enum",
-                    format!(
-                        "{slug:?} is not an OAuth provider of the catalogue (GET /v2/providers)"
-                    ),
-                );
-                None
-            }
-        }
-    });
-    let mut recipes = Vec::new();
-    match r.raw("connections") {
-        None | Some(Value::Null) => r.fail("connections", "missing", "Field required"),
-        Some(Value::Array(items)) if items.is_empty() => r.fail(
-            "connections",
+    if req.connections.is_empty() {
+        checks.fail(
+            loc!["connections"],
             "too_short",
             "connections needs at least 1 recipe",
-        ),
-        Some(Value::Array(items)) => {
-            let mut seen = std::collections::HashSet::new();
-            for (i, item) in items.iter().enumerate() {
-                let Some(recipe) =
-                    read_recipe(item, loc!["body", "connections", i], &mut r.violations)
-                else {
-                    continue;
-                };
-                if !seen.insert(recipe.user_id) {
-                    r.violations.push(
-                        Violation::value(
-                            loc!["body", "connections", i, "user_id"],
-                            "this user_id has a recipe earlier in connections; one per user",
-                        )
-                        .with_input(Value::from(recipe.user_id.to_string())),
-                    );
-                }
-                recipes.push(recipe);
-            }
-        }
-        Some(_) => r.fail("connections", "list_type", "Input should be a valid list"),
+        );
     }
-    let wait = match r.raw("wait_for_completion") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => {
-            r.fail(
-                "wait_for_completion",
-                "bool_type",
-                "Input should be a valid boolean",
+    let mut seen = std::collections::HashSet::new();
+    let mut recipes = Vec::with_capacity(req.connections.len());
+    for (i, recipe) in req.connections.into_iter().enumerate() {
+        if !seen.insert(recipe.user_id) {
+            checks.refuse(
+                loc!["connections", i, "user_id"],
+                recipe.user_id,
+                "this user_id has a recipe earlier in connections; one per user",
             );
-            false
         }
-    };
-    if let Err(Invalid(mut violations)) = r.finish() {
-        for v in &mut violations {
-            if !echoable(&v.loc) {
-                v.input = None;
-            }
-        }
-        return Err(ApiError::Invalid(Invalid(violations)));
+        recipes.push(check_recipe(&mut checks, i, recipe));
     }
+    checks.finish().map_err(without_tokens)?;
     let provider = provider.ok_or_else(|| ApiError::internal("validated provider missing"))?;
-    Ok((provider, recipes, wait))
+    Ok((provider, recipes, req.wait_for_completion.unwrap_or(false)))
 }
 
 /// Import existing OAuth connections of the team's users as one background operation. Needs

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -11,13 +11,13 @@ use utoipa_axum::routes;
 
 use crate::http::AppState;
 use crate::http::error::ApiError;
-use crate::http::extract::{AuthTeam, JsonBody, QueryParams, parse_uuid};
+use crate::http::extract::{AuthTeam, QueryParams, Typed, parse_uuid};
 use crate::http::models;
 use crate::http::users::team_user;
 use crate::link::codes;
 use crate::loc;
 use crate::users::wire::instant;
-use crate::validation::{Loc, ObjectReader, Violation};
+use crate::validation::Violation;
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -39,7 +39,7 @@ pub struct LinkCode {
 }
 
 /// `POST /v2/link/code/exchange` body.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CodeExchangeRequest {
     /// The code.
     pub code: String,
@@ -153,13 +153,9 @@ async fn create_code(
               (status = 422, description = "Validation error", body = models::ValidationError)))]
 async fn exchange_code(
     State(state): State<AppState>,
-    JsonBody(body): JsonBody,
+    Typed(body): Typed<CodeExchangeRequest>,
 ) -> Result<Json<CodeExchanged>, ApiError> {
-    let mut r = ObjectReader::new(&body, vec![Loc::from("body")]);
-    let code = r.string("code", true).map(str::to_owned);
-    r.finish()?;
-    let code = code.ok_or_else(|| ApiError::internal("validated code missing"))?;
-    let credential = codes::exchange(&state.meta, &code, Utc::now()).await?;
+    let credential = codes::exchange(&state.meta, &body.code, Utc::now()).await?;
     Ok(Json(CodeExchanged {
         user_id: credential.user_id,
         link_code_token: credential.token,

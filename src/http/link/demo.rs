@@ -13,11 +13,11 @@ use utoipa_axum::routes;
 use crate::data::demo;
 use crate::http::AppState;
 use crate::http::error::ApiError;
-use crate::http::extract::{AuthTeam, JsonBody, parse_uuid};
+use crate::http::extract::{AuthTeam, Decoded};
+use crate::http::models::DemoConnectRequest;
 use crate::http::users::team_user;
 use crate::ingest::demo::{MAX_DAYS, Persona, is_demo_provider};
 use crate::loc;
-use crate::validation::{Loc, ObjectReader};
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -46,7 +46,7 @@ pub struct DemoConnected {
 /// backfill `days` days (default 90, at most 1100) of synthetic data ending today.
 /// `persona`: regular (default), traveller or athlete.
 #[utoipa::path(post, path = "/v2/link/connect/demo", tag = "link",
-    request_body(content = crate::http::models::DemoConnectRequest),
+    request_body(content = DemoConnectRequest),
     responses((status = 200, description = "Connected", body = DemoConnected),
               (status = 404, description = "User not found", body = crate::http::models::ErrorDetail),
               (status = 422, description = "Validation error", body = crate::http::models::ValidationError)),
@@ -54,56 +54,26 @@ pub struct DemoConnected {
 async fn connect_demo(
     team: AuthTeam,
     State(state): State<AppState>,
-    JsonBody(body): JsonBody,
+    Decoded(body, mut checks): Decoded<DemoConnectRequest>,
 ) -> Result<Json<DemoConnected>, ApiError> {
-    let mut r = ObjectReader::new(&body, vec![Loc::from("body")]);
-    r.deny_unknown(&["user_id", "provider", "days", "persona"]);
-    let user_id = r.string("user_id", true).map(str::to_owned);
-    let provider = r.string("provider", true).map(str::to_owned);
-    if let Some(p) = &provider
-        && !is_demo_provider(p)
-    {
-        r.fail(
-            "provider",
+    if !is_demo_provider(&body.provider) {
+        checks.fail(
+            loc!["provider"],
             "enum",
-            format!("{p:?} has no demo mode; expected one of: oura, fitbit, freestyle_libre, apple_health_kit"),
+            format!("{:?} has no demo mode; expected one of: oura, fitbit, freestyle_libre, apple_health_kit", body.provider),
         );
     }
-    let days = match r.raw("days") {
-        None | Some(Value::Null) => Some(demo::DEFAULT_DAYS),
-        Some(v) => match v.as_u64().and_then(|d| u32::try_from(d).ok()) {
-            Some(d) if (1..=MAX_DAYS).contains(&d) => Some(d),
-            _ => {
-                r.fail(
-                    "days",
-                    "value_error",
-                    format!("days must be an integer from 1 to {MAX_DAYS}"),
-                );
-                None
-            }
-        },
-    };
-    let persona = match r.string("persona", false) {
-        None => Some(Persona::Regular),
-        Some(name) => {
-            let p = demo::persona(name);
-            if p.is_none() {
-                r.fail(
-                    "persona",
-                    "enum",
-                    "unknown persona; expected one of: regular, traveller, athlete",
-                );
-            }
-            p
-        }
-    };
-    r.finish()?;
-    let (Some(user_id), Some(provider), Some(days), Some(persona)) =
-        (user_id, provider, days, persona)
-    else {
-        return Err(ApiError::internal("demo connect: validated fields missing"));
-    };
-    let id = parse_uuid(&user_id, loc!["body", "user_id"])?;
+    let days = body.days.unwrap_or(demo::DEFAULT_DAYS);
+    if !(1..=MAX_DAYS).contains(&days) {
+        checks.refuse(
+            loc!["days"],
+            days,
+            format!("days must be an integer from 1 to {MAX_DAYS}"),
+        );
+    }
+    checks.finish()?;
+    let (id, provider) = (body.user_id, body.provider);
+    let persona = body.persona.unwrap_or(Persona::Regular);
     let user = team_user(&state, &team, id).await?;
     let now = Utc::now();
     let stored = demo::connect(

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -18,7 +18,7 @@ use crate::loc;
 use crate::providers::{Provider, scopes};
 use crate::store::metadata::team_apps::TeamApp;
 use crate::users::wire::{Success, instant};
-use crate::validation::{Loc, ObjectReader, Violation};
+use crate::validation::{Invalid, Violation, decode};
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -30,13 +30,14 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 /// `PUT` body.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct ProviderCredentialsRequest {
     /// The application's client id.
     pub client_id: String,
     /// Its client secret (kept sealed, never shown again).
     pub client_secret: String,
     /// The redirect URI registered with the provider, when not this service's callback.
+    #[serde(default)]
     pub redirect_uri: Option<String>,
 }
 
@@ -98,28 +99,36 @@ async fn put_credentials(
     JsonBody(body): JsonBody,
 ) -> Result<Json<ProviderCredentials>, ApiError> {
     let provider = oauth_provider(&slug)?;
-    let mut r = ObjectReader::new(&body, vec![Loc::from("body")]);
-    let client_id = r.string("client_id", true).map(str::to_owned);
-    let client_secret = r.string("client_secret", true).map(str::to_owned);
-    let redirect_uri = r.string("redirect_uri", false).map(str::to_owned);
-    for (key, value) in [("client_id", &client_id), ("client_secret", &client_secret)] {
-        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-            r.fail(key, "string_too_short", format!("{key} must not be empty"));
+    // Nothing of this body is echoed: a misnamed member may hold the secret.
+    let (body, mut checks) = decode::<ProviderCredentialsRequest>(&body, loc!["body"])
+        .map_err(Invalid::without_inputs)?;
+    for (key, value) in [
+        ("client_id", &body.client_id),
+        ("client_secret", &body.client_secret),
+    ] {
+        if value.trim().is_empty() {
+            checks.fail(
+                loc![key],
+                "string_too_short",
+                format!("{key} must not be empty"),
+            );
         }
     }
-    if let Some(uri) = &redirect_uri
+    if let Some(uri) = &body.redirect_uri
         && !url::Url::parse(uri).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
     {
-        r.fail(
-            "redirect_uri",
+        checks.fail(
+            loc!["redirect_uri"],
             "url_parsing",
             "redirect_uri must be an absolute http or https URL",
         );
     }
-    r.finish()?;
-    let (Some(client_id), Some(client_secret)) = (client_id, client_secret) else {
-        return Err(ApiError::internal("validated credentials missing"));
-    };
+    checks.finish().map_err(Invalid::without_inputs)?;
+    let ProviderCredentialsRequest {
+        client_id,
+        client_secret,
+        redirect_uri,
+    } = body;
     let app = team_apps::set(
         &state.meta,
         state.secret.as_ref(),

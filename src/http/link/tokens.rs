@@ -3,21 +3,20 @@
 use axum::Json;
 use axum::extract::State;
 use chrono::Utc;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::http::AppState;
 use crate::http::error::ApiError;
-use crate::http::extract::{AuthTeam, JsonBody, LinkToken, parse_uuid};
+use crate::http::extract::{AuthTeam, Decoded, LinkToken};
 use crate::http::models;
 use crate::http::users::team_user;
 use crate::link::tokens::{self, LinkOptions, is_linkable};
 use crate::loc;
 use crate::providers::{self, AuthType};
-use crate::validation::{Loc, ObjectReader, Violation};
+use crate::validation::{Checks, Loc};
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -27,20 +26,25 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 /// `POST /v2/link/token` body.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LinkTokenRequest {
     /// The team's user to link.
     pub user_id: uuid::Uuid,
     /// A linkable provider slug: the hosted page goes straight to it.
+    #[serde(default)]
     pub provider: Option<String>,
     /// Absolute http(s) URL the hosted page returns to (`state`, `provider`, `error_type`,
     /// `error` in its query).
+    #[serde(default)]
     pub redirect_url: Option<String>,
     /// At least one linkable provider slug: the hosted page offers only these.
+    #[serde(default)]
     pub filter_on_providers: Option<Vec<String>>,
     /// `redirect`: password and e-mail failures redirect to `redirect_url` (needs it).
+    #[serde(default)]
     pub on_error: Option<String>,
     /// `redirect`: the Close button redirects with `user_cancelled` (needs `redirect_url`).
+    #[serde(default)]
     pub on_close: Option<String>,
 }
 
@@ -121,97 +125,78 @@ const LINKABLE_HINT: &str =
     "a linkable provider slug (GET /v2/providers; SDK-only providers connect on the device)";
 
 /// Checks a slug member: catalogued and linkable.
-fn linkable_slug(r: &mut Vec<Violation>, loc: Vec<Loc>, v: &Value) -> Option<String> {
-    match v.as_str() {
-        Some(slug) if providers::provider(slug).is_some_and(is_linkable) => Some(slug.to_owned()),
-        Some(slug) => {
-            let why = match providers::provider(slug) {
-                Some(_) => {
-                    format!("{slug:?} connects through the mobile SDK; expected {LINKABLE_HINT}")
-                }
-                None => format!("{slug:?} is not a provider; expected {LINKABLE_HINT}"),
-            };
-            r.push(Violation::new(loc, "enum", why).with_input(v.clone()));
-            None
-        }
-        None => {
-            r.push(
-                Violation::new(loc, "string_type", "Input should be a valid string")
-                    .with_input(v.clone()),
-            );
-            None
-        }
-    }
+fn linkable_slug(checks: &mut Checks, member: Vec<Loc>, slug: String) -> Option<String> {
+    let why = match providers::provider(&slug) {
+        Some(p) if is_linkable(p) => return Some(slug),
+        Some(_) => format!("{slug:?} connects through the mobile SDK; expected {LINKABLE_HINT}"),
+        None => format!("{slug:?} is not a provider; expected {LINKABLE_HINT}"),
+    };
+    checks.fail(member, "enum", why);
+    None
 }
 
-/// Parses and checks the token request (every rule of `linking.md` at once).
-fn parse_request(body: &Value) -> Result<(String, LinkOptions), ApiError> {
-    let mut r = ObjectReader::new(body, vec![Loc::from("body")]);
-    let user_id = r.string("user_id", true).map(str::to_owned);
-    let mut options = LinkOptions::default();
-    match r.raw("provider") {
-        None | Some(Value::Null) => {}
-        Some(v) => options.provider = linkable_slug(&mut r.violations, loc!["body", "provider"], v),
-    }
-    match r.raw("filter_on_providers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) if items.is_empty() => r.fail(
-            "filter_on_providers",
-            "too_short",
-            "filter_on_providers needs at least 1 provider when present",
-        ),
-        Some(Value::Array(items)) => {
-            let mut slugs = Vec::new();
-            for (i, v) in items.iter().enumerate() {
-                if let Some(s) =
-                    linkable_slug(&mut r.violations, loc!["body", "filter_on_providers", i], v)
-                {
-                    slugs.push(s);
-                }
-            }
-            options.filter_on_providers = Some(slugs);
+/// Checks the token request (every rule of `linking.md` at once).
+fn check_request(req: LinkTokenRequest, mut checks: Checks) -> Result<LinkOptions, ApiError> {
+    let mut options = LinkOptions {
+        provider: req
+            .provider
+            .and_then(|slug| linkable_slug(&mut checks, loc!["provider"], slug)),
+        ..LinkOptions::default()
+    };
+    if let Some(filter) = req.filter_on_providers {
+        if filter.is_empty() {
+            checks.fail(
+                loc!["filter_on_providers"],
+                "too_short",
+                "filter_on_providers needs at least 1 provider when present",
+            );
         }
-        Some(_) => r.fail(
-            "filter_on_providers",
-            "list_type",
-            "Input should be a valid list",
-        ),
+        let slugs = filter
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, slug)| {
+                linkable_slug(&mut checks, loc!["filter_on_providers", i], slug)
+            })
+            .collect();
+        options.filter_on_providers = Some(slugs);
     }
-    if let Some(url) = r.string("redirect_url", false) {
+    if let Some(url) = &req.redirect_url {
         match url::Url::parse(url) {
             Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => {
-                options.redirect_url = Some(url.to_owned());
+                options.redirect_url = Some(url.clone());
             }
-            _ => r.fail(
-                "redirect_url",
+            _ => checks.fail(
+                loc!["redirect_url"],
                 "url_parsing",
                 "redirect_url must be an absolute http or https URL",
             ),
         }
     }
-    for (key, flag) in [("on_error", 0), ("on_close", 1)] {
-        match r.string(key, false) {
+    for (key, value, flag) in [
+        ("on_error", &req.on_error, &mut options.on_error_redirect),
+        ("on_close", &req.on_close, &mut options.on_close_redirect),
+    ] {
+        match value.as_deref() {
             None => {}
             Some("redirect") => {
-                if flag == 0 {
-                    options.on_error_redirect = true;
-                } else {
-                    options.on_close_redirect = true;
-                }
-                if r.raw("redirect_url").is_none_or(Value::is_null) {
-                    r.fail(
-                        "redirect_url",
+                *flag = true;
+                if req.redirect_url.is_none() {
+                    checks.fail(
+                        loc!["redirect_url"],
                         "missing",
                         format!("redirect_url is required when {key} is \"redirect\""),
                     );
                 }
             }
-            Some(_) => r.fail(key, "enum", format!("{key} accepts only \"redirect\"")),
+            Some(_) => checks.fail(
+                loc![key],
+                "enum",
+                format!("{key} accepts only \"redirect\""),
+            ),
         }
     }
-    r.finish()?;
-    let user_id = user_id.ok_or_else(|| ApiError::internal("validated user_id missing"))?;
-    Ok((user_id, options))
+    checks.finish()?;
+    Ok(options)
 }
 
 /// Create a link token for a user: valid 60 minutes, consumed by the first connection it makes.
@@ -224,11 +209,11 @@ fn parse_request(body: &Value) -> Result<(String, LinkOptions), ApiError> {
 async fn create_token(
     team: AuthTeam,
     State(state): State<AppState>,
-    JsonBody(body): JsonBody,
+    Decoded(body, checks): Decoded<LinkTokenRequest>,
 ) -> Result<Json<LinkTokenCreated>, ApiError> {
-    let (user_id, options) = parse_request(&body)?;
-    let id = parse_uuid(&user_id, loc!["body", "user_id"])?;
-    let user = team_user(&state, &team, id).await?;
+    let user_id = body.user_id;
+    let options = check_request(body, checks)?;
+    let user = team_user(&state, &team, user_id).await?;
     let issued = tokens::issue(
         &state.meta,
         &state.link,

@@ -28,7 +28,8 @@ use crate::providers;
 pub const MAX_DAYS: u32 = 1100;
 
 /// Whose life the data describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Persona {
     /// Lives in London (DST in late March and late October), sleeps later at weekends,
     /// trains about twice a week.

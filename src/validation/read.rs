@@ -1,12 +1,23 @@
-//! Typed reads of JSON members, each failing with a [`Violation`] located at the member.
+//! The one hand-written JSON reader, kept where it earns its place: the query language (whose
+//! expressions are recognised by key, and every violation of which is located) and the push API
+//! (whose bodies accept both wire names of a member, read `null` as absent, and are read in one
+//! pass at ingest speed). Every other request body is a typed model decoded by serde
+//! ([`super::decode`]).
 //!
-//! `null` reads as absent everywhere, so a getter's output (which renders absent values as
-//! `null`) can be pushed back unchanged.
+//! Each read fails with a [`Violation`] located at the member. A reader that reports every
+//! problem at once collects them with [`Collect::keep`].
+//!
+//! `null` reads as absent in the member reads, so a getter's output (which renders absent values
+//! as `null`) can be pushed back unchanged.
+
+// A `Violation` (136 bytes) is the error of every read; it is built once per rejected request,
+// so boxing it would cost every caller a `Box` for no measurable gain.
+#![allow(clippy::result_large_err)]
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Map, Value};
 
-use crate::validation::{Loc, Violation};
+use super::{Loc, Violation};
 
 /// A JSON object.
 pub(crate) type Obj = Map<String, Value>;
@@ -16,6 +27,23 @@ pub(crate) fn at(loc: &[Loc], seg: impl Into<Loc>) -> Vec<Loc> {
     let mut out = loc.to_vec();
     out.push(seg.into());
     out
+}
+
+/// Collects a read's violation instead of stopping at it.
+pub(crate) trait Collect<T> {
+    /// The value, or `None` with the violation pushed to `out`.
+    fn keep(self, out: &mut Vec<Violation>) -> Option<T>;
+}
+
+impl<T> Collect<T> for Result<T, Violation> {
+    fn keep(self, out: &mut Vec<Violation>) -> Option<T> {
+        self.map_err(|v| out.push(v)).ok()
+    }
+}
+
+/// `a, b, c` for messages that list what is allowed.
+pub(crate) fn names<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    names.into_iter().collect::<Vec<_>>().join(", ")
 }
 
 fn type_error(loc: Vec<Loc>, expected: &str, input: &Value) -> Violation {
@@ -28,6 +56,22 @@ pub(crate) fn object<'a>(value: &'a Value, loc: &[Loc]) -> Result<&'a Obj, Viola
     value
         .as_object()
         .ok_or_else(|| type_error(loc.to_vec(), "an object", value))
+}
+
+/// The value as an object, or a `type_error` naming `what` ("period must be an object").
+pub(crate) fn object_named<'a>(
+    value: &'a Value,
+    loc: &[Loc],
+    what: &str,
+) -> Result<&'a Obj, Violation> {
+    value.as_object().ok_or_else(|| {
+        Violation::new(
+            loc.to_vec(),
+            "type_error",
+            format!("{what} must be an object"),
+        )
+        .with_input(value.clone())
+    })
 }
 
 /// The value as an array.
@@ -52,6 +96,21 @@ pub(crate) fn forbid_extra(
         )
         .with_input(obj.get(key).cloned().unwrap_or_default())),
         None => Ok(()),
+    }
+}
+
+/// Records an `extra_forbidden` violation for every member of `obj` not in `allowed`, naming
+/// the allowed set.
+pub(crate) fn keys_in(obj: &Obj, allowed: &[&str], loc: &[Loc], out: &mut Vec<Violation>) {
+    for k in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
+        out.push(Violation::new(
+            at(loc, k.as_str()),
+            "extra_forbidden",
+            format!(
+                "unknown key \"{k}\"; expected one of: {}",
+                names(allowed.iter().copied())
+            ),
+        ));
     }
 }
 
@@ -191,4 +250,45 @@ pub(crate) fn one_of(
         format!("Input should be one of: {}", allowed.join(", ")),
     )
     .with_input(Value::from(value)))
+}
+
+/// `obj[key]` as a required string, `null` included in what is refused, with messages naming
+/// the member (`"{key} must be a string"`, `"{key} is required"`).
+pub(crate) fn str_in<'a>(obj: &'a Obj, key: &str, loc: &[Loc]) -> Result<&'a str, Violation> {
+    match obj.get(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(v) => Err(Violation::new(
+            at(loc, key),
+            "type_error",
+            format!("{key} must be a string"),
+        )
+        .with_input(v.clone())),
+        None => Err(Violation::new(
+            at(loc, key),
+            "missing",
+            format!("{key} is required"),
+        )),
+    }
+}
+
+/// Looks `value` up in a closed set of names; an unknown one is a `value_error` listing them.
+pub(crate) fn closed<T: Copy>(
+    all: &[(&'static str, T)],
+    what: &str,
+    value: &str,
+    loc: Vec<Loc>,
+) -> Result<T, Violation> {
+    all.iter()
+        .find(|(n, _)| *n == value)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            Violation::value(
+                loc,
+                format!(
+                    "unknown {what} \"{value}\"; expected one of: {}",
+                    names(all.iter().map(|(n, _)| *n))
+                ),
+            )
+            .with_input(Value::String(value.to_owned()))
+        })
 }
