@@ -37,7 +37,7 @@ use datafusion::arrow::compute::kernels::cmp::eq;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::events::{Event, EventType, EventUser};
+use crate::events::{Event, EventType, EventUser, ProviderRef};
 use crate::store::metadata::{self, push_events, push_events::PendingPush};
 
 use crate::ingest::{self, PushBatches, PushUser};
@@ -314,7 +314,7 @@ pub(crate) async fn connection_created(
             ((*r).to_owned(), json!({ "status": status }))
         })
         .collect();
-    let provider_obj = provider_object(provider);
+    let provider_obj = ProviderRef::of(provider);
     Ok(Event {
         event_type: EventType::ConnectionCreated,
         user: Some(EventUser::of(user)),
@@ -327,16 +327,6 @@ pub(crate) async fn connection_created(
     })
 }
 
-/// A provider as events show it: `{name, slug, logo}`.
-pub(crate) fn provider_object(provider: &str) -> Value {
-    let entry = crate::providers::provider(provider);
-    json!({
-        "name": entry.map_or(provider, |p| p.name),
-        "slug": provider,
-        "logo": entry.map(|p| p.logo.clone()),
-    })
-}
-
 /// The `historical.data.<resource>.created` events of a completed historical pull (a demo
 /// connection's or a provider's) of `resources` over the days `start..=end`.
 pub(crate) fn historical_created(
@@ -345,7 +335,7 @@ pub(crate) fn historical_created(
     resources: &[&'static str],
     (start, end): (chrono::NaiveDate, chrono::NaiveDate),
 ) -> Vec<Event> {
-    let source = provider_object(provider);
+    let source = ProviderRef::of(provider);
     resources
         .iter()
         .map(|name| Event {

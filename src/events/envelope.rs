@@ -36,6 +36,30 @@ impl EventUser {
     }
 }
 
+/// A provider as connection and historical-pull events carry it: `{name, slug, logo}` (one
+/// shape in every event, so a receiver reads one).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProviderRef {
+    /// Its display name (the slug for a provider the catalogue no longer has).
+    pub name: String,
+    /// Its slug.
+    pub slug: String,
+    /// Its logo's URL, when the catalogue has it.
+    pub logo: Option<String>,
+}
+
+impl ProviderRef {
+    /// The provider of `slug`, as events carry it.
+    pub fn of(slug: &str) -> ProviderRef {
+        let entry = crate::providers::provider(slug);
+        ProviderRef {
+            name: entry.map_or(slug, |p| p.name).to_owned(),
+            slug: slug.to_owned(),
+            logo: entry.map(|p| p.logo.clone()),
+        }
+    }
+}
+
 /// An event to emit: its type, the user it concerns (if any) and its `data`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {

@@ -26,6 +26,6 @@ pub mod signing;
 pub mod types;
 pub mod url_rules;
 
-pub use envelope::{Event, EventUser};
+pub use envelope::{Event, EventUser, ProviderRef};
 pub use types::EventType;
 pub use url_rules::UrlRules;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::credentials::{self, Credentials};
 use super::tokens::{self, LinkSession};
 use super::{LinkError, LinkErrorType};
-use crate::events::{Event, EventType, EventUser, outbox};
+use crate::events::{Event, EventType, EventUser, ProviderRef, outbox};
 use crate::providers::Provider;
 use crate::secret::SecretKey;
 use crate::store::metadata::connections::{self, ErrorDetails, ErrorTransition, Grant};
@@ -152,7 +152,7 @@ pub async fn connect_on(
         return Ok(0);
     }
     let entry = crate::data::connections::entry(&connection);
-    let about = about(provider);
+    let about = ProviderRef::of(provider.slug);
     let event = Event {
         event_type: EventType::ConnectionCreated,
         user: Some(EventUser::of(user)),
@@ -194,7 +194,7 @@ pub async fn fail(
     let found = connections::set_error(&mut tx, user.id, provider.slug, &details).await?;
     let mut enqueued = 0;
     if found == ErrorTransition::Entered {
-        let about = about(provider);
+        let about = ProviderRef::of(provider.slug);
         let event = Event {
             event_type: EventType::ConnectionError,
             user: Some(EventUser::of(user)),
@@ -215,9 +215,4 @@ pub async fn fail(
         meta.jobs_wake().notify_waiters();
     }
     Ok(found)
-}
-
-/// The provider as connection events carry it.
-fn about(provider: &Provider) -> serde_json::Value {
-    json!({"name": provider.name, "slug": provider.slug, "logo": provider.logo})
 }
