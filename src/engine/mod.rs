@@ -12,7 +12,7 @@
 //! with its own memory pool, and one deadline for all its phases.
 //!
 //! Module map: `lang/` (the front end, §1–§2: `request` the typed request, `parse`/`envelope`/
-//! `parse_expr`/`json_check`/`rules`/`where_clause` its validation), `plan/` (the planner, §3:
+//! `parse_expr`/`rules`/`where_clause` its validation, over [`crate::validation::read`]), `plan/` (the planner, §3:
 //! `catalog`/`expr`/`compile`/`priority`/`best`, `udf`/`udaf`/`macros` our functions, `bucket` the
 //! time-bucket operator), `time` (floating time and calendar arithmetic, shared by both),
 //! `execute`/`instance` (running a request), `budget` (what a request holds, charged to its

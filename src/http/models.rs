@@ -1,6 +1,6 @@
-//! The OpenAPI schemas of the bodies that have no Rust type of their own elsewhere: the error
-//! bodies of `rest-conventions.md`, and the request bodies whose rules are checked member by
-//! member so that every mistake is reported at once (users: [`crate::users`]).
+//! Types of the bodies that belong to no domain module: the error bodies of
+//! `rest-conventions.md`, the demo connection's request, and the getters' schemas generated from
+//! the wire map. Request models that do belong to a domain live there and are re-exported here.
 
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};

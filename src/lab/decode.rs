@@ -1,5 +1,5 @@
 //! Paging of the lab listings. (Typed request bodies are decoded by
-//! [`crate::validation::decode`].)
+//! [`crate::validation::decode`](mod@crate::validation::decode).)
 
 /// A page number and size from their query values: page ≥ 1, size 1–100 (checked by the HTTP
 /// layer), and the rows to skip.

@@ -1,5 +1,5 @@
 //! Validation failures shared by every layer that checks client input (users, push API, query
-//! language), and the two ways input is read: typed models decoded by serde ([`decode`]) for
+//! language), and the two ways input is read: typed models decoded by serde ([`decode`](mod@decode)) for
 //! every request body, and one precise hand-written reader ([`read`]) for the query language and
 //! the push API. A [`Violation`] is one problem at one location; the HTTP layer renders a list of
 //! them as the 422 body of `rest-conventions.md`:

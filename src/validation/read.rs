@@ -2,10 +2,10 @@
 //! expressions are recognised by key, and every violation of which is located) and the push API
 //! (whose bodies accept both wire names of a member, read `null` as absent, and are read in one
 //! pass at ingest speed). Every other request body is a typed model decoded by serde
-//! ([`super::decode`]).
+//! ([`super::decode`](mod@super::decode)).
 //!
 //! Each read fails with a [`Violation`] located at the member. A reader that reports every
-//! problem at once collects them with [`Collect::keep`].
+//! problem at once collects them with `Collect::keep`.
 //!
 //! `null` reads as absent in the member reads, so a getter's output (which renders absent values
 //! as `null`) can be pushed back unchanged.
