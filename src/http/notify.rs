@@ -89,7 +89,8 @@ fn notifying(slug: &str) -> Result<&str, ApiError> {
 
 /// The subscription handshake: the provider asks whether this URL is its subscriber by sending
 /// the subscription's `verification_token` and a `challenge`, echoed back when the token is the
-/// configured one (`verification_token` of the provider's application in `--oauth-apps`).
+/// deployment's (`verification_token` of the provider's application in `--oauth-apps`) or a
+/// team's own (`PUT /v2/team/provider/{provider}/credentials` with `verification_token`).
 #[utoipa::path(get, path = "/v2/provider/{provider}/notify", tag = "providers",
     params(("provider" = String, Path, description = "A provider that sends change notifications (oura)"), Handshake),
     responses((status = 200, description = "The challenge, echoed", body = Challenge),
@@ -111,7 +112,9 @@ async fn subscription_handshake(
         })
     };
     let (token, challenge) = (required("verification_token")?, required("challenge")?);
-    if !notify::subscription_verified(&state.link.oauth_apps, provider, &token) {
+    let verified = notify::subscription_verified(&state.link.oauth_apps, provider, &token)
+        || crate::link::team_apps::verification_token_known(&state.meta, provider, &token).await?;
+    if !verified {
         return Err(ApiError::Unauthorized(
             "the verification token is not this subscription's",
         ));

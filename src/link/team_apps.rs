@@ -14,27 +14,49 @@ fn context(team: Uuid, provider: &str) -> String {
     format!("team-app:{team}:{provider}")
 }
 
+/// A team's own application for one provider, as the team gives it.
+#[derive(Debug, Clone, Copy)]
+pub struct NewTeamApp<'a> {
+    /// Client id.
+    pub client_id: &'a str,
+    /// Client secret (sealed before it is stored).
+    pub client_secret: &'a str,
+    /// The redirect URI registered with the provider, when not this service's callback.
+    pub redirect_uri: Option<&'a str>,
+    /// The verification token of the team's own change-notification subscription (Oura's
+    /// webhooks), when it has one (hashed before it is stored).
+    pub verification_token: Option<&'a str>,
+}
+
 /// Sets the team's application for `provider` (an OAuth provider, checked by the caller).
 pub async fn set(
     meta: &MetadataStore,
     key: Option<&SecretKey>,
     team: Uuid,
     provider: &str,
-    client_id: &str,
-    client_secret: &str,
-    redirect_uri: Option<&str>,
+    app: NewTeamApp<'_>,
 ) -> Result<TeamApp, LinkError> {
     let key = key.ok_or(SecretError::Missing)?;
-    let sealed = key.seal(client_secret.as_bytes(), &context(team, provider))?;
-    Ok(team_apps::upsert(
-        &mut *meta.writer().await?,
-        team,
-        provider,
-        client_id,
-        &sealed,
-        redirect_uri,
-    )
-    .await?)
+    let sealed = key.seal(app.client_secret.as_bytes(), &context(team, provider))?;
+    let token_hash = app.verification_token.map(super::tokens::hash);
+    let stored = team_apps::StoredApp {
+        client_id: app.client_id,
+        sealed_secret: &sealed,
+        redirect_uri: app.redirect_uri,
+        verification_token_hash: token_hash.as_deref(),
+    };
+    Ok(team_apps::upsert(&mut *meta.writer().await?, team, provider, stored).await?)
+}
+
+/// Whether `token` is the change-notification verification token of some team's own
+/// application for `provider` (looked up by its hash).
+pub async fn verification_token_known(
+    meta: &MetadataStore,
+    provider: &str,
+    token: &str,
+) -> Result<bool, LinkError> {
+    let hash = super::tokens::hash(token);
+    Ok(team_apps::verification_token_known(&mut *meta.reader().await?, provider, &hash).await?)
 }
 
 /// The team's application for `provider` (its secret stays sealed).

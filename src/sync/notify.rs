@@ -6,7 +6,8 @@
 //! Oura (API v2 webhooks) is the provider that notifies so far:
 //! - subscribing: Oura calls `GET <callback>?verification_token=<t>&challenge=<c>` and expects
 //!   `200 {"challenge": "<c>"}` when `<t>` is the token the subscription was created with
-//!   (`verification_token` of the deployment's Oura application in `--oauth-apps`);
+//!   (`verification_token` of the deployment's Oura application in `--oauth-apps`, or of a team's
+//!   own application, set with its credentials and kept as a hash);
 //! - notifying: `POST <callback>` with `{"event_type", "data_type", "object_id", "event_time",
 //!   "user_id"}`, signed in `x-oura-signature`: the upper-case hex HMAC-SHA256, keyed with the
 //!   application's client secret, of the `x-oura-timestamp` header's value followed by the raw

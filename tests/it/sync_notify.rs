@@ -198,3 +198,75 @@ async fn the_subscription_handshake_echoes_the_challenge_only_for_the_configured
         .await;
     assert_eq!(a.status, 422, "{}", a.json);
 }
+
+/// A team's own Oura application carries the verification token of the team's own
+/// subscription: the handshake answers for it (and for the deployment's), not for another
+/// provider or a guess; the token is shown nowhere and stored only as its hash.
+#[tokio::test]
+async fn a_teams_own_verification_token_is_answered_and_kept_only_as_a_hash() {
+    let (app, _oauth) = crate::link::oauth::setup().await;
+    let handshake = |token: &str| {
+        let app = &app;
+        let uri = format!("/v2/provider/oura/notify?verification_token={token}&challenge=c-7");
+        async move { app.send("GET", &uri, None, None).await }
+    };
+    let team_token = "team-own-subscription-token-51";
+    assert_eq!(handshake(team_token).await.status, 401);
+    let a = app
+        .send(
+            "PUT",
+            "/v2/team/provider/oura/credentials",
+            Some(&app.key),
+            Some(
+                json!({"client_id": "team-client", "client_secret": "team-secret",
+                        "verification_token": team_token}),
+            ),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json["verification_token_set"], true, "{}", a.json);
+    assert!(!a.json.to_string().contains(team_token), "{}", a.json);
+    let a = handshake(team_token).await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json, json!({"challenge": "c-7"}));
+    assert_eq!(handshake(VERIFICATION_TOKEN).await.status, 200);
+    assert_eq!(handshake("team-own-subscription-token-5").await.status, 401);
+    let bytes = crate::link::sqlite_bytes(app.dir.path());
+    assert!(
+        !bytes
+            .windows(team_token.len())
+            .any(|w| w == team_token.as_bytes())
+    );
+
+    // Only a provider that notifies takes one, and it is checked.
+    let a = app
+        .send(
+            "PUT",
+            "/v2/team/provider/fitbit/credentials",
+            Some(&app.key),
+            Some(json!({"client_id": "c", "client_secret": "s", "verification_token": "t"})),
+        )
+        .await;
+    crate::support::assert_422_at(&a, &[json!("body"), json!("verification_token")]);
+    let a = app
+        .send(
+            "PUT",
+            "/v2/team/provider/oura/credentials",
+            Some(&app.key),
+            Some(json!({"client_id": "c", "client_secret": "s", "verification_token": " "})),
+        )
+        .await;
+    crate::support::assert_422_at(&a, &[json!("body"), json!("verification_token")]);
+
+    // Setting the application again without a token removes it.
+    let a = app
+        .send(
+            "PUT",
+            "/v2/team/provider/oura/credentials",
+            Some(&app.key),
+            Some(json!({"client_id": "team-client", "client_secret": "team-secret"})),
+        )
+        .await;
+    assert_eq!(a.json["verification_token_set"], false, "{}", a.json);
+    assert_eq!(handshake(team_token).await.status, 401);
+}

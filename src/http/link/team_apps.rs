@@ -39,6 +39,11 @@ pub struct ProviderCredentialsRequest {
     /// The redirect URI registered with the provider, when not this service's callback.
     #[serde(default)]
     pub redirect_uri: Option<String>,
+    /// The verification token the team chose for its own change-notification subscription
+    /// (Oura's webhooks, whose callback is `GET/POST /v2/provider/oura/notify`): the
+    /// subscription handshake is answered for it. Kept as a hash only, never shown again.
+    #[serde(default)]
+    pub verification_token: Option<String>,
 }
 
 /// The team's application, without its secret.
@@ -50,6 +55,8 @@ pub struct ProviderCredentials {
     pub client_id: String,
     /// The redirect URI, when set.
     pub redirect_uri: Option<String>,
+    /// Whether a change-notification verification token is set (the token is never shown).
+    pub verification_token_set: bool,
     /// When it was first set.
     #[serde(serialize_with = "instant")]
     pub created_at: DateTime<Utc>,
@@ -64,6 +71,7 @@ impl From<TeamApp> for ProviderCredentials {
             provider: app.provider,
             client_id: app.client_id,
             redirect_uri: app.redirect_uri,
+            verification_token_set: app.has_verification_token,
             created_at: app.created_at,
             updated_at: app.updated_at,
         }
@@ -123,20 +131,37 @@ async fn put_credentials(
             "redirect_uri must be an absolute http or https URL",
         );
     }
+    if let Some(token) = &body.verification_token {
+        if !crate::sync::notify::notifies(provider.slug) {
+            checks.fail(
+                loc!["verification_token"],
+                "value_error",
+                format!(
+                    "{} sends no change notifications this service verifies; leave verification_token out",
+                    provider.slug
+                ),
+            );
+        } else if token.trim().is_empty() || token.chars().count() > 256 {
+            checks.fail(
+                loc!["verification_token"],
+                "value_error",
+                "verification_token must be 1-256 characters",
+            );
+        }
+    }
     checks.finish().map_err(Invalid::without_inputs)?;
-    let ProviderCredentialsRequest {
-        client_id,
-        client_secret,
-        redirect_uri,
-    } = body;
+    let app = team_apps::NewTeamApp {
+        client_id: &body.client_id,
+        client_secret: &body.client_secret,
+        redirect_uri: body.redirect_uri.as_deref(),
+        verification_token: body.verification_token.as_deref(),
+    };
     let app = team_apps::set(
         &state.meta,
         state.secret.as_ref(),
         team.0.id,
         provider.slug,
-        &client_id,
-        &client_secret,
-        redirect_uri.as_deref(),
+        app,
     )
     .await?;
     Ok(Json(app.into()))

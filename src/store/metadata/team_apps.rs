@@ -17,34 +17,50 @@ pub struct TeamApp {
     pub sealed_secret: String,
     /// The redirect URI registered with the provider, when not the service's callback.
     pub redirect_uri: Option<String>,
+    /// Whether it carries a change-notification verification token (kept as a hash only).
+    pub has_verification_token: bool,
     /// When it was first set.
     pub created_at: DateTime<Utc>,
     /// When it was last set.
     pub updated_at: DateTime<Utc>,
 }
 
-/// Sets (or replaces) the team's application for `app.provider`.
+/// What a team's application is set to, its secrets already sealed or hashed.
+#[derive(Debug, Clone, Copy)]
+pub struct StoredApp<'a> {
+    /// Client id.
+    pub client_id: &'a str,
+    /// Client secret, sealed.
+    pub sealed_secret: &'a str,
+    /// The redirect URI registered with the provider.
+    pub redirect_uri: Option<&'a str>,
+    /// SHA-256 (hex) of the change-notification verification token.
+    pub verification_token_hash: Option<&'a str>,
+}
+
+/// Sets (or replaces) the team's application for `provider`.
 pub async fn upsert(
     conn: &mut AnyConnection,
     team: Uuid,
     provider: &str,
-    client_id: &str,
-    sealed_secret: &str,
-    redirect_uri: Option<&str>,
+    app: StoredApp<'_>,
 ) -> Result<TeamApp, MetadataError> {
     let at = ts(now());
     sqlx::query(
         "INSERT INTO team_provider_credentials (team_id, provider, client_id, client_secret, \
-         redirect_uri, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6) \
+         redirect_uri, verification_token_hash, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
          ON CONFLICT (team_id, provider) DO UPDATE SET client_id = excluded.client_id, \
          client_secret = excluded.client_secret, redirect_uri = excluded.redirect_uri, \
+         verification_token_hash = excluded.verification_token_hash, \
          updated_at = excluded.updated_at",
     )
     .bind(team.to_string())
     .bind(provider)
-    .bind(client_id)
-    .bind(sealed_secret)
-    .bind(redirect_uri)
+    .bind(app.client_id)
+    .bind(app.sealed_secret)
+    .bind(app.redirect_uri)
+    .bind(app.verification_token_hash)
     .bind(at)
     .execute(&mut *conn)
     .await?;
@@ -63,7 +79,8 @@ pub async fn get(
     provider: &str,
 ) -> Result<Option<TeamApp>, MetadataError> {
     let row = sqlx::query(
-        "SELECT provider, client_id, client_secret, redirect_uri, created_at, updated_at \
+        "SELECT provider, client_id, client_secret, redirect_uri, verification_token_hash, \
+         created_at, updated_at \
          FROM team_provider_credentials WHERE team_id = $1 AND provider = $2",
     )
     .bind(team.to_string())
@@ -76,6 +93,7 @@ pub async fn get(
             client_id: get_str(&row, "client_id")?,
             sealed_secret: get_str(&row, "client_secret")?,
             redirect_uri: get_opt_str(&row, "redirect_uri")?,
+            has_verification_token: get_opt_str(&row, "verification_token_hash")?.is_some(),
             created_at: get_time(&row, "created_at")?,
             updated_at: get_time(&row, "updated_at")?,
         })
@@ -97,6 +115,24 @@ pub async fn for_provider(
     rows.iter()
         .map(|row| Ok((get_uuid(row, "team_id")?, get_str(row, "client_secret")?)))
         .collect()
+}
+
+/// Whether some team's application for `provider` carries the verification token whose
+/// SHA-256 (hex) is `hash`.
+pub async fn verification_token_known(
+    conn: &mut AnyConnection,
+    provider: &str,
+    hash: &str,
+) -> Result<bool, MetadataError> {
+    let row = sqlx::query(
+        "SELECT team_id FROM team_provider_credentials \
+         WHERE provider = $1 AND verification_token_hash = $2",
+    )
+    .bind(provider)
+    .bind(hash)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.is_some())
 }
 
 /// Removes the team's application; `false` when there was none.

@@ -210,9 +210,12 @@ async fn an_operation_is_stored_worked_and_listed_on_postgresql() {
         Some(&key),
         team.id,
         "oura",
-        TEAM_CLIENT_ID,
-        TEAM_CLIENT_SECRET,
-        None,
+        wearhouse::link::team_apps::NewTeamApp {
+            client_id: TEAM_CLIENT_ID,
+            client_secret: TEAM_CLIENT_SECRET,
+            redirect_uri: None,
+            verification_token: None,
+        },
     )
     .await
     .unwrap();
