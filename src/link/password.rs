@@ -8,9 +8,13 @@
 //! its module and one line in [`PasswordLogins::from_env`].
 //!
 //! Decisions where the spec is silent:
-//! - A provider that asks for a second factor would answer `pending_provider_mfa`; Peloton,
-//!   the one password provider implemented, has no such step, so neither has this module yet
-//!   (no MFA state is kept and `complete_mfa` is not routed).
+//! - A provider that asks for a second factor would answer `pending_provider_mfa`; neither
+//!   password provider implemented (Peloton, FreeStyle Libre through LibreLinkUp) documents such
+//!   a step, so neither has this module yet (no MFA state is kept and `complete_mfa` is not
+//!   routed).
+//! - `region` is where a regional provider is asked first; the provider may send the sign-in to
+//!   the account's own region, which is followed. A region the provider does not have is
+//!   `unsupported_region`.
 //! - `provider_id` in the answer is the user's id at the provider (Peloton's `user_id`).
 //! - A link token allows [`MAX_SIGN_INS`] sign-ins, counted in the metadata store, so the
 //!   hosted page and the link API cannot be used to try password after password against a
@@ -30,6 +34,7 @@ use crate::providers::Provider;
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
 
+pub mod libre;
 pub mod peloton;
 
 /// How many password sign-ins one link token allows.
@@ -49,6 +54,26 @@ pub enum SignIn {
     Refused(LinkErrorType, String),
 }
 
+/// What a user signs in with.
+#[derive(Clone, Copy)]
+pub struct Login<'a> {
+    /// The username (or e-mail address) at the provider.
+    pub username: &'a str,
+    /// The password (never logged).
+    pub password: &'a str,
+    /// The account's region, for providers with regional accounts: where to sign in first.
+    pub region: Option<&'a str>,
+}
+
+impl std::fmt::Debug for Login<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Login")
+            .field("username", &self.username)
+            .field("region", &self.region)
+            .finish_non_exhaustive()
+    }
+}
+
 /// One provider's username-and-password sign-in.
 #[async_trait::async_trait]
 pub trait PasswordLogin: Send + Sync {
@@ -57,7 +82,7 @@ pub trait PasswordLogin: Send + Sync {
 
     /// Signs in at the provider. Every answer the provider can give is a [`SignIn`]; the
     /// sign-in never fails otherwise (an unreachable provider is `provider_api_error`).
-    async fn sign_in(&self, username: &str, password: &str) -> SignIn;
+    async fn sign_in(&self, login: Login<'_>) -> SignIn;
 }
 
 /// The password sign-ins of this process by provider slug.
@@ -78,7 +103,10 @@ impl PasswordLogins {
     pub fn from_env() -> Result<PasswordLogins, reqwest::Error> {
         let url = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.into());
         let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
-        Ok(PasswordLogins::default().with(Arc::new(peloton)))
+        let libre = libre::Libre::new(libre::Hosts::from_env())?;
+        Ok(PasswordLogins::default()
+            .with(Arc::new(peloton))
+            .with(Arc::new(libre)))
     }
 
     /// The same set with `login` added (replacing one of the same provider).
@@ -104,7 +132,7 @@ pub async fn connect(
     logins: &PasswordLogins,
     session: &LinkSession,
     provider: &Provider,
-    (username, password): (&str, &str),
+    login_with: Login<'_>,
     now: DateTime<Utc>,
 ) -> Result<(Landing, Option<String>), LinkError> {
     let key = key.ok_or(SecretError::Missing)?;
@@ -133,7 +161,7 @@ pub async fn connect(
         ));
         return Ok((landing, None));
     }
-    let (provider_user_id, provider_session) = match login.sign_in(username, password).await {
+    let (provider_user_id, provider_session) = match login.sign_in(login_with).await {
         SignIn::Accepted {
             provider_user_id,
             session,
@@ -149,8 +177,8 @@ pub async fn connect(
         scopes_denied: Vec::new(),
         credentials: Credentials {
             access_token: Some(provider_session),
-            username: Some(username.to_owned()),
-            password: Some(password.to_owned()),
+            username: Some(login_with.username.to_owned()),
+            password: Some(login_with.password.to_owned()),
             ..Default::default()
         },
     };

@@ -1,5 +1,6 @@
 //! Building the push body a connector answers: what every normaliser shares.
 
+use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::Pulled;
@@ -51,4 +52,34 @@ pub(crate) fn pulled(
         body: Value::Object(body),
         skipped,
     }
+}
+
+/// mg/dL per mmol/L of glucose (its molar mass, 180.182 g/mol, over 10).
+pub(crate) const MG_DL_PER_MMOL_L: f64 = 18.0182;
+
+/// The largest offset kept, in seconds (ingest's limit).
+pub(crate) const MAX_OFFSET_SECONDS: i64 = 18 * 3600;
+
+/// The step computed offsets are rounded to, in seconds: every zone's offset is a multiple of
+/// 15 minutes, and the difference of two device clocks carries their drift.
+const OFFSET_STEP_SECONDS: i64 = 15 * 60;
+
+/// A glucose value in mmol/L, rounded to 2 decimals (one mg/dL is 0.055 mmol/L, so the
+/// rounding loses nothing of an integer mg/dL); `None` for a unit but `mg/dL` and `mmol/L`.
+pub(crate) fn mmol_per_litre(value: f64, unit: &str) -> Option<f64> {
+    let mmol = match unit {
+        "mg/dL" => value / MG_DL_PER_MMOL_L,
+        "mmol/L" => value,
+        _ => return None,
+    };
+    Some((mmol * 100.0).round() / 100.0)
+}
+
+/// The wearer's offset in seconds east of UTC from a device's local clock reading `local` of
+/// the instant `utc`: their difference rounded to 15 minutes; `None` beyond ±18 h.
+pub(crate) fn clock_offset(utc: DateTime<Utc>, local: NaiveDateTime) -> Option<i64> {
+    let diff = (local - utc.naive_utc()).num_seconds();
+    let steps = (diff as f64 / OFFSET_STEP_SECONDS as f64).round() as i64;
+    let seconds = steps * OFFSET_STEP_SECONDS;
+    (seconds.abs() <= MAX_OFFSET_SECONDS).then_some(seconds)
 }

@@ -32,7 +32,7 @@ pub struct Api {
     /// How calls carry the user's credential.
     credential: Credential,
     /// Headers every call sends besides.
-    headers: Vec<(&'static str, &'static str)>,
+    headers: Vec<(&'static str, String)>,
 }
 
 /// How an API's calls carry the user's credential.
@@ -82,8 +82,8 @@ impl Api {
     }
 
     /// The same API, sending `name: value` with every call.
-    pub fn with_header(mut self, name: &'static str, value: &'static str) -> Api {
-        self.headers.push((name, value));
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Api {
+        self.headers.push((name, value.into()));
         self
     }
 
@@ -111,7 +111,7 @@ impl Api {
             Credential::Cookie(cookie) => request.header(COOKIE, format!("{cookie}={token}")),
         };
         for (header, value) in &self.headers {
-            request = request.header(*header, *value);
+            request = request.header(*header, value.as_str());
         }
         let response = request.send().await.map_err(|e| transport(name, e))?;
         let status = response.status();

@@ -14,12 +14,14 @@
 //!   give up (`Permanent`).
 //!
 //! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
-//! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider).
+//! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
+//! [`libre`] (FreeStyle Libre through LibreLinkUp, a password provider).
 
 mod body;
 pub mod dexcom;
 pub mod fitbit;
 pub mod http;
+pub mod libre;
 pub mod notify;
 pub mod oura;
 pub mod peloton;

@@ -533,7 +533,8 @@ impl Puller {
 }
 
 /// A password provider's renewal: a new session from signing in again with the stored username
-/// and password, as a refresh answers. A refused username or password is a refusal (only a new
+/// and password (no region: a regional provider sends the sign-in on to the account's), as a
+/// refresh answers. A refused username or password is a refusal (only a new
 /// link fixes it); anything else the sign-in answers (an outage) is worth retrying.
 async fn sign_in_again(
     login: &dyn crate::link::password::PasswordLogin,
@@ -543,7 +544,12 @@ async fn sign_in_again(
     let (Some(username), Some(password)) = (&credentials.username, &credentials.password) else {
         return Refreshed::Refused("no stored username and password to sign in again".into());
     };
-    match login.sign_in(username, password).await {
+    let again = crate::link::password::Login {
+        username,
+        password,
+        region: None,
+    };
+    match login.sign_in(again).await {
         SignIn::Accepted { session, .. } => Refreshed::Tokens(Credentials {
             access_token: Some(session),
             ..credentials.clone()

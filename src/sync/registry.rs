@@ -8,10 +8,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Connector, SyncError, dexcom, fitbit, oura, peloton, withings};
+use super::{Connector, SyncError, dexcom, fitbit, libre, oura, peloton, withings};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
-pub const SLUGS: &[&str] = &["oura", "dexcom_v3", "fitbit", "withings", "peloton"];
+pub const SLUGS: &[&str] = &[
+    "oura",
+    "dexcom_v3",
+    "fitbit",
+    "withings",
+    "peloton",
+    "freestyle_libre",
+];
 
 /// Whether `provider` has a connector (its links start pulls).
 pub fn has_connector(provider: &str) -> bool {
@@ -40,7 +47,9 @@ impl Connectors {
         let withings =
             withings::Withings::new(&url(withings::API_URL_ENV, withings::DEFAULT_API_URL))?;
         let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
+        let libre = libre::Libre::new(crate::link::password::libre::Hosts::from_env())?;
         Ok(Connectors::default()
+            .with(Arc::new(libre))
             .with(Arc::new(oura))
             .with(Arc::new(dexcom))
             .with(Arc::new(fitbit))

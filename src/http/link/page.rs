@@ -498,7 +498,11 @@ async fn password_submit(
         &state.link.password,
         &session,
         provider,
-        (username, pass),
+        password::Login {
+            username,
+            password: pass,
+            region: None,
+        },
         Utc::now(),
     )
     .await;

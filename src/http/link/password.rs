@@ -35,10 +35,11 @@ pub struct PasswordLinkRequest {
     pub username: String,
     /// The password at the provider (never stored in clear, logged or returned).
     pub password: String,
-    /// The account's region, for providers with regional accounts (none of the implemented
-    /// ones needs it; accepted and ignored).
-    #[serde(default, rename = "region")]
-    pub _region: Option<String>,
+    /// The account's region, for providers with regional accounts (FreeStyle Libre's
+    /// LibreLinkUp: `us`, `eu`, `de`, ...): where to sign in first. Optional; the provider
+    /// sends the sign-in on to the account's own region.
+    #[serde(default)]
+    pub region: Option<String>,
 }
 
 /// The outcome of a password link (`linking.md` §The link API).
@@ -110,7 +111,11 @@ async fn password_link(
         &state.link.password,
         &session,
         provider,
-        (&body.username, &body.password),
+        password::Login {
+            username: &body.username,
+            password: &body.password,
+            region: body.region.as_deref(),
+        },
         Utc::now(),
     )
     .await?;

@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 
-use super::{PasswordLogin, SignIn};
+use super::{Login, PasswordLogin, SignIn};
 use crate::link::LinkErrorType;
 
 /// Overrides the API host (tests point it at a local fake).
@@ -49,7 +49,10 @@ impl PasswordLogin for Peloton {
         "peloton"
     }
 
-    async fn sign_in(&self, username: &str, password: &str) -> SignIn {
+    async fn sign_in(&self, login: Login<'_>) -> SignIn {
+        let Login {
+            username, password, ..
+        } = login;
         let api_error = |why: &str| {
             tracing::warn!(provider = "peloton", why, "sign-in failed");
             SignIn::Refused(

@@ -41,18 +41,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::sync::Pulled;
-
-/// mg/dL per mmol/L of glucose (its molar mass, 180.182 g/mol, over 10).
-pub(crate) const MG_DL_PER_MMOL_L: f64 = 18.0182;
+use crate::sync::body::{MAX_OFFSET_SECONDS, clock_offset, mmol_per_litre};
 
 /// The largest glucose value ingest accepts, in mmol/L.
 const MAX_MMOL_L: f64 = 50.0;
-
-/// The largest offset kept, in seconds (ingest's limit).
-const MAX_OFFSET_SECONDS: i64 = 18 * 3600;
-
-/// The step computed offsets are rounded to, in seconds.
-const OFFSET_STEP_SECONDS: i64 = 15 * 60;
 
 /// A push body being filled.
 #[derive(Debug, Default)]
@@ -96,25 +88,13 @@ pub(crate) fn system_time(text: &str) -> Option<DateTime<Utc>> {
 /// The wearer's offset in seconds east of UTC: `display`'s own, else `display − system`
 /// rounded to 15 minutes; `None` beyond ±18 h.
 fn offset(system: DateTime<Utc>, display: Stamp) -> Option<i64> {
-    let seconds = match display {
-        Stamp::Offset(at) => i64::from(at.offset().local_minus_utc()),
-        Stamp::Naive(at) => {
-            let diff = (at - system.naive_utc()).num_seconds();
-            let steps = (diff as f64 / OFFSET_STEP_SECONDS as f64).round() as i64;
-            steps * OFFSET_STEP_SECONDS
+    match display {
+        Stamp::Offset(at) => {
+            let seconds = i64::from(at.offset().local_minus_utc());
+            (seconds.abs() <= MAX_OFFSET_SECONDS).then_some(seconds)
         }
-    };
-    (seconds.abs() <= MAX_OFFSET_SECONDS).then_some(seconds)
-}
-
-/// A glucose value in mmol/L, rounded to 2 decimals; `None` for an unknown unit.
-pub(crate) fn mmol_per_litre(value: f64, unit: &str) -> Option<f64> {
-    let mmol = match unit {
-        "mg/dL" => value / MG_DL_PER_MMOL_L,
-        "mmol/L" => value,
-        _ => return None,
-    };
-    Some((mmol * 100.0).round() / 100.0)
+        Stamp::Naive(at) => clock_offset(system, at),
+    }
 }
 
 impl Body {

@@ -7,8 +7,9 @@
 use chrono::{TimeZone, Utc};
 use serde_json::{Value, json};
 
-use super::normalise::{Body, mmol_per_litre, system_time};
+use super::normalise::{Body, system_time};
 use super::{MAX_WINDOW_DAYS, chunks, envelope, in_window, query_time};
+use crate::sync::body::mmol_per_litre;
 use crate::sync::ingest_counts;
 use crate::sync::{SyncError, Window};
 
