@@ -43,6 +43,7 @@ mod store_gate;
 mod store_recovery;
 mod sync_dexcom;
 mod sync_fitbit;
+mod sync_libre;
 mod sync_notify;
 mod sync_oura;
 mod sync_peloton;
