@@ -274,6 +274,28 @@ mod tests {
         assert_eq!(pulled.body["provider"], "freestyle_libre");
     }
 
+    /// `testdata/providers/freestyle_libre/graph.json` is a graph answer in LibreLinkUp's
+    /// shape (nine readings, one without its value, and the latest in `connection`);
+    /// `graph.expected.json` the push body it must give.
+    #[test]
+    fn the_graph_fixture_becomes_its_expected_body() {
+        let graph = crate::sync::fixture("freestyle_libre", "graph.json");
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        let window = Window::new(at("2025-03-02T00:00:00Z"), at("2025-03-03T00:00:00Z")).unwrap();
+        let mut readings = Readings::default();
+        readings.add(&graph["data"]["connection"]["glucoseMeasurement"], &window);
+        for r in graph["data"]["graphData"].as_array().unwrap() {
+            readings.add(r, &window);
+        }
+        crate::sync::assert_fixture(
+            "freestyle_libre",
+            "graph",
+            &readings.finish(),
+            1,
+            json!({"timeseries": {"glucose": 10}}),
+        );
+    }
+
     #[test]
     fn the_wearers_own_connection_is_chosen_and_a_guess_is_refused() {
         let me = "7ad66b40-ba9b-401e-9845-4f49f998cf16";
