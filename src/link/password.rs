@@ -37,6 +37,15 @@ use crate::store::metadata::MetadataStore;
 pub mod libre;
 pub mod peloton;
 
+/// The regions a provider's accounts live in, as the link page offers them (code, name); empty
+/// for a provider without regions.
+pub fn regions(provider: &str) -> &'static [(&'static str, &'static str)] {
+    match provider {
+        "freestyle_libre" => libre::REGION_NAMES,
+        _ => &[],
+    }
+}
+
 /// How many password sign-ins one link token allows.
 pub const MAX_SIGN_INS: i64 = 5;
 

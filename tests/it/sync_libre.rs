@@ -316,3 +316,86 @@ async fn a_linked_wearer_is_pulled_in_mmol_per_litre_and_an_expired_session_is_r
     assert_eq!(fake.fake.logins.load(Ordering::SeqCst), 2);
     assert_eq!(l.series("glucose").await.len(), want.len());
 }
+
+/// The hosted page's form offers FreeStyle Libre's regions (not Peloton's, which has none),
+/// and a region LibreLinkUp lacks is said inline, the chosen region kept.
+#[tokio::test]
+async fn the_hosted_page_asks_for_the_region_and_says_an_unsupported_one_inline() {
+    let fake = FakeLibre::start().await;
+    let (app, user) = app(&fake).await;
+    let token = app
+        .post(
+            "/v2/link/token",
+            json!({"user_id": user, "provider": "freestyle_libre"}),
+        )
+        .await;
+    let t = token.json["link_token"].as_str().unwrap().to_owned();
+    // A token naming its provider goes straight to that provider's form.
+    let a = app
+        .send("GET", &format!("/link?token={t}"), None, None)
+        .await;
+    assert_eq!(a.status, 303);
+    let form = a.headers["location"].to_str().unwrap().to_owned();
+    assert!(
+        form.starts_with("/link/provider/freestyle_libre?"),
+        "{form}"
+    );
+    let a = app.send("GET", &form, None, None).await;
+    let html = String::from_utf8(a.bytes).unwrap();
+    assert!(
+        html.contains(r#"<select id="region" name="region""#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<option value="eu">Europe</option>"#),
+        "{html}"
+    );
+
+    let form = format!("token={t}&username={EMAIL}&password={PASSWORD}&region=xx");
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri("/link/provider/freestyle_libre")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(axum::body::Body::from(form))
+        .unwrap();
+    let a = app.raw(req).await;
+    assert_eq!(a.status, 400);
+    let html = String::from_utf8(a.bytes).unwrap();
+    assert!(html.contains("has no region"), "{html}");
+    assert!(!html.contains(PASSWORD), "the password is never echoed");
+
+    // The same form with the right region connects.
+    let form = format!("token={t}&username={EMAIL}&password={PASSWORD}&region=eu");
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri("/link/provider/freestyle_libre")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(axum::body::Body::from(form))
+        .unwrap();
+    let a = app.raw(req).await;
+    assert!(
+        a.status.is_success() || a.status.is_redirection(),
+        "{}",
+        a.status
+    );
+    assert_eq!(fake.fake.logins.load(Ordering::SeqCst), 1);
+
+    let token = app
+        .post(
+            "/v2/link/token",
+            json!({"user_id": user, "provider": "peloton"}),
+        )
+        .await;
+    let t = token.json["link_token"].as_str().unwrap();
+    let a = app
+        .send(
+            "GET",
+            &format!("/link/provider/peloton?token={t}"),
+            None,
+            None,
+        )
+        .await;
+    let html = String::from_utf8(a.bytes).unwrap();
+    assert!(html.contains("Sign in to Peloton"), "{html}");
+    assert!(!html.contains(r#"name="region""#), "{html}");
+}

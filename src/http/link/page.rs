@@ -432,10 +432,13 @@ fn password_form(
     session: &LinkSession,
     provider: &Provider,
     token: &str,
-    refused: Option<(&str, &str)>,
+    refused: Option<(&str, &str, &str)>,
     status: StatusCode,
 ) -> Response {
-    let (username, error) = refused.unzip();
+    let (username, region, error) = match refused {
+        Some((username, region, error)) => (Some(username), Some(region), Some(error)),
+        None => (None, None, None),
+    };
     html(
         status,
         "password.html",
@@ -446,6 +449,8 @@ fn password_form(
             description => provider.description,
             error,
             username,
+            region,
+            regions => password::regions(provider.slug),
             back_href => session
                 .options
                 .provider
@@ -482,13 +487,14 @@ async fn password_submit(
     let token = form.get("token").map(String::as_str).unwrap_or_default();
     let field = |name: &str| form.get(name).map(String::as_str).unwrap_or_default();
     let (username, pass) = (field("username").trim(), field("password"));
+    let region = field("region").trim();
     if username.is_empty() || pass.is_empty() {
         let missing = "Enter both your username and your password.";
         return password_form(
             &session,
             provider,
             token,
-            Some((username, missing)),
+            Some((username, region, missing)),
             StatusCode::UNPROCESSABLE_ENTITY,
         );
     }
@@ -501,7 +507,7 @@ async fn password_submit(
         password::Login {
             username,
             password: pass,
-            region: None,
+            region: (!region.is_empty()).then_some(region),
         },
         Utc::now(),
     )
@@ -517,7 +523,7 @@ async fn password_submit(
             &session,
             provider,
             token,
-            Some((username, text)),
+            Some((username, region, text)),
             StatusCode::BAD_REQUEST,
         ),
     }

@@ -53,6 +53,23 @@ pub const REGIONS: &[(&str, &str)] = &[
     ("us", "api-us.libreview.io"),
 ];
 
+/// The regions as the link page offers them: code and name.
+pub const REGION_NAMES: &[(&str, &str)] = &[
+    ("us", "United States"),
+    ("ca", "Canada"),
+    ("la", "Latin America"),
+    ("eu", "Europe"),
+    ("eu2", "Europe (2)"),
+    ("de", "Germany"),
+    ("fr", "France"),
+    ("ae", "United Arab Emirates"),
+    ("ap", "Asia Pacific"),
+    ("au", "Australia"),
+    ("jp", "Japan"),
+    ("cn", "China"),
+    ("ru", "Russia"),
+];
+
 /// Where LibreLinkUp's API is.
 #[derive(Debug, Clone, Default)]
 pub struct Hosts {
@@ -250,6 +267,15 @@ impl PasswordLogin for Libre {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn every_region_offered_has_a_host_and_every_host_is_offered() {
+        let mut offered: Vec<&str> = REGION_NAMES.iter().map(|(c, _)| *c).collect();
+        let mut hosted: Vec<&str> = REGIONS.iter().map(|(c, _)| *c).collect();
+        offered.sort_unstable();
+        hosted.sort_unstable();
+        assert_eq!(offered, hosted);
+    }
 
     #[test]
     fn hosts_by_region_and_by_template() {
