@@ -50,16 +50,7 @@ impl Api {
         let parsed = url::Url::parse(base_url).map_err(|e| SyncError::Permanent {
             reason: format!("invalid {name} API URL {base_url:?}: {e}"),
         })?;
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("wearhouse/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SyncError::Permanent {
-                reason: format!("could not build the HTTP client: {e}"),
-            })?;
-        Ok(Api::with_client(name, parsed, http))
+        Ok(Api::with_client(name, parsed, client()?))
     }
 
     /// The API of `name` at `base_url` over an existing client.
@@ -139,6 +130,19 @@ impl Api {
             },
         })
     }
+}
+
+/// The connectors' HTTP client: 30 s per request, connection included; no redirects followed.
+pub fn client() -> Result<reqwest::Client, SyncError> {
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .connect_timeout(REQUEST_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("wearhouse/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| SyncError::Permanent {
+            reason: format!("could not build the HTTP client: {e}"),
+        })
 }
 
 /// A transport failure: always worth a retry (timeouts, refused or broken connections).

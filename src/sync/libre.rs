@@ -57,15 +57,10 @@ impl Libre {
     /// A connector for LibreLinkUp at `hosts`, with its own HTTP client (30 s per request, no
     /// redirects followed).
     pub fn new(hosts: Hosts) -> Result<Libre, SyncError> {
-        let http = reqwest::Client::builder()
-            .timeout(super::http::REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("wearhouse/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SyncError::Permanent {
-                reason: format!("could not build the HTTP client: {e}"),
-            })?;
-        Ok(Libre { hosts, http })
+        Ok(Libre {
+            hosts,
+            http: super::http::client()?,
+        })
     }
 
     /// The API where `session` is valid.

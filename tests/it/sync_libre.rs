@@ -242,6 +242,7 @@ async fn regions_wrong_passwords_and_pending_terms_are_link_errors() {
         )
     };
     let err = |t: &str| ("error".to_owned(), Some(t.to_owned()));
+    let right = || json!({"username": EMAIL, "password": PASSWORD});
 
     let wrong = sign_in(&app, &user, json!({"username": EMAIL, "password": "nope"})).await;
     assert_eq!(outcome(&wrong), err("provider_credential_error"), "{wrong}");
@@ -251,22 +252,12 @@ async fn regions_wrong_passwords_and_pending_terms_are_link_errors() {
 
     // The account moved to a region LibreLinkUp's hosts do not include.
     *fake.fake.region.lock().unwrap() = "xx".into();
-    let a = sign_in(
-        &app,
-        &user,
-        json!({"username": EMAIL, "password": PASSWORD}),
-    )
-    .await;
+    let a = sign_in(&app, &user, right()).await;
     assert_eq!(outcome(&a), err("unsupported_region"), "{a}");
     *fake.fake.region.lock().unwrap() = "eu".into();
 
     *fake.fake.terms_pending.lock().unwrap() = true;
-    let a = sign_in(
-        &app,
-        &user,
-        json!({"username": EMAIL, "password": PASSWORD}),
-    )
-    .await;
+    let a = sign_in(&app, &user, right()).await;
     assert_eq!(outcome(&a), err("provider_credential_error"), "{a}");
     assert!(a["error"].as_str().unwrap().contains("terms"), "{a}");
     assert_eq!(fake.fake.logins.load(Ordering::SeqCst), 0);
@@ -351,28 +342,24 @@ async fn the_hosted_page_asks_for_the_region_and_says_an_unsupported_one_inline(
         "{html}"
     );
 
-    let form = format!("token={t}&username={EMAIL}&password={PASSWORD}&region=xx");
-    let req = axum::http::Request::builder()
-        .method("POST")
-        .uri("/link/provider/freestyle_libre")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(axum::body::Body::from(form))
-        .unwrap();
-    let a = app.raw(req).await;
+    let submit = |region: &str| {
+        let form = format!("token={t}&username={EMAIL}&password={PASSWORD}&region={region}");
+        let req = axum::http::Request::builder()
+            .method("POST")
+            .uri("/link/provider/freestyle_libre")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(axum::body::Body::from(form))
+            .unwrap();
+        app.raw(req)
+    };
+    let a = submit("xx").await;
     assert_eq!(a.status, 400);
     let html = String::from_utf8(a.bytes).unwrap();
     assert!(html.contains("has no region"), "{html}");
     assert!(!html.contains(PASSWORD), "the password is never echoed");
 
     // The same form with the right region connects.
-    let form = format!("token={t}&username={EMAIL}&password={PASSWORD}&region=eu");
-    let req = axum::http::Request::builder()
-        .method("POST")
-        .uri("/link/provider/freestyle_libre")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(axum::body::Body::from(form))
-        .unwrap();
-    let a = app.raw(req).await;
+    let a = submit("eu").await;
     assert!(
         a.status.is_success() || a.status.is_redirection(),
         "{}",

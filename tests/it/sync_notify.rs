@@ -239,34 +239,30 @@ async fn a_teams_own_verification_token_is_answered_and_kept_only_as_a_hash() {
     );
 
     // Only a provider that notifies takes one, and it is checked.
-    let a = app
-        .send(
-            "PUT",
-            "/v2/team/provider/fitbit/credentials",
-            Some(&app.key),
-            Some(json!({"client_id": "c", "client_secret": "s", "verification_token": "t"})),
-        )
-        .await;
+    let put = |provider: &str, body: Value| {
+        let app = &app;
+        let uri = format!("/v2/team/provider/{provider}/credentials");
+        async move { app.send("PUT", &uri, Some(&app.key), Some(body)).await }
+    };
+    let a = put(
+        "fitbit",
+        json!({"client_id": "c", "client_secret": "s", "verification_token": "t"}),
+    )
+    .await;
     crate::support::assert_422_at(&a, &[json!("body"), json!("verification_token")]);
-    let a = app
-        .send(
-            "PUT",
-            "/v2/team/provider/oura/credentials",
-            Some(&app.key),
-            Some(json!({"client_id": "c", "client_secret": "s", "verification_token": " "})),
-        )
-        .await;
+    let a = put(
+        "oura",
+        json!({"client_id": "c", "client_secret": "s", "verification_token": " "}),
+    )
+    .await;
     crate::support::assert_422_at(&a, &[json!("body"), json!("verification_token")]);
 
     // Setting the application again without a token removes it.
-    let a = app
-        .send(
-            "PUT",
-            "/v2/team/provider/oura/credentials",
-            Some(&app.key),
-            Some(json!({"client_id": "team-client", "client_secret": "team-secret"})),
-        )
-        .await;
+    let a = put(
+        "oura",
+        json!({"client_id": "team-client", "client_secret": "team-secret"}),
+    )
+    .await;
     assert_eq!(a.json["verification_token_set"], false, "{}", a.json);
     assert_eq!(handshake(team_token).await.status, 401);
 }
