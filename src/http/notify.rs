@@ -25,22 +25,37 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(subscription_handshake, notification))
 }
 
-/// The subscription handshake's query (Oura's).
+/// The subscription handshake's query (Oura's; Withings sends none).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
 struct Handshake {
-    /// The token the subscription was created with.
-    verification_token: String,
-    /// What to echo back.
-    challenge: String,
+    /// The token the subscription was created with (Oura: required).
+    verification_token: Option<String>,
+    /// What to echo back (Oura: required).
+    challenge: Option<String>,
 }
 
 /// The handshake's answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Challenge {
-    /// The `challenge` of the query, echoed.
-    pub challenge: String,
+    /// The `challenge` of the query, echoed (Oura); null for Withings, whose check (`HEAD`)
+    /// wants only a 2xx.
+    pub challenge: Option<String>,
+}
+
+/// A Withings notification (form-encoded).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct WithingsNotification {
+    /// The user's Withings id.
+    userid: String,
+    /// The data category (`1`: weight and body composition, `44`: sleep, ...).
+    appli: Option<i64>,
+    /// Start of the changed range (unix seconds).
+    startdate: Option<i64>,
+    /// End of the changed range (unix seconds).
+    enddate: Option<i64>,
 }
 
 /// A change notification (Oura's webhook body).
@@ -92,8 +107,8 @@ fn notifying(slug: &str) -> Result<&str, ApiError> {
 /// deployment's (`verification_token` of the provider's application in `--oauth-apps`) or a
 /// team's own (`PUT /v2/team/provider/{provider}/credentials` with `verification_token`).
 #[utoipa::path(get, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura)"), Handshake),
-    responses((status = 200, description = "The challenge, echoed", body = Challenge),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings)"), Handshake),
+    responses((status = 200, description = "Oura: the challenge, echoed. Withings (its HEAD check): null", body = Challenge),
               (status = 401, description = "Not the configured verification token", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a parameter missing", body = models::ValidationError)))]
 async fn subscription_handshake(
@@ -102,6 +117,9 @@ async fn subscription_handshake(
     query: QueryParams,
 ) -> Result<Json<Challenge>, ApiError> {
     let provider = notifying(&slug)?;
+    if provider == "withings" {
+        return Ok(Json(Challenge { challenge: None }));
+    }
     let required = |name: &'static str| {
         query.get(name).map(str::to_owned).ok_or_else(|| {
             ApiError::invalid(Violation::new(
@@ -119,7 +137,9 @@ async fn subscription_handshake(
             "the verification token is not this subscription's",
         ));
     }
-    Ok(Json(Challenge { challenge }))
+    Ok(Json(Challenge {
+        challenge: Some(challenge),
+    }))
 }
 
 /// A provider's change notification: verified with the provider's signature (Oura:
@@ -129,10 +149,12 @@ async fn subscription_handshake(
 /// application speaks for that team's users only). An unverifiable call answers 401 and queues
 /// nothing.
 #[utoipa::path(post, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura)"),
-           ("x-oura-signature" = String, Header, description = "The notification's signature"),
-           ("x-oura-timestamp" = String, Header, description = "The signed timestamp (unix seconds)")),
-    request_body(content = ChangeNotification),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings)"),
+           ("x-oura-signature" = Option<String>, Header, description = "Oura: the notification's signature"),
+           ("x-oura-timestamp" = Option<String>, Header, description = "Oura: the signed timestamp (unix seconds)")),
+    request_body(content(
+        (ChangeNotification = "application/json"),
+        (WithingsNotification = "application/x-www-form-urlencoded"))),
     responses((status = 200, description = "Verified; the pulls queued", body = Queued),
               (status = 401, description = "Unsigned or wrongly signed", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a malformed notification", body = models::ValidationError)))]
@@ -143,6 +165,9 @@ async fn notification(
     body: Bytes,
 ) -> Result<Json<Queued>, ApiError> {
     let provider = notifying(&slug)?;
+    if provider == "withings" {
+        return withings_notification(&state, &body).await;
+    }
     let header = |name: &str| {
         headers
             .get(name)
@@ -179,5 +204,33 @@ async fn notification(
         notify::queue_pulls(&state.meta, provider, &event.user_id, signer, Utc::now()).await?;
     tracing::info!(provider, data_type = %event.data_type, event_type = %event.event_type,
         object_id = ?event.object_id, event_time = ?event.event_time, queued, "change notification");
+    Ok(Json(Queued { queued }))
+}
+
+/// A Withings notification: the form's `userid` names the account whose connections' pulls are
+/// queued (Withings signs nothing; see [`crate::sync::notify`]).
+async fn withings_notification(state: &AppState, body: &[u8]) -> Result<Json<Queued>, ApiError> {
+    let form: std::collections::HashMap<String, String> =
+        url::form_urlencoded::parse(body).into_owned().collect();
+    let userid = form
+        .get("userid")
+        .map(|u| u.trim())
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| {
+            ApiError::invalid(Violation::new(
+                loc!["body", "userid"],
+                "missing",
+                "a Withings notification names its user in the form field userid",
+            ))
+        })?;
+    let queued = notify::queue_pulls(
+        &state.meta,
+        "withings",
+        userid,
+        notify::Signer::Deployment,
+        Utc::now(),
+    )
+    .await?;
+    tracing::info!(provider = "withings", appli = ?form.get("appli"), queued, "change notification");
     Ok(Json(Queued { queued }))
 }

@@ -14,6 +14,16 @@
 //!   body. `user_id` is the user's `personal_info.id`, which the first historical pull records
 //!   on the connection (Oura's token answer does not carry it).
 //!
+//! Withings (Notify API) is the other:
+//! - subscribing: Withings checks the callback with a `HEAD` request and wants a 2xx;
+//! - notifying: `POST <callback>`, `application/x-www-form-urlencoded`, with `userid` (the
+//!   user's Withings id, which its token answer carries and the link records), `appli` (the
+//!   data category) and, for most categories, `startdate` and `enddate` (unix seconds).
+//!   Withings signs nothing: a notification is believed for any team's connection of that
+//!   `userid`. What an unsigned caller can do is bounded: it can only move a connection's
+//!   pending incremental pull to now (one job per connection, its unique key folding a burst
+//!   into one pull), and that pull reads the provider with the connection's own token.
+//!
 //! Decisions where the spec is silent:
 //! - A notification signed with the deployment's application may name a user of any team; one
 //!   signed with a team's own application (its own subscription) queues that team's users only.
@@ -37,7 +47,7 @@ use crate::secret::SecretKey;
 use crate::store::metadata::{MetadataError, MetadataStore, connections};
 
 /// The providers whose change notifications are accepted.
-pub const NOTIFYING: &[&str] = &["oura"];
+pub const NOTIFYING: &[&str] = &["oura", "withings"];
 
 /// Whether `provider` sends change notifications this service verifies.
 pub fn notifies(provider: &str) -> bool {

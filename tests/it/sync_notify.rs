@@ -2,6 +2,7 @@
 //! notifications at `/v2/provider/oura/notify`. The first historical pull records the user's
 //! Oura account id (`personal_info.id`); a notification naming that account, signed as Oura
 //! signs, queues the connection's incremental pull now; anything unverifiable queues nothing.
+//! Withings' Notify API: its `HEAD` check and its form-encoded, unsigned notifications.
 
 #![allow(clippy::unwrap_used)]
 
@@ -265,4 +266,66 @@ async fn a_teams_own_verification_token_is_answered_and_kept_only_as_a_hash() {
     .await;
     assert_eq!(a.json["verification_token_set"], false, "{}", a.json);
     assert_eq!(handshake(team_token).await.status, 401);
+}
+
+/// Withings' Notify API: the callback's `HEAD` check answers 2xx; a form-encoded notification
+/// naming a linked account's `userid` queues that connection's incremental pull now (Withings
+/// signs nothing), an unknown `userid` queues nothing, and a form without one is a 422.
+#[tokio::test]
+async fn a_withings_notification_queues_the_named_accounts_pull() {
+    let app = crate::link::keyed_app().await;
+    let user = app.user("withings-notified").await;
+    let linked = wearhouse::link::connections::Linked {
+        provider_user_id: Some("363".into()),
+        scopes_granted: vec!["user.metrics".into()],
+        scopes_denied: Vec::new(),
+        credentials: wearhouse::link::credentials::Credentials {
+            access_token: Some("withings-access".into()),
+            ..Default::default()
+        },
+    };
+    crate::link::link(&app, &user, "withings", &linked).await;
+
+    let head = Request::builder()
+        .method("HEAD")
+        .uri("/v2/provider/withings/notify")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(app.raw(head).await.status, 200);
+
+    let post = |form: &str| {
+        let req = Request::builder()
+            .method("POST")
+            .uri("/v2/provider/withings/notify")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(form.to_owned()))
+            .unwrap();
+        app.raw(req)
+    };
+    // Linked here through the domain function, which schedules no pull: none is pending.
+    let before = incremental_jobs(&app).await;
+    assert_eq!(before, vec![]);
+
+    let a = post("userid=999&appli=1&startdate=1530576000&enddate=1530698753").await;
+    assert_eq!(
+        (a.status.as_u16(), a.json.clone()),
+        (200, json!({"queued": 0}))
+    );
+    let a = post("appli=1").await;
+    crate::support::assert_422_at(&a, &[json!("body"), json!("userid")]);
+    assert_eq!(incremental_jobs(&app).await, before);
+
+    let sent = Utc::now();
+    let a = post("userid=363&appli=1&startdate=1530576000&enddate=1530698753").await;
+    assert_eq!(
+        (a.status.as_u16(), a.json.clone()),
+        (200, json!({"queued": 1}))
+    );
+    let jobs = incremental_jobs(&app).await;
+    assert_eq!(jobs.len(), 1, "one job per connection: {jobs:?}");
+    assert_eq!(jobs[0].0, json!(user));
+    assert!(
+        jobs[0].1 <= Utc::now() && jobs[0].1 >= sent - chrono::Duration::seconds(1),
+        "{jobs:?}"
+    );
 }
