@@ -55,6 +55,12 @@
 //! - One `getmeas` call serves [`Resource::Body`] (body rows, weight, fat and the cuff's blood
 //!   pressure: the data model has no blood-pressure resource of its own) and
 //!   [`Resource::Heartrate`] (the heart pulse of scales and cuffs, type 11).
+//! - [`Resource::Heartrate`] also takes a watch's continuous heart rate:
+//!   `/v2/measure?action=getintradayactivity` (`startdate`, `enddate`: unix seconds;
+//!   `data_fields=heart_rate`) answers `body.series`, an object keyed by unix seconds whose
+//!   entries carry `heart_rate` (bpm) with `deviceid` and `model`. Withings answers only the first
+//!   24 hours after `startdate`, so it is asked a day at a time ([`INTRADAY_SECONDS`]). Its
+//!   entries carry no zone: they take the `getmeas` answer's `timezone`, asked in the same pull.
 //! - Paging stops when `more` is false or `0`; a page that says `more` without moving `offset`
 //!   forward is a `Permanent` error (a loop, not data), and so is a pull over [`MAX_PAGES`]
 //!   pages of one range.
@@ -101,6 +107,13 @@ calories,totalcalories,hr_average,hr_min,hr_max";
 /// The workout fields asked of `getworkouts`.
 pub const WORKOUT_FIELDS: &str = "calories,distance,elevation,steps,hr_average,hr_min,hr_max,\
 pause_duration";
+
+/// The fields asked of `getintradayactivity`.
+pub const INTRADAY_FIELDS: &str = "heart_rate";
+
+/// The span one `getintradayactivity` call answers, in seconds: Withings returns only the first
+/// 24 hours after `startdate`.
+pub const INTRADAY_SECONDS: i64 = 86_400;
 
 /// The `status` codes Withings files under "Invalid params".
 pub const INVALID_PARAMS: &[(i64, i64)] = &[
@@ -254,6 +267,34 @@ impl Withings {
     }
 }
 
+impl Withings {
+    /// Every `getintradayactivity` entry of the window, asked a day at a time: `(unix seconds
+    /// as the key Withings sends, entry)`. The answer is not paged.
+    async fn intraday(&self, token: &str, w: &Window) -> Result<Vec<(String, Value)>, SyncError> {
+        let (mut from, end) = (w.start.timestamp(), ceil_seconds(w.end));
+        let mut entries = Vec::new();
+        while from < end {
+            let to = (from + INTRADAY_SECONDS).min(end);
+            let query = [
+                ("action", "getintradayactivity".to_owned()),
+                ("startdate", from.to_string()),
+                ("enddate", to.to_string()),
+                ("data_fields", INTRADAY_FIELDS.to_owned()),
+            ];
+            let answer = self.api.get(token, "/v2/measure", &query).await?;
+            let mut body = envelope(answer, "getintradayactivity")?;
+            match body.remove("series") {
+                Some(Value::Object(series)) => entries.extend(series),
+                None | Some(Value::Null) => {}
+                Some(Value::Array(none)) if none.is_empty() => {}
+                Some(_) => return Err(bad("getintradayactivity", "the series is not an object")),
+            }
+            from = to;
+        }
+        Ok(entries)
+    }
+}
+
 #[async_trait::async_trait]
 impl Connector for Withings {
     fn provider(&self) -> &'static str {
@@ -291,6 +332,10 @@ impl Connector for Withings {
             let (groups, rest) = self.paged(token, GETMEAS, &params).await?;
             let zone = rest.get("timezone").and_then(Value::as_str);
             body.measure_groups(&groups, zone, (body_wanted, pulse_wanted));
+            if pulse_wanted {
+                let entries = self.intraday(token, &w).await?;
+                body.intraday(&entries, zone);
+            }
         }
         Ok(body.finish())
     }

@@ -38,12 +38,33 @@ async fn pull_failing(fault: Fault, after: usize) -> (FakeWithings, SyncError) {
     (fake, err)
 }
 
+/// The expected timeseries of a pull of every resource: the measure groups', the scales'
+/// pulses followed by the watch's minutes, less the minute at an instant a scale already gave
+/// (2025-03-02 08:00 Paris: the scale's 66 bpm stays, the watch's 55 goes).
+fn measured_and_intraday() -> Value {
+    let mut series = fixture("measures.expected.json")["timeseries"].clone();
+    let minutes = fixture("intraday.expected.json")["timeseries"]["heartrate"].clone();
+    let pulses = series["heartrate"].as_array_mut().unwrap();
+    let taken: Vec<Value> = pulses.iter().map(|p| p["timestamp"].clone()).collect();
+    let before = pulses.len();
+    pulses.extend(
+        minutes
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| !taken.contains(&m["timestamp"]))
+            .cloned(),
+    );
+    assert_eq!(pulses.len(), before + 5, "one minute meets a pulse");
+    series
+}
+
 #[tokio::test]
 async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
     let (fake, pulled) = pull_all(2).await;
     let pulled = pulled.unwrap();
     // One malformed record per endpoint: skipped, its neighbours kept.
-    assert_eq!(pulled.skipped, 4);
+    assert_eq!(pulled.skipped, 5);
 
     let body = &pulled.body;
     assert_eq!(body["provider"], "withings");
@@ -59,10 +80,7 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
         expected("workouts.expected.json", "/workouts")
     );
     assert_eq!(body["body"], expected("measures.expected.json", "/body"));
-    assert_eq!(
-        body["timeseries"],
-        expected("measures.expected.json", "/timeseries")
-    );
+    assert_eq!(body["timeseries"], measured_and_intraday());
 
     // The documented parameters: the window's UTC days one more on each side, in one range;
     // getmeas over the window's unix seconds. Two records per page: sleep, activity and
@@ -82,7 +100,13 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
         "/measure getmeas category=1&enddate=1741046400&meastypes=1,5,6,8,9,10,11,76,77,88,170\
          &startdate=1740787200"
     );
-    assert_eq!(log.len(), 8, "{log:#?}");
+    // Then the watch's minutes, a day at a time.
+    assert_eq!(
+        log[8],
+        "/v2/measure getintradayactivity data_fields=heart_rate&enddate=1740873600\
+         &startdate=1740787200"
+    );
+    assert_eq!(log.len(), 11, "{log:#?}");
 
     let screened = screen(pulled.body.clone(), &PushUser::default(), Utc::now()).unwrap();
     assert!(screened.dropped.is_empty());
@@ -90,7 +114,7 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
         screened.batches.counts(),
         json!({
             "sleep": 3, "activity": 3, "workouts": 3, "body": 2,
-            "timeseries": {"weight": 2, "fat": 2, "blood_pressure": 1, "heartrate": 2}
+            "timeseries": {"weight": 2, "fat": 2, "blood_pressure": 1, "heartrate": 7}
         })
     );
 }
@@ -100,7 +124,8 @@ async fn paging_changes_nothing_but_the_number_of_requests() {
     let (one, by_one) = pull_all(1).await;
     let (all, at_once) = pull_all(100).await;
     assert_eq!(by_one.unwrap(), at_once.unwrap());
-    assert_eq!((one.log().len(), all.log().len()), (4 * 4, 4));
+    // Four paged services, and three days of the watch's minutes (not paged).
+    assert_eq!((one.log().len(), all.log().len()), (4 * 4 + 3, 4 + 3));
 }
 
 /// A night ending 07:00 Paris on `day`, that day's activity and a weigh-in at 07:30.
@@ -281,12 +306,17 @@ async fn only_the_resources_asked_are_fetched() {
     };
     let pulled = withings.pull(TOKEN, &asked).await.unwrap();
     let log = fake.log();
-    assert_eq!(log.len(), 1, "{log:#?}");
+    assert_eq!(log.len(), 4, "{log:#?}");
     assert!(log[0].starts_with("/measure getmeas "));
+    assert!(
+        log[1..]
+            .iter()
+            .all(|l| l.starts_with("/v2/measure getintradayactivity "))
+    );
     let parts: Vec<&String> = pulled.body.as_object().unwrap().keys().collect();
     assert_eq!(parts, ["provider", "source", "timeseries"]);
     assert_eq!(
         pulled.body["timeseries"],
-        json!({"heartrate": fixture("measures.expected.json")["timeseries"]["heartrate"]})
+        json!({"heartrate": measured_and_intraday()["heartrate"]})
     );
 }

@@ -7,6 +7,7 @@
 //! | activity (`getactivity` `activities[]`) | `activity` rows |
 //! | workout (`getworkouts` `series[]`) | `workouts` rows |
 //! | measure group (`getmeas` `measuregrps[]`) | `body` rows, `timeseries.weight` (kg), `timeseries.fat` (%), `timeseries.blood_pressure` (mmHg), `timeseries.heartrate` (bpm) |
+//! | intraday activity (`getintradayactivity` `series{}`) | `timeseries.heartrate` (bpm) |
 //!
 //! Withings sends instants as unix seconds and, with each record (or with the `getmeas`
 //! answer), the user's IANA `timezone`: instants travel in that zone's offset and each record's
@@ -299,6 +300,44 @@ impl Body {
         ) {
             (Some(start), Some(end)) => start < w.end && end > w.start,
             _ => true,
+        }
+    }
+
+    /// A watch's intraday heart rate (`getintradayactivity` `series`: unix seconds as keys),
+    /// in the zone `timezone` names. An entry without a heart rate (a minute of another field)
+    /// or with Withings' 0 (no reading) is left out; an instant already read (a scale's pulse)
+    /// is kept once.
+    pub(crate) fn intraday(&mut self, series: &[(String, Value)], timezone: Option<&str>) {
+        let zone = zone_of(timezone);
+        let mut seen: std::collections::HashSet<String> = self
+            .heartrate
+            .iter()
+            .filter_map(|s| s["timestamp"].as_str().map(str::to_owned))
+            .collect();
+        for (key, entry) in series {
+            let beat = match entry.get("heart_rate") {
+                None | Some(Value::Null) => continue,
+                Some(v) => v.as_f64(),
+            };
+            let Some(beat) = beat else {
+                self.malformed::<()>("heartrate", entry, "heart_rate is not a number");
+                continue;
+            };
+            if beat == 0.0 {
+                continue;
+            }
+            if !(1.0..=300.0).contains(&beat) {
+                self.malformed::<()>("heartrate", entry, "heart_rate outside 1–300 bpm");
+                continue;
+            }
+            let Some(at) = key.parse::<i64>().ok().and_then(|s| instant(zone, s)) else {
+                self.malformed::<()>("heartrate", entry, "the key is not unix seconds");
+                continue;
+            };
+            if !self.in_window(at) || !seen.insert(stamp(at)) {
+                continue;
+            }
+            self.heartrate.push(Body::sample(at, "bpm", beat));
         }
     }
 

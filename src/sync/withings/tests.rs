@@ -36,6 +36,55 @@ fn check(name: &str, fill: impl FnOnce(&mut Body), skipped: usize, expected_coun
 }
 
 #[test]
+fn intraday_heart_rate_becomes_heartrate_samples_in_the_users_zone() {
+    // Six minutes with a heart rate over three days in Paris; a minute of steps only and a 0
+    // (no reading) are left out; a heart rate that is not a number is skipped.
+    let series: Vec<(String, Value)> = answer("intraday")["series"]
+        .as_object()
+        .unwrap()
+        .clone()
+        .into_iter()
+        .collect();
+    check(
+        "intraday",
+        |b| b.intraday(&series, Some("Europe/Paris")),
+        1,
+        json!({"timeseries": {"heartrate": 6}}),
+    );
+}
+
+#[test]
+fn an_instant_a_scale_already_gave_is_kept_once() {
+    let at = Utc
+        .with_ymd_and_hms(2025, 3, 1, 6, 0, 0)
+        .unwrap()
+        .timestamp();
+    let group = json!({"grpid": 1, "date": at, "category": 1, "attrib": 0,
+        "measures": [{"value": 64, "type": 11, "unit": 0}]});
+    let mut body = Body::new(None);
+    body.measure_groups(&[group], Some("Europe/Paris"), (false, true));
+    body.intraday(
+        &[
+            (at.to_string(), json!({"heart_rate": 58})),
+            ((at + 60).to_string(), json!({"heart_rate": 59})),
+        ],
+        Some("Europe/Paris"),
+    );
+    let pulled = body.finish();
+    let values: Vec<i64> = pulled.body["timeseries"]["heartrate"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["value"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        values,
+        vec![64, 59],
+        "the scale's pulse stays, the watch's minute after joins"
+    );
+}
+
+#[test]
 fn sleep_summaries_become_sleep_rows() {
     // Two nights in Paris, a nap in New York (its own offset, no heart rate: Withings' 0s are
     // left out); the third record's `startdate` is not a number: skipped, neighbours kept.

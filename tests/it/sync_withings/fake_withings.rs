@@ -1,7 +1,8 @@
 //! A fake Withings Public API for the connector tests: an axum server on a loopback port that
 //! stands in for `wbsapi.withings.net`. It shares no code with `wearhouse::sync`, only the wire
 //! format: `POST` (form body) or `GET` (query string) on `/measure` (`action=getmeas`),
-//! `/v2/sleep` (`action=getsummary`) and `/v2/measure` (`action=getactivity` and
+//! `/v2/sleep` (`action=getsummary`) and `/v2/measure` (`action=getactivity`,
+//! `action=getintradayactivity` (not paged, at most 24 hours from `startdate`) and
 //! `action=getworkouts`), each answering
 //! `{"status": 0, "body": {...}}` with the records of its range, paged by `more`/`offset`
 //! (`more` as 0/1 for `getmeas`, as a boolean for the v2 services, as Withings sends them).
@@ -68,6 +69,8 @@ pub struct Data {
     pub activities: Vec<Value>,
     /// `getworkouts` workouts.
     pub workouts: Vec<Value>,
+    /// `getintradayactivity` entries by unix seconds.
+    pub intraday: Vec<(i64, Value)>,
 }
 
 /// A request's parameters, query string and form body together, sorted.
@@ -198,6 +201,12 @@ pub fn fixture_data() -> Data {
         series: list(&body("sleep.json"), "series"),
         activities: list(&body("activity.json"), "activities"),
         workouts: list(&body("workouts.json"), "series"),
+        intraday: body("intraday.json")["series"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(at, entry)| (at.parse().unwrap(), entry.clone()))
+            .collect(),
     }
 }
 
@@ -311,6 +320,9 @@ async fn serve(State(fake): State<Fake>, uri: Uri, headers: HeaderMap, body: Str
         Some(Ok(n)) => n,
         Some(Err(_)) => return status(503, "Invalid Params: offset"),
     };
+    if (path.as_str(), action.as_str()) == ("/v2/measure", "getintradayactivity") {
+        return intraday(&inner.data, &params);
+    }
     let found = match (path.as_str(), action.as_str()) {
         ("/measure", "getmeas") => measures(&inner.data, &params),
         ("/v2/sleep", "getsummary") => ranged(&inner.data.series, &params, data_fields),
@@ -342,6 +354,31 @@ async fn serve(State(fake): State<Fake>, uri: Uri, headers: HeaderMap, body: Str
     body.insert("more".into(), more_value);
     body.insert("offset".into(), json!(if more { end } else { 0 }));
     Json(json!({"status": 0, "body": body})).into_response()
+}
+
+/// `getintradayactivity`: the entries of the first 24 hours from `startdate` (and not after
+/// `enddate`), keyed by unix seconds, cut to `data_fields`; not paged.
+fn intraday(data: &Data, params: &Params) -> Response {
+    let int = |k: &str| params.get(k).and_then(|v| v.parse::<i64>().ok());
+    let (Some(start), Some(end)) = (int("startdate"), int("enddate")) else {
+        return status(503, "Invalid Params: startdate, enddate");
+    };
+    let fields: HashSet<&str> = params.get("data_fields").unwrap_or("").split(',').collect();
+    let mut series = Map::new();
+    for (at, entry) in &data.intraday {
+        if *at < start || *at > end.min(start + 86_400) {
+            continue;
+        }
+        let kept: Map<String, Value> = entry
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| !k.starts_with("heart") || fields.contains(k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        series.insert(at.to_string(), Value::Object(kept));
+    }
+    Json(json!({"status": 0, "body": {"series": series}})).into_response()
 }
 
 /// The measure groups `getmeas` answers for the request's range, category and types.
