@@ -55,6 +55,11 @@
 //! - One `getmeas` call serves [`Resource::Body`] (body rows, weight, fat and the cuff's blood
 //!   pressure: the data model has no blood-pressure resource of its own) and
 //!   [`Resource::Heartrate`] (the heart pulse of scales and cuffs, type 11).
+//! - Each sleep summary kept is asked its states: `/v2/sleep?action=get` (`startdate`,
+//!   `enddate`: the night's, unix seconds) answers `body.series[]` (`startdate`, `enddate`,
+//!   `state`: 0 awake, 1 light, 2 deep, 3 REM, 4 manual, 5 unspecified, 15 out of bed), which
+//!   becomes the night's hypnogram, a code a minute (`withings/normalise.rs`). One call a night:
+//!   a night is shorter than the 24 hours one call answers.
 //! - [`Resource::Heartrate`] also takes a watch's continuous heart rate:
 //!   `/v2/measure?action=getintradayactivity` (`startdate`, `enddate`: unix seconds;
 //!   `data_fields=heart_rate`) answers `body.series`, an object keyed by unix seconds whose
@@ -311,6 +316,20 @@ impl Connector for Withings {
                 .ranged(token, SLEEP_SUMMARY, days, SLEEP_FIELDS)
                 .await?;
             body.sleep(&series);
+            for (night, start, end) in body.nights() {
+                let query = [
+                    ("action", "get".to_owned()),
+                    ("startdate", start.to_string()),
+                    ("enddate", end.to_string()),
+                ];
+                let answer = self.api.get(token, "/v2/sleep", &query).await?;
+                let mut states = envelope(answer, "get")?;
+                match states.remove("series") {
+                    Some(Value::Array(segments)) => body.stages(night, &segments),
+                    None | Some(Value::Null) => {}
+                    Some(_) => return Err(bad("get", "the sleep states are not an array")),
+                }
+            }
         }
         if wanted.contains(&Resource::Activity) {
             let activities = self.ranged(token, ACTIVITY, days, ACTIVITY_FIELDS).await?;

@@ -64,13 +64,17 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
     let (fake, pulled) = pull_all(2).await;
     let pulled = pulled.unwrap();
     // One malformed record per endpoint: skipped, its neighbours kept.
-    assert_eq!(pulled.skipped, 5);
+    assert_eq!(pulled.skipped, 6);
 
     let body = &pulled.body;
     assert_eq!(body["provider"], "withings");
     assert_eq!(body["source"], json!({"type": "scale"}));
     let expected = |file: &str, pointer: &str| fixture(file).pointer(pointer).cloned().unwrap();
-    assert_eq!(body["sleep"], expected("sleep.expected.json", "/sleep"));
+    // The first night with its hypnogram, from its states.
+    assert_eq!(
+        body["sleep"],
+        expected("sleep_states.expected.json", "/sleep")
+    );
     assert_eq!(
         body["activity"],
         expected("activity.expected.json", "/activity")
@@ -93,20 +97,26 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
         "{log:#?}"
     );
     assert!(log[1].contains("&offset=2&"), "{log:#?}");
-    assert!(log[2].starts_with("/v2/measure getactivity "), "{log:#?}");
-    assert!(log[4].starts_with("/v2/measure getworkouts "), "{log:#?}");
+    // Each night kept is asked its states.
     assert_eq!(
-        log[6],
+        log[2],
+        "/v2/sleep get enddate=1740807600&startdate=1740780600"
+    );
+    assert!(log[3].starts_with("/v2/sleep get ") && log[4].starts_with("/v2/sleep get "));
+    assert!(log[5].starts_with("/v2/measure getactivity "), "{log:#?}");
+    assert!(log[7].starts_with("/v2/measure getworkouts "), "{log:#?}");
+    assert_eq!(
+        log[9],
         "/measure getmeas category=1&enddate=1741046400&meastypes=1,5,6,8,9,10,11,76,77,88,170\
          &startdate=1740787200"
     );
     // Then the watch's minutes, a day at a time.
     assert_eq!(
-        log[8],
+        log[11],
         "/v2/measure getintradayactivity data_fields=heart_rate&enddate=1740873600\
          &startdate=1740787200"
     );
-    assert_eq!(log.len(), 11, "{log:#?}");
+    assert_eq!(log.len(), 14, "{log:#?}");
 
     let screened = screen(pulled.body.clone(), &PushUser::default(), Utc::now()).unwrap();
     assert!(screened.dropped.is_empty());
@@ -124,8 +134,9 @@ async fn paging_changes_nothing_but_the_number_of_requests() {
     let (one, by_one) = pull_all(1).await;
     let (all, at_once) = pull_all(100).await;
     assert_eq!(by_one.unwrap(), at_once.unwrap());
-    // Four paged services, and three days of the watch's minutes (not paged).
-    assert_eq!((one.log().len(), all.log().len()), (4 * 4 + 3, 4 + 3));
+    // Four paged services, and three nights' states and three days of the watch's minutes
+    // (neither paged).
+    assert_eq!((one.log().len(), all.log().len()), (4 * 4 + 6, 4 + 6));
 }
 
 /// A night ending 07:00 Paris on `day`, that day's activity and a weigh-in at 07:30.
@@ -200,9 +211,15 @@ async fn a_multi_range_pull_returns_every_record_exactly_once() {
     let log = fake.log();
     let ranges: Vec<_> = log
         .iter()
-        .filter(|l| l.starts_with("/v2/sleep") && !l.contains("offset="))
+        .filter(|l| l.starts_with("/v2/sleep getsummary") && !l.contains("offset="))
         .collect();
     assert_eq!(ranges.len(), 5, "{log:#?}");
+    // And each of the 31 nights is asked its states once.
+    let nights = log
+        .iter()
+        .filter(|l| l.starts_with("/v2/sleep get "))
+        .count();
+    assert_eq!(nights, 31, "{log:#?}");
     assert!(ranges[4].ends_with("enddateymd=2025-02-01&startdateymd=2025-01-28"));
     assert!(
         !log.iter()

@@ -4,6 +4,7 @@
 //! | Withings | push body |
 //! |---|---|
 //! | sleep summary (`getsummary` `series[]`) | `sleep` rows |
+//! | sleep states (`sleep?action=get` `series[]`) | the night's `sleep_stream` hypnogram |
 //! | activity (`getactivity` `activities[]`) | `activity` rows |
 //! | workout (`getworkouts` `series[]`) | `workouts` rows |
 //! | measure group (`getmeas` `measuregrps[]`) | `body` rows, `timeseries.weight` (kg), `timeseries.fat` (%), `timeseries.blood_pressure` (mmHg), `timeseries.heartrate` (bpm) |
@@ -53,7 +54,37 @@ pub(crate) struct Body {
     pub(super) fat: Vec<Value>,
     pub(super) blood_pressure: Vec<Value>,
     pub(super) heartrate: Vec<Value>,
+    /// The sleep rows' spans, for their stages: (index in `sleep`, unix start, unix end).
+    nights: Vec<(usize, i64, i64)>,
     skipped: usize,
+}
+
+/// The hypnogram interval of Withings' sleep states, in seconds (their boundaries fall on
+/// minutes).
+pub(crate) const STAGE_INTERVAL: i64 = 60;
+
+/// The most hypnogram slots one night may have (two days a minute), against absurd spans.
+const MAX_SLOTS: i64 = 2 * 24 * 60;
+
+/// A `sleep?action=get` state segment.
+#[derive(Debug, Deserialize)]
+struct StateSegment {
+    startdate: i64,
+    enddate: i64,
+    state: i64,
+}
+
+/// The data model's stage code of a Withings sleep state: deep 1, light 2, REM 3, awake 4
+/// (out of bed is awake); manual and unspecified are unknown (-1).
+fn stage_code(state: i64) -> Option<i64> {
+    match state {
+        0 | 15 => Some(4),
+        1 => Some(2),
+        2 => Some(1),
+        3 => Some(3),
+        4 | 5 => Some(-1),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,6 +184,7 @@ impl Body {
             fat: Vec::new(),
             blood_pressure: Vec::new(),
             heartrate: Vec::new(),
+            nights: Vec::new(),
             skipped: 0,
         }
     }
@@ -248,7 +280,55 @@ impl Body {
                 .filter(|s| (1..=100).contains(s));
             put(&mut row, "score", score);
             row.insert("timezone_offset".into(), offset(end).into());
+            self.nights.push((self.sleep.len(), s.startdate, s.enddate));
             self.sleep.push(Value::Object(row));
+        }
+    }
+
+    /// The spans (unix seconds) of the sleep rows kept so far, for [`Body::stages`]: (night,
+    /// start, end).
+    pub(crate) fn nights(&self) -> Vec<(usize, i64, i64)> {
+        self.nights.clone()
+    }
+
+    /// A night's sleep states (`sleep?action=get` `series[]`) as its hypnogram: one code a
+    /// minute from `bedtime_start`, each minute the state of the segment it starts in (-1 where
+    /// no segment says). A night with no readable segment gets none; a state Withings does not
+    /// document drops the night's hypnogram (logged), not the night.
+    pub(crate) fn stages(&mut self, night: usize, segments: &[Value]) {
+        let Some(&(index, start, end)) = self.nights.iter().find(|(i, _, _)| *i == night) else {
+            return;
+        };
+        let slots = (end - start) / STAGE_INTERVAL;
+        if slots <= 0 || slots > MAX_SLOTS {
+            return;
+        }
+        let mut codes = vec![-1_i64; slots as usize];
+        let mut painted = false;
+        for record in segments {
+            let Some(seg) = self.read::<StateSegment>("sleep", record) else {
+                continue;
+            };
+            let Some(code) = stage_code(seg.state) else {
+                tracing::warn!(
+                    provider = "withings",
+                    state = seg.state,
+                    "dropped a sleep hypnogram with an undocumented state"
+                );
+                return;
+            };
+            let from = (seg.startdate - start).div_euclid(STAGE_INTERVAL).max(0);
+            let to = (seg.enddate - start).div_euclid(STAGE_INTERVAL).min(slots);
+            for slot in from..to {
+                codes[slot as usize] = code;
+                painted = true;
+            }
+        }
+        if let (true, Some(Value::Object(row))) = (painted, self.sleep.get_mut(index)) {
+            row.insert(
+                "sleep_stream".into(),
+                json!({"hypnogram": codes, "interval": STAGE_INTERVAL}),
+            );
         }
     }
 

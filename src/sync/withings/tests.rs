@@ -85,6 +85,23 @@ fn an_instant_a_scale_already_gave_is_kept_once() {
 }
 
 #[test]
+fn a_nights_states_become_its_hypnogram_a_minute_a_code() {
+    // The first Paris night's states: light, deep, REM and awake minutes; an unspecified state
+    // and a ten-minute gap with no segment are -1; a segment without a state is skipped.
+    let states = records("sleep_states", "series");
+    check(
+        "sleep_states",
+        |b| {
+            b.sleep(&records("sleep", "series"));
+            let (night, _, _) = b.nights()[0];
+            b.stages(night, &states);
+        },
+        2,
+        json!({"sleep": 3}),
+    );
+}
+
+#[test]
 fn sleep_summaries_become_sleep_rows() {
     // Two nights in Paris, a nap in New York (its own offset, no heart rate: Withings' 0s are
     // left out); the third record's `startdate` is not a number: skipped, neighbours kept.

@@ -32,6 +32,7 @@ async fn fake_withings() -> FakeWithings {
         workouts: moved(&data.workouts),
         // The watch's minutes are not moved: the pull's window does not reach them.
         intraday: Vec::new(),
+        states: moved(&data.states),
     };
     FakeWithings::start(data, 2).await
 }

@@ -2,7 +2,8 @@
 //! stands in for `wbsapi.withings.net`. It shares no code with `wearhouse::sync`, only the wire
 //! format: `POST` (form body) or `GET` (query string) on `/measure` (`action=getmeas`),
 //! `/v2/sleep` (`action=getsummary`) and `/v2/measure` (`action=getactivity`,
-//! `action=getintradayactivity` (not paged, at most 24 hours from `startdate`) and
+//! `action=getintradayactivity` (not paged, at most 24 hours from `startdate`), `/v2/sleep`
+//! `action=get` (the state segments of a night, not paged) and
 //! `action=getworkouts`), each answering
 //! `{"status": 0, "body": {...}}` with the records of its range, paged by `more`/`offset`
 //! (`more` as 0/1 for `getmeas`, as a boolean for the v2 services, as Withings sends them).
@@ -71,6 +72,8 @@ pub struct Data {
     pub workouts: Vec<Value>,
     /// `getintradayactivity` entries by unix seconds.
     pub intraday: Vec<(i64, Value)>,
+    /// `sleep?action=get` state segments.
+    pub states: Vec<Value>,
 }
 
 /// A request's parameters, query string and form body together, sorted.
@@ -207,6 +210,7 @@ pub fn fixture_data() -> Data {
             .iter()
             .map(|(at, entry)| (at.parse().unwrap(), entry.clone()))
             .collect(),
+        states: list(&body("sleep_states.json"), "series"),
     }
 }
 
@@ -323,6 +327,9 @@ async fn serve(State(fake): State<Fake>, uri: Uri, headers: HeaderMap, body: Str
     if (path.as_str(), action.as_str()) == ("/v2/measure", "getintradayactivity") {
         return intraday(&inner.data, &params);
     }
+    if (path.as_str(), action.as_str()) == ("/v2/sleep", "get") {
+        return states(&inner.data, &params);
+    }
     let found = match (path.as_str(), action.as_str()) {
         ("/measure", "getmeas") => measures(&inner.data, &params),
         ("/v2/sleep", "getsummary") => ranged(&inner.data.series, &params, data_fields),
@@ -354,6 +361,29 @@ async fn serve(State(fake): State<Fake>, uri: Uri, headers: HeaderMap, body: Str
     body.insert("more".into(), more_value);
     body.insert("offset".into(), json!(if more { end } else { 0 }));
     Json(json!({"status": 0, "body": body})).into_response()
+}
+
+/// `sleep?action=get`: the state segments that overlap `startdate..enddate` (at most 24 hours);
+/// not paged.
+fn states(data: &Data, params: &Params) -> Response {
+    let int = |k: &str| params.get(k).and_then(|v| v.parse::<i64>().ok());
+    let (Some(start), Some(end)) = (int("startdate"), int("enddate")) else {
+        return status(503, "Invalid Params: startdate, enddate");
+    };
+    let end = end.min(start + 86_400);
+    let series: Vec<Value> = data
+        .states
+        .iter()
+        .filter(|s| {
+            let (from, to) = (
+                s["startdate"].as_i64().unwrap_or(0),
+                s["enddate"].as_i64().unwrap_or(0),
+            );
+            from < end && to > start
+        })
+        .cloned()
+        .collect();
+    Json(json!({"status": 0, "body": {"series": series}})).into_response()
 }
 
 /// `getintradayactivity`: the entries of the first 24 hours from `startdate` (and not after
