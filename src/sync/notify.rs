@@ -54,6 +54,12 @@ pub fn notifies(provider: &str) -> bool {
     NOTIFYING.contains(&provider)
 }
 
+/// Whether `provider`'s subscriptions carry a verification token (Oura's handshake); Withings'
+/// do not.
+pub fn takes_verification_token(provider: &str) -> bool {
+    provider == "oura"
+}
+
 /// The subscription handshake: whether `token` is the verification token of the provider's
 /// application (compared in constant time; no configured token accepts nothing).
 pub fn subscription_verified(apps: &OAuthApps, provider: &str, token: &str) -> bool {

@@ -132,12 +132,12 @@ async fn put_credentials(
         );
     }
     if let Some(token) = &body.verification_token {
-        if !crate::sync::notify::notifies(provider.slug) {
+        if !crate::sync::notify::takes_verification_token(provider.slug) {
             checks.fail(
                 loc!["verification_token"],
                 "value_error",
                 format!(
-                    "{} sends no change notifications this service verifies; leave verification_token out",
+                    "{} subscriptions carry no verification token; leave verification_token out",
                     provider.slug
                 ),
             );
