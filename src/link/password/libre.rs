@@ -33,7 +33,7 @@ pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_FREESTYLE_LIBRE_API_URL";
 pub const DEFAULT_API_URL: &str = "https://api.libreview.io";
 /// The `product` header LibreLinkUp's Android app sends.
 pub const PRODUCT: &str = "llu.android";
-/// The app `version` header (LibreLinkUp refuses versions older than 4.12 with status 920).
+/// The app `version` header (LibreLinkUp refuses app versions it considers too old).
 pub const VERSION: &str = "4.16.0";
 
 /// LibreLinkUp's regions and their hosts.
