@@ -27,6 +27,7 @@ use super::wire::{
 };
 use crate::loc;
 use crate::validation::decode::member;
+use crate::validation::read::at;
 use crate::validation::{Checks, Invalid, Loc, decode};
 
 const US_STATES: &[&str] = &[
@@ -191,11 +192,6 @@ fn rule(checks: &mut Checks, at: Vec<Loc>, value: &str, ok: fn(&str) -> bool, ru
         };
         checks.refuse(at, value, format!("{key} must be {rule}"));
     }
-}
-
-/// `base` extended by one member.
-fn at(base: &[Loc], key: &str) -> Vec<Loc> {
-    base.iter().cloned().chain([Loc::from(key)]).collect()
 }
 
 /// The address, checked; when it is missing or refused, the violations say so and the answer

@@ -23,14 +23,11 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::link::fake_oauth::FakeOAuth;
-use crate::link::keyed_app;
+use crate::link::{password_app, password_link};
 use crate::support::TestApp;
 use crate::sync_support::linked::Linked;
 use wearhouse::jobs::JobState;
-use wearhouse::link::LinkConfig;
-use wearhouse::link::password::PasswordLogins;
 use wearhouse::link::password::libre::Hosts;
-use wearhouse::sync::Connectors;
 
 const EMAIL: &str = "wearer@example.com";
 const PASSWORD: &str = "sensor-on-the-arm-4e1d";
@@ -195,40 +192,19 @@ impl FakeLibre {
 
 /// The app with FreeStyle Libre's sign-in and connector pointed at `fake`, and a user.
 async fn app(fake: &FakeLibre) -> (TestApp, String) {
-    let mut app = keyed_app().await;
     let hosts = fake.hosts();
-    let logins = PasswordLogins::default().with(Arc::new(
-        wearhouse::link::password::libre::Libre::new(hosts.clone()).unwrap(),
-    ));
-    app.state = app
-        .state
-        .clone()
-        .with_link_config(LinkConfig {
-            password: logins,
-            ..Default::default()
-        })
-        .with_connectors(
-            Connectors::default()
-                .with(Arc::new(wearhouse::sync::libre::Libre::new(hosts).unwrap())),
-        );
+    let app = password_app(
+        Arc::new(wearhouse::link::password::libre::Libre::new(hosts.clone()).unwrap()),
+        Arc::new(wearhouse::sync::libre::Libre::new(hosts).unwrap()),
+    )
+    .await;
     let user = app.user("libre-user").await;
     (app, user)
 }
 
 /// A password link of FreeStyle Libre with `body`; answers the outcome.
 async fn sign_in(app: &TestApp, user: &str, body: Value) -> Value {
-    let token = app.post("/v2/link/token", json!({"user_id": user})).await;
-    assert_eq!(token.status, 200, "{}", token.json);
-    let req = axum::http::Request::builder()
-        .method("POST")
-        .uri("/v2/link/provider/password/freestyle_libre")
-        .header("x-link-token", token.json["link_token"].as_str().unwrap())
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_string()))
-        .unwrap();
-    let a = app.raw(req).await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    a.json
+    password_link(app, user, "freestyle_libre", body).await
 }
 
 #[tokio::test]

@@ -21,15 +21,13 @@ use uuid::Uuid;
 
 use crate::link::fake_oauth::FakeOAuth;
 use crate::link::fake_peloton::{FakePeloton, Fault, PASSWORD, SESSION_ID, USERNAME};
-use crate::link::keyed_app;
+use crate::link::{password_app, password_link};
 use crate::sync_support::linked::{LONG, Linked, instant, offset_days, shifted};
 use crate::sync_support::{pull, utc};
 use wearhouse::jobs::JobState;
-use wearhouse::link::LinkConfig;
-use wearhouse::link::password::PasswordLogins;
 use wearhouse::store::metadata::ConnectionStatus;
 use wearhouse::sync::peloton::Peloton;
-use wearhouse::sync::{Connector, Connectors, Resource, SyncError};
+use wearhouse::sync::{Connector, Resource, SyncError};
 
 fn fixture(name: &str) -> Value {
     let path = format!(
@@ -170,33 +168,15 @@ async fn every_failure_has_its_kind() {
 /// link API, and the link's answer checked. The harness's authorisation server stays idle:
 /// Peloton has no OAuth.
 async fn linked(fake: &FakePeloton) -> Linked {
-    let mut app = keyed_app().await;
-    let logins = PasswordLogins::default().with(Arc::new(
-        wearhouse::link::password::peloton::Peloton::new(&fake.base).unwrap(),
-    ));
-    app.state = app
-        .state
-        .clone()
-        .with_link_config(LinkConfig {
-            password: logins,
-            ..Default::default()
-        })
-        .with_connectors(Connectors::default().with(Arc::new(Peloton::new(&fake.base).unwrap())));
+    let app = password_app(
+        Arc::new(wearhouse::link::password::peloton::Peloton::new(&fake.base).unwrap()),
+        Arc::new(Peloton::new(&fake.base).unwrap()),
+    )
+    .await;
     let user = app.user("peloton-user").await;
-    let token = app.post("/v2/link/token", json!({"user_id": user})).await;
-    assert_eq!(token.status, 200, "{}", token.json);
-    let req = axum::http::Request::builder()
-        .method("POST")
-        .uri("/v2/link/provider/password/peloton")
-        .header("x-link-token", token.json["link_token"].as_str().unwrap())
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(
-            json!({"username": USERNAME, "password": PASSWORD}).to_string(),
-        ))
-        .unwrap();
-    let a = app.raw(req).await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    assert_eq!(a.json["state"], "success", "{}", a.json);
+    let credentials = json!({"username": USERNAME, "password": PASSWORD});
+    let outcome = password_link(&app, &user, "peloton", credentials).await;
+    assert_eq!(outcome["state"], "success", "{outcome}");
     Linked {
         app,
         oauth: FakeOAuth::start().await,

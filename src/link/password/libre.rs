@@ -22,7 +22,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::{Login, PasswordLogin, SignIn};
 use crate::link::LinkErrorType;
@@ -139,9 +138,9 @@ impl Session {
     }
 }
 
-/// The `account-id` header of the user `id`.
+/// The `account-id` header of the user `id`: its SHA-256 in hex, as tokens are stored.
 pub fn account_id(id: &str) -> String {
-    hex::encode(Sha256::digest(id.as_bytes()))
+    crate::link::tokens::hash(id)
 }
 
 /// FreeStyle Libre's sign-in.

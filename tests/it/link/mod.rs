@@ -88,6 +88,43 @@ pub async fn keyed_app() -> TestApp {
     app
 }
 
+/// A keyed app whose password sign-in is `login` and whose pulls go to `connector` (both at a
+/// provider's fake).
+pub async fn password_app(
+    login: std::sync::Arc<dyn wearhouse::link::password::PasswordLogin>,
+    connector: std::sync::Arc<dyn wearhouse::sync::Connector>,
+) -> TestApp {
+    let mut app = keyed_app().await;
+    app.state = app
+        .state
+        .clone()
+        .with_link_config(wearhouse::link::LinkConfig {
+            password: wearhouse::link::password::PasswordLogins::default().with(login),
+            ..Default::default()
+        })
+        .with_connectors(wearhouse::sync::Connectors::default().with(connector));
+    app
+}
+
+/// A password link of `user` to `provider` through the link API: a link token, then `body`
+/// posted with it; answers the 200's outcome.
+pub async fn password_link(app: &TestApp, user: &str, provider: &str, body: Value) -> Value {
+    let token = app
+        .post("/v2/link/token", serde_json::json!({"user_id": user}))
+        .await;
+    assert_eq!(token.status, 200, "{}", token.json);
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri(format!("/v2/link/provider/password/{provider}"))
+        .header("x-link-token", token.json["link_token"].as_str().unwrap())
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let a = app.raw(req).await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    a.json
+}
+
 /// Records `linked` for the user through the domain function, in a transaction.
 pub async fn link(app: &TestApp, user: &str, provider: &str, linked: &Linked) {
     let mut tx = app.state.meta.begin().await.unwrap();
