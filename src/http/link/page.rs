@@ -435,9 +435,10 @@ fn password_form(
     refused: Option<(&str, &str, &str)>,
     status: StatusCode,
 ) -> Response {
+    // A fresh form has empty fields (not a rendered `none`).
     let (username, region, error) = match refused {
-        Some((username, region, error)) => (Some(username), Some(region), Some(error)),
-        None => (None, None, None),
+        Some((username, region, error)) => (username, region, Some(error)),
+        None => ("", "", None),
     };
     html(
         status,

@@ -490,6 +490,13 @@ mod without_javascript {
             a.headers["location"],
             format!("/link/provider/peloton?token={t}").as_str()
         );
+        // Its form starts empty.
+        let (a, html) = page(&app, &format!("/link/provider/peloton?token={t}")).await;
+        assert_eq!(a.status, 200);
+        assert!(
+            html.contains(r#"id="username" name="username" value="" "#),
+            "{html}"
+        );
         // A provider outside the token's filter, an e-mail provider.
         let (a, _) = page(&app, &format!("/link/provider/oura?token={t}")).await;
         assert_eq!(a.status, 404);
