@@ -227,8 +227,8 @@ struct SourceGroup {
 /// `source_type`) and at most `chunk_rows` rows: every source's batches in input order, so
 /// each stays sorted by time, and sources in first-seen order. Mixed batches (merged segments
 /// interleave a ring's and a watch's samples) are split once here, so the cached result serves
-/// every query without a per-query split. The source columns of split or oversized parts become
-/// zero-copy slices of one constant array per source, as `constant.rs` builds them for constant
+/// every query without a per-query split. The source columns of every part (without nulls)
+/// become zero-copy slices of one constant array per source, as `constant.rs` builds them for constant
 /// segments: readers that check a batch's source (the engine) then find every batch in memory
 /// they already proved.
 pub(crate) fn group_by_source(
@@ -269,9 +269,16 @@ pub(crate) fn group_by_source(
         parts: list,
     } in groups
     {
-        // A decoded batch of one source already fits a chunk, and its source columns are
-        // shared slices when its segment's statistics proved them constant: kept as is.
-        let rebuild = |(b, split): &(RecordBatch, bool)| *split || b.num_rows() > chunk_rows;
+        // Every part's source columns become slices of one array per source: a part split
+        // out of a mixed batch, one longer than a chunk, and also a whole batch whose columns
+        // were decoded, not built, because its segment's statistics could not prove them
+        // constant (a merged segment holds several sources). Readers that check a batch's
+        // source (the engine, every query) then compare no bytes, and the cached read holds
+        // one copy of each source's names instead of one per row. A whole batch with a null
+        // source column is kept as it is (a rebuilt column has no nulls).
+        let rebuild = |(b, split): &(RecordBatch, bool)| {
+            *split || b.num_rows() > chunk_rows || !has_null_source(b)
+        };
         let longest = list
             .iter()
             .filter(|part| rebuild(part))
@@ -308,6 +315,14 @@ pub(crate) fn group_by_source(
         }
     }
     Ok(out)
+}
+
+/// Whether neither source column of `batch` holds a null (then a rebuilt column is the same).
+fn has_null_source(batch: &RecordBatch) -> bool {
+    match source_columns(batch) {
+        Ok((p, t)) => p.null_count() > 0 || t.null_count() > 0,
+        Err(_) => true,
+    }
 }
 
 /// Re-labels `batch` with the dataset's storage schema, checking names, types and
@@ -393,6 +408,28 @@ mod tests {
         assert_eq!(dropped, 2);
         // a: ingested 5 beats 4 (even though written first); b: tie, the later row wins.
         assert_eq!(weights(&out), vec![4.0, 1.0]);
+    }
+
+    #[test]
+    fn regrouped_batches_share_one_copy_of_each_source_name() {
+        // Two batches of one source whose source columns were decoded, each its own copy.
+        let first = body(&[(Some(10), "a", 1.0, 0), (Some(20), "b", 2.0, 0)]);
+        let second = body(&[(Some(30), "c", 3.0, 0)]);
+        let out = group_by_source(vec![first, second], 1024).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(weights(&out[0]), vec![1.0, 2.0]);
+        assert_eq!(weights(&out[1]), vec![3.0]);
+        let text =
+            |b: &RecordBatch, c: &str| b.column_by_name(c).unwrap().as_string::<i32>().clone();
+        for column in ["source_provider", "source_type"] {
+            let (a, b) = (text(&out[0], column), text(&out[1], column));
+            assert_eq!(
+                a.values().as_ptr(),
+                b.values().as_ptr(),
+                "{column}: one copy"
+            );
+            assert!(a.iter().chain(b.iter()).all(|v| v == Some("p")), "{column}");
+        }
     }
 
     #[test]
