@@ -9,6 +9,10 @@
 //!   scenario, 129,600 samples of one ring pushed through the push API a day at a time;
 //! - `whole HTTP request, daily buckets, 90 days, ring + watch, priority on`: a demo user with
 //!   an Oura ring and an Apple watch (`POST /v2/link/connect/demo`), the two overlapping.
+//! - `whole HTTP request, 32 queries of minute buckets, ring + watch, Parquet answer`: the same
+//!   demo user, one request of 32 queries, each `date_trunc` of 1 to 32 minutes over the 90
+//!   days with seven aggregates (every function the time-bucket operator folds), answered as
+//!   the gzipped tar of Parquet files; checked by decoding every member's row count.
 //!
 //! - `push over HTTP`: ingest end to end (client encoding excluded, every answer checked): a
 //!   JSON push of 50,000 heart-rate samples, and the columnar push of 500,000 as an Arrow IPC
@@ -181,6 +185,77 @@ fn http(c: &mut Criterion) {
         "whole HTTP request, daily buckets, 90 days, ring + watch, priority on",
         |b| b.iter(|| black_box(rt.block_on(server.post(&path, &body)))),
     );
+
+    let body = minute_queries(&Utc::now().date_naive().to_string(), 90);
+    let rows = rt.block_on(parquet_rows(&server, &path, &body));
+    assert_eq!(rows.len(), 32, "one Parquet member per query");
+    // The demo samples heart rate every few minutes: one-minute buckets hold one sample each,
+    // 32-minute ones several, and every query has rows.
+    assert!(
+        rows[0] > 20_000 && rows[0] > 4 * rows[31] && rows[31] > 0,
+        "{rows:?}"
+    );
+    let mut group = c.benchmark_group("whole HTTP request");
+    group.sample_size(10);
+    group.bench_function(
+        "32 queries of minute buckets, ring + watch, Parquet answer",
+        |b| b.iter(|| black_box(rt.block_on(parquet_rows(&server, &path, &body)))),
+    );
+    group.finish();
+}
+
+/// 32 queries over `days` days of heart rate: query `k` groups by `date_trunc` of `k + 1`
+/// minutes and folds seven aggregates.
+fn minute_queries(anchor: &str, days: i64) -> Value {
+    let hr = json!({"timeseries": "heartrate", "field": "value"});
+    let queries: Vec<Value> = (1..=32)
+        .map(|minutes| {
+            let mut select = vec![json!({"group_key": 0})];
+            for f in ["mean", "min", "max", "sum", "count", "oldest", "newest"] {
+                select.push(json!({"func": f, "arg": hr}));
+            }
+            json!({
+                "select": select,
+                "group_by": [{"date_trunc": {"value": minutes, "unit": "minute"},
+                              "arg": {"index": "timeseries"}}]
+            })
+        })
+        .collect();
+    json!({
+        "timeframe": {"anchor": anchor, "past": {"value": days, "unit": "day"}},
+        "queries": queries
+    })
+}
+
+/// Posts `body` for the Parquet answer and returns each member's row count, in query order.
+async fn parquet_rows(server: &Server, path: &str, body: &Value) -> Vec<usize> {
+    use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+    use std::io::Read;
+    let r = server
+        .client
+        .post(format!("{}{path}", server.base))
+        .header("x-service-api-key", &server.key)
+        .header("accept", "application/vnd.service.tar+gzip+parquet")
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let bytes = r.bytes().await.unwrap();
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+    let mut rows = Vec::new();
+    for entry in tar.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        assert_eq!(
+            entry.path().unwrap().to_string_lossy(),
+            format!("{}.parquet", rows.len())
+        );
+        let mut member = Vec::new();
+        entry.read_to_end(&mut member).unwrap();
+        let reader = SerializedFileReader::new(bytes::Bytes::from(member)).unwrap();
+        rows.push(reader.metadata().file_metadata().num_rows() as usize);
+    }
+    rows
 }
 
 /// A JSON push body of `n` one-second samples from `start` (unix seconds).

@@ -30,7 +30,7 @@ use crate::schema::Dataset;
 
 use super::budget::Budget;
 use super::lang::request::{QuerySource, ValidRequest};
-use super::plan::bucket::BucketPlanner;
+use super::plan::bucket::{BucketPlanner, Slicing};
 use super::plan::catalog::{Catalog, UserContext};
 use super::{EngineError, Limits, compile, time};
 
@@ -97,9 +97,10 @@ const NAMED_CONSUMERS: NonZeroUsize = match NonZeroUsize::new(5) {
 };
 
 /// The planning state every request of an engine shares: DataFusion's built-in functions, the
-/// lean optimiser and the planner with the time-bucket operator. Building one registers every
-/// built-in function (~150 us), so [`Engine`](super::Engine) builds it once, at start-up.
-pub(super) fn planning_state(partitions: usize) -> SessionState {
+/// lean optimiser and the planner with the time-bucket operator, cut into slices by
+/// `slicing`. Building one registers every built-in function (~150 us), so
+/// [`Engine`](super::Engine) builds it once, at start-up.
+pub(super) fn planning_state(partitions: usize, slicing: Slicing) -> SessionState {
     // Batches as large as the store's row groups: a user's data is small, and the scan then
     // hands each cached batch on whole instead of cutting it in eight (every batch costs the
     // operators above it a fixed amount of work).
@@ -118,7 +119,7 @@ pub(super) fn planning_state(partitions: usize) -> SessionState {
             Arc::new(CommonSubexprEliminate::new()),
             Arc::new(OptimizeProjections::new()),
         ])
-        .with_query_planner(Arc::new(Planner))
+        .with_query_planner(Arc::new(Planner { slicing }))
         .build()
 }
 
@@ -215,7 +216,10 @@ struct Run {
 
 /// The default physical planner plus the time-bucket operator.
 #[derive(Debug)]
-struct Planner;
+struct Planner {
+    /// How a time-bucket operator cuts its work.
+    slicing: Slicing,
+}
 
 #[async_trait::async_trait]
 impl QueryPlanner for Planner {
@@ -224,9 +228,11 @@ impl QueryPlanner for Planner {
         plan: &LogicalPlan,
         session: &dyn Session,
     ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
-        DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(BucketPlanner)])
-            .create_physical_plan(plan, session)
-            .await
+        DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(BucketPlanner {
+            slicing: self.slicing,
+        })])
+        .create_physical_plan(plan, session)
+        .await
     }
 }
 

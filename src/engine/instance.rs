@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::execute::{self, QueryResult};
 use super::lang::request::ValidRequest;
+use super::plan::bucket::Slicing;
 use super::plan::catalog::UserContext;
 use super::{EngineError, Limits, OutputFormat};
 use crate::schema::Dataset;
@@ -63,7 +64,17 @@ impl Engine {
             .enable_time()
             .build()
             .map_err(|e| EngineError::internal("engine runtime", e))?;
-        let state = Arc::new(execute::planning_state(limits.target_partitions.max(1)));
+        let slicing = Slicing {
+            most: match limits.bucket_slices {
+                0 => threads,
+                n => n,
+            },
+            min_rows: limits.bucket_slice_rows.max(1),
+        };
+        let state = Arc::new(execute::planning_state(
+            limits.target_partitions.max(1),
+            slicing,
+        ));
         Ok(Engine {
             inner: Arc::new(Inner {
                 limits,

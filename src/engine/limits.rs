@@ -25,6 +25,11 @@ pub struct Limits {
     /// Whether queries of the time-bucket shape run on the engine's own operator
     /// (`bucket.rs`, the default) or on the general plan; off only to compare the two.
     pub bucket_operator: bool,
+    /// The most slices one time-bucket aggregate is cut into, each folded on a task of its
+    /// own; 0 means one per engine thread (a thread per core).
+    pub bucket_slices: usize,
+    /// The fewest rows a slice is given: a query of fewer than twice as many is folded whole.
+    pub bucket_slice_rows: usize,
 }
 
 impl Default for Limits {
@@ -39,6 +44,8 @@ impl Default for Limits {
             memory_limit_bytes: 1 << 30,
             target_partitions: 1,
             bucket_operator: true,
+            bucket_slices: 0,
+            bucket_slice_rows: 1 << 15,
         }
     }
 }

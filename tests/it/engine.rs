@@ -264,11 +264,12 @@ async fn bucket_operator_agrees_with_the_general_plan_and_the_reference() {
         if first_query_rows(&want) > 0 {
             non_empty += 1;
         }
-        for (layout, inputs) in [
-            ("mixed", inputs.clone()),
-            ("split", split_by_source(&inputs)),
+        for (layout, inputs, limits) in [
+            ("mixed", inputs.clone(), limits.clone()),
+            ("split", split_by_source(&inputs), limits.clone()),
+            ("split, sliced", split_by_source(&inputs), sliced()),
         ] {
-            let (got, schema) = run(inputs, limits.clone()).await;
+            let (got, schema) = run(inputs, limits).await;
             if schema != want_schema {
                 failures.push(format!(
                     "seed {seed} ({layout}): schema {schema:?} != {want_schema:?}"
@@ -375,12 +376,32 @@ async fn bucket_operator_skips_owned_batches_exactly() {
                 encode_json(&r, &limits).unwrap()
             }
         };
-        let (got, want) = (run(Limits::default()).await, run(general.clone()).await);
+        let want = run(general.clone()).await;
         let rows = first_query_rows(&want);
         assert!(rows > 0, "seed {seed}: no buckets\n{body}");
-        if let Err(diff) = same(&got, &want, "") {
-            panic!("seed {seed}: {diff}\n{body}\nuser {user:?}");
+        for (how, limits) in [("whole", Limits::default()), ("sliced", sliced())] {
+            let got = run(limits).await;
+            if let Err(diff) = same(&got, &want, "") {
+                panic!("seed {seed} ({how}): {diff}\n{body}\nuser {user:?}");
+            }
         }
+        if seed == 0 {
+            // The sliced runs are cut: three slices folded on their own tasks.
+            let inputs: HashMap<_, _> = [(dataset, batches.clone())].into_iter().collect();
+            let report = wearhouse::engine::explain_analyze(&req, &user, inputs, &sliced())
+                .await
+                .unwrap();
+            assert!(report.contains("slices=3"), "{report}");
+        }
+    }
+}
+
+/// Limits that cut every bucket aggregate of more than a few rows into three slices.
+fn sliced() -> Limits {
+    Limits {
+        bucket_slices: 3,
+        bucket_slice_rows: 16,
+        ..Limits::default()
     }
 }
 

@@ -18,7 +18,10 @@
 //!   bucket's rows; a whole batch whose bucket range is already owned is skipped without
 //!   reading a row;
 //! - aggregates update straight from the Arrow buffers, in row order, so sums are bit-identical
-//!   to the general plan's (a test runs both plans on random queries and compares).
+//!   to the general plan's (a test runs both plans on random queries and compares);
+//! - a big input is cut into slices of whole buckets with about as many rows each, folded on
+//!   the engine's threads at once (one per core) and laid end to end: a bucket's rows are all
+//!   in one slice, so the answer is the one a single pass gives.
 //!
 //! It is still a DataFusion plan: the compiler emits a [`BucketNode`] (a logical extension
 //! node) over the scan, and WHERE, when present, stays a DataFusion filter below it; the
@@ -57,7 +60,7 @@ use futures::StreamExt;
 use crate::schema::{INGESTED_AT, TIMEZONE_OFFSET};
 
 use crate::engine::lang::request::{Func, Period};
-use state::{Counters, State};
+use state::{Counters, State, StateOf};
 
 /// The functions the operator computes (over Float64 arguments; `count` over any type).
 pub fn supports(f: Func) -> bool {
@@ -190,9 +193,21 @@ fn describe(spec: &BucketSpec) -> String {
     )
 }
 
-/// Plans [`BucketNode`]s as [`BucketExec`]s.
+/// How an operator cuts its input into slices folded at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slicing {
+    /// The most slices (the engine's threads).
+    pub most: usize,
+    /// The fewest rows of a slice.
+    pub min_rows: usize,
+}
+
+/// Plans [`BucketNode`]s as [`BucketExec`]s that cut their work by `slicing`.
 #[derive(Debug)]
-pub struct BucketPlanner;
+pub struct BucketPlanner {
+    /// How the operators cut their work.
+    pub slicing: Slicing,
+}
 
 #[async_trait]
 impl ExtensionPlanner for BucketPlanner {
@@ -216,6 +231,7 @@ impl ExtensionPlanner for BucketPlanner {
             input.clone(),
             node.spec.clone(),
             schema,
+            self.slicing,
         )?)))
     }
 }
@@ -236,6 +252,7 @@ struct Columns {
 pub struct BucketExec {
     input: Arc<dyn ExecutionPlan>,
     spec: Arc<BucketSpec>,
+    slicing: Slicing,
     columns: Columns,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
@@ -247,6 +264,7 @@ impl BucketExec {
         input: Arc<dyn ExecutionPlan>,
         spec: Arc<BucketSpec>,
         schema: SchemaRef,
+        slicing: Slicing,
     ) -> Result<Self> {
         let s = input.schema();
         let columns = Columns {
@@ -270,6 +288,7 @@ impl BucketExec {
         Ok(BucketExec {
             input,
             spec,
+            slicing,
             columns,
             schema,
             properties,
@@ -322,6 +341,7 @@ impl ExecutionPlan for BucketExec {
             input,
             self.spec.clone(),
             self.schema.clone(),
+            self.slicing,
         )?))
     }
     fn execute(
@@ -339,14 +359,16 @@ impl ExecutionPlan for BucketExec {
         let counters = Counters {
             rows_scanned: MetricBuilder::new(&self.metrics).counter("rows_scanned", partition),
             parts_skipped: MetricBuilder::new(&self.metrics).counter("parts_skipped", partition),
+            slices: MetricBuilder::new(&self.metrics).counter("slices", partition),
         };
-        let mut state = State::new(
-            self.spec.clone(),
-            self.columns.clone(),
-            self.schema.clone(),
+        let mut state = State::new(StateOf {
+            spec: self.spec.clone(),
+            columns: self.columns.clone(),
+            schema: self.schema.clone(),
             reservation,
             counters,
-        );
+            slicing: self.slicing,
+        });
         let output = futures::stream::once(async move {
             while let Some(batch) = input.next().await {
                 let batch = batch?;
@@ -358,8 +380,9 @@ impl ExecutionPlan for BucketExec {
                 // One yield per input batch (65,536 rows) costs a reschedule, nothing more.
                 tokio::task::yield_now().await;
             }
+            // The fold's wall time, slices on other tasks included.
             let timer = baseline.elapsed_compute().timer();
-            let result = state.finish();
+            let result = state.finish().await;
             timer.done();
             if let Ok(batch) = &result {
                 baseline.record_output(batch.num_rows());
@@ -373,4 +396,5 @@ impl ExecutionPlan for BucketExec {
     }
 }
 
+mod slice;
 mod state;
