@@ -28,12 +28,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
-    new_null_array,
+    Array, ArrayRef, AsArray, Float64Array, RecordBatch, TimestampMicrosecondArray, new_null_array,
 };
 use datafusion::arrow::compute::{CastOptions, cast_with_options, concat_batches};
 use datafusion::arrow::datatypes::{
-    DataType, Float64Type, Int32Type, Schema, SchemaRef, TimestampMicrosecondType,
+    DataType, Float64Type, Int32Type, Schema, SchemaRef, TimeUnit, TimestampMicrosecondType,
 };
 use datafusion::arrow::ipc::reader::StreamReader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -43,7 +42,9 @@ use super::fields::{SOURCE_TYPES, sample_range};
 use super::push::PushBatches;
 use crate::loc;
 use crate::providers;
-use crate::schema::{Dataset, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, resource};
+use crate::schema::{
+    Dataset, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, repeated_str, resource,
+};
 use crate::validation::{Invalid, Violation};
 
 /// The media type of an Arrow IPC stream body.
@@ -512,9 +513,7 @@ impl<'a> Rows<'a> {
                 return Err(violation.into());
             }
         }
-        let constant = |v: &str| -> ArrayRef {
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(v, n)))
-        };
+        let constant = |v: &str| -> ArrayRef { Arc::new(repeated_str(v, n)) };
         let optional = |v: Option<&str>, field: &str| -> ArrayRef {
             match (self.column(field, storage), v) {
                 (Some(column), _) => column,
@@ -624,7 +623,21 @@ fn convert(column: &ArrayRef, name: &str, want: &DataType) -> Result<ArrayRef, I
         ..CastOptions::default()
     };
     let converted = match (column.data_type(), want) {
-        // Zone-less and zoned timestamps alike: re-labelled UTC after the unit change.
+        // Zone-less and zoned timestamps alike: the unit changed, then labelled with the
+        // storage zone. Arrow's values are instants whatever the label, so the label is all
+        // that changes; a cast from zone-less to zoned would instead read each value as a wall
+        // time there, one zone lookup per value (an eighth of an Arrow push's time).
+        (DataType::Timestamp(..), DataType::Timestamp(TimeUnit::Microsecond, zone)) => {
+            cast_with_options(
+                column,
+                &DataType::Timestamp(TimeUnit::Microsecond, None),
+                &options,
+            )
+            .map(|c| {
+                let micros = c.as_primitive::<TimestampMicrosecondType>().clone();
+                Arc::new(micros.with_timezone_opt(zone.clone())) as ArrayRef
+            })
+        }
         (DataType::Timestamp(..), DataType::Timestamp(unit, _)) => {
             cast_with_options(column, &DataType::Timestamp(*unit, None), &options)
                 .and_then(|c| cast_with_options(&c, want, &options))
@@ -646,4 +659,39 @@ fn first_null(a: &dyn Array) -> Option<usize> {
         return None;
     }
     (0..a.len()).find(|&i| a.is_null(i))
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{TimestampMillisecondArray, TimestampNanosecondArray};
+
+    use super::*;
+
+    /// Every timestamp column keeps its instants: zoned or not, in any unit, it is stored as
+    /// microseconds labelled UTC.
+    #[test]
+    fn timestamps_keep_their_instants_whatever_their_zone_and_unit() {
+        let want = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+        // 2025-01-01T00:00:00Z and one second and a half later.
+        let ms = [1_735_689_600_000, 1_735_689_601_500];
+        let columns: [ArrayRef; 4] = [
+            Arc::new(TimestampMillisecondArray::from(ms.to_vec())),
+            Arc::new(TimestampMillisecondArray::from(ms.to_vec()).with_timezone("Europe/Berlin")),
+            Arc::new(TimestampMillisecondArray::from(ms.to_vec()).with_timezone("-05:00")),
+            Arc::new(
+                TimestampNanosecondArray::from(ms.map(|m| m * 1_000_000).to_vec())
+                    .with_timezone("UTC"),
+            ),
+        ];
+        for column in columns {
+            let label = column.data_type().to_string();
+            let out = convert(&column, "timestamp", &want).unwrap();
+            assert_eq!(out.data_type(), &want, "{label}");
+            let micros = out
+                .as_primitive::<TimestampMicrosecondType>()
+                .values()
+                .to_vec();
+            assert_eq!(micros, ms.map(|m| m * 1000).to_vec(), "{label}");
+        }
+    }
 }

@@ -20,7 +20,9 @@ mod tables;
 
 pub use dataset::Dataset;
 pub use resources::{Family, RESOURCES, Resource, resource};
-pub use source::{ConstantProofs, SourceRows, constant_str, rows_by_source, source_columns};
+pub use source::{
+    ConstantProofs, SourceRows, constant_str, repeated_str, rows_by_source, source_columns,
+};
 pub use tables::{Column, Kind, Table};
 
 use std::sync::Arc;

@@ -8,8 +8,17 @@
 //! checked with one pass over its offsets and one comparison of its bytes against themselves.
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt32Array};
-use datafusion::arrow::buffer::Buffer;
+use datafusion::arrow::buffer::{Buffer, OffsetBuffer};
 use datafusion::arrow::error::ArrowError;
+
+/// `n` copies of `value` as one string array, built from one length and a repetition of its
+/// bytes rather than value by value (a push's constant source and unit columns, the store's
+/// shared source columns). Like building it value by value, it panics when the bytes pass an
+/// `i32` offset (2 GiB).
+pub fn repeated_str(value: &str, n: usize) -> StringArray {
+    let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(value.len(), n));
+    StringArray::new(offsets, Buffer::from_vec(value.as_bytes().repeat(n)), None)
+}
 
 /// The rows of one source in a batch.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,6 +196,15 @@ pub fn source_columns(batch: &RecordBatch) -> Result<(&StringArray, &StringArray
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_string_is_its_value_n_times() {
+        let a = repeated_str("oura", 3);
+        assert_eq!(a, StringArray::from(vec!["oura"; 3]));
+        assert_eq!(constant_str(&a), Some("oura"));
+        assert_eq!(repeated_str("", 2), StringArray::from(vec![""; 2]));
+        assert!(repeated_str("x", 0).is_empty());
+    }
 
     #[test]
     fn constant_columns_are_recognised_exactly() {

@@ -9,12 +9,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, Date32Array, Int32Array, Int64Array, StringArray, TimestampMicrosecondArray,
-    new_null_array,
+    ArrayRef, Date32Array, Int32Array, Int64Array, TimestampMicrosecondArray, new_null_array,
 };
-use datafusion::arrow::buffer::{Buffer, OffsetBuffer};
 use datafusion::arrow::datatypes::{DataType, Field, TimeUnit};
 use datafusion::parquet::file::metadata::RowGroupMetaData;
+
+use crate::schema::repeated_str;
 
 /// What every row of a column holds, when statistics prove it is one thing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -88,14 +88,12 @@ fn constant_array(field: &Field, bytes: &[u8], len: usize) -> Option<ArrayRef> {
             TimestampMicrosecondArray::from_value(i64v()?, len).with_timezone_opt(tz.clone()),
         ),
         DataType::Utf8 => {
-            std::str::from_utf8(bytes).ok()?;
+            let value = std::str::from_utf8(bytes).ok()?;
             let total = bytes.len().checked_mul(len)?;
             if i32::try_from(total).is_err() {
                 return None;
             }
-            let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(bytes.len(), len));
-            let values = Buffer::from_vec(bytes.repeat(len));
-            Arc::new(StringArray::try_new(offsets, values, None).ok()?)
+            Arc::new(repeated_str(value, len))
         }
         _ => return None,
     })
@@ -103,7 +101,7 @@ fn constant_array(field: &Field, bytes: &[u8], len: usize) -> Option<ArrayRef> {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::Array;
+    use datafusion::arrow::array::{Array, StringArray};
 
     use super::*;
 

@@ -9,15 +9,16 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Date32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
-    UInt32Array,
+    Array, ArrayRef, AsArray, Date32Array, RecordBatch, TimestampMicrosecondArray, UInt32Array,
 };
 use datafusion::arrow::compute::{concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Date32Type, TimeUnit, TimestampMicrosecondType};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::row::{RowConverter, SortField};
 
-use crate::schema::{ConstantProofs, Dataset, INGESTED_AT, rows_by_source, source_columns};
+use crate::schema::{
+    ConstantProofs, Dataset, INGESTED_AT, repeated_str, rows_by_source, source_columns,
+};
 
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
@@ -286,11 +287,7 @@ pub(crate) fn group_by_source(
             .max()
             .unwrap_or(0)
             .min(chunk_rows);
-        let constant = |v: &str| -> ArrayRef {
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-                v, longest,
-            )))
-        };
+        let constant = |v: &str| -> ArrayRef { Arc::new(repeated_str(v, longest)) };
         let columns = (longest > 0).then(|| (constant(&provider), constant(&source_type)));
         for part in list {
             let Some((p, t)) = columns.as_ref().filter(|_| rebuild(&part)) else {
