@@ -53,7 +53,8 @@ const MAX_ZONE_OFFSET: i64 = 18 * 3600;
 const NO_TIME: i64 = i64::MIN;
 
 /// Fills `out` with each row's floating index time (§3.2), [`NO_TIME`] for a null timestamp.
-/// Without nulls it is one vectorised pass.
+/// Without nulls it is one vectorised pass; so it is when no row has an offset and the user no
+/// fallback zone (times are then UTC: a copy), the way data pushed without offsets arrives.
 fn floating_times(
     timestamp: &TimestampMicrosecondArray,
     offset: &Int32Array,
@@ -61,6 +62,10 @@ fn floating_times(
     out: &mut Vec<i64>,
 ) {
     out.clear();
+    if timestamp.null_count() == 0 && offset.null_count() == offset.len() && zone.is_none() {
+        out.extend_from_slice(timestamp.values());
+        return;
+    }
     if timestamp.null_count() == 0 && offset.null_count() == 0 {
         out.extend(
             timestamp
