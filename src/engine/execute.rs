@@ -366,8 +366,9 @@ pub(super) async fn execute_on(
     }
 }
 
-/// A spawned task that is aborted when its handle is dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+/// A spawned task that is aborted when its handle is dropped (a query's task here, the
+/// time-bucket operator's slices in `plan::bucket`).
+pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {

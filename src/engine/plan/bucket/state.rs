@@ -21,6 +21,7 @@ use crate::schema::{ConstantProofs, rows_by_source};
 use super::super::priority::{Interner, ranking};
 use super::slice::{Slice, SliceOf, bounds};
 use super::{BucketSpec, Columns, Slicing};
+use crate::engine::execute::AbortOnDrop;
 use crate::engine::lang::request::Period;
 use crate::engine::time;
 
@@ -239,7 +240,7 @@ impl State {
             // Every slice on a task of its own, this one waiting: a task spawned last sits in
             // its worker's LIFO slot, which no other worker steals, so running one slice here
             // would leave the last spawned one to this worker after it.
-            let tasks: Vec<AbortOnDrop<RecordBatch>> = cuts
+            let tasks: Vec<AbortOnDrop<Result<RecordBatch>>> = cuts
                 .iter()
                 .map(|&w| {
                     let (slice, parts) = (Slice::new(of(), w), parts.clone());
@@ -247,7 +248,7 @@ impl State {
                 })
                 .collect();
             for task in tasks {
-                outputs.push(task.join().await?);
+                outputs.push(join(task).await?);
             }
         }
         match outputs.as_slice() {
@@ -325,26 +326,15 @@ async fn bound(mut parts: Vec<Part>, zone: Option<Tz>, tasks: usize) -> Result<V
     runs.push(AbortOnDrop(tokio::spawn(async move { find(parts) })));
     let mut out = Vec::new();
     for run in runs {
-        out.extend(run.join().await?);
+        out.extend(join(run).await?);
     }
     Ok(out)
 }
 
-/// A task of the fold, aborted when its handle is dropped (the query was cancelled).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<Result<T>>);
-
-impl<T> AbortOnDrop<T> {
-    async fn join(mut self) -> Result<T> {
-        (&mut self.0)
-            .await
-            .map_err(|e| DataFusionError::External(Box::new(e)))?
-    }
-}
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+/// The result of a task of the fold (aborted if this is dropped: the query was cancelled).
+async fn join<T>(task: AbortOnDrop<Result<T>>) -> Result<T> {
+    task.await
+        .map_err(|e| DataFusionError::External(Box::new(e)))?
 }
 
 #[cfg(test)]
