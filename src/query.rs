@@ -88,7 +88,7 @@ async fn run_until(
         inputs.insert(dataset, batches);
     }
     let results = engine
-        .execute_for(&request, &ctx, inputs, deadline, format)
+        .execute_stored(&request, &ctx, inputs, deadline, format)
         .await?;
     // Encoding large answers is CPU work: the engine does it on the blocking pool.
     Ok(engine::encode_blocking(results, format, limits).await?)

@@ -32,6 +32,7 @@ use super::budget::Budget;
 use super::lang::request::{QuerySource, ValidRequest};
 use super::plan::bucket::{BucketPlanner, Slicing};
 use super::plan::catalog::{Catalog, UserContext};
+use super::sorted::SortedTimes;
 use super::{EngineError, Limits, compile, time};
 
 /// One query's result table: its output schema (§4.1 names, §4.3 types) and rows.
@@ -132,8 +133,15 @@ struct RequestSession {
     pool: Arc<dyn MemoryPool>,
 }
 
+/// A request's input batches, and whether their caller declared every timeseries batch sorted
+/// by time without nulls (see `sorted.rs`).
+pub(super) struct Inputs {
+    pub(super) batches: HashMap<Dataset, Vec<RecordBatch>>,
+    pub(super) sorted_by_time: bool,
+}
+
 impl RequestSession {
-    fn new(state: &Arc<SessionState>, limits: &Limits) -> Self {
+    fn new(state: &Arc<SessionState>, limits: &Limits, sorted: SortedTimes) -> Self {
         let state = state.clone();
         let pool: Arc<dyn MemoryPool> = Arc::new(TrackConsumersPool::new(
             GreedyMemoryPool::new(limits.memory_limit_bytes),
@@ -143,7 +151,10 @@ impl RequestSession {
             memory_pool: pool.clone(),
             ..state.runtime_env().as_ref().clone()
         };
-        let task = TaskContext::from(state.as_ref()).with_runtime(Arc::new(runtime));
+        let config = state.config().clone().with_extension(Arc::new(sorted));
+        let task = TaskContext::from(state.as_ref())
+            .with_runtime(Arc::new(runtime))
+            .with_session_config(config);
         RequestSession {
             state,
             task: Arc::new(task),
@@ -279,10 +290,18 @@ async fn run_one(
 fn prepare(
     state: &Arc<SessionState>,
     ctx: &UserContext,
-    inputs: HashMap<Dataset, Vec<RecordBatch>>,
+    inputs: Inputs,
     limits: &Limits,
 ) -> Result<(Catalog, RequestSession, Budget), EngineError> {
-    let session = RequestSession::new(state, limits);
+    let Inputs {
+        batches: inputs,
+        sorted_by_time,
+    } = inputs;
+    let sorted = match sorted_by_time {
+        true => SortedTimes::of(inputs.iter()),
+        false => SortedTimes::default(),
+    };
+    let session = RequestSession::new(state, limits, sorted);
     let mut budget = Budget::new(&session.pool);
     budget
         .charge(inputs.values().flatten())
@@ -306,6 +325,10 @@ pub(super) async fn explain_analyze(
     use datafusion::physical_plan::display::DisplayableExecutionPlan;
     use std::fmt::Write;
     let t = std::time::Instant::now();
+    let inputs = Inputs {
+        batches: inputs,
+        sorted_by_time: false,
+    };
     let (catalog, session, budget) = prepare(state, ctx, inputs, limits)?;
     let mut out = format!("set-up {:?}, inputs {} bytes\n", t.elapsed(), budget.size());
     for i in 0..req.queries.len() {
@@ -335,7 +358,7 @@ pub(super) async fn execute_on(
     state: &Arc<SessionState>,
     req: &ValidRequest,
     ctx: &UserContext,
-    inputs: HashMap<Dataset, Vec<RecordBatch>>,
+    inputs: Inputs,
     limits: &Limits,
     deadline: tokio::time::Instant,
 ) -> Result<Vec<QueryResult>, EngineError> {

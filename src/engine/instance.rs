@@ -11,7 +11,7 @@ use datafusion::execution::session_state::SessionState;
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
 
-use super::execute::{self, QueryResult};
+use super::execute::{self, Inputs, QueryResult};
 use super::lang::request::ValidRequest;
 use super::plan::bucket::Slicing;
 use super::plan::catalog::UserContext;
@@ -118,6 +118,42 @@ impl Engine {
         req: &ValidRequest,
         ctx: &UserContext,
         inputs: HashMap<Dataset, Vec<RecordBatch>>,
+        deadline: Instant,
+        format: OutputFormat,
+    ) -> Result<Vec<QueryResult>, EngineError> {
+        let inputs = Inputs {
+            batches: inputs,
+            sorted_by_time: false,
+        };
+        self.run(req, ctx, inputs, deadline, format).await
+    }
+
+    /// [`Engine::execute_for`] over inputs as the health store's reads answer them: every
+    /// timeseries batch sorted by its time column, without nulls
+    /// ([`HealthStore::read`](crate::store::health::HealthStore::read)). The time-bucket
+    /// operator then bounds each batch by its first and last rows instead of a pass over all
+    /// of them. Debug builds check the promise; release builds trust it, and a batch that
+    /// breaks it may lose rows from the answer.
+    pub async fn execute_stored(
+        &self,
+        req: &ValidRequest,
+        ctx: &UserContext,
+        inputs: HashMap<Dataset, Vec<RecordBatch>>,
+        deadline: Instant,
+        format: OutputFormat,
+    ) -> Result<Vec<QueryResult>, EngineError> {
+        let inputs = Inputs {
+            batches: inputs,
+            sorted_by_time: true,
+        };
+        self.run(req, ctx, inputs, deadline, format).await
+    }
+
+    async fn run(
+        &self,
+        req: &ValidRequest,
+        ctx: &UserContext,
+        inputs: Inputs,
         deadline: Instant,
         format: OutputFormat,
     ) -> Result<Vec<QueryResult>, EngineError> {

@@ -53,6 +53,7 @@ mod instance;
 mod lang;
 mod limits;
 mod plan;
+mod sorted;
 pub mod time;
 
 #[cfg(test)]

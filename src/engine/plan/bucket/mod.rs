@@ -17,8 +17,14 @@
 //!   a bucket owns it (§3.5: the best source present in the group) and worse sources skip the
 //!   bucket's rows; a whole batch whose bucket range is already owned is skipped without
 //!   reading a row;
-//! - aggregates update straight from the Arrow buffers, in row order, so sums are bit-identical
-//!   to the general plan's (a test runs both plans on random queries and compares);
+//! - aggregates update straight from the Arrow buffers, in row order; sums run in four lanes
+//!   chosen by a value's place in its bucket, so a bucket's sum does not depend on how its rows
+//!   are split into batches, runs or slices, and equals the general plan's within rounding (a
+//!   test runs both plans on random queries and compares); `oldest`/`newest` find a run's
+//!   extreme time over the times alone, then read the value of that row only;
+//! - the bounds of each batch's floating times are found before the fold, so a slice skips the
+//!   batches outside it; batches the caller declared sorted by time (the store's, through
+//!   `Engine::execute_stored`, see `engine::sorted`) are bounded by their first and last rows;
 //! - a big input is cut into slices of whole buckets with about as many rows each, folded on
 //!   the engine's threads at once (one per core) and laid end to end: a bucket's rows are all
 //!   in one slice, so the answer is the one a single pass gives.
@@ -60,6 +66,7 @@ use futures::StreamExt;
 use crate::schema::{INGESTED_AT, TIMEZONE_OFFSET};
 
 use crate::engine::lang::request::{Func, Period};
+use crate::engine::sorted::SortedTimes;
 use state::{Counters, State, StateOf};
 
 /// The functions the operator computes (over Float64 arguments; `count` over any type).
@@ -368,6 +375,7 @@ impl ExecutionPlan for BucketExec {
             reservation,
             counters,
             slicing: self.slicing,
+            sorted: context.session_config().get_extension::<SortedTimes>(),
         });
         let output = futures::stream::once(async move {
             while let Some(batch) = input.next().await {

@@ -23,6 +23,7 @@ use super::slice::{Slice, SliceOf, bounds};
 use super::{BucketSpec, Columns, Slicing};
 use crate::engine::execute::AbortOnDrop;
 use crate::engine::lang::request::Period;
+use crate::engine::sorted::SortedTimes;
 use crate::engine::time;
 
 /// The columns the operator reads of rows of one source.
@@ -36,6 +37,9 @@ pub(super) struct Part {
     /// slice skips a part outside it, or one whose buckets better sources own, without
     /// reading its rows.
     pub(super) bounds: Option<(i64, i64)>,
+    /// Whether the timestamps are sorted ascending without nulls (declared by the request's
+    /// caller, `engine::sorted`): the bounds are then read off the first and last rows.
+    pub(super) sorted: bool,
 }
 
 impl Part {
@@ -74,6 +78,7 @@ impl Part {
             ingested,
             args,
             bounds: None,
+            sorted: false,
         })
     }
 
@@ -129,6 +134,8 @@ pub(super) struct State {
     counters: Counters,
     /// How the fold is cut into slices.
     slicing: Slicing,
+    /// The input time columns the request declared sorted (`engine::sorted`).
+    sorted: Option<Arc<SortedTimes>>,
 }
 
 fn string_column(b: &RecordBatch, i: usize) -> Result<&StringArray> {
@@ -146,6 +153,7 @@ pub(super) struct StateOf {
     pub(super) reservation: MemoryReservation,
     pub(super) counters: Counters,
     pub(super) slicing: Slicing,
+    pub(super) sorted: Option<Arc<SortedTimes>>,
 }
 
 impl State {
@@ -161,6 +169,7 @@ impl State {
             proofs: ConstantProofs::default(),
             counters: of.counters,
             slicing: of.slicing,
+            sorted: of.sorted,
         }
     }
 
@@ -194,9 +203,15 @@ impl State {
         };
         let p = string_column(&batch, c.provider)?;
         let t = string_column(&batch, c.source_type)?;
+        let sorted = self
+            .sorted
+            .as_ref()
+            .is_some_and(|declared| declared.contains(whole.timestamp.values()));
         for s in rows_by_source(p, t, &mut self.proofs) {
             let source = self.sources.code(s.provider, s.source_type) as u32;
-            let part = Part::take(&whole, source, s.rows.as_ref())?;
+            let mut part = Part::take(&whole, source, s.rows.as_ref())?;
+            // Rows taken in order from a sorted column are sorted too.
+            part.sorted = sorted;
             if s.rows.is_some() {
                 // A split part is new memory; a whole batch is the caller's.
                 self.kept_bytes += part.memory_size();
@@ -304,7 +319,7 @@ fn slices(
 async fn bound(mut parts: Vec<Part>, zone: Option<Tz>, tasks: usize) -> Result<Vec<Part>> {
     let find = move |mut parts: Vec<Part>| {
         for p in &mut parts {
-            p.bounds = bounds(&p.timestamp, &p.offset, zone);
+            p.bounds = bounds(&p.timestamp, &p.offset, zone, p.sorted);
         }
         Ok(parts)
     };
@@ -348,6 +363,7 @@ mod tests {
         Part {
             source: 0,
             bounds: None,
+            sorted: false,
             ingested: timestamp.clone(),
             timestamp,
             offset,
