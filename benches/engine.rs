@@ -8,10 +8,13 @@
 //! - `encode JSON, ...` for the hourly ones: the answer's encoder alone;
 //! - `compile only, 10 select expressions`.
 //!
-//! The data is seeded and pushed into a temporary health store as users push it (pushes of
-//! 50,000 samples, one source after the other, compacted as the `store.compact` job does), then
-//! read back: the engine gets exactly the batches a cached read hands it in service, in the
-//! segment layout pushes leave (`through_store`).
+//! The data is seeded and pushed through the push API's own path (`push_support`: columnar
+//! pushes of 50,000 samples, validated and committed as `POST /v2/user/{id}/data` does them),
+//! one source after the other, then read back: the engine gets exactly the batches a cached
+//! read hands it in service, in the segment layout pushes leave, and runs them as the service
+//! does (`Engine::execute_stored`, a JSON answer). Every case reads the layout
+//! after the `store.compact` job's compaction; the 1 Hz cases also read it as pushed, before
+//! any compaction (`, as pushed`).
 //!
 //! Run with `cargo bench --bench engine`. Diagnostics: `ENGINE_BENCH_EXPLAIN=1` prints each
 //! phase's time and the physical plan with its metrics for each scenario
@@ -20,91 +23,58 @@
 
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use datafusion::arrow::array::{
-    ArrayRef, Float64Array, Int32Array, StringArray, TimestampMicrosecondArray,
-};
-use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::record_batch::RecordBatch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use wearhouse::engine::{
-    Catalog, Engine, Limits, UserContext, compile, encode_json_bytes, parse_request,
+    Catalog, Engine, Limits, OutputFormat, UserContext, compile, encode_json_bytes, parse_request,
 };
-use wearhouse::schema::{Dataset, resource};
-use wearhouse::store::health::{HealthStore, StoreOptions};
+use wearhouse::schema::Dataset;
+use wearhouse::store::health::StoreOptions;
+
+#[path = "push_support/mod.rs"]
+mod push_support;
+use push_support::{Layout, Pushed, heartrate, wire_batch};
 
 const DAYS: i64 = 90;
 /// 2025-01-01T00:00:00Z in microseconds.
 const START: i64 = 1_735_689_600_000_000;
-const BATCH_ROWS: i64 = 65_536;
 
-/// Heart rate every `step_seconds` for 90 days from one provider, in 64 Ki-row batches.
-fn heart_rate(step_seconds: i64, provider: &str, source_type: &str, seed: u64) -> Vec<RecordBatch> {
-    let schema = Dataset::Timeseries(resource("heartrate").unwrap()).schema();
+/// Heart rate every `step_seconds` for 90 days, as a columnar push carries it: timestamps
+/// and seeded values, no offsets (a push without zones, for a user without a fallback zone).
+fn heart_rate(step_seconds: i64, seed: u64) -> RecordBatch {
     let total = DAYS * 86_400 / step_seconds;
     let mut g = ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < total {
-        let n = BATCH_ROWS.min(total - i);
-        let ts: Vec<i64> = (i..i + n)
-            .map(|k| START + k * step_seconds * 1_000_000)
-            .collect();
-        let cols: Vec<ArrayRef> = schema
-            .fields()
-            .iter()
-            .map(|f| -> ArrayRef {
-                let n = n as usize;
-                match f.name().as_str() {
-                    "timestamp" => {
-                        Arc::new(TimestampMicrosecondArray::from(ts.clone()).with_timezone("UTC"))
-                    }
-                    "ingested_at" => Arc::new(
-                        TimestampMicrosecondArray::from(vec![START; n]).with_timezone("UTC"),
-                    ),
-                    "timezone_offset" => Arc::new(Int32Array::from(vec![0; n])),
-                    "value" => Arc::new(Float64Array::from_iter_values(
-                        (0..n).map(|_| g.gen_range(45.0..160.0)),
-                    )),
-                    "unit" => Arc::new(StringArray::from(vec!["bpm"; n])),
-                    "source_provider" => Arc::new(StringArray::from(vec![provider; n])),
-                    "source_type" => Arc::new(StringArray::from(vec![source_type; n])),
-                    _ => Arc::new(StringArray::new_null(n)),
-                }
-            })
-            .collect();
-        out.push(RecordBatch::try_new(schema.clone(), cols).unwrap());
-        i += n;
-    }
-    out
+    let ts = (0..total)
+        .map(|k| START + k * step_seconds * 1_000_000)
+        .collect();
+    let values = (0..total).map(|_| g.gen_range(45.0..160.0)).collect();
+    wire_batch(ts, values)
 }
 
-/// Samples per push: the push API's realistic batch.
-const PUSH_ROWS: usize = 50_000;
+const RING: (&str, &str) = ("oura", "ring");
+const WATCH: (&str, &str) = ("apple_health_kit", "watch");
 
-/// What a read of the health store hands the engine once `sources` were pushed the way users
-/// push: each source's rows in pushes of [`PUSH_ROWS`], one source after the other, with the
-/// `store.compact` job's compaction (`compact_due`) after every push; then read back once, so
-/// the engine gets exactly the batches a cached read hands it in service.
-fn through_store(rt: &tokio::runtime::Runtime, sources: Vec<Vec<RecordBatch>>) -> Vec<RecordBatch> {
+/// What a read of the health store hands the engine once `sources` were pushed through the
+/// push API's path (`push_support`), one source after the other, in `layout`: read back once,
+/// so the engine gets exactly the batches a cached read hands it in service.
+fn through_push(
+    rt: &tokio::runtime::Runtime,
+    sources: &[((&str, &str), &RecordBatch)],
+    layout: Layout,
+) -> Vec<RecordBatch> {
     let dir = tempfile::tempdir().unwrap();
-    let store = HealthStore::open(dir.path().to_str().unwrap(), StoreOptions::default()).unwrap();
-    let (team, user) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
-    let dataset = Dataset::Timeseries(resource("heartrate").unwrap());
     rt.block_on(async {
-        for batches in sources {
-            let all = concat_batches(&dataset.schema(), &batches).unwrap();
-            for offset in (0..all.num_rows()).step_by(PUSH_ROWS) {
-                let push = all.slice(offset, PUSH_ROWS.min(all.num_rows() - offset));
-                store.write(team, user, dataset, push).await.unwrap();
-                store.compact_due(team, user, dataset).await.unwrap();
-            }
+        let pushed = Pushed::open(dir.path(), StoreOptions::default()).await;
+        for (source, rows) in sources {
+            pushed
+                .push_heartrate(*source, std::slice::from_ref(*rows), layout)
+                .await;
         }
-        store.read(team, user, dataset, None).await.unwrap()
+        pushed.read(heartrate()).await
     })
 }
 
@@ -134,10 +104,12 @@ fn bench_case(
     let engine = Engine::new(Limits::default()).unwrap();
     let req = parse_request(&request(unit), engine.limits()).unwrap();
     let ctx = UserContext::default();
-    let dataset = Dataset::Timeseries(resource("heartrate").unwrap());
+    let dataset = heartrate();
     let run = || {
         let inputs: HashMap<_, _> = [(dataset, batches.clone())].into_iter().collect();
-        rt.block_on(engine.execute(&req, &ctx, inputs, engine.deadline()))
+        // As the service runs it: store batches, declared sorted by time.
+        let json = OutputFormat::Json;
+        rt.block_on(engine.execute_stored(&req, &ctx, inputs, engine.deadline(), json))
             .unwrap()
     };
     let out = run();
@@ -179,14 +151,15 @@ fn engine(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let ring = heart_rate(60, "oura", "ring", 1);
-    let watch = heart_rate(60, "apple_health_kit", "watch", 2);
+    let ring = heart_rate(60, 1);
+    let watch = heart_rate(60, 2);
+    let compacted = Layout::Compacted;
     bench_case(
         c,
         &rt,
         "daily buckets, 90 days of 1/min heart rate",
         "day",
-        through_store(&rt, vec![ring.clone()]),
+        through_push(&rt, &[(RING, &ring)], compacted),
         90,
     );
     bench_case(
@@ -194,37 +167,40 @@ fn engine(c: &mut Criterion) {
         &rt,
         "daily buckets, 90 days of 1/min heart rate, two providers, priority on",
         "day",
-        through_store(&rt, vec![ring, watch]),
+        through_push(&rt, &[(RING, &ring), (WATCH, &watch)], compacted),
         90,
     );
-
     bench_case(
         c,
         &rt,
         "minute buckets, 90 days of 1/min heart rate",
         "minute",
-        through_store(&rt, vec![heart_rate(60, "oura", "ring", 5)]),
+        through_push(&rt, &[(RING, &heart_rate(60, 5))], compacted),
         90 * 1440,
     );
 
-    let ring = heart_rate(1, "oura", "ring", 3);
-    let watch = heart_rate(1, "apple_health_kit", "watch", 4);
-    bench_case(
-        c,
-        &rt,
-        "hourly buckets, 90 days of 1 Hz heart rate",
-        "hour",
-        through_store(&rt, vec![ring.clone()]),
-        90 * 24,
-    );
-    bench_case(
-        c,
-        &rt,
-        "hourly buckets, 90 days of 1 Hz heart rate, two providers, priority on",
-        "hour",
-        through_store(&rt, vec![ring, watch]),
-        90 * 24,
-    );
+    let ring = heart_rate(1, 3);
+    let watch = heart_rate(1, 4);
+    for (layout, label) in [(compacted, ""), (Layout::AsPushed, ", as pushed")] {
+        bench_case(
+            c,
+            &rt,
+            &format!("hourly buckets, 90 days of 1 Hz heart rate{label}"),
+            "hour",
+            through_push(&rt, &[(RING, &ring)], layout),
+            90 * 24,
+        );
+        bench_case(
+            c,
+            &rt,
+            &format!(
+                "hourly buckets, 90 days of 1 Hz heart rate, two providers, priority on{label}"
+            ),
+            "hour",
+            through_push(&rt, &[(RING, &ring), (WATCH, &watch)], layout),
+            90 * 24,
+        );
+    }
 
     let limits = Limits::default();
     let sleep = |col: &str| json!({"sleep": col});

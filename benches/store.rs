@@ -8,8 +8,9 @@
 //!   decode Parquet) and warm (cached), on a current-thread runtime;
 //! - `read one day of 90 days of 1 Hz heart rate, cold`: segment pruning at work;
 //! - `read 90 days of 1 Hz heart rate from two devices, pushed (15,552,000 rows)`, cold and
-//!   warm: a watch and a ring covering the same 90 days, each pushed in batches of 50,000
-//!   samples (the push API's size) with the `store.compact` job's compaction after every push,
+//!   warm: a watch and a ring covering the same 90 days, each pushed through the push API's
+//!   path (`push_support`: columnar pushes of 50,000 samples, validated and committed as
+//!   `POST /v2/user/{id}/data` does) with the `store.compact` job's compaction after every push,
 //!   so the layout is the one pushes leave: each device's segments disjoint, the two devices'
 //!   segments overlapping in time. Checks that the read resolves nothing and returns every row.
 
@@ -17,7 +18,8 @@
 
 use chrono::DateTime;
 use criterion::{Criterion, Throughput, criterion_group};
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
 use futures::{StreamExt, TryStreamExt};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -28,6 +30,10 @@ use wearhouse::store::health::{HealthStore, StoreOptions};
 mod heartrate_support;
 
 use heartrate_support::{SECOND, T0, device_samples, heartrate};
+
+#[path = "push_support/mod.rs"]
+mod push_support;
+use push_support::{Layout, Pushed};
 const DAY_ROWS: usize = 86_400;
 
 /// `rows` 1 Hz samples from `start`, values a seeded random walk in 45..=185 bpm.
@@ -210,42 +216,47 @@ fn read(c: &mut Criterion) {
     group.finish();
 }
 
-/// Samples per push in the two-device scenario (the push API's realistic batch).
-const PUSH_ROWS: usize = 50_000;
-
-/// A store holding 90 days of 1 Hz heart rate from a watch and from a ring, each device's days
-/// pushed in batches of [`PUSH_ROWS`], the watch first, compacting after every push as the
-/// `store.compact` job does (`compact_due`).
-fn two_devices_pushed(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> (Uuid, Uuid) {
-    let store =
-        HealthStore::open(dir.to_str().expect("utf-8"), StoreOptions::default()).expect("open");
-    let (team, user) = (Uuid::new_v4(), Uuid::new_v4());
+/// 90 days of 1 Hz heart rate from a watch and from a ring pushed through the push API's path
+/// (`push_support`) in `dir`, the watch first, compacted after every push as the
+/// `store.compact` job does; answers the pushing user's (team, user) and the store's folder.
+fn two_devices_pushed(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+) -> ((Uuid, Uuid), std::path::PathBuf) {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let total = 90 * DAY_ROWS;
     rt.block_on(async {
+        let pushed = Pushed::open(dir, StoreOptions::default()).await;
         for device in [("apple_health_kit", "watch"), ("oura", "ring")] {
-            for first in (0..total).step_by(PUSH_ROWS) {
-                let rows = PUSH_ROWS.min(total - first);
-                let batch = device_samples(device, T0 + first as i64 * SECOND, rows, &mut rng);
-                store
-                    .write(team, user, heartrate(), batch)
-                    .await
-                    .expect("write");
-                store
-                    .compact_due(team, user, heartrate())
-                    .await
-                    .expect("compact");
-            }
+            let rows = device_samples(device, T0, total, &mut rng);
+            let wire = push_support::wire_batch(
+                rows.column_by_name("timestamp")
+                    .expect("timestamp")
+                    .as_primitive::<TimestampMicrosecondType>()
+                    .values()
+                    .to_vec(),
+                rows.column_by_name("value")
+                    .expect("value")
+                    .as_primitive::<Float64Type>()
+                    .values()
+                    .to_vec(),
+            );
+            pushed
+                .push_heartrate(device, &[wire], Layout::Compacted)
+                .await;
         }
-    });
-    (team, user)
+        (
+            (pushed.user.team_id, pushed.user.id),
+            pushed.health_dir().to_path_buf(),
+        )
+    })
 }
 
 fn read_two_devices(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("temp dir");
-    let (team, user) = two_devices_pushed(&rt, dir.path());
-    let (cold, warm) = cold_and_warm(dir.path());
+    let ((team, user), health_dir) = two_devices_pushed(&rt, dir.path());
+    let (cold, warm) = cold_and_warm(&health_dir);
     let all_rows = 2 * 90 * DAY_ROWS;
     let mut group = c.benchmark_group("store read");
     group
