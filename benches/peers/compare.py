@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import http.client
 import json
 import math
 import os
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass
 
 import duckdb
@@ -140,7 +142,7 @@ def free_port() -> int:
 class Server:
     """A `wearhouse serve --demo` process on a fresh data directory."""
 
-    def __init__(self, binary: str, startup_timeout: float = 120.0):
+    def __init__(self, binary: str, client: str, startup_timeout: float = 120.0):
         self.data_dir = tempfile.mkdtemp(prefix="wearhouse-peers-")
         port = free_port()
         cmd = [binary, "serve", "--demo", "--listen", f"127.0.0.1:{port}",
@@ -171,6 +173,12 @@ class Server:
                 self.base = m.group(1).rstrip("/")
         self.session = requests.Session()
         self.session.headers["x-service-api-key"] = self.key
+        # The timed queries: the standard library's HTTP/1.1 client on one kept-alive
+        # connection, whose own cost per request is a fraction of `requests`' (see README.md).
+        self.conn = None
+        if client == "http.client":
+            url = urllib.parse.urlsplit(self.base)
+            self.conn = http.client.HTTPConnection(url.hostname, url.port)
 
     def wait_idle(self, limit_s: float = 600.0) -> float:
         """Waits until the server's background work after the loads (compaction, announcing
@@ -189,6 +197,16 @@ class Server:
                 break
             before = now
         return time.monotonic() - t0
+
+    def memory(self) -> tuple[int, int]:
+        """The server process's resident set now and at its peak (`VmRSS`, `VmHWM`), bytes."""
+        fields = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    fields[key] = int(rest.split()[0]) * 1024  # the kernel reports kB
+        return fields["VmRSS"], fields["VmHWM"]
 
     def _drain(self) -> None:
         for line in self.proc.stdout:
@@ -235,9 +253,30 @@ class Server:
                 sys.exit(f"push {source.provider} rows {lo}..{hi}: stored {stored!r}, "
                          f"expected {hi - lo}: {r.text[:500]}")
 
-    def query(self, user_id: str, body: bytes) -> requests.Response:
-        return self.session.post(f"{self.base}/aggregate/v1/user/{user_id}/query", data=body,
-                                 headers={"content-type": "application/json"})
+    def query(self, user_id: str, body: bytes) -> Reply:
+        """One aggregate request, its whole answer read (not decoded)."""
+        path = f"/aggregate/v1/user/{user_id}/query"
+        headers = {"content-type": "application/json", "x-service-api-key": self.key}
+        if self.conn is not None:
+            self.conn.request("POST", path, body=body, headers=headers)
+            r = self.conn.getresponse()
+            return Reply(r.status, r.read())
+        r = self.session.post(self.base + path, data=body, headers=headers)
+        return Reply(r.status_code, r.content)
+
+
+@dataclass
+class Reply:
+    """An HTTP answer: status and body."""
+    status: int
+    body: bytes
+
+    def check(self, what: str) -> None:
+        if not 200 <= self.status < 300:
+            sys.exit(f"{what}: HTTP {self.status}: {self.body[:2000]!r}")
+
+    def json(self):
+        return json.loads(self.body)
 
 
 def check_response(r: requests.Response, what: str) -> None:
@@ -261,8 +300,8 @@ def query_body(scenario: Scenario, days: int) -> bytes:
     return json.dumps(body).encode()
 
 
-def wearhouse_answer(r: requests.Response) -> dict:
-    check_response(r, "aggregate query")
+def wearhouse_answer(r: Reply) -> dict:
+    r.check("aggregate query")
     table = r.json()["results"][0]["table"]
     return {
         "bucket": table["group_key.0"],
@@ -394,6 +433,8 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=90)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--binary", default="target/release/wearhouse")
+    ap.add_argument("--client", choices=("http.client", "requests"), default="http.client",
+                    help="the HTTP client of the timed queries")
     args = ap.parse_args()
     names = [s.strip().upper() for s in args.scenarios.split(",") if s.strip()]
     unknown = [n for n in names if n not in SCENARIOS]
@@ -407,13 +448,15 @@ def main() -> None:
     scenarios = [SCENARIOS[n] for n in names]
 
     print(f"wearhouse {args.binary}; Polars {pl.__version__}; DuckDB {duckdb.__version__}; "
-          f"{args.days} days from {START.date()}; {args.runs} runs; scenarios {','.join(names)}",
+          f"{args.days} days from {START.date()}; {args.runs} runs; scenarios {','.join(names)}; "
+          f"queries sent with {args.client}",
           flush=True)
     data = Data(args.days)
-    server = Server(args.binary)
+    server = Server(args.binary, args.client)
     try:
         # Load: one wearhouse user per distinct source set (S1 and S2 share one).
         users: dict[tuple, str] = {}
+        arrow_bytes = 0  # the pushed rows' Arrow size: timestamp and value, 16 bytes a row
         for sc in scenarios:
             if sc.sources in users:
                 continue
@@ -424,6 +467,7 @@ def main() -> None:
                 ts, values = data.get(s)
                 server.push(user, s, ts, values)
                 rows += len(ts)
+                arrow_bytes += ts.nbytes + values.nbytes
             users[sc.sources] = user
             print(f"  loaded {rows:,} rows for {sc.name} into wearhouse in "
                   f"{time.perf_counter() - t0:.1f} s", flush=True)
@@ -451,7 +495,7 @@ def main() -> None:
                 t0 = time.perf_counter()
                 r = server.query(user, body)  # the whole request, body read
                 times["wearhouse"].append(time.perf_counter() - t0)
-                check_response(r, f"{sc.name} aggregate query")
+                r.check(f"{sc.name} aggregate query")
                 t0 = time.perf_counter()
                 polars_peer.run()
                 times["Polars"].append(time.perf_counter() - t0)
@@ -459,7 +503,7 @@ def main() -> None:
                 duck_peer.run()
                 times["DuckDB"].append(time.perf_counter() - t0)
             med = {k: statistics.median(v) * 1000.0 for k, v in times.items()}
-            results.append((sc, med))
+            results.append((sc, med, server.memory()))
             duck_peer.con.close()
             del df, polars_peer, duck_peer
     finally:
@@ -471,7 +515,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     med_by = {}
-    for sc, med in results:
+    for sc, med, _ in results:
         best = min(("Polars", "DuckDB"), key=lambda k: med[k])
         med_by[sc.name] = med
         print(f"{sc.name + ' ' + sc.label:<40} {med['wearhouse']:>13.2f} {med['Polars']:>10.2f} "
@@ -481,6 +525,12 @@ def main() -> None:
              for on, off in pairs if on in med_by and off in med_by]
     if parts:
         print(f"wearhouse priority on / off (twice the rows): {'; '.join(parts)}")
+    mib = 1 << 20
+    print(f"wearhouse server memory, the rows of every scenario loaded "
+          f"({arrow_bytes / mib:,.0f} MiB as Arrow: timestamp and value):")
+    for sc, _, (rss, peak) in results:
+        print(f"  after {sc.name}: RSS {rss / mib:,.0f} MiB ({rss / arrow_bytes:.2f}x the data), "
+              f"peak {peak / mib:,.0f} MiB ({peak / arrow_bytes:.2f}x)")
     print(f"medians of {args.runs} interleaved runs; {args.days} days; answers checked "
           f"(bucket keys and counts equal, floats within {REL_TOL:g} relative)")
 
