@@ -32,7 +32,7 @@ use super::budget::Budget;
 use super::lang::request::{QuerySource, ValidRequest};
 use super::plan::bucket::{BucketPlanner, Slicing};
 use super::plan::catalog::{Catalog, UserContext};
-use super::sorted::SortedTimes;
+use super::stored::StoredBatches;
 use super::{EngineError, Limits, compile, time};
 
 /// One query's result table: its output schema (§4.1 names, §4.3 types) and rows.
@@ -133,15 +133,15 @@ struct RequestSession {
     pool: Arc<dyn MemoryPool>,
 }
 
-/// A request's input batches, and whether their caller declared every timeseries batch sorted
-/// by time without nulls (see `sorted.rs`).
+/// A request's input batches, and whether their caller declared them the health store's: each
+/// timeseries batch sorted by time without nulls and of one source (see `stored.rs`).
 pub(super) struct Inputs {
     pub(super) batches: HashMap<Dataset, Vec<RecordBatch>>,
-    pub(super) sorted_by_time: bool,
+    pub(super) from_store: bool,
 }
 
 impl RequestSession {
-    fn new(state: &Arc<SessionState>, limits: &Limits, sorted: SortedTimes) -> Self {
+    fn new(state: &Arc<SessionState>, limits: &Limits, stored: StoredBatches) -> Self {
         let state = state.clone();
         let pool: Arc<dyn MemoryPool> = Arc::new(TrackConsumersPool::new(
             GreedyMemoryPool::new(limits.memory_limit_bytes),
@@ -151,7 +151,7 @@ impl RequestSession {
             memory_pool: pool.clone(),
             ..state.runtime_env().as_ref().clone()
         };
-        let config = state.config().clone().with_extension(Arc::new(sorted));
+        let config = state.config().clone().with_extension(Arc::new(stored));
         let task = TaskContext::from(state.as_ref())
             .with_runtime(Arc::new(runtime))
             .with_session_config(config);
@@ -295,13 +295,13 @@ fn prepare(
 ) -> Result<(Catalog, RequestSession, Budget), EngineError> {
     let Inputs {
         batches: inputs,
-        sorted_by_time,
+        from_store,
     } = inputs;
-    let sorted = match sorted_by_time {
-        true => SortedTimes::of(inputs.iter()),
-        false => SortedTimes::default(),
+    let stored = match from_store {
+        true => StoredBatches::of(inputs.iter()),
+        false => StoredBatches::default(),
     };
-    let session = RequestSession::new(state, limits, sorted);
+    let session = RequestSession::new(state, limits, stored);
     let mut budget = Budget::new(&session.pool);
     budget
         .charge(inputs.values().flatten())
@@ -327,7 +327,7 @@ pub(super) async fn explain_analyze(
     let t = std::time::Instant::now();
     let inputs = Inputs {
         batches: inputs,
-        sorted_by_time: false,
+        from_store: false,
     };
     let (catalog, session, budget) = prepare(state, ctx, inputs, limits)?;
     let mut out = format!("set-up {:?}, inputs {} bytes\n", t.elapsed(), budget.size());

@@ -123,17 +123,18 @@ impl Engine {
     ) -> Result<Vec<QueryResult>, EngineError> {
         let inputs = Inputs {
             batches: inputs,
-            sorted_by_time: false,
+            from_store: false,
         };
         self.run(req, ctx, inputs, deadline, format).await
     }
 
     /// [`Engine::execute_for`] over inputs as the health store's reads answer them: every
-    /// timeseries batch sorted by its time column, without nulls
+    /// timeseries batch sorted by its time column, without nulls, and of one source
     /// ([`HealthStore::read`](crate::store::health::HealthStore::read)). The time-bucket
-    /// operator then bounds each batch by its first and last rows instead of a pass over all
-    /// of them. Debug builds check the promise; release builds trust it, and a batch that
-    /// breaks it may lose rows from the answer.
+    /// operator then bounds each batch by its first and last rows and reads its source off its
+    /// first row, instead of passes over all of them (`engine::stored`). Debug builds check
+    /// the promise; release builds trust it, and a batch that breaks it may lose rows from
+    /// the answer or count them under the wrong source.
     pub async fn execute_stored(
         &self,
         req: &ValidRequest,
@@ -144,7 +145,7 @@ impl Engine {
     ) -> Result<Vec<QueryResult>, EngineError> {
         let inputs = Inputs {
             batches: inputs,
-            sorted_by_time: true,
+            from_store: true,
         };
         self.run(req, ctx, inputs, deadline, format).await
     }

@@ -53,7 +53,7 @@ mod instance;
 mod lang;
 mod limits;
 mod plan;
-mod sorted;
+mod stored;
 pub mod time;
 
 #[cfg(test)]

@@ -385,8 +385,9 @@ async fn bucket_operator_skips_owned_batches_exactly() {
                 panic!("seed {seed} ({how}): {diff}\n{body}\nuser {user:?}");
             }
         }
-        // Every batch here is sorted by time, as the store's are: declared so, each batch is
-        // bounded by its first and last rows, and the answer must not change.
+        // Every batch here is sorted by time and of one source, as the store's are: declared
+        // so (bounds from the first and last rows, the source from the first), the answer must
+        // not change.
         let engine = Engine::new(sliced()).unwrap();
         let inputs: HashMap<_, _> = [(dataset, batches.clone())].into_iter().collect();
         let declared = engine

@@ -23,8 +23,9 @@
 //!   test runs both plans on random queries and compares); `oldest`/`newest` find a run's
 //!   extreme time over the times alone, then read the value of that row only;
 //! - the bounds of each batch's floating times are found before the fold, so a slice skips the
-//!   batches outside it; batches the caller declared sorted by time (the store's, through
-//!   `Engine::execute_stored`, see `engine::sorted`) are bounded by their first and last rows;
+//!   batches outside it; batches the caller declared the store's (`Engine::execute_stored`,
+//!   see `engine::stored`: sorted by time, one source each) are bounded by their first and
+//!   last rows, and their source is read off their first row;
 //! - a big input is cut into slices of whole buckets with about as many rows each, folded on
 //!   the engine's threads at once (one per core) and laid end to end: a bucket's rows are all
 //!   in one slice, so the answer is the one a single pass gives.
@@ -66,7 +67,7 @@ use futures::StreamExt;
 use crate::schema::{INGESTED_AT, TIMEZONE_OFFSET};
 
 use crate::engine::lang::request::{Func, Period};
-use crate::engine::sorted::SortedTimes;
+use crate::engine::stored::StoredBatches;
 use state::{Counters, State, StateOf};
 
 /// The functions the operator computes (over Float64 arguments; `count` over any type).
@@ -375,7 +376,7 @@ impl ExecutionPlan for BucketExec {
             reservation,
             counters,
             slicing: self.slicing,
-            sorted: context.session_config().get_extension::<SortedTimes>(),
+            stored: context.session_config().get_extension::<StoredBatches>(),
         });
         let output = futures::stream::once(async move {
             while let Some(batch) = input.next().await {
