@@ -18,6 +18,9 @@
 //!   JSON push of 50,000 heart-rate samples, and the columnar push of 500,000 as an Arrow IPC
 //!   stream; each round pushes a new time range of the same user, as a sync would.
 //!
+//! - `whole HTTP request/export of 90 days of 1 Hz heart rate without grouping`: 7,776,000
+//!   samples pushed as Arrow IPC streams, then every time and value as the Parquet answer.
+//!
 //! Run with `cargo bench --bench http`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -345,9 +348,98 @@ fn push(c: &mut Criterion) {
     group.finish();
 }
 
+/// 90 days of 1 Hz heart rate of one ring, pushed as Arrow IPC streams of 500,000 samples,
+/// values a seeded random walk with two decimals (so the Parquet answer compresses as real
+/// data does, not as a short cycle).
+async fn push_one_hertz(server: &Server, user: &str) {
+    use datafusion::arrow::array::{Float64Array, RecordBatch, TimestampMicrosecondArray};
+    use rand::{Rng, SeedableRng};
+    use std::sync::Arc;
+    let mut g = rand_chacha::ChaCha8Rng::seed_from_u64(19);
+    let mut bpm = 70.0f64;
+    let path = format!("/v2/user/{user}/data?resource=heartrate&provider=oura&source_type=ring");
+    let total = 90 * 86_400;
+    for first in (0..total).step_by(500_000) {
+        let n = 500_000.min(total - first);
+        let ts = TimestampMicrosecondArray::from_iter_values(
+            (first..first + n).map(|i| (PUSH_START + i) * 1_000_000),
+        )
+        .with_timezone("UTC");
+        let values = Float64Array::from_iter_values((0..n).map(|_| {
+            bpm = (bpm + g.gen_range(-2.0..=2.0f64)).clamp(45.0, 185.0);
+            (bpm * 100.0).round() / 100.0
+        }));
+        let batch = RecordBatch::try_from_iter([
+            ("timestamp", Arc::new(ts) as _),
+            ("value", Arc::new(values) as _),
+        ])
+        .unwrap();
+        let mut body = Vec::new();
+        let mut writer =
+            datafusion::arrow::ipc::writer::StreamWriter::try_new(&mut body, &batch.schema())
+                .unwrap();
+        writer.write(&batch).unwrap();
+        writer.finish().unwrap();
+        drop(writer);
+        let (status, answer) = server
+            .post_bytes(&path, "application/vnd.apache.arrow.stream", body)
+            .await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+    }
+}
+
+/// The export of a whole 1 Hz series without grouping (issue 19's target: at most 1 s): every
+/// sample's time and value over 90 days, answered as the gzipped tar of Parquet files. Timed
+/// is the request and the answer's bytes; the row count is checked by decoding once before.
+fn export(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(start());
+    let user = rt.block_on(async {
+        let user = create_user(&server, "bench-one-hertz").await;
+        push_one_hertz(&server, &user).await;
+        user
+    });
+    let path = format!("/aggregate/v1/user/{user}/query");
+    let body = json!({
+        "timeframe": {"anchor": "2025-03-31", "past": {"value": 89, "unit": "day"}},
+        "queries": [{"select": [{"index": "timeseries"},
+                                {"timeseries": "heartrate", "field": "value"}]}]
+    });
+    assert_eq!(
+        rt.block_on(parquet_rows(&server, &path, &body)),
+        vec![7_776_000]
+    );
+    let export = || async {
+        let r = server
+            .client
+            .post(format!("{}{path}", server.base))
+            .header("x-service-api-key", &server.key)
+            .header("accept", "application/vnd.service.tar+gzip+parquet")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        r.bytes().await.unwrap().len()
+    };
+    let size = rt.block_on(export());
+    eprintln!("export: {:.1} MiB", size as f64 / (1 << 20) as f64);
+    let mut group = c.benchmark_group("whole HTTP request");
+    group.sample_size(10);
+    group.bench_function(
+        "export of 90 days of 1 Hz heart rate without grouping (7,776,000 rows), Parquet answer",
+        |b| b.iter(|| black_box(rt.block_on(export()))),
+    );
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(50);
-    targets = http, push
+    targets = http, push, export
 }
 criterion_main!(benches);
