@@ -139,11 +139,7 @@ async fn counts(server: &Server, path: &str, body: &Value) -> Vec<i64> {
 }
 
 fn http(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let server = rt.block_on(start());
 
     let pushed = rt.block_on(async {
@@ -230,10 +226,8 @@ fn minute_queries(anchor: &str, days: i64) -> Value {
     })
 }
 
-/// Posts `body` for the Parquet answer and returns each member's row count, in query order.
-async fn parquet_rows(server: &Server, path: &str, body: &Value) -> Vec<usize> {
-    use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
-    use std::io::Read;
+/// Posts `body` for the Parquet answer (the gzipped tar) and returns it, checked 200.
+async fn post_parquet(server: &Server, path: &str, body: &Value) -> bytes::Bytes {
     let r = server
         .client
         .post(format!("{}{path}", server.base))
@@ -244,7 +238,14 @@ async fn parquet_rows(server: &Server, path: &str, body: &Value) -> Vec<usize> {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    let bytes = r.bytes().await.unwrap();
+    r.bytes().await.unwrap()
+}
+
+/// Posts `body` for the Parquet answer and returns each member's row count, in query order.
+async fn parquet_rows(server: &Server, path: &str, body: &Value) -> Vec<usize> {
+    use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+    use std::io::Read;
+    let bytes = post_parquet(server, path, body).await;
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
     let mut rows = Vec::new();
     for entry in tar.entries().unwrap() {
@@ -286,21 +287,31 @@ fn arrow_push(start: i64, n: i64) -> Vec<u8> {
         ("value", Arc::new(values) as _),
     ])
     .unwrap();
+    ipc_stream(&batch)
+}
+
+/// `batch` as an Arrow IPC stream: the body of a columnar push.
+fn ipc_stream(batch: &datafusion::arrow::array::RecordBatch) -> Vec<u8> {
     let mut out = Vec::new();
     let mut writer =
         datafusion::arrow::ipc::writer::StreamWriter::try_new(&mut out, &batch.schema()).unwrap();
-    writer.write(&batch).unwrap();
+    writer.write(batch).unwrap();
     writer.finish().unwrap();
     drop(writer);
     out
 }
 
-fn push(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+/// The benches' runtime: two workers, as the VM has cores.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+fn push(c: &mut Criterion) {
+    let rt = runtime();
     let server = rt.block_on(start());
     let user = rt.block_on(create_user(&server, "bench-push"));
     let path = format!("/v2/user/{user}/data");
@@ -374,15 +385,12 @@ async fn push_one_hertz(server: &Server, user: &str) {
             ("value", Arc::new(values) as _),
         ])
         .unwrap();
-        let mut body = Vec::new();
-        let mut writer =
-            datafusion::arrow::ipc::writer::StreamWriter::try_new(&mut body, &batch.schema())
-                .unwrap();
-        writer.write(&batch).unwrap();
-        writer.finish().unwrap();
-        drop(writer);
         let (status, answer) = server
-            .post_bytes(&path, "application/vnd.apache.arrow.stream", body)
+            .post_bytes(
+                &path,
+                "application/vnd.apache.arrow.stream",
+                ipc_stream(&batch),
+            )
             .await;
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
     }
@@ -392,11 +400,7 @@ async fn push_one_hertz(server: &Server, user: &str) {
 /// sample's time and value over 90 days, answered as the gzipped tar of Parquet files. Timed
 /// is the request and the answer's bytes; the row count is checked by decoding once before.
 fn export(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let server = rt.block_on(start());
     let user = rt.block_on(async {
         let user = create_user(&server, "bench-one-hertz").await;
@@ -413,19 +417,7 @@ fn export(c: &mut Criterion) {
         rt.block_on(parquet_rows(&server, &path, &body)),
         vec![7_776_000]
     );
-    let export = || async {
-        let r = server
-            .client
-            .post(format!("{}{path}", server.base))
-            .header("x-service-api-key", &server.key)
-            .header("accept", "application/vnd.service.tar+gzip+parquet")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status().as_u16(), 200);
-        r.bytes().await.unwrap().len()
-    };
+    let export = || async { post_parquet(&server, &path, &body).await.len() };
     let size = rt.block_on(export());
     eprintln!("export: {:.1} MiB", size as f64 / (1 << 20) as f64);
     let mut group = c.benchmark_group("whole HTTP request");
