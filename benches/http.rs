@@ -277,11 +277,17 @@ fn json_push(start: i64, n: i64) -> Vec<u8> {
 
 /// The same samples as an Arrow IPC stream of (timestamp, value).
 fn arrow_push(start: i64, n: i64) -> Vec<u8> {
+    arrow_body(start, (0..n).map(|i| 50.0 + (i % 97) as f64))
+}
+
+/// A columnar push body: one sample a second from `start` (unix seconds), with `values`.
+fn arrow_body(start: i64, values: impl Iterator<Item = f64>) -> Vec<u8> {
     use datafusion::arrow::array::{Float64Array, RecordBatch, TimestampMicrosecondArray};
     use std::sync::Arc;
+    let values = Float64Array::from_iter_values(values);
+    let n = values.len() as i64;
     let ts = TimestampMicrosecondArray::from_iter_values((0..n).map(|i| (start + i) * 1_000_000))
         .with_timezone("UTC");
-    let values = Float64Array::from_iter_values((0..n).map(|i| 50.0 + (i % 97) as f64));
     let batch = RecordBatch::try_from_iter([
         ("timestamp", Arc::new(ts) as _),
         ("value", Arc::new(values) as _),
@@ -363,34 +369,20 @@ fn push(c: &mut Criterion) {
 /// values a seeded random walk with two decimals (so the Parquet answer compresses as real
 /// data does, not as a short cycle).
 async fn push_one_hertz(server: &Server, user: &str) {
-    use datafusion::arrow::array::{Float64Array, RecordBatch, TimestampMicrosecondArray};
     use rand::{Rng, SeedableRng};
-    use std::sync::Arc;
     let mut g = rand_chacha::ChaCha8Rng::seed_from_u64(19);
     let mut bpm = 70.0f64;
     let path = format!("/v2/user/{user}/data?resource=heartrate&provider=oura&source_type=ring");
     let total = 90 * 86_400;
     for first in (0..total).step_by(500_000) {
         let n = 500_000.min(total - first);
-        let ts = TimestampMicrosecondArray::from_iter_values(
-            (first..first + n).map(|i| (PUSH_START + i) * 1_000_000),
-        )
-        .with_timezone("UTC");
-        let values = Float64Array::from_iter_values((0..n).map(|_| {
+        let values = (0..n).map(|_| {
             bpm = (bpm + g.gen_range(-2.0..=2.0f64)).clamp(45.0, 185.0);
             (bpm * 100.0).round() / 100.0
-        }));
-        let batch = RecordBatch::try_from_iter([
-            ("timestamp", Arc::new(ts) as _),
-            ("value", Arc::new(values) as _),
-        ])
-        .unwrap();
+        });
+        let body = arrow_body(PUSH_START + first, values);
         let (status, answer) = server
-            .post_bytes(
-                &path,
-                "application/vnd.apache.arrow.stream",
-                ipc_stream(&batch),
-            )
+            .post_bytes(&path, "application/vnd.apache.arrow.stream", body)
             .await;
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
     }
