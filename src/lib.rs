@@ -17,6 +17,7 @@
 //! - [`secret`]: the deployment's secret key, which seals provider credentials at rest;
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
+//! - [`parquet_write`]: Parquet files encoded on every core (store segments, Parquet answers);
 //! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up.
 
 pub mod app;
@@ -30,6 +31,7 @@ pub mod ingest;
 pub mod jobs;
 pub mod lab;
 pub mod link;
+pub mod parquet_write;
 pub mod providers;
 pub mod query;
 pub mod schema;

@@ -5,7 +5,6 @@
 use std::io::Write;
 
 use datafusion::arrow::datatypes::{DataType, Schema};
-use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::Encoding;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::parquet::schema::types::ColumnPath;
@@ -13,6 +12,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 use super::super::{EngineError, QueryResult};
+use crate::parquet_write;
 
 /// How a member is written: time columns delta-encoded without a dictionary. Times of one
 /// series step by a near-constant amount, so the deltas pack into a few bits a row, where a
@@ -38,14 +38,10 @@ fn properties(schema: &Schema) -> WriterProperties {
 
 fn parquet(r: &QueryResult) -> Result<Vec<u8>, EngineError> {
     let err = |e| EngineError::internal("parquet", e);
-    let mut buf = Vec::new();
     let props = properties(&r.schema);
-    let mut w = ArrowWriter::try_new(&mut buf, r.schema.clone(), Some(props)).map_err(err)?;
-    for b in &r.batches {
-        w.write(b).map_err(err)?;
-    }
-    w.close().map_err(err)?;
-    Ok(buf)
+    let bytes =
+        parquet_write::write(Vec::new(), r.schema.clone(), props, &r.batches).map_err(err)?;
+    Ok(bytes)
 }
 
 /// Encodes results as a gzipped tar of `N.parquet` files, in query order.

@@ -19,7 +19,6 @@ use std::path::Path;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::DataType;
-use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, Encoding};
 use datafusion::parquet::file::metadata::SortingColumn;
 use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -28,6 +27,7 @@ use datafusion::parquet::schema::types::ColumnPath;
 use super::error::StoreError;
 use super::gate::{Gate, pass};
 use super::layout::temp_name;
+use crate::parquet_write;
 use crate::schema::Dataset;
 
 /// Parquet writer settings for one dataset.
@@ -103,13 +103,12 @@ fn write_temp(
     props: WriterProperties,
 ) -> Result<u64, StoreError> {
     let file = File::create(temp).map_err(|e| StoreError::io(temp, e))?;
-    let mut writer = ArrowWriter::try_new(
+    let mut buffered = parquet_write::write(
         BufWriter::with_capacity(1 << 20, file),
         batch.schema(),
-        Some(props),
+        props,
+        std::slice::from_ref(batch),
     )?;
-    writer.write(batch)?;
-    let mut buffered = writer.into_inner()?;
     buffered.flush().map_err(|e| StoreError::io(temp, e))?;
     let file = buffered
         .into_inner()
@@ -122,9 +121,13 @@ fn write_temp(
 /// Encodes `batch` as one Parquet file in memory: for object storage, where one whole-object
 /// put makes it durable and visible at once.
 pub(crate) fn encode(batch: &RecordBatch, props: WriterProperties) -> Result<Vec<u8>, StoreError> {
-    let mut writer = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props))?;
-    writer.write(batch)?;
-    Ok(writer.into_inner()?)
+    let bytes = parquet_write::write(
+        Vec::new(),
+        batch.schema(),
+        props,
+        std::slice::from_ref(batch),
+    )?;
+    Ok(bytes)
 }
 
 /// Writes a small file `name` in `dir` durably: temp file, fsync, rename, folder fsync (the
