@@ -32,6 +32,7 @@ use super::budget::Budget;
 use super::lang::request::{QuerySource, ValidRequest};
 use super::plan::bucket::{BucketPlanner, Slicing};
 use super::plan::catalog::{Catalog, UserContext};
+use super::plan::ordered::presorted;
 use super::stored::StoredBatches;
 use super::{EngineError, Limits, compile, time};
 
@@ -239,11 +240,13 @@ impl QueryPlanner for Planner {
         plan: &LogicalPlan,
         session: &dyn Session,
     ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
-        DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(BucketPlanner {
+        let plan = DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(BucketPlanner {
             slicing: self.slicing,
         })])
         .create_physical_plan(plan, session)
-        .await
+        .await?;
+        // Rows already in order are answered without sorting them (`ordered.rs`).
+        presorted(plan)
     }
 }
 

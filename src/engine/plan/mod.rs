@@ -9,6 +9,7 @@ pub(super) mod catalog;
 pub(super) mod compile;
 pub(super) mod expr;
 pub mod macros;
+pub(super) mod ordered;
 pub(super) mod priority;
 pub(super) mod udaf;
 pub(super) mod udf;
