@@ -44,7 +44,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     SendableRecordBatchStream, collect_partitioned, execute_stream,
 };
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 
 /// Replaces every full sort in `plan` (a `SortExec`, or a `SortPreservingMergeExec` over one
 /// with the same ordering, neither with a fetch) by an [`OrderedRowsExec`].
