@@ -16,10 +16,9 @@
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{FieldRef, SchemaRef};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::arrow::arrow_writer::{
     ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves,
@@ -128,89 +127,87 @@ fn encode_groups(
     groups: &[Group],
     threads: usize,
 ) -> Result<Vec<Vec<ArrowColumnChunk>>> {
-    // One task per (row group, leaf column), each with its own writer.
+    // One task per (row group, field), with the writers of the field's leaf columns (one for a
+    // primitive or string field; a nested field has several).
     let mut tasks: Vec<Task> = Vec::new();
     for (i, group) in groups.iter().enumerate() {
-        let writers = factory.create_column_writers(first + i)?;
-        let mut writers = writers.into_iter();
+        let mut writers = factory.create_column_writers(first + i)?.into_iter();
         let Some(head) = group.first() else { continue };
         for (c, field) in head.schema().fields().iter().enumerate() {
             let arrays: Vec<ArrayRef> = group.iter().map(|b| b.column(c).clone()).collect();
-            // A primitive or string field is one leaf; nested fields have several.
-            let leaves = compute_leaves(field, &arrays[0])?.len();
-            for leaf in 0..leaves {
-                let writer = writers
-                    .next()
-                    .ok_or_else(|| ParquetError::General("fewer writers than leaves".into()))?;
-                tasks.push(Task {
-                    group: i,
-                    field: field.clone(),
-                    arrays: arrays.clone(),
-                    leaf,
-                    writer: Mutex::new(Some(writer)),
-                    done: Mutex::new(None),
-                });
+            // The leaf count is the type's: counted on an empty slice, not the rows.
+            let leaves = compute_leaves(field, &head.column(c).slice(0, 0))?.len();
+            let writers: Vec<ArrowColumnWriter> = writers.by_ref().take(leaves).collect();
+            if writers.len() != leaves {
+                return Err(ParquetError::General("fewer writers than leaves".into()));
             }
+            tasks.push(Task {
+                group: i,
+                field: field.clone(),
+                arrays,
+                writers,
+            });
         }
     }
-    let next = AtomicUsize::new(0);
+    let count = tasks.len();
+    let queue = Mutex::new(tasks.into_iter().enumerate());
+    let done = Mutex::new(Vec::with_capacity(count));
     let work = || {
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(task) = tasks.get(i) else { break };
-            task.run();
+        while let Some((i, task)) = queue.lock().ok().and_then(|mut q| q.next()) {
+            let group = task.group;
+            let chunks = task.encode();
+            if let Ok(mut done) = done.lock() {
+                done.push((i, group, chunks));
+            }
         }
     };
-    let helpers = threads.min(tasks.len()).saturating_sub(1);
+    let helpers = threads.min(count).saturating_sub(1);
     std::thread::scope(|scope| {
         for _ in 0..helpers {
             scope.spawn(work);
         }
         work();
     });
+    let mut done = done
+        .into_inner()
+        .map_err(|_| ParquetError::General("an encoding thread panicked".into()))?;
+    if done.len() != count {
+        return Err(ParquetError::General(
+            "a column chunk was not encoded".into(),
+        ));
+    }
+    done.sort_unstable_by_key(|(i, _, _)| *i);
     let mut out: Vec<Vec<ArrowColumnChunk>> = groups.iter().map(|_| Vec::new()).collect();
-    for task in tasks {
-        let done = task
-            .done
-            .into_inner()
-            .map_err(|_| ParquetError::General("an encoding thread panicked".into()))?
-            .ok_or_else(|| ParquetError::General("a column chunk was not encoded".into()))?;
-        out[task.group].push(done?);
+    for (_, group, chunks) in done {
+        out[group].extend(chunks?);
     }
     Ok(out)
 }
 
-/// One column chunk to encode: a leaf of `field` over the row group's `arrays`.
+/// The column chunks of one field in one row group: its leaves over the group's `arrays`.
 struct Task {
     group: usize,
-    field: datafusion::arrow::datatypes::FieldRef,
+    field: FieldRef,
     arrays: Vec<ArrayRef>,
-    leaf: usize,
-    writer: Mutex<Option<ArrowColumnWriter>>,
-    done: Mutex<Option<Result<ArrowColumnChunk>>>,
+    /// One per leaf column, in leaf order.
+    writers: Vec<ArrowColumnWriter>,
 }
 
 impl Task {
-    fn run(&self) {
-        let taken = self.writer.lock().ok().and_then(|mut w| w.take());
-        let result = taken
-            .ok_or_else(|| ParquetError::General("a column writer was taken twice".into()))
-            .and_then(|writer| self.encode(writer));
-        if let Ok(mut done) = self.done.lock() {
-            *done = Some(result);
-        }
-    }
-
-    fn encode(&self, mut writer: ArrowColumnWriter) -> Result<ArrowColumnChunk> {
+    fn encode(mut self) -> Result<Vec<ArrowColumnChunk>> {
         for array in &self.arrays {
-            let leaves = compute_leaves(&self.field, array)?;
-            let leaf = leaves
-                .into_iter()
-                .nth(self.leaf)
-                .ok_or_else(|| ParquetError::General("a leaf column went missing".into()))?;
-            writer.write(&leaf)?;
+            // Levels are computed once per array for all of the field's leaves.
+            for (leaf, writer) in compute_leaves(&self.field, array)?
+                .iter()
+                .zip(&mut self.writers)
+            {
+                writer.write(leaf)?;
+            }
         }
-        writer.close()
+        self.writers
+            .into_iter()
+            .map(ArrowColumnWriter::close)
+            .collect()
     }
 }
 
