@@ -246,14 +246,16 @@ const DEMO_USERS: [(&str, &str, &str, &[&str]); 3] = [
     ),
 ];
 
-/// Seeds the demo users with `days` days of data when the demo team has none yet; answers every
-/// user of the team (client user id and id) for printing.
+/// Seeds the demo users when the demo team has none yet: each is created and connected to its
+/// providers in demo mode (`sync::demo::connect`: the connection at once, `days` days of
+/// history by the pull jobs; [`wait_for_history`] waits for them). Answers every user of the
+/// team (client user id and id) for printing.
 pub async fn seed_demo_users(
     state: &AppState,
     key: &str,
     days: u32,
 ) -> anyhow::Result<Vec<(String, uuid::Uuid)>> {
-    use crate::data::demo;
+    use crate::ingest::demo::Persona;
     let team = state
         .meta
         .team_for_key(key)
@@ -269,20 +271,16 @@ pub async fn seed_demo_users(
                 ..Default::default()
             };
             let user = state.meta.create_user(team.id, new).await?;
-            let persona = demo::persona(persona).context("demo persona")?;
+            let persona = Persona::from_name(persona).context("demo persona")?;
             for provider in providers {
-                demo::connect(
-                    &state.meta,
-                    &state.health,
-                    &user,
+                let link = crate::sync::demo::DemoLink {
                     provider,
                     persona,
                     days,
-                    now.date_naive(),
-                    now,
-                )
-                .await
-                .with_context(|| format!("seeding {provider} for {client_user_id}"))?;
+                };
+                crate::sync::demo::connect(&state.meta, &state.health, &user, link, now)
+                    .await
+                    .with_context(|| format!("connecting {provider} for {client_user_id}"))?;
             }
         }
     }
@@ -291,6 +289,42 @@ pub async fn seed_demo_users(
         .into_iter()
         .map(|u| (u.client_user_id, u.id))
         .collect())
+}
+
+/// Waits, up to `timeout`, until the historical pulls of `users`' connections have completed
+/// or failed (a failed one retries in the background); the job runner must be running. Answers
+/// the pulls still under way when the wait ended: `serve --demo` waits for its demo users'
+/// history before it announces itself, so a client that starts with it finds their data.
+pub async fn wait_for_history(
+    state: &AppState,
+    users: &[uuid::Uuid],
+    timeout: std::time::Duration,
+) -> anyhow::Result<Vec<(uuid::Uuid, String)>> {
+    use crate::store::metadata::sync_pulls;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut waiting = Vec::new();
+    for user in users {
+        for connection in state.meta.connections(*user).await? {
+            waiting.push((*user, connection.provider));
+        }
+    }
+    loop {
+        let mut still = Vec::new();
+        for (user, provider) in waiting {
+            let mut conn = state.meta.reader().await?;
+            let pending = sync_pulls::get(&mut conn, user, &provider)
+                .await?
+                .is_some_and(|s| s.completed_at.is_none() && s.failed.is_none());
+            if pending {
+                still.push((user, provider));
+            }
+        }
+        waiting = still;
+        if waiting.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(waiting);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {

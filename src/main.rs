@@ -3,6 +3,9 @@
 use clap::Parser;
 use wearhouse::config::{Cli, Command, DemoCommand, LabCommand, TeamCommand};
 
+/// How long `serve --demo` waits for its demo users' history before it listens anyway.
+const DEMO_HISTORY_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 #[allow(clippy::print_stdout)]
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -19,6 +22,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(args) => {
             let mut state = wearhouse::app::open_state(&args).await?;
             let mut demo_key = None;
+            let mut demo_users = Vec::new();
             if args.demo {
                 let key = wearhouse::app::demo_key(&state.meta, &args.store.data_dir).await?;
                 println!("demo team API key: {key}");
@@ -26,6 +30,7 @@ async fn main() -> anyhow::Result<()> {
                     wearhouse::app::seed_demo_users(&state, &key, args.demo_days).await?
                 {
                     println!("demo user {client_user_id}: {id}");
+                    demo_users.push(id);
                 }
                 demo_key = Some(key);
             }
@@ -38,6 +43,16 @@ async fn main() -> anyhow::Result<()> {
             }
             let lease = std::time::Duration::from_secs(args.job_lease_secs);
             let jobs = wearhouse::app::spawn_jobs(&state, lease).await?;
+            // The demo users' history is pulled by the jobs just started: wait for it, so a
+            // client starting with the server finds their data.
+            let unfinished =
+                wearhouse::app::wait_for_history(&state, &demo_users, DEMO_HISTORY_WAIT).await?;
+            if !unfinished.is_empty() {
+                tracing::warn!(
+                    pulls = unfinished.len(),
+                    "demo history still being pulled; it keeps arriving in the background"
+                );
+            }
             println!("listening on http://{}", listener.local_addr()?);
             if let Some(key) = demo_key {
                 let hint = wearhouse::app::webhook_hint(&listener.local_addr()?, &key, &args);
@@ -67,9 +82,10 @@ async fn main() -> anyhow::Result<()> {
                     end,
                 },
         } => {
-            let persona = wearhouse::data::demo::persona(&persona).ok_or_else(|| {
-                anyhow::anyhow!("unknown persona {persona:?}: regular, traveller or athlete")
-            })?;
+            let persona =
+                wearhouse::ingest::demo::Persona::from_name(&persona).ok_or_else(|| {
+                    anyhow::anyhow!("unknown persona {persona:?}: regular, traveller or athlete")
+                })?;
             let end = end.unwrap_or_else(|| chrono::Utc::now().date_naive());
             for (path, rows) in
                 wearhouse::cli::demo_generate(&out, &providers, persona, seed, end, days)?

@@ -23,7 +23,6 @@
 pub mod announce;
 pub mod changes;
 pub mod connections;
-pub mod demo;
 mod pages;
 
 pub use pages::{SampleFilter, sample_page};

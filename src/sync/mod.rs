@@ -15,9 +15,11 @@
 //!
 //! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
 //! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
-//! [`libre`] (FreeStyle Libre through LibreLinkUp, a password provider).
+//! [`libre`] (FreeStyle Libre through LibreLinkUp, a password provider), and [`demo`] (the demo
+//! generator, pulled for demo connections of oura, fitbit, freestyle_libre and apple_health_kit).
 
 mod body;
+pub mod demo;
 pub mod dexcom;
 pub mod fitbit;
 pub mod http;

@@ -32,6 +32,10 @@
 //! later. `POST /v2/user/refresh` moves the pending job to now (`refresh.rs`). It waits while
 //! the historical pull is incomplete. Both kinds record their last failure on the sync row.
 //!
+//! **Demo connections** (`sync::demo`) are pulled the same way: their sync row names a persona,
+//! and [`super::demo::Demo`], which runs the demo generator, stands in for the connector (no
+//! credentials, no token to refresh).
+//!
 //! Decisions where the spec is silent: the window's end is fixed when the link is made (data
 //! arriving later is the incremental pull's); a pull that finds no record of any resource
 //! completes without events.
@@ -84,9 +88,13 @@ pub fn job(team: Uuid, user: Uuid, provider: &str, at: DateTime<Utc>) -> NewJob 
 
 /// The window a pull started at `now` covers for `user`, if any.
 pub fn window(user: &User, now: DateTime<Utc>) -> Option<Window> {
+    narrowed(user, now - HISTORY, now)
+}
+
+/// `[start, end)` narrowed to the user's `ingestion_start` / `ingestion_end` days; `None` when
+/// nothing is left.
+pub fn narrowed(user: &User, mut start: DateTime<Utc>, mut end: DateTime<Utc>) -> Option<Window> {
     let midnight = |day: NaiveDate| day.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
-    let mut start = now - HISTORY;
-    let mut end = now;
     if let Some(first) = user.ingestion_start.and_then(midnight) {
         start = start.max(first);
     }
@@ -104,8 +112,8 @@ pub fn window(user: &User, now: DateTime<Utc>) -> Option<Window> {
 /// records the historical pull's window and enqueues its job, and the incremental pull's,
 /// [`INTERVAL`] later. Does nothing for a provider without a connector or an empty window. A
 /// connection linked again keeps its first historical pull and has its incremental pulls
-/// resumed (the first one covers the time it was not connected). Answers whether it started a
-/// historical pull.
+/// resumed (the first one covers the time it was not connected); one that was a demo
+/// connection starts a real history. Answers whether it started a historical pull.
 pub async fn start_on(
     conn: &mut sqlx::AnyConnection,
     user: &User,
@@ -115,7 +123,21 @@ pub async fn start_on(
     if !super::has_connector(provider) {
         return Ok(false);
     }
-    let Some(window) = window(user, now) else {
+    begin_on(conn, user, provider, window(user, now), None, now).await
+}
+
+/// [`start_on`] over `window`, for the provider's connector (`demo` None) or the demo
+/// generator living `demo`'s persona (`sync::demo`). A pull of the other kind, or a demo pull,
+/// recorded before is started again over the new window once it completed.
+pub(crate) async fn begin_on(
+    conn: &mut sqlx::AnyConnection,
+    user: &User,
+    provider: &str,
+    window: Option<Window>,
+    demo: Option<crate::ingest::demo::Persona>,
+    now: DateTime<Utc>,
+) -> Result<bool, MetadataError> {
+    let Some(window) = window else {
         return Ok(false);
     };
     let pull = ConnectionSync {
@@ -131,8 +153,15 @@ pub async fn start_on(
         synced_at: None,
         synced_resources: Vec::new(),
         failed: None,
+        demo_persona: demo.map(|p| p.name().to_owned()),
     };
-    let started = sync_pulls::start(&mut *conn, &pull, now).await?;
+    let started = match sync_pulls::get(&mut *conn, user.id, provider).await? {
+        None => sync_pulls::start(&mut *conn, &pull, now).await?,
+        Some(before) if before.demo_persona.is_some() || demo.is_some() => {
+            sync_pulls::restart(&mut *conn, &pull).await?
+        }
+        Some(_) => false,
+    };
     if started {
         crate::jobs::enqueue(&mut *conn, &job(user.team_id, user.id, provider, now)).await?;
     }
@@ -217,16 +246,30 @@ impl Puller {
         }
         let entry = crate::providers::provider(provider)
             .ok_or_else(|| permanent(format!("{provider} is not in the catalogue")))?;
-        let connector = self
-            .connectors
-            .get(provider)
-            .ok_or_else(|| permanent(format!("no connector for {provider}")))?
-            .clone();
-        let credentials =
-            crate::link::connections::credentials(meta, self.secret.as_ref(), user.id, provider)
+        let (connector, credentials) = match &sync.demo_persona {
+            Some(name) => {
+                let demo = crate::ingest::demo::Persona::from_name(name)
+                    .and_then(|persona| super::demo::Demo::new(provider, persona, user.id))
+                    .ok_or_else(|| permanent(format!("no demo of {provider} as {name:?}")))?;
+                let connector: Arc<dyn Connector> = Arc::new(demo);
+                (connector, Credentials::default())
+            }
+            None => (
+                self.connectors
+                    .get(provider)
+                    .ok_or_else(|| permanent(format!("no connector for {provider}")))?
+                    .clone(),
+                crate::link::connections::credentials(
+                    meta,
+                    self.secret.as_ref(),
+                    user.id,
+                    provider,
+                )
                 .await
                 .map_err(|e| permanent(format!("the connection's credentials: {e}")))?
-                .ok_or_else(|| permanent("the connection has no credentials".to_owned()))?;
+                .ok_or_else(|| permanent("the connection has no credentials".to_owned()))?,
+            ),
+        };
         Ok(Some(Session {
             user,
             provider: entry,

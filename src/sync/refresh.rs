@@ -6,9 +6,9 @@
 //! 30-minute schedule never pull the same connection twice at once, and a refresh the wait gives
 //! up on still finishes in the background. Each provider is then reported from its sync row:
 //! refreshed once its last success is after the request began, failed once its last failure
-//! is, in progress otherwise. Providers whose data arrives by push (SDK, app), and demo
-//! connections (no stored credentials), are listed as refreshed for each resource the user has
-//! data of.
+//! is, in progress otherwise. Demo connections are pulled the same way (`sync::demo`).
+//! Providers whose data arrives by push (SDK, app) are listed as refreshed for each resource the
+//! user has data of.
 //!
 //! Entries are `<provider>/<resource>`: for a pulled provider, the resources that pull brought
 //! (a pull that brought nothing new lists none); for a failed or unfinished one, the
@@ -107,20 +107,25 @@ pub async fn refresh(
         .filter(|c| c.status == ConnectionStatus::Connected)
         .map(|c| c.provider)
         .collect();
-    // Pulled: a provider with a connector and the credentials a link stored. A demo connection
-    // (no credentials) is reported like a pushed provider.
+    // Pulled: a demo connection, or a provider with a connector and the credentials a link
+    // stored.
     let mut pending = Vec::new();
+    let mut demos = Vec::new();
     let mut pushed = Vec::new();
     for provider in connected {
-        let linked = has_connector(&provider)
-            && metadata::connections::sealed_credentials(
-                &mut *meta.reader().await?,
-                user.id,
-                &provider,
-            )
+        let mut conn = meta.reader().await?;
+        let demo = sync_pulls::get(&mut conn, user.id, &provider)
             .await?
-            .is_some();
-        if linked {
+            .is_some_and(|s| s.demo_persona.is_some());
+        let linked = has_connector(&provider)
+            && metadata::connections::sealed_credentials(&mut conn, user.id, &provider)
+                .await?
+                .is_some();
+        drop(conn);
+        if demo {
+            demos.push(provider.clone());
+            pending.push(provider);
+        } else if linked {
             pending.push(provider);
         } else {
             pushed.push(provider);
@@ -129,8 +134,10 @@ pub async fn refresh(
     if !pending.is_empty() {
         let mut tx = meta.begin().await?;
         for provider in &pending {
-            // A connection made before pulls existed gets its history first.
-            super::pull::start_on(&mut tx, user, provider, started).await?;
+            if !demos.contains(provider) {
+                // A connection made before pulls existed gets its history first.
+                super::pull::start_on(&mut tx, user, provider, started).await?;
+            }
             let job = incremental_job(user.team_id, user.id, provider, started);
             crate::jobs::enqueue(&mut tx, &job).await?;
         }

@@ -16,13 +16,7 @@ use support::{TestApp, assert_422_at};
 async fn demo_user(app: &TestApp, providers: &[&str], days: u32) -> String {
     let id = app.user("demo-user").await;
     for provider in providers {
-        let a = app
-            .post(
-                "/v2/link/connect/demo",
-                json!({"user_id": id, "provider": provider, "days": days}),
-            )
-            .await;
-        assert_eq!(a.status, StatusCode::OK, "{provider}: {}", a.json);
+        let a = app.demo_connect(&id, provider, days).await;
         assert_eq!(a.json["success"], true);
     }
     id

@@ -41,6 +41,7 @@ mod series_names;
 mod store;
 mod store_gate;
 mod store_recovery;
+mod sync_demo;
 mod sync_dexcom;
 mod sync_fitbit;
 mod sync_libre;

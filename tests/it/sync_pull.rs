@@ -486,16 +486,8 @@ async fn a_pull_killed_midway_completes_after_restart_with_every_record_once() {
         "{sleep}"
     );
     let events = get(format!("/v2/team/events?user_id={user}&limit=100")).await;
-    let historical: Vec<&str> = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["event_type"].as_str())
-        .filter(|t| t.starts_with("historical."))
-        .collect();
-    let unique: std::collections::BTreeSet<&&str> = historical.iter().collect();
-    assert_eq!(historical.len(), unique.len(), "each once: {historical:?}");
-    assert!(historical.contains(&"historical.data.heartrate.created"));
+    let historical = crate::sync_support::historical_once(&events);
+    assert!(historical.contains(&"historical.data.heartrate.created".to_owned()));
 }
 
 /// `linking.md`: a user without connections is refreshed at once with three empty lists; at

@@ -1,16 +1,18 @@
 //! `POST /v2/link/connect/demo`: the demo connection, which fills a user's history with
 //! synthetic data from a demo-capable provider (`data-model.md` §Providers).
+//!
+//! Like the reference, the answer comes once the connection is made; the history is pulled by
+//! the connection's pull job (`sync::demo`), as for a real provider, and announced by
+//! `historical.data.<resource>.created` when it is stored (seconds for 90 days).
 
 use axum::Json;
 use axum::extract::State;
 use chrono::Utc;
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::data::demo;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{AuthTeam, Decoded};
@@ -18,6 +20,7 @@ use crate::http::models::DemoConnectRequest;
 use crate::http::users::team_user;
 use crate::ingest::demo::{MAX_DAYS, Persona, is_demo_provider};
 use crate::loc;
+use crate::sync::demo;
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -35,15 +38,18 @@ pub struct DemoConnected {
     user_id: uuid::Uuid,
     /// The demo provider.
     provider: String,
-    /// Days of history generated.
+    /// Days of history asked for.
     days: u32,
-    /// Rows stored by each demo push: per table (push keys) and per timeseries resource.
-    #[schema(value_type = Vec<Object>)]
-    stored: Vec<Value>,
+    /// Whether that history is being pulled now (`historical.data.<resource>.created` announces
+    /// it); `false` while an earlier demo history of this connection is still being pulled (it
+    /// finishes first), or when the user's `ingestion_start`/`ingestion_end` leave no day.
+    history_pulling: bool,
 }
 
-/// Connect a demo provider (oura, fitbit, freestyle_libre, apple_health_kit) to a user and
-/// backfill `days` days (default 90, at most 1100) of synthetic data ending today.
+/// Connect a demo provider (oura, fitbit, freestyle_libre, apple_health_kit) to a user: the
+/// connection is made at once, and `days` days (default 90, at most 1100) of synthetic history
+/// ending today are pulled in the background like a real provider's, announced by
+/// `historical.data.<resource>.created`; new days then arrive every 30 minutes.
 /// `persona`: regular (default), traveller or athlete.
 #[utoipa::path(post, path = "/v2/link/connect/demo", tag = "link",
     request_body(content = DemoConnectRequest),
@@ -75,24 +81,23 @@ async fn connect_demo(
     let (id, provider) = (body.user_id, body.provider);
     let persona = body.persona.unwrap_or(Persona::Regular);
     let user = team_user(&state, &team, id).await?;
-    let now = Utc::now();
-    let stored = demo::connect(
-        &state.meta,
-        &state.health,
-        &user,
-        &provider,
+    let link = demo::DemoLink {
+        provider: &provider,
         persona,
         days,
-        now.date_naive(),
-        now,
-    )
-    .await?;
+    };
+    let connected = demo::connect(&state.meta, &state.health, &user, link, Utc::now()).await?;
+    let detail = if connected.pulling {
+        format!("{provider} connected; {days} days of demo history are being pulled")
+    } else {
+        format!("{provider} connected; no new demo history is pulled (see history_pulling)")
+    };
     Ok(Json(DemoConnected {
         success: true,
-        detail: format!("{provider} connected with {days} days of demo data"),
+        detail,
         user_id: user.id,
         provider,
         days,
-        stored,
+        history_pulling: connected.pulling,
     }))
 }

@@ -370,7 +370,8 @@ async fn oauth_redirect(state: &AppState, session: &LinkSession, provider: &Prov
     }
 }
 
-/// Demo mode: consume the token and connect the provider with synthetic history.
+/// Demo mode: consume the token and connect the provider; its synthetic history is pulled by
+/// the connection's jobs (`sync::demo`).
 async fn demo_connect(state: &AppState, session: &LinkSession, provider: &Provider) -> Response {
     let now = Utc::now();
     let mut landing = Landing {
@@ -389,40 +390,35 @@ async fn demo_connect(state: &AppState, session: &LinkSession, provider: &Provid
         }
         Err(e) => return server_error(&e),
     };
-    let consumed = async {
-        let mut tx = state.meta.begin().await?;
-        tokens::consume_on(&mut tx, session, now).await?;
-        tx.commit()
-            .await
-            .map_err(crate::store::metadata::MetadataError::from)?;
-        Ok::<(), LinkError>(())
-    }
-    .await;
-    match consumed {
+    // The token is spent by the connection, in its transaction.
+    let mut tx = match state.meta.begin().await {
+        Ok(tx) => tx,
+        Err(e) => return server_error(&e),
+    };
+    match tokens::consume_on(&mut tx, session, now).await {
         Ok(()) => {}
         Err(LinkError::Link {
             error_type,
-            message: text,
+            message,
         }) => {
-            landing.error = Some((error_type, text));
+            landing.error = Some((error_type, message));
             return land(&landing);
         }
         Err(e) => return server_error(&e),
     }
-    let connected = crate::data::demo::connect(
-        &state.meta,
-        &state.health,
-        &user,
-        provider.slug,
-        crate::ingest::demo::Persona::Regular,
-        crate::data::demo::DEFAULT_DAYS,
-        now.date_naive(),
-        now,
-    )
-    .await;
+    let link = crate::sync::demo::DemoLink {
+        provider: provider.slug,
+        persona: crate::ingest::demo::Persona::Regular,
+        days: crate::sync::demo::DEFAULT_DAYS,
+    };
+    let connected = crate::sync::demo::connect_on(&mut tx, &state.health, &user, link, now).await;
     if let Err(e) = connected {
         return server_error(&e);
     }
+    if let Err(e) = tx.commit().await {
+        return server_error(&e);
+    }
+    state.meta.jobs_wake().notify_waiters();
     land(&landing)
 }
 

@@ -41,6 +41,25 @@ pub enum Persona {
     Athlete,
 }
 
+impl Persona {
+    /// Every persona.
+    pub const ALL: [Persona; 3] = [Persona::Regular, Persona::Traveller, Persona::Athlete];
+
+    /// The persona's name in requests and storage (`regular`, `traveller`, `athlete`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Persona::Regular => "regular",
+            Persona::Traveller => "traveller",
+            Persona::Athlete => "athlete",
+        }
+    }
+
+    /// The persona named `name` (see [`Persona::name`]).
+    pub fn from_name(name: &str) -> Option<Persona> {
+        Persona::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
 /// Why no data could be generated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DemoError {

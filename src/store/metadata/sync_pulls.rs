@@ -34,6 +34,9 @@ pub struct ConnectionSync {
     pub synced_resources: Vec<String>,
     /// When the last pull (of either kind) failed, and why.
     pub failed: Option<(DateTime<Utc>, String)>,
+    /// A demo connection's persona (`sync::demo`): its pulls run the demo generator. `None`: a
+    /// real provider's pull.
+    pub demo_persona: Option<String>,
 }
 
 /// Starts a connection's historical pull unless one is recorded (a link made again resumes or
@@ -45,8 +48,8 @@ pub async fn start(
 ) -> Result<bool, MetadataError> {
     let done = sqlx::query(
         "INSERT INTO sync_pulls (user_id, provider, team_id, window_start, window_end, \
-         done_until, resources, created_at, synced_until) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $5) \
+         done_until, resources, created_at, synced_until, demo_persona) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $5, $9) \
          ON CONFLICT (user_id, provider) DO NOTHING",
     )
     .bind(pull.user_id.to_string())
@@ -57,6 +60,32 @@ pub async fn start(
     .bind(ts(pull.done_until))
     .bind(resources_json(&pull.resources))
     .bind(ts(now))
+    .bind(pull.demo_persona.as_deref())
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Starts a connection's historical pull again over a completed one, with `pull`'s window and
+/// kind (a demo connection made again, or a demo connection linked to the real provider):
+/// progress, failure and the incremental cursor start afresh. A pull still under way is left to
+/// finish (its runner would otherwise write its progress over the new window); answers whether
+/// the pull was restarted.
+pub async fn restart(
+    conn: &mut AnyConnection,
+    pull: &ConnectionSync,
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(
+        "UPDATE sync_pulls SET window_start = $3, window_end = $4, done_until = $3, \
+         resources = '[]', completed_at = NULL, synced_until = $4, synced_at = NULL, \
+         synced_resources = '[]', failed_at = NULL, last_error = NULL, demo_persona = $5 \
+         WHERE user_id = $1 AND provider = $2 AND completed_at IS NOT NULL",
+    )
+    .bind(pull.user_id.to_string())
+    .bind(&pull.provider)
+    .bind(ts(pull.window_start))
+    .bind(ts(pull.window_end))
+    .bind(pull.demo_persona.as_deref())
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -70,8 +99,8 @@ pub async fn get(
 ) -> Result<Option<ConnectionSync>, MetadataError> {
     let row = sqlx::query(
         "SELECT user_id, provider, team_id, window_start, window_end, done_until, resources, \
-         completed_at, synced_until, synced_at, synced_resources, failed_at, last_error \
-         FROM sync_pulls WHERE user_id = $1 AND provider = $2",
+         completed_at, synced_until, synced_at, synced_resources, failed_at, last_error, \
+         demo_persona FROM sync_pulls WHERE user_id = $1 AND provider = $2",
     )
     .bind(user.to_string())
     .bind(provider)
@@ -101,6 +130,7 @@ pub async fn get(
             synced_at: get_opt_time(&row, "synced_at")?,
             synced_resources: list("synced_resources")?,
             failed,
+            demo_persona: get_opt_str(&row, "demo_persona")?,
         })
     })
     .transpose()

@@ -252,15 +252,9 @@ async fn availability_follows_status_and_granted_scopes() {
 async fn deregistering_keeps_data_and_answers_404_for_unknown_connections() {
     let app = keyed_app().await;
     let user = app.user("leaving").await;
-    let a = app
-        .post(
-            "/v2/link/connect/demo",
-            // A week: the generator leaves about one day in twenty unworn, so two days were
-            // both empty once in 400 runs and the user had no data to keep.
-            json!({"user_id": user, "provider": "oura", "days": 7}),
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.json);
+    // A week: the generator leaves about one day in twenty unworn, so two days were both
+    // empty once in 400 runs and the user had no data to keep.
+    app.demo_connect(&user, "oura", 7).await;
     let uri = format!("/v2/user/{user}/oura");
     let a = app.send("DELETE", &uri, Some(&app.key.clone()), None).await;
     assert_eq!(a.status, 200, "{}", a.json);

@@ -118,6 +118,60 @@ impl TestApp {
         a.json["user_id"].as_str().unwrap().to_owned()
     }
 
+    /// `POST /v2/link/connect/demo` for `user` (answer checked to be 200), then runs the app's
+    /// jobs until the connection's demo history is stored, as a server's runner would.
+    pub async fn demo_connect(&self, user: &str, provider: &str, days: u32) -> Answer {
+        let a = self
+            .post(
+                "/v2/link/connect/demo",
+                serde_json::json!({"user_id": user, "provider": provider, "days": days}),
+            )
+            .await;
+        assert_eq!(a.status, StatusCode::OK, "{provider}: {}", a.json);
+        assert_eq!(a.json["history_pulling"], true, "{}", a.json);
+        self.pull_history(user).await;
+        a
+    }
+
+    /// Runs the app's jobs until every historical pull of `user`'s connections has completed
+    /// (panics after a minute or when one fails).
+    pub async fn pull_history(&self, user: &str) {
+        use std::time::Duration;
+        let registry = wearhouse::app::job_registry(&self.state);
+        let config = crate::jobs_support::config("history", Duration::from_secs(30));
+        let runner =
+            wearhouse::jobs::Runner::new(self.state.meta.clone(), registry, config).spawn();
+        let id = user.parse().unwrap();
+        let waited =
+            wearhouse::app::wait_for_history(&self.state, &[id], Duration::from_secs(60)).await;
+        runner.shutdown().await;
+        assert_eq!(waited.unwrap(), vec![], "pulls still under way");
+        for connection in self.state.meta.connections(id).await.unwrap() {
+            let mut conn = self.state.meta.reader().await.unwrap();
+            let sync =
+                wearhouse::store::metadata::sync_pulls::get(&mut conn, id, &connection.provider)
+                    .await
+                    .unwrap();
+            if let Some(sync) = sync {
+                assert_eq!(sync.failed, None, "the {} pull failed", connection.provider);
+            }
+        }
+    }
+
+    /// The types of `user`'s events, oldest first.
+    pub async fn event_types(&self, user: &str) -> Vec<String> {
+        let a = self
+            .get(&format!("/v2/team/events?user_id={user}&limit=100"))
+            .await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.json);
+        a.json["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["event_type"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     /// Creates a user of the second team and answers its id.
     pub async fn foreign_user(&self) -> String {
         let a = self

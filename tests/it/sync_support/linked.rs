@@ -253,17 +253,7 @@ impl Linked {
 
     /// The types of the user's events, oldest first.
     pub async fn event_types(&self) -> Vec<String> {
-        let a = self
-            .app
-            .get(&format!("/v2/team/events?user_id={}&limit=100", self.user))
-            .await;
-        assert_eq!(a.status, 200, "{}", a.json);
-        a.json["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["event_type"].as_str().unwrap().to_owned())
-            .collect()
+        self.app.event_types(&self.user).await
     }
 }
 

@@ -24,3 +24,19 @@ pub fn pull(resources: &[Resource], start: DateTime<Utc>, end: DateTime<Utc>) ->
 pub fn all_march() -> Pull {
     pull(&Resource::ALL, utc(2025, 3, 1), utc(2025, 3, 4))
 }
+
+/// The `historical.*` event types of a `GET /v2/team/events` answer, each checked to be there
+/// once.
+pub fn historical_once(events: &serde_json::Value) -> Vec<String> {
+    let historical: Vec<String> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event_type"].as_str())
+        .filter(|t| t.starts_with("historical."))
+        .map(str::to_owned)
+        .collect();
+    let unique: std::collections::BTreeSet<&String> = historical.iter().collect();
+    assert_eq!(historical.len(), unique.len(), "each once: {historical:?}");
+    historical
+}

@@ -1,0 +1,298 @@
+//! Demo connections through the real pull path (issue 15, item 4): `POST /v2/link/connect/demo`
+//! makes the connection at once and enqueues the `sync.historical` job the runner pulls (the
+//! demo generator standing in for the provider's API); the stored history is exactly the
+//! generator's; connecting again starts a new history; the user's ingestion bounds narrow it;
+//! `POST /v2/user/refresh` pulls it incrementally.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::support::TestApp;
+use wearhouse::ingest::demo::{Persona, generate};
+use wearhouse::store::metadata::sync_pulls::{self, ConnectionSync};
+use wearhouse::sync::demo::{merge_bodies, seed_for};
+
+/// Sleep records the generator makes for `user` over the `days` days ending today.
+fn generated_sleeps(user: &str, provider: &str, persona: Persona, days: u32) -> usize {
+    let seed = seed_for(user.parse().unwrap());
+    let today = Utc::now().date_naive();
+    let bodies = generate(provider, persona, seed, today, days).unwrap();
+    merge_bodies(bodies)
+        .iter()
+        .map(|b| b["sleep"].as_array().map_or(0, Vec::len))
+        .sum()
+}
+
+async fn sleeps(app: &TestApp, user: &str) -> Vec<Value> {
+    let start = Utc::now().date_naive() - chrono::Days::new(40);
+    let a = app
+        .get(&format!("/v2/summary/sleep/{user}?start_date={start}"))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    a.json["sleep"].as_array().unwrap().clone()
+}
+
+async fn sync_row(app: &TestApp, user: &str, provider: &str) -> ConnectionSync {
+    let mut conn = app.state.meta.reader().await.unwrap();
+    let id: Uuid = user.parse().unwrap();
+    sync_pulls::get(&mut conn, id, provider)
+        .await
+        .unwrap()
+        .expect("a sync row")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_demo_connection_is_pulled_by_the_jobs_and_stores_exactly_the_generators_history() {
+    let app = TestApp::new().await;
+    let user = app.user("demo-pulled").await;
+    let a = app
+        .post(
+            "/v2/link/connect/demo",
+            json!({"user_id": user, "provider": "oura", "days": 21}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json["history_pulling"], true, "{}", a.json);
+    // Connected at once; the history is the job's.
+    assert!(sleeps(&app, &user).await.is_empty());
+    let row = sync_row(&app, &user, "oura").await;
+    assert_eq!(row.demo_persona.as_deref(), Some("regular"));
+    assert_eq!(row.completed_at, None);
+    assert_eq!(
+        (row.window_end - row.window_start).num_days(),
+        21,
+        "{row:?}"
+    );
+
+    app.pull_history(&user).await;
+    let expected = generated_sleeps(&user, "oura", Persona::Regular, 21);
+    assert!(expected >= 15, "the generator made {expected} nights");
+    assert_eq!(sleeps(&app, &user).await.len(), expected);
+    let row = sync_row(&app, &user, "oura").await;
+    assert!(row.completed_at.is_some());
+    assert_eq!(row.done_until, row.window_end);
+    let types = app.event_types(&user).await;
+    assert!(
+        types.contains(&"provider.connection.created".to_owned()),
+        "{types:?}"
+    );
+    assert!(
+        types.contains(&"historical.data.sleep.created".to_owned()),
+        "{types:?}"
+    );
+    assert!(
+        types.contains(&"historical.data.heartrate.created".to_owned()),
+        "{types:?}"
+    );
+
+    // Pulled again (the same chunks), nothing is stored twice.
+    app.post(
+        "/v2/link/connect/demo",
+        json!({"user_id": user, "provider": "oura", "days": 21}),
+    )
+    .await;
+    app.pull_history(&user).await;
+    assert_eq!(sleeps(&app, &user).await.len(), expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connecting_again_starts_a_new_history_with_the_new_persona_and_length() {
+    let app = TestApp::new().await;
+    let user = app.user("demo-again").await;
+    app.demo_connect(&user, "fitbit", 3).await;
+    let first = sync_row(&app, &user, "fitbit").await;
+    assert_eq!((first.window_end - first.window_start).num_days(), 3);
+
+    let a = app
+        .post(
+            "/v2/link/connect/demo",
+            json!({"user_id": user, "provider": "fitbit", "days": 8, "persona": "athlete"}),
+        )
+        .await;
+    assert_eq!(a.json["history_pulling"], true, "{}", a.json);
+    let again = sync_row(&app, &user, "fitbit").await;
+    assert_eq!(again.demo_persona.as_deref(), Some("athlete"));
+    assert_eq!(again.completed_at, None);
+    assert_eq!((again.window_end - again.window_start).num_days(), 8);
+    // A second request while that pull is under way leaves it be.
+    let a = app
+        .post(
+            "/v2/link/connect/demo",
+            json!({"user_id": user, "provider": "fitbit", "days": 30}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json["history_pulling"], false, "{}", a.json);
+    app.pull_history(&user).await;
+    let done = sync_row(&app, &user, "fitbit").await;
+    assert_eq!((done.window_end - done.window_start).num_days(), 8);
+    assert!(done.completed_at.is_some());
+    // Only one connection.created: the connection was there for the second and third.
+    let types = app.event_types(&user).await;
+    let created = types
+        .iter()
+        .filter(|t| *t == "provider.connection.created")
+        .count();
+    assert_eq!(created, 1, "{types:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_users_ingestion_bounds_narrow_the_demo_history() {
+    let app = TestApp::new().await;
+    let today = Utc::now().date_naive();
+    let first = today - chrono::Days::new(2);
+    let a = app
+        .post(
+            "/v2/user",
+            json!({"client_user_id": "bounded", "ingestion_start": first.to_string()}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    let user = a.json["user_id"].as_str().unwrap().to_owned();
+    app.demo_connect(&user, "oura", 30).await;
+    let row = sync_row(&app, &user, "oura").await;
+    assert_eq!(row.window_start.date_naive(), first);
+    assert_eq!(
+        sleeps(&app, &user).await.len(),
+        generated_sleeps(&user, "oura", Persona::Regular, 3)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refresh_pulls_a_demo_connection_incrementally() {
+    let app = TestApp::new().await;
+    let user = app.user("demo-refresh").await;
+    app.demo_connect(&user, "oura", 5).await;
+    let registry = wearhouse::app::job_registry(&app.state);
+    let config = crate::jobs_support::config("refresh", std::time::Duration::from_secs(30));
+    let runner = wearhouse::jobs::Runner::new(app.state.meta.clone(), registry, config).spawn();
+    let a = app
+        .post(&format!("/v2/user/refresh/{user}?timeout=20"), json!({}))
+        .await;
+    runner.shutdown().await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json["success"], true, "{}", a.json);
+    assert_eq!(a.json["in_progress_sources"], json!([]), "{}", a.json);
+    let refreshed: Vec<&str> = a.json["refreshed_sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(refreshed.contains(&"oura/heartrate"), "{refreshed:?}");
+    let row = sync_row(&app, &user, "oura").await;
+    assert!(row.synced_at.is_some(), "{row:?}");
+    // Still a demo pull, and the history is unchanged by the overlap re-pulled.
+    assert_eq!(row.demo_persona.as_deref(), Some("regular"));
+    assert_eq!(
+        sleeps(&app, &user).await.len(),
+        generated_sleeps(&user, "oura", Persona::Regular, 5)
+    );
+}
+
+/// The real binary, killed with SIGKILL while a three-year demo history is being pulled, and
+/// started again: the pull resumes (as a demo pull: the persona is on its sync row) and every
+/// night is stored once, announced once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_once() {
+    use crate::server::{Server, create_team};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let key = create_team(dir.path(), "acme", &[]);
+    // A short lease: the dead runner's claim runs out in seconds.
+    let args = ["--job-lease-secs", "3"];
+    let server = Server::start(dir.path(), &args);
+    let client = reqwest::Client::new();
+    let call = |server: &Server, method: reqwest::Method, path: &str, body: Option<Value>| {
+        let mut request = client
+            .request(method, server.url(path))
+            .header("x-service-api-key", &key);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        async move {
+            let answer = request.send().await.unwrap();
+            assert!(answer.status().is_success(), "{}", answer.status());
+            answer.json::<Value>().await.unwrap()
+        }
+    };
+    let created = call(
+        &server,
+        reqwest::Method::POST,
+        "/v2/user/",
+        Some(json!({"client_user_id": "killed"})),
+    )
+    .await;
+    let user = created["user_id"].as_str().unwrap().to_owned();
+    const DAYS: u32 = 1100;
+    let connected = call(
+        &server,
+        reqwest::Method::POST,
+        "/v2/link/connect/demo",
+        Some(json!({"user_id": user, "provider": "oura", "days": DAYS, "persona": "traveller"})),
+    )
+    .await;
+    assert_eq!(connected["history_pulling"], true, "{connected}");
+    // Killed once the oldest chunk is stored, long before the 37th.
+    let today = Utc::now().date_naive();
+    let oldest = format!(
+        "/v2/summary/sleep/{user}?start_date={}&end_date={}",
+        today - chrono::Days::new(u64::from(DAYS)),
+        today - chrono::Days::new(u64::from(DAYS) - 40)
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let got = call(&server, reqwest::Method::GET, &oldest, None).await;
+        if got["sleep"].as_array().is_some_and(|s| !s.is_empty()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no chunk stored: {got}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill();
+
+    let server = Server::start(dir.path(), &args);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let job = loop {
+        let jobs = call(
+            &server,
+            reqwest::Method::GET,
+            "/v2/team/jobs?kind=sync.historical",
+            None,
+        )
+        .await;
+        if jobs["jobs"][0]["state"] == "succeeded" {
+            break jobs["jobs"][0].clone();
+        }
+        assert!(Instant::now() < deadline, "{jobs}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    // The first run was cut: the job was claimed again after the restart.
+    assert!(job["attempts"].as_i64().unwrap() >= 2, "{job}");
+    let all = format!(
+        "/v2/summary/sleep/{user}?start_date={}&end_date={}",
+        today - chrono::Days::new(u64::from(DAYS) + 1),
+        today + chrono::Days::new(1)
+    );
+    let sleeps = call(&server, reqwest::Method::GET, &all, None).await;
+    let expected = generated_sleeps(&user, "oura", Persona::Traveller, DAYS);
+    assert!(expected > 900, "{expected}");
+    assert_eq!(
+        sleeps["sleep"].as_array().map(Vec::len),
+        Some(expected),
+        "every night exactly once"
+    );
+    let events = call(
+        &server,
+        reqwest::Method::GET,
+        &format!("/v2/team/events?user_id={user}&limit=100"),
+        None,
+    )
+    .await;
+    let historical = crate::sync_support::historical_once(&events);
+    assert!(historical.contains(&"historical.data.sleep.created".to_owned()));
+}
