@@ -16,8 +16,8 @@
 //!   hours outside the window; re-pulls replace them by record id, so nothing is stored twice.
 //! - **Kind**: the pull's persona is kept on its sync row (`sync_pulls.demo_persona`), so a
 //!   restart resumes a demo pull as a demo pull. Connecting a demo provider again starts a new
-//!   history with the new persona and length once the previous pull completed (one still under
-//!   way is left to finish); linking the real provider later turns the connection real.
+//!   history with the new persona and length (a run of the previous one stops before its next
+//!   write); linking the real provider later turns the connection real the same way.
 //! - **Resources**: the generator's whole day (it offers more kinds than [`Resource`] names),
 //!   except the profile, sent only when [`Resource::Profile`] is asked for (the historical
 //!   pull's), as for a real provider.
@@ -190,8 +190,8 @@ pub struct DemoLink<'a> {
 /// What [`connect`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DemoConnected {
-    /// Whether a new history is being pulled (`false`: a pull of this connection is still under
-    /// way, or the user's ingestion bounds leave nothing to pull).
+    /// Whether a new history is being pulled (`false`: the user's ingestion bounds leave
+    /// nothing to pull).
     pub pulling: bool,
     /// Whether the connection is new (`provider.connection.created` was emitted).
     pub created: bool,

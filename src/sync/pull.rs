@@ -128,7 +128,8 @@ pub async fn start_on(
 
 /// [`start_on`] over `window`, for the provider's connector (`demo` None) or the demo
 /// generator living `demo`'s persona (`sync::demo`). A pull of the other kind, or a demo pull,
-/// recorded before is started again over the new window once it completed.
+/// recorded before is started again over the new window, even while it runs: the run notices
+/// before its next write and ends, and the job runs again for the new pull.
 pub(crate) async fn begin_on(
     conn: &mut sqlx::AnyConnection,
     user: &User,
@@ -492,6 +493,9 @@ impl Puller {
                 Ok(batches) => batches,
                 Err(stop) => return stop,
             };
+            if !self.current(meta, &session.sync).await? {
+                return Ok(overtaken(&session));
+            }
             if !batches.batches.is_empty() {
                 let written = crate::data::write_parsed(meta, &self.health, &session.user, batches)
                     .await
@@ -500,20 +504,37 @@ impl Puller {
                 seen.extend(written.into_iter().map(|d| d.path()));
                 session.sync.resources = seen.into_iter().collect();
             }
-            session.sync.done_until = end;
-            sync_pulls::advance(&mut *meta.writer().await?, &session.sync).await?;
+            let from = std::mem::replace(&mut session.sync.done_until, end);
+            if !sync_pulls::advance(&mut *meta.writer().await?, &session.sync, from).await? {
+                return Ok(overtaken(&session));
+            }
         }
-        self.complete(meta, &session.user, &session.sync).await?;
+        if !self.complete(meta, &session.user, &session.sync).await? {
+            return Ok(overtaken(&session));
+        }
         Ok(Outcome::Done)
     }
 
-    /// Marks the historical pull complete and emits its events, in one transaction.
+    /// Whether the connection's sync row still describes the pull `pull` is running, where it
+    /// left it (not restarted by a new demo connection or a real link over a demo one).
+    async fn current(&self, meta: &MetadataStore, pull: &ConnectionSync) -> Result<bool, JobError> {
+        let now = sync_pulls::get(&mut *meta.reader().await?, pull.user_id, &pull.provider).await?;
+        Ok(now.is_some_and(|row| {
+            row.window_start == pull.window_start
+                && row.demo_persona == pull.demo_persona
+                && row.done_until == pull.done_until
+                && row.completed_at.is_none()
+        }))
+    }
+
+    /// Marks the historical pull complete and emits its events, in one transaction; `false`,
+    /// with nothing done, when the pull was restarted under this run.
     async fn complete(
         &self,
         meta: &MetadataStore,
         user: &User,
         pull: &ConnectionSync,
-    ) -> Result<(), JobError> {
+    ) -> Result<bool, JobError> {
         let names: Vec<&'static str> = pull
             .resources
             .iter()
@@ -524,13 +545,15 @@ impl Puller {
         let days = (pull.window_start.date_naive(), last_day);
         let events = crate::data::historical_created(user, &pull.provider, &names, days);
         let mut tx = meta.begin().await?;
-        sync_pulls::complete(&mut tx, user.id, &pull.provider, metadata::now()).await?;
+        if !sync_pulls::complete(&mut tx, pull, metadata::now()).await? {
+            return Ok(false);
+        }
         let enqueued = outbox::enqueue(&mut tx, user.team_id, &events, metadata::now()).await?;
         tx.commit().await.map_err(MetadataError::from)?;
         if enqueued.deliveries > 0 {
             meta.jobs_wake().notify_waiters();
         }
-        Ok(())
+        Ok(true)
     }
 
     async fn incremental(
@@ -638,6 +661,14 @@ pub fn incremental_job(team: Uuid, user: Uuid, provider: &str, at: DateTime<Utc>
         unique_key: Some(format!("{INCREMENTAL_KIND}:{user}:{provider}")),
         max_attempts: 8,
     }
+}
+
+/// How a run ends when its pull was restarted under it: done, leaving the new pull to the job's
+/// next run (the restart enqueued it; a running job is marked to run again).
+fn overtaken(session: &Session) -> Outcome {
+    tracing::info!(user = %session.user.id, provider = session.provider.slug,
+        "the pull was started again; this run ends for the new one");
+    Outcome::Done
 }
 
 fn permanent(message: String) -> JobError {

@@ -117,7 +117,7 @@ async fn connecting_again_starts_a_new_history_with_the_new_persona_and_length()
     assert_eq!(again.demo_persona.as_deref(), Some("athlete"));
     assert_eq!(again.completed_at, None);
     assert_eq!((again.window_end - again.window_start).num_days(), 8);
-    // A second request while that pull is under way leaves it be.
+    // Another request before that pull ran replaces it.
     let a = app
         .post(
             "/v2/link/connect/demo",
@@ -125,10 +125,11 @@ async fn connecting_again_starts_a_new_history_with_the_new_persona_and_length()
         )
         .await;
     assert_eq!(a.status, 200, "{}", a.json);
-    assert_eq!(a.json["history_pulling"], false, "{}", a.json);
+    assert_eq!(a.json["history_pulling"], true, "{}", a.json);
     app.pull_history(&user).await;
     let done = sync_row(&app, &user, "fitbit").await;
-    assert_eq!((done.window_end - done.window_start).num_days(), 8);
+    assert_eq!((done.window_end - done.window_start).num_days(), 30);
+    assert_eq!(done.demo_persona.as_deref(), Some("regular"));
     assert!(done.completed_at.is_some());
     // Only one connection.created: the connection was there for the second and third.
     let types = app.event_types(&user).await;
@@ -295,4 +296,101 @@ async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_onc
     .await;
     let historical = crate::sync_support::historical_once(&events);
     assert!(historical.contains(&"historical.data.sleep.created".to_owned()));
+}
+
+/// A run overtaken by a restart (a demo connection made again, a real link over a demo one)
+/// can neither move the new pull's progress nor complete it: the store refuses its writes. On
+/// SQLite and on PostgreSQL (`WEARHOUSE_TEST_POSTGRES_URL`, default the machine's server).
+#[tokio::test]
+async fn a_restarted_pull_refuses_the_writes_of_the_run_it_overtook() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
+    overtaken_writes_are_refused(&sqlite).await;
+    let db = crate::postgres::ScratchDb::create("wearhouse_sync_demo").await;
+    overtaken_writes_are_refused(&db.url).await;
+    db.drop_db().await;
+}
+
+async fn overtaken_writes_are_refused(url: &str) {
+    let meta = wearhouse::store::metadata::MetadataStore::connect(url)
+        .await
+        .unwrap();
+    let (team, _) = meta.create_team("acme").await.unwrap();
+    let new_user = wearhouse::store::metadata::NewUser {
+        client_user_id: "overtaken".into(),
+        ..Default::default()
+    };
+    let user = meta.create_user(team.id, new_user).await.unwrap().id;
+    let start = Utc::now() - chrono::Duration::days(10);
+    let old = ConnectionSync {
+        user_id: user,
+        provider: "oura".into(),
+        team_id: team.id,
+        window_start: start,
+        window_end: start + chrono::Duration::days(10),
+        done_until: start,
+        resources: vec![],
+        completed_at: None,
+        synced_until: start + chrono::Duration::days(10),
+        synced_at: None,
+        synced_resources: vec![],
+        failed: None,
+        demo_persona: Some("regular".into()),
+    };
+    let mut conn = meta.writer().await.unwrap();
+    assert!(
+        sync_pulls::start(&mut conn, &old, Utc::now())
+            .await
+            .unwrap()
+    );
+    let stored = sync_pulls::get(&mut conn, user, "oura")
+        .await
+        .unwrap()
+        .unwrap();
+    // The real provider is linked over the demo pull: same window, another kind.
+    let new = ConnectionSync {
+        demo_persona: None,
+        ..stored.clone()
+    };
+    assert!(sync_pulls::restart(&mut conn, &new).await.unwrap());
+    let chunk = ConnectionSync {
+        done_until: stored.window_start + chrono::Duration::days(5),
+        ..stored.clone()
+    };
+    let from = stored.window_start;
+    assert!(!sync_pulls::advance(&mut conn, &chunk, from).await.unwrap());
+    let finished = ConnectionSync {
+        done_until: stored.window_end,
+        ..stored.clone()
+    };
+    assert!(
+        !sync_pulls::complete(&mut conn, &finished, Utc::now())
+            .await
+            .unwrap()
+    );
+    let row = sync_pulls::get(&mut conn, user, "oura")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.done_until, stored.window_start);
+    assert_eq!(row.demo_persona, None);
+    // The new pull's own run moves it, and only from where it is.
+    let ahead = ConnectionSync {
+        done_until: stored.window_end,
+        ..new.clone()
+    };
+    assert!(sync_pulls::advance(&mut conn, &ahead, from).await.unwrap());
+    assert!(!sync_pulls::advance(&mut conn, &ahead, from).await.unwrap());
+    assert!(
+        sync_pulls::complete(&mut conn, &ahead, Utc::now())
+            .await
+            .unwrap()
+    );
+    assert!(
+        !sync_pulls::complete(&mut conn, &ahead, Utc::now())
+            .await
+            .unwrap()
+    );
+    drop(conn);
+    meta.close().await;
 }

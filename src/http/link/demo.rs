@@ -41,8 +41,8 @@ pub struct DemoConnected {
     /// Days of history asked for.
     days: u32,
     /// Whether that history is being pulled now (`historical.data.<resource>.created` announces
-    /// it); `false` while an earlier demo history of this connection is still being pulled (it
-    /// finishes first), or when the user's `ingestion_start`/`ingestion_end` leave no day.
+    /// it; an earlier demo history of this connection still being pulled is replaced); `false`
+    /// when the user's `ingestion_start`/`ingestion_end` leave no day of it.
     history_pulling: bool,
 }
 
@@ -90,7 +90,7 @@ async fn connect_demo(
     let detail = if connected.pulling {
         format!("{provider} connected; {days} days of demo history are being pulled")
     } else {
-        format!("{provider} connected; no new demo history is pulled (see history_pulling)")
+        format!("{provider} connected; its days are outside the user's ingestion bounds")
     };
     Ok(Json(DemoConnected {
         success: true,

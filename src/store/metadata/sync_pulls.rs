@@ -66,11 +66,11 @@ pub async fn start(
     Ok(done.rows_affected() == 1)
 }
 
-/// Starts a connection's historical pull again over a completed one, with `pull`'s window and
-/// kind (a demo connection made again, or a demo connection linked to the real provider):
-/// progress, failure and the incremental cursor start afresh. A pull still under way is left to
-/// finish (its runner would otherwise write its progress over the new window); answers whether
-/// the pull was restarted.
+/// Starts a connection's historical pull again with `pull`'s window and kind (a demo connection
+/// made again, or a demo connection linked to the real provider): progress, failure and the
+/// incremental cursor start afresh. A run of the previous pull still under way finds its next
+/// [`advance`] refused and ends; its job runs again for the new window. Answers whether the row
+/// was there.
 pub async fn restart(
     conn: &mut AnyConnection,
     pull: &ConnectionSync,
@@ -79,7 +79,7 @@ pub async fn restart(
         "UPDATE sync_pulls SET window_start = $3, window_end = $4, done_until = $3, \
          resources = '[]', completed_at = NULL, synced_until = $4, synced_at = NULL, \
          synced_resources = '[]', failed_at = NULL, last_error = NULL, demo_persona = $5 \
-         WHERE user_id = $1 AND provider = $2 AND completed_at IS NOT NULL",
+         WHERE user_id = $1 AND provider = $2",
     )
     .bind(pull.user_id.to_string())
     .bind(&pull.provider)
@@ -90,6 +90,10 @@ pub async fn restart(
     .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// The condition that a row is still the pull `pull` describes (its window start and kind),
+/// for the statements of a run that may have been overtaken by [`restart`]: binds `$3` and `$4`.
+const SAME_PULL: &str = "window_start = $3 AND COALESCE(demo_persona, '') = $4";
 
 /// The connection's historical pull, if one was started.
 pub async fn get(
@@ -136,35 +140,49 @@ pub async fn get(
     .transpose()
 }
 
-/// Records a chunk stored: progress up to `done_until`, with the resources seen so far.
-pub async fn advance(conn: &mut AnyConnection, pull: &ConnectionSync) -> Result<(), MetadataError> {
-    sqlx::query(
-        "UPDATE sync_pulls SET done_until = $3, resources = $4 \
-         WHERE user_id = $1 AND provider = $2",
-    )
+/// Records a chunk stored: progress from `from` up to `pull.done_until`, with the resources seen
+/// so far. Answers `false`, changing nothing, when the row is no longer at `from` of this pull
+/// (it was restarted: the run must stop).
+pub async fn advance(
+    conn: &mut AnyConnection,
+    pull: &ConnectionSync,
+    from: DateTime<Utc>,
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(&format!(
+        "UPDATE sync_pulls SET done_until = $5, resources = $6 \
+         WHERE user_id = $1 AND provider = $2 AND {SAME_PULL} AND done_until = $7"
+    ))
     .bind(pull.user_id.to_string())
     .bind(&pull.provider)
+    .bind(ts(pull.window_start))
+    .bind(pull.demo_persona.as_deref().unwrap_or_default())
     .bind(ts(pull.done_until))
     .bind(resources_json(&pull.resources))
+    .bind(ts(from))
     .execute(conn)
     .await?;
-    Ok(())
+    Ok(done.rows_affected() == 1)
 }
 
-/// Marks the pull complete.
+/// Marks the pull complete; `false`, changing nothing, when the row is no longer this pull, all
+/// stored and incomplete (it was restarted).
 pub async fn complete(
     conn: &mut AnyConnection,
-    user: Uuid,
-    provider: &str,
+    pull: &ConnectionSync,
     at: DateTime<Utc>,
-) -> Result<(), MetadataError> {
-    sqlx::query("UPDATE sync_pulls SET completed_at = $3 WHERE user_id = $1 AND provider = $2")
-        .bind(user.to_string())
-        .bind(provider)
-        .bind(ts(at))
-        .execute(conn)
-        .await?;
-    Ok(())
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(&format!(
+        "UPDATE sync_pulls SET completed_at = $5 WHERE user_id = $1 AND provider = $2 \
+         AND {SAME_PULL} AND done_until = window_end AND completed_at IS NULL"
+    ))
+    .bind(pull.user_id.to_string())
+    .bind(&pull.provider)
+    .bind(ts(pull.window_start))
+    .bind(pull.demo_persona.as_deref().unwrap_or_default())
+    .bind(ts(at))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Records an incremental pull that stored everything up to `until`, bringing `resources`.
