@@ -10,10 +10,11 @@
 //!
 //! - **Seed**: the first eight bytes of the user id, so every provider connected to one user
 //!   describes the same life: a ring and a watch of one user overlap on the same nights.
-//! - **Window**: the `days` UTC days ending today (today included, as a demo day is a whole
-//!   day), narrowed to the user's `ingestion_start` / `ingestion_end` like a real pull. A demo
-//!   day is a local day of the persona's zone, so its first and last records may lie a few
-//!   hours outside the window; re-pulls replace them by record id, so nothing is stored twice.
+//! - **Window**: the `days` UTC days ending today, up to now, narrowed to the user's
+//!   `ingestion_start` / `ingestion_end` like a real pull. A pull answers what a provider
+//!   would for its window: no sample of the future, no night still being slept (see
+//!   [`keep_window`]); what happens later arrives with the incremental pulls. Adjacent windows
+//!   (a historical pull's chunks) answer each record once between them, whatever the zone.
 //! - **Kind**: the pull's persona is kept on its sync row (`sync_pulls.demo_persona`), so a
 //!   restart resumes a demo pull as a demo pull. Connecting a demo provider again starts a new
 //!   history with the new persona and length (a run of the previous one stops before its next
@@ -75,10 +76,12 @@ impl Connector for Demo {
         self.provider
     }
 
-    /// Generates the days the window touches, merged into one push body; the profile only when
-    /// asked for.
+    /// Generates the days the window touches (and the day before: a local day of a zone behind
+    /// UTC runs into the next UTC day), merged into one push body and cut to the window; the
+    /// profile only when asked for.
     async fn pull(&self, _access_token: &str, pull: &Pull) -> Result<Pulled, SyncError> {
         let (first, last) = days_of(pull.window);
+        let first = first.pred_opt().unwrap_or(first);
         let days = u32::try_from((last - first).num_days() + 1).unwrap_or(u32::MAX);
         let bodies =
             demo::generate(self.provider, self.persona, self.seed, last, days).map_err(|e| {
@@ -91,10 +94,11 @@ impl Connector for Demo {
             empty.insert("provider".to_owned(), Value::from(self.provider));
             Value::Object(empty)
         });
-        if !pull.resources.contains(&Resource::Profile)
-            && let Some(parts) = body.as_object_mut()
-        {
-            parts.remove("profile");
+        if let Some(parts) = body.as_object_mut() {
+            if !pull.resources.contains(&Resource::Profile) {
+                parts.remove("profile");
+            }
+            keep_window(parts, pull.window);
         }
         Ok(Pulled { body, skipped: 0 })
     }
@@ -106,12 +110,56 @@ fn days_of(window: Window) -> (NaiveDate, NaiveDate) {
     (window.start.date_naive(), last.date_naive())
 }
 
-/// The window of a demo history of `days` days ending on `now`'s (UTC) day, narrowed to the
-/// user's ingestion bounds; `None` when nothing is left of it.
+/// Keeps the records of a push body that a provider would answer for `window`, as a real one
+/// does: nothing that ends after the window (no sample of the future, no night still being
+/// slept), nothing before it. Samples count by their end (an interval's `end`, else their
+/// `timestamp`), sleeps by `bedtime_stop`, workouts by `session_end`; daily records (activity,
+/// meals) by their `date`, among the window's UTC days. A record without a readable time is
+/// kept (ingest judges it).
+fn keep_window(parts: &mut Map<String, Value>, window: Window) {
+    let (first, last) = days_of(window);
+    let instant = |record: &Value, field: &str| {
+        let text = record.get(field)?.as_str()?;
+        let at = DateTime::parse_from_rfc3339(text).ok()?;
+        Some(at.with_timezone(&Utc))
+    };
+    let by_instant = |record: &Value, fields: &[&str]| {
+        fields
+            .iter()
+            .find_map(|f| instant(record, f))
+            .is_none_or(|at| window.start < at && at <= window.end)
+    };
+    let by_day = |record: &Value| {
+        let day = record.get("date").and_then(Value::as_str);
+        day.and_then(|d| d.parse::<NaiveDate>().ok())
+            .is_none_or(|d| first <= d && d <= last)
+    };
+    let retain = |list: Option<&mut Value>, keep: &dyn Fn(&Value) -> bool| {
+        if let Some(Value::Array(items)) = list {
+            items.retain(|r| keep(r));
+        }
+    };
+    retain(parts.get_mut("sleep"), &|r| {
+        by_instant(r, &["bedtime_stop"])
+    });
+    retain(parts.get_mut("workouts"), &|r| {
+        by_instant(r, &["session_end"])
+    });
+    retain(parts.get_mut("activity"), &by_day);
+    retain(parts.get_mut("meals"), &by_day);
+    if let Some(Value::Object(series)) = parts.get_mut("timeseries") {
+        for samples in series.values_mut() {
+            retain(Some(samples), &|r| by_instant(r, &["end", "timestamp"]));
+        }
+    }
+}
+
+/// The window of a demo history of `days` days up to `now`: from midnight (UTC) `days - 1`
+/// days before today, narrowed to the user's ingestion bounds; `None` when nothing is left.
 pub fn window(user: &User, days: u32, now: DateTime<Utc>) -> Option<Window> {
-    let tomorrow = now.date_naive().succ_opt()?.and_hms_opt(0, 0, 0)?.and_utc();
-    let start = tomorrow - chrono::Duration::days(i64::from(days));
-    super::pull::narrowed(user, start, tomorrow)
+    let today = now.date_naive().and_hms_opt(0, 0, 0)?.and_utc();
+    let start = today - chrono::Duration::days(i64::from(days) - 1);
+    super::pull::narrowed(user, start, now)
 }
 
 /// Merges day bodies that share provider and source into one body each, keeping order.
@@ -286,25 +334,87 @@ mod tests {
         }
     }
 
+    /// The instants of a body's heart-rate samples and nights.
+    fn instants(body: &Value) -> (Vec<String>, Vec<String>) {
+        let texts = |list: &Value, field: &str| -> Vec<String> {
+            list.as_array()
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|r| r[field].as_str())
+                        .map(str::to_owned)
+                })
+                .into_iter()
+                .flatten()
+                .collect()
+        };
+        (
+            texts(&body["timeseries"]["heartrate"], "timestamp"),
+            texts(&body["sleep"], "bedtime_stop"),
+        )
+    }
+
     #[tokio::test]
-    async fn a_pull_is_the_generators_days_of_the_window_merged_with_the_profile_when_asked() {
+    async fn a_pull_is_the_generators_records_of_its_window_and_adjacent_windows_share_none() {
         let user = Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
-        let demo = Demo::new("oura", Persona::Regular, user).unwrap();
-        let (start, end) = (at(2025, 3, 1, 0), at(2025, 3, 11, 0));
-        let all = demo
+        // Denver: a local day runs seven hours into the next UTC day.
+        let demo = Demo::new("fitbit", Persona::Athlete, user).unwrap();
+        let (start, middle, end) = (at(2025, 3, 1, 0), at(2025, 3, 6, 3), at(2025, 3, 11, 0));
+        let whole = demo
             .pull("", &pull(Resource::ALL.to_vec(), start, end))
             .await
             .unwrap();
-        let day = NaiveDate::from_ymd_opt(2025, 3, 10).unwrap();
-        let generated = demo::generate("oura", Persona::Regular, seed_for(user), day, 10).unwrap();
-        assert_eq!(all.body, merge_bodies(generated).remove(0));
-        assert!(all.body.get("profile").is_some());
-        assert_eq!(all.skipped, 0);
+        let (hr, nights) = instants(&whole.body);
+        let inside = |t: &String| {
+            let t = DateTime::parse_from_rfc3339(t).unwrap().with_timezone(&Utc);
+            start < t && t <= end
+        };
+        assert!(
+            hr.len() > 2_000 && nights.len() >= 8,
+            "{} {}",
+            hr.len(),
+            nights.len()
+        );
+        assert!(hr.iter().chain(&nights).all(inside));
+        // Everything the generator made for those instants, from the days around them.
+        let day = NaiveDate::from_ymd_opt(2025, 3, 11).unwrap();
+        let generated =
+            demo::generate("fitbit", Persona::Athlete, seed_for(user), day, 12).unwrap();
+        let (all_hr, all_nights) = instants(&merge_bodies(generated).remove(0));
+        let within = |l: Vec<String>| l.into_iter().filter(inside).collect::<Vec<_>>();
+        assert_eq!(hr, within(all_hr));
+        assert_eq!(nights, within(all_nights));
+        assert!(whole.body.get("profile").is_some());
 
-        let no_profile = vec![Resource::Sleep, Resource::Heartrate];
-        let without = demo.pull("", &pull(no_profile, start, end)).await.unwrap();
-        assert!(without.body.get("profile").is_none());
-        assert_eq!(without.body["sleep"], all.body["sleep"]);
+        // Two chunks meeting at an instant in the middle of a Denver evening: each record once.
+        let resources = vec![Resource::Sleep, Resource::Heartrate, Resource::Activity];
+        let a = demo
+            .pull("", &pull(resources.clone(), start, middle))
+            .await
+            .unwrap();
+        let b = demo.pull("", &pull(resources, middle, end)).await.unwrap();
+        assert!(a.body.get("profile").is_none());
+        let ((mut hr_a, mut nights_a), (hr_b, nights_b)) = (instants(&a.body), instants(&b.body));
+        assert!(!hr_a.is_empty() && !hr_b.is_empty());
+        hr_a.extend(hr_b);
+        nights_a.extend(nights_b);
+        assert_eq!((hr_a, nights_a), (hr, nights));
+        // Daily records: each day of the window, the day of the middle in both chunks (it is
+        // one record by id), none outside.
+        let dates = |body: &Value| -> Vec<String> {
+            body["activity"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["date"].to_string())
+                .collect()
+        };
+        assert!(
+            dates(&whole.body)
+                .iter()
+                .all(|d| d.as_str() >= "\"2025-03-01\"" && d.as_str() <= "\"2025-03-10\"")
+        );
+        assert!(dates(&a.body).contains(&"\"2025-03-06\"".to_owned()));
+        assert!(dates(&b.body).contains(&"\"2025-03-06\"".to_owned()));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -15,15 +15,38 @@ use wearhouse::ingest::demo::{Persona, generate};
 use wearhouse::store::metadata::sync_pulls::{self, ConnectionSync};
 use wearhouse::sync::demo::{merge_bodies, seed_for};
 
-/// Sleep records the generator makes for `user` over the `days` days ending today.
-fn generated_sleeps(user: &str, provider: &str, persona: Persona, days: u32) -> usize {
+/// Nights the generator makes for `user` that end in `(start, end]`: what a demo pull of that
+/// window stores.
+fn generated_sleeps(
+    user: &str,
+    provider: &str,
+    persona: Persona,
+    (start, end): (DateTime<Utc>, DateTime<Utc>),
+) -> usize {
     let seed = seed_for(user.parse().unwrap());
-    let today = Utc::now().date_naive();
-    let bodies = generate(provider, persona, seed, today, days).unwrap();
+    // From the day before (a local day behind UTC runs into the next UTC day), a year at a time.
+    let mut bodies = Vec::new();
+    let mut day = start.date_naive() - chrono::Days::new(1);
+    while day <= end.date_naive() {
+        let last = (day + chrono::Days::new(364)).min(end.date_naive());
+        let days = u32::try_from((last - day).num_days() + 1).unwrap();
+        bodies.extend(generate(provider, persona, seed, last, days).unwrap());
+        day = last + chrono::Days::new(1);
+    }
     merge_bodies(bodies)
         .iter()
-        .map(|b| b["sleep"].as_array().map_or(0, Vec::len))
-        .sum()
+        .flat_map(|b| b["sleep"].as_array().cloned().unwrap_or_default())
+        .filter(|night| {
+            let stop = night["bedtime_stop"].as_str().unwrap();
+            let stop = DateTime::parse_from_rfc3339(stop).unwrap();
+            start < stop && stop <= end
+        })
+        .count()
+}
+
+/// The window of a connection's historical pull.
+fn history(row: &ConnectionSync) -> (DateTime<Utc>, DateTime<Utc>) {
+    (row.window_start, row.window_end)
 }
 
 async fn sleeps(app: &TestApp, user: &str) -> Vec<Value> {
@@ -61,14 +84,12 @@ async fn a_demo_connection_is_pulled_by_the_jobs_and_stores_exactly_the_generato
     let row = sync_row(&app, &user, "oura").await;
     assert_eq!(row.demo_persona.as_deref(), Some("regular"));
     assert_eq!(row.completed_at, None);
-    assert_eq!(
-        (row.window_end - row.window_start).num_days(),
-        21,
-        "{row:?}"
-    );
+    let today = Utc::now().date_naive();
+    assert_eq!(row.window_start.date_naive(), today - chrono::Days::new(20));
+    assert!(row.window_end <= Utc::now() && row.window_end.date_naive() == today);
 
     app.pull_history(&user).await;
-    let expected = generated_sleeps(&user, "oura", Persona::Regular, 21);
+    let expected = generated_sleeps(&user, "oura", Persona::Regular, history(&row));
     assert!(expected >= 15, "the generator made {expected} nights");
     assert_eq!(sleeps(&app, &user).await.len(), expected);
     let row = sync_row(&app, &user, "oura").await;
@@ -95,6 +116,8 @@ async fn a_demo_connection_is_pulled_by_the_jobs_and_stores_exactly_the_generato
     )
     .await;
     app.pull_history(&user).await;
+    let again = sync_row(&app, &user, "oura").await;
+    let expected = generated_sleeps(&user, "oura", Persona::Regular, history(&again));
     assert_eq!(sleeps(&app, &user).await.len(), expected);
 }
 
@@ -104,7 +127,11 @@ async fn connecting_again_starts_a_new_history_with_the_new_persona_and_length()
     let user = app.user("demo-again").await;
     app.demo_connect(&user, "fitbit", 3).await;
     let first = sync_row(&app, &user, "fitbit").await;
-    assert_eq!((first.window_end - first.window_start).num_days(), 3);
+    let today = Utc::now().date_naive();
+    assert_eq!(
+        first.window_start.date_naive(),
+        today - chrono::Days::new(2)
+    );
 
     let a = app
         .post(
@@ -116,7 +143,10 @@ async fn connecting_again_starts_a_new_history_with_the_new_persona_and_length()
     let again = sync_row(&app, &user, "fitbit").await;
     assert_eq!(again.demo_persona.as_deref(), Some("athlete"));
     assert_eq!(again.completed_at, None);
-    assert_eq!((again.window_end - again.window_start).num_days(), 8);
+    assert_eq!(
+        again.window_start.date_naive(),
+        today - chrono::Days::new(7)
+    );
     // Another request before that pull ran replaces it.
     let a = app
         .post(
@@ -128,7 +158,10 @@ async fn connecting_again_starts_a_new_history_with_the_new_persona_and_length()
     assert_eq!(a.json["history_pulling"], true, "{}", a.json);
     app.pull_history(&user).await;
     let done = sync_row(&app, &user, "fitbit").await;
-    assert_eq!((done.window_end - done.window_start).num_days(), 30);
+    assert_eq!(
+        done.window_start.date_naive(),
+        today - chrono::Days::new(29)
+    );
     assert_eq!(done.demo_persona.as_deref(), Some("regular"));
     assert!(done.completed_at.is_some());
     // Only one connection.created: the connection was there for the second and third.
@@ -158,7 +191,7 @@ async fn the_users_ingestion_bounds_narrow_the_demo_history() {
     assert_eq!(row.window_start.date_naive(), first);
     assert_eq!(
         sleeps(&app, &user).await.len(),
-        generated_sleeps(&user, "oura", Persona::Regular, 3)
+        generated_sleeps(&user, "oura", Persona::Regular, history(&row))
     );
 }
 
@@ -188,9 +221,10 @@ async fn a_refresh_pulls_a_demo_connection_incrementally() {
     assert!(row.synced_at.is_some(), "{row:?}");
     // Still a demo pull, and the history is unchanged by the overlap re-pulled.
     assert_eq!(row.demo_persona.as_deref(), Some("regular"));
+    let pulled = (row.window_start, row.synced_until);
     assert_eq!(
         sleeps(&app, &user).await.len(),
-        generated_sleeps(&user, "oura", Persona::Regular, 5)
+        generated_sleeps(&user, "oura", Persona::Regular, pulled)
     );
 }
 
@@ -230,6 +264,7 @@ async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_onc
     .await;
     let user = created["user_id"].as_str().unwrap().to_owned();
     const DAYS: u32 = 1100;
+    let asked = Utc::now();
     let connected = call(
         &server,
         reqwest::Method::POST,
@@ -238,6 +273,7 @@ async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_onc
     )
     .await;
     assert_eq!(connected["history_pulling"], true, "{connected}");
+    let answered = Utc::now();
     // Killed once the oldest chunk is stored, long before the 37th.
     let today = Utc::now().date_naive();
     let oldest = format!(
@@ -280,12 +316,19 @@ async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_onc
         today + chrono::Days::new(1)
     );
     let sleeps = call(&server, reqwest::Method::GET, &all, None).await;
-    let expected = generated_sleeps(&user, "oura", Persona::Traveller, DAYS);
-    assert!(expected > 900, "{expected}");
-    assert_eq!(
-        sleeps["sleep"].as_array().map(Vec::len),
-        Some(expected),
-        "every night exactly once"
+    // The history ends when the connection was made, somewhere between the request and its
+    // answer.
+    let first = (today - chrono::Days::new(u64::from(DAYS) - 1))
+        .and_hms_opt(0, 0, 0)
+        .unwrap()
+        .and_utc();
+    let at_least = generated_sleeps(&user, "oura", Persona::Traveller, (first, asked));
+    let at_most = generated_sleeps(&user, "oura", Persona::Traveller, (first, answered));
+    assert!(at_least > 900, "{at_least}");
+    let stored = sleeps["sleep"].as_array().map_or(0, Vec::len);
+    assert!(
+        (at_least..=at_most).contains(&stored),
+        "every night exactly once: {stored} stored, {at_least}..={at_most} made"
     );
     let events = call(
         &server,
