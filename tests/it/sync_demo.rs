@@ -233,43 +233,29 @@ async fn a_refresh_pulls_a_demo_connection_incrementally() {
 /// night is stored once, announced once.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_once() {
-    use crate::server::{Server, create_team};
+    use crate::events_support::Server;
     use std::time::{Duration, Instant};
 
     let dir = tempfile::tempdir().unwrap();
-    let key = create_team(dir.path(), "acme", &[]);
     // A short lease: the dead runner's claim runs out in seconds.
     let args = ["--job-lease-secs", "3"];
-    let server = Server::start(dir.path(), &args);
-    let client = reqwest::Client::new();
-    let call = |server: &Server, method: reqwest::Method, path: &str, body: Option<Value>| {
-        let mut request = client
-            .request(method, server.url(path))
-            .header("x-service-api-key", &key);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
+    let server = Server::start(dir.path(), &args, None);
+    let post = |server: &Server, path: &str, body: Value| {
+        let (key, path) = (server.key.clone(), path.to_owned());
         async move {
-            let answer = request.send().await.unwrap();
-            assert!(answer.status().is_success(), "{}", answer.status());
-            answer.json::<Value>().await.unwrap()
+            let (status, answer) = server.call("POST", &path, &key, Some(body)).await;
+            assert_eq!(status, 200, "{answer}");
+            answer
         }
     };
-    let created = call(
-        &server,
-        reqwest::Method::POST,
-        "/v2/user/",
-        Some(json!({"client_user_id": "killed"})),
-    )
-    .await;
+    let created = post(&server, "/v2/user/", json!({"client_user_id": "killed"})).await;
     let user = created["user_id"].as_str().unwrap().to_owned();
     const DAYS: u32 = 1100;
     let asked = Utc::now();
-    let connected = call(
+    let connected = post(
         &server,
-        reqwest::Method::POST,
         "/v2/link/connect/demo",
-        Some(json!({"user_id": user, "provider": "oura", "days": DAYS, "persona": "traveller"})),
+        json!({"user_id": user, "provider": "oura", "days": DAYS, "persona": "traveller"}),
     )
     .await;
     assert_eq!(connected["history_pulling"], true, "{connected}");
@@ -283,25 +269,20 @@ async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_onc
     );
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let got = call(&server, reqwest::Method::GET, &oldest, None).await;
+        let got = server.get(&oldest).await;
         if got["sleep"].as_array().is_some_and(|s| !s.is_empty()) {
             break;
         }
         assert!(Instant::now() < deadline, "no chunk stored: {got}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let key = server.key.clone();
     server.kill();
 
-    let server = Server::start(dir.path(), &args);
+    let server = Server::start(dir.path(), &args, Some(key));
     let deadline = Instant::now() + Duration::from_secs(300);
     let job = loop {
-        let jobs = call(
-            &server,
-            reqwest::Method::GET,
-            "/v2/team/jobs?kind=sync.historical",
-            None,
-        )
-        .await;
+        let jobs = server.get("/v2/team/jobs?kind=sync.historical").await;
         if jobs["jobs"][0]["state"] == "succeeded" {
             break jobs["jobs"][0].clone();
         }
@@ -315,7 +296,7 @@ async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_onc
         today - chrono::Days::new(u64::from(DAYS) + 1),
         today + chrono::Days::new(1)
     );
-    let sleeps = call(&server, reqwest::Method::GET, &all, None).await;
+    let sleeps = server.get(&all).await;
     // The history ends when the connection was made, somewhere between the request and its
     // answer.
     let first = (today - chrono::Days::new(u64::from(DAYS) - 1))
@@ -330,13 +311,9 @@ async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_onc
         (at_least..=at_most).contains(&stored),
         "every night exactly once: {stored} stored, {at_least}..={at_most} made"
     );
-    let events = call(
-        &server,
-        reqwest::Method::GET,
-        &format!("/v2/team/events?user_id={user}&limit=100"),
-        None,
-    )
-    .await;
+    let events = server
+        .get(&format!("/v2/team/events?user_id={user}&limit=100"))
+        .await;
     let historical = crate::sync_support::historical_once(&events);
     assert!(historical.contains(&"historical.data.sleep.created".to_owned()));
 }
