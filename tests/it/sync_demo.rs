@@ -240,14 +240,11 @@ async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_onc
     // A short lease: the dead runner's claim runs out in seconds.
     let args = ["--job-lease-secs", "3"];
     let server = Server::start(dir.path(), &args, None);
-    let post = |server: &Server, path: &str, body: Value| {
-        let (key, path) = (server.key.clone(), path.to_owned());
-        async move {
-            let (status, answer) = server.call("POST", &path, &key, Some(body)).await;
-            assert_eq!(status, 200, "{answer}");
-            answer
-        }
-    };
+    async fn post(server: &Server, path: &str, body: Value) -> Value {
+        let (status, answer) = server.call("POST", path, &server.key, Some(body)).await;
+        assert_eq!(status, 200, "{answer}");
+        answer
+    }
     let created = post(&server, "/v2/user/", json!({"client_user_id": "killed"})).await;
     let user = created["user_id"].as_str().unwrap().to_owned();
     const DAYS: u32 = 1100;
