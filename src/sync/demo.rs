@@ -290,10 +290,9 @@ pub async fn connect_on(
             .into(),
         );
     }
-    let had = connections::connections(&mut *conn, user.id)
+    let had = connections::connection(&mut *conn, user.id, provider)
         .await?
-        .iter()
-        .any(|c| c.provider == provider && c.status == ConnectionStatus::Connected);
+        .is_some_and(|c| c.status == ConnectionStatus::Connected);
     connections::upsert_connection(&mut *conn, user.id, provider, ConnectionStatus::Connected)
         .await?;
     let pulling = super::pull::begin_on(

@@ -128,6 +128,19 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
+    /// `GET path` with `key`, answered as JSON.
+    pub async fn get_json(&self, path: &str, key: &str) -> serde_json::Value {
+        reqwest::Client::new()
+            .get(self.url(path))
+            .header("x-service-api-key", key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// The demo team's key; panics when the server was not started with `--demo`.
     pub fn key(&self) -> &str {
         self.key.as_deref().expect("started without --demo")

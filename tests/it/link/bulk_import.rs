@@ -127,20 +127,6 @@ async fn connected(app: &TestApp, key: &str, user: &str) -> bool {
         .any(|p| p["slug"] == "oura" && p["status"] == "connected")
 }
 
-/// The event types the team received about `user`.
-async fn event_types(app: &TestApp, user: &str) -> Vec<String> {
-    let a = app
-        .get(&format!("/v2/team/events?user_id={user}&limit=100"))
-        .await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    a.json["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event_type"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_submission_answers_202_at_once_and_imports_in_the_background_never_in_clear() {
     let (app, fake) = enabled().await;
@@ -208,7 +194,7 @@ async fn a_submission_answers_202_at_once_and_imports_in_the_background_never_in
     for user in [&fresh, &expired] {
         let entry = super::entry(&app, user, "oura").await;
         assert_eq!(entry["status"], "connected", "{entry}");
-        let types = event_types(&app, user).await;
+        let types = app.event_types(user).await;
         assert_eq!(
             types
                 .iter()

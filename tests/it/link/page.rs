@@ -231,15 +231,9 @@ async fn link_url(server: &Server, key: &str, name: &str, options: Value) -> (St
 
 /// The status of the user's connection to `provider`, if any.
 async fn connection(server: &Server, key: &str, user: &str, provider: &str) -> Option<String> {
-    let list: Value = reqwest::Client::new()
-        .get(server.url(&format!("/v2/user/providers/{user}")))
-        .header("x-service-api-key", key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = server
+        .get_json(&format!("/v2/user/providers/{user}"), key)
+        .await;
     list["providers"]
         .as_array()
         .unwrap()
@@ -404,21 +398,13 @@ async fn in_demo_mode_a_demo_provider_connects_at_once_with_history() {
         Some("connected")
     );
     // The history (90 days, the page's default) arrives by the connection's pull job.
-    let url = server.url(&format!(
+    let path = format!(
         "/v2/summary/sleep/{user}?start_date={}",
         chrono::Utc::now().date_naive() - chrono::Days::new(120)
-    ));
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let sleep: Value = reqwest::Client::new()
-            .get(&url)
-            .header("x-service-api-key", &key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let sleep = server.get_json(&path, &key).await;
         // About one night in twenty is unworn: 90 nights leave 75 with a wide margin.
         if sleep["sleep"].as_array().is_some_and(|s| s.len() >= 75) {
             break;
