@@ -117,7 +117,8 @@ pub async fn refresh(
         let demo = sync_pulls::get(&mut conn, user.id, &provider)
             .await?
             .is_some_and(|s| s.demo_persona.is_some());
-        let linked = has_connector(&provider)
+        let linked = !demo
+            && has_connector(&provider)
             && metadata::connections::sealed_credentials(&mut conn, user.id, &provider)
                 .await?
                 .is_some();
