@@ -144,7 +144,24 @@ impl From<crate::link::LinkError> for ApiError {
             LinkError::CodeRefused(message) => ApiError::BadRequest(message),
             LinkError::OAuthNotConfigured(_) => ApiError::BadRequest(err.to_string()),
             LinkError::TeamAppNotFound(_) => ApiError::NotFound("Provider credentials"),
-            LinkError::Secret(_) => ApiError::internal(err),
+            // A deployment without `--secret-key` (or with another one than sealed the row) is
+            // a configuration the operator fixes, not a bug: a 400 naming the flag, which a
+            // client library does not retry as it would a 500.
+            LinkError::Secret(crate::secret::SecretError::Missing) => ApiError::BadRequest(
+                "This deployment has no secret key (--secret-key or WEARHOUSE_SECRET_KEY), so \
+                 provider credentials can be neither stored nor read; the operator must \
+                 configure one."
+                    .to_owned(),
+            ),
+            LinkError::Secret(crate::secret::SecretError::Unsealable) => ApiError::BadRequest(
+                "Stored provider credentials do not open with this deployment's secret key \
+                 (--secret-key); the operator must restore the key they were sealed with, or \
+                 the user must link again."
+                    .to_owned(),
+            ),
+            LinkError::Secret(
+                crate::secret::SecretError::BadKey | crate::secret::SecretError::File { .. },
+            ) => ApiError::internal(err),
         }
     }
 }

@@ -106,6 +106,11 @@ pub async fn signer(
     {
         return Ok(Some(Signer::Deployment));
     }
+    // Without a secret key no team's own secret can be read (nor, normally, stored): only the
+    // deployment's application can have signed.
+    if key.is_none() {
+        return Ok(None);
+    }
     let teams = team_apps::secrets(meta, key, provider).await?;
     Ok(teams
         .into_iter()

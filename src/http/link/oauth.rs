@@ -55,11 +55,26 @@ pub struct LinkOutcome {
     pub error: Option<String>,
 }
 
+/// A callback's 400: the link's outcome, or (on a deployment without `--secret-key`, where the
+/// `state` cannot be verified) the configuration error.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(
+    dead_code,
+    reason = "the OpenAPI document's schema of the 400; the handler answers each shape through its own type"
+)]
+pub enum CallbackFailure {
+    /// The link failed and the token has no `redirect_url`.
+    Outcome(LinkOutcome),
+    /// The deployment cannot verify or store a link (`{"detail": ...}`).
+    Configuration(models::ErrorDetail),
+}
+
 /// The authorisation URL of an OAuth provider this link token may link.
 #[utoipa::path(get, path = "/v2/link/provider/oauth/{provider}", tag = "link",
     params(("provider" = String, Path, description = "Provider slug")),
     responses((status = 200, description = "The provider and its authorisation URL", body = OAuthProvider),
-              (status = 400, description = "No OAuth application is configured for the provider", body = models::ErrorDetail),
+              (status = 400, description = "No OAuth application is configured for the provider, or the deployment has no secret key", body = models::ErrorDetail),
               (status = 401, description = "Missing, unknown, expired or consumed link token", body = LinkTokenError),
               (status = 422, description = "Not an OAuth provider this token may link", body = models::ValidationError)),
     security(("link_token" = [])))]
@@ -144,7 +159,7 @@ fn land(landing: Landing, browser: bool) -> Response {
            ("error" = Option<String>, Query), ("error_description" = Option<String>, Query)),
     responses((status = 200, description = "Connected (no redirect_url on the token)", body = LinkOutcome),
               (status = 303, description = "To the token's redirect_url with the outcome"),
-              (status = 400, description = "Link failed (no redirect_url on the token)", body = LinkOutcome)))]
+              (status = 400, description = "Link failed (no redirect_url on the token), or the deployment has no secret key", body = CallbackFailure)))]
 async fn oauth_callback(
     State(state): State<AppState>,
     ApiPath(slug): ApiPath<String>,

@@ -95,6 +95,7 @@ pub(crate) fn password_provider(
     params(("provider" = String, Path, description = "A password provider's slug")),
     request_body(content = PasswordLinkRequest),
     responses((status = 200, description = "The outcome", body = PasswordLinkOutcome),
+              (status = 400, description = "The deployment has no secret key to seal the credentials with", body = models::ErrorDetail),
               (status = 401, description = "Missing, unknown, expired or consumed link token", body = LinkTokenError),
               (status = 422, description = "Not a password provider this token may link, or a malformed body", body = models::ValidationError)),
     security(("link_token" = [])))]

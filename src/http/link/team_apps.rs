@@ -98,6 +98,7 @@ fn oauth_provider(slug: &str) -> Result<&'static Provider, ApiError> {
     params(("provider" = String, Path, description = "Provider slug")),
     request_body(content = ProviderCredentialsRequest),
     responses((status = 200, description = "Stored (the secret is not shown)", body = ProviderCredentials),
+              (status = 400, description = "The deployment has no secret key to seal the secret with", body = models::ErrorDetail),
               (status = 422, description = "Validation error", body = models::ValidationError)),
     security(("api_key" = [])))]
 async fn put_credentials(

@@ -11,7 +11,8 @@
 //!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error);
 //! - [`team_apps`]: team provider credentials and the team's client in its OAuth links;
 //! - [`password`]: password links through the link API against [`fake_peloton`];
-//! - [`page`]: the hosted link page in a real headless Chromium, against a real server.
+//! - [`page`]: the hosted link page in a real headless Chromium, against a real server;
+//! - [`no_secret_key`]: a deployment without `--secret-key` answers 400s naming it, never 500s.
 
 mod bulk_import;
 mod bulk_import_durable;
@@ -19,6 +20,7 @@ mod codes;
 mod connections;
 pub(crate) mod fake_oauth;
 pub(crate) mod fake_peloton;
+mod no_secret_key;
 pub(crate) mod oauth;
 mod page;
 mod password;
