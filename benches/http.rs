@@ -50,7 +50,12 @@ async fn start() -> Server {
     let state = AppState::new(meta, health, HttpConfig::default()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(serve(listener, state, std::future::pending()));
+    tokio::spawn(serve(
+        listener,
+        state,
+        std::future::pending(),
+        std::time::Duration::ZERO,
+    ));
     Server {
         base,
         key: key.secret,

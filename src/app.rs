@@ -193,16 +193,19 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
 }
 
 /// Starts the background job runner with claims leased for `lease`, after making sure the
-/// standing jobs exist (event retention); stop it with `shutdown` after the server stopped.
+/// standing jobs exist (event retention); stop it with `shutdown` after the server stopped:
+/// running jobs get `shutdown_grace` to finish, then are handed back.
 pub async fn spawn_jobs(
     state: &AppState,
     lease: std::time::Duration,
+    shutdown_grace: std::time::Duration,
 ) -> anyhow::Result<crate::jobs::RunnerHandle> {
     let prune = crate::events::retention::job(crate::store::metadata::now());
     crate::jobs::enqueue_now(&state.meta, &prune).await?;
     let config = crate::jobs::RunnerConfig {
         lease,
         heartbeat: lease / 3,
+        shutdown_grace,
         ..crate::jobs::RunnerConfig::default()
     };
     Ok(crate::jobs::Runner::new(state.meta.clone(), job_registry(state), config).spawn())

@@ -206,6 +206,12 @@ pub struct ServeArgs {
     #[arg(long, env = "WEARHOUSE_JOB_LEASE_SECS", default_value_t = 60,
           value_parser = clap::value_parser!(u64).range(3..))]
     pub job_lease_secs: u64,
+    /// On SIGTERM or SIGINT: how long in-flight requests may take to finish, and running jobs
+    /// to end, before the process stops anyway (requests still open then are cut, jobs still
+    /// running are handed back with their lease released, so another process takes them at
+    /// once). New connections are refused from the signal on.
+    #[arg(long, env = "WEARHOUSE_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
+    pub shutdown_grace_secs: u64,
     /// Allow webhook endpoints on `http` and on private, loopback and link-local addresses
     /// (development and tests; refused by default against server-side request forgery).
     #[arg(long, env = "WEARHOUSE_WEBHOOK_ALLOW_PRIVATE")]

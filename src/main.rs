@@ -42,7 +42,8 @@ async fn main() -> anyhow::Result<()> {
                 state = state.with_public_url(&format!("http://{}", listener.local_addr()?));
             }
             let lease = std::time::Duration::from_secs(args.job_lease_secs);
-            let jobs = wearhouse::app::spawn_jobs(&state, lease).await?;
+            let grace = std::time::Duration::from_secs(args.shutdown_grace_secs);
+            let jobs = wearhouse::app::spawn_jobs(&state, lease, grace).await?;
             // The demo users' history is pulled by the jobs just started: wait for it, so a
             // client starting with the server finds their data.
             let unfinished =
@@ -58,7 +59,7 @@ async fn main() -> anyhow::Result<()> {
                 let hint = wearhouse::app::webhook_hint(&listener.local_addr()?, &key, &args);
                 println!("{hint}");
             }
-            let served = wearhouse::http::serve(listener, state, shutdown).await;
+            let served = wearhouse::http::serve(listener, state, shutdown, grace).await;
             jobs.shutdown().await;
             served?;
         }

@@ -427,15 +427,38 @@ async fn request_context(req: Request, next: Next) -> Response {
     response
 }
 
-/// Runs the service on `listener` until `shutdown` resolves; in-flight requests finish.
+/// Runs the service on `listener` until `shutdown` resolves. From then on no connection is
+/// accepted and idle keep-alive connections are closed; requests in flight get `grace` to
+/// finish, after which whatever is still open is cut and this returns anyway (a stuck client
+/// cannot hold a deployment's restart hostage).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    grace: std::time::Duration,
 ) -> std::io::Result<()> {
+    use std::future::IntoFuture;
     let app = router(state);
     let make = axum::ServiceExt::<Request<Body>>::into_make_service(app);
-    axum::serve(listener, make)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let (signalled, heard) = tokio::sync::oneshot::channel::<()>();
+    let draining = axum::serve(listener, make)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = signalled.send(());
+        })
+        .into_future();
+    tokio::pin!(draining);
+    tokio::select! {
+        served = &mut draining => served,
+        () = async {
+            // A dropped sender (the server ended on its own) is no signal: wait for `served`.
+            if heard.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(grace).await;
+        } => {
+            tracing::warn!(grace_secs = grace.as_secs_f64(), "shutdown grace over: closing the requests still open");
+            Ok(())
+        }
+    }
 }

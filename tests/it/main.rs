@@ -38,6 +38,7 @@ mod scale_out;
 mod schema_fuzz;
 mod sdk;
 mod series_names;
+mod shutdown;
 mod store;
 mod store_gate;
 mod store_recovery;

@@ -221,6 +221,30 @@ impl Server {
         assert!(exit.success(), "server exited with {exit:?} on SIGTERM");
     }
 
+    /// Sends SIGTERM and returns at once (the server drains in the background).
+    pub fn signal_term(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    }
+
+    /// Waits at most `limit` for the process to exit after a signal; its exit status, or None
+    /// when it is still running (it is then killed when dropped).
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let until = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if std::time::Instant::now() > until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// SIGKILL: no shutdown path runs at all.
     pub fn kill(mut self) {
         self.child.kill().expect("SIGKILL");

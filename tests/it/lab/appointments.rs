@@ -185,9 +185,13 @@ async fn async_booking_inside_the_window_is_final() {
 #[tokio::test(flavor = "multi_thread")]
 async fn async_booking_pending_then_confirmed_by_the_job() {
     let app = TestApp::new().await;
-    let runner = wearhouse::app::spawn_jobs(&app.state, std::time::Duration::from_secs(60))
-        .await
-        .unwrap();
+    let runner = wearhouse::app::spawn_jobs(
+        &app.state,
+        std::time::Duration::from_secs(60),
+        std::time::Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
     let order = phlebotomy_order(&app, "async-confirm").await;
     let key = keys(&slots(&app).await, "sbx_delay_").remove(0);
     let started = Instant::now();
