@@ -237,7 +237,18 @@ enum Series {
 const ALIASES: [(&str, &str); 2] = [("body_weight", "weight"), ("body_fat", "fat")];
 
 /// The cholesterol kinds served as `cholesterol/<kind>`.
-const CHOLESTEROL_KINDS: [&str; 4] = ["ldl", "hdl", "total", "triglycerides"];
+pub(crate) const CHOLESTEROL_KINDS: [&str; 4] = ["ldl", "hdl", "total", "triglycerides"];
+
+/// Every name `/v2/timeseries/{user_id}/{resource}` serves: the stored resources, the
+/// reference's aliases and the hypnogram.
+pub(crate) fn series_names() -> Vec<&'static str> {
+    crate::schema::RESOURCES
+        .iter()
+        .map(|r| r.name)
+        .chain(ALIASES.iter().map(|(alias, _)| *alias))
+        .chain(["hypnogram"])
+        .collect()
+}
 
 fn series(name: &str) -> Result<Series, ApiError> {
     if name == "hypnogram" {
@@ -250,12 +261,7 @@ fn series(name: &str) -> Result<Series, ApiError> {
     resource(stored)
         .map(|r| Series::Stored(r, None))
         .ok_or_else(|| {
-            let known: Vec<&str> = crate::schema::RESOURCES
-                .iter()
-                .map(|r| r.name)
-                .chain(ALIASES.iter().map(|(alias, _)| *alias))
-                .chain(["hypnogram"])
-                .collect();
+            let known = series_names();
             ApiError::invalid(
                 Violation::value(
                     loc!["path", "resource"],

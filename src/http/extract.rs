@@ -312,6 +312,33 @@ pub fn parse_uuid(value: &str, loc: Vec<Loc>) -> Result<Uuid, ApiError> {
     })
 }
 
+/// The rule of an integer query parameter: the one definition the handler reads it with
+/// ([`QueryParams::read`]) and the OpenAPI document states (`super::doc_rules`), so the two
+/// cannot disagree.
+#[derive(Debug, Clone, Copy)]
+pub struct IntParam {
+    /// The parameter's name.
+    pub name: &'static str,
+    /// Its value when absent.
+    pub default: i64,
+    /// The smallest value accepted.
+    pub min: i64,
+    /// The largest value accepted.
+    pub max: i64,
+}
+
+impl IntParam {
+    /// A rule; `const` so handlers declare theirs as items.
+    pub const fn new(name: &'static str, default: i64, min: i64, max: i64) -> IntParam {
+        IntParam {
+            name,
+            default,
+            min,
+            max,
+        }
+    }
+}
+
 /// The decoded query string, with typed accessors that answer 422 at `["query", <name>]`.
 /// Unknown parameters are ignored, as clients of this kind of API expect.
 #[derive(Debug, Default)]
@@ -347,6 +374,11 @@ impl QueryParams {
             .filter(|(k, v)| k == name && !v.is_empty())
             .map(|(_, v)| v.as_str())
             .collect()
+    }
+
+    /// The value of an integer parameter under its rule (see [`IntParam`]).
+    pub fn read(&self, rule: &IntParam) -> Result<i64, ApiError> {
+        self.int(rule.name, rule.default, rule.min, rule.max)
     }
 
     /// An integer in `min..=max`, or `default` when absent.

@@ -11,9 +11,14 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{AuthTeam, QueryParams};
+use super::extract::{AuthTeam, IntParam, QueryParams};
 use crate::jobs::{JobState, view};
 use crate::validation::Violation;
+
+/// `GET /v2/team/jobs`'s page number.
+pub(crate) const PAGE: IntParam = IntParam::new("page", 1, 1, i32::MAX as i64);
+/// `GET /v2/team/jobs`'s page size.
+pub(crate) const SIZE: IntParam = IntParam::new("size", 50, 1, 100);
 
 /// Documented routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -54,8 +59,8 @@ async fn list_jobs(
     query: QueryParams,
 ) -> Result<Json<super::models_events::Jobs>, ApiError> {
     let job_state = state_param(&query)?;
-    let page = query.int("page", 1, 1, i64::from(i32::MAX))?;
-    let size = query.int("size", 50, 1, 100)?;
+    let page = query.read(&PAGE)?;
+    let size = query.read(&SIZE)?;
     let kind = query.get("kind").map(str::to_owned);
     let (jobs, total) =
         view::team_jobs(&state.meta, team.0.id, job_state, kind, page, size).await?;

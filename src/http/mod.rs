@@ -14,6 +14,7 @@
 
 mod aggregate;
 mod data;
+mod doc_rules;
 pub mod error;
 pub mod extract;
 mod jobs;
@@ -311,6 +312,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(meta::routes())
         .split_for_parts();
     add_common_errors(&mut doc);
+    doc_rules::apply(&mut doc);
     (routes, doc)
 }
 

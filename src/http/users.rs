@@ -11,12 +11,17 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{ApiPath, AuthTeam, JsonBody, PathId, QueryParams, TeamUser};
+use super::extract::{ApiPath, AuthTeam, IntParam, JsonBody, PathId, QueryParams, TeamUser};
 use super::models;
 use crate::store::metadata::{MetadataError, User};
 use crate::users::wire::{DuplicateUser, Success, TeamMetrics, UserInfo, UserPage, UserResource};
 use crate::users::{self, info};
 use crate::validation::Violation;
+
+/// `GET /v2/user`'s offset.
+pub(crate) const OFFSET: IntParam = IntParam::new("offset", 0, 0, i64::MAX);
+/// `GET /v2/user`'s page size.
+pub(crate) const LIMIT: IntParam = IntParam::new("limit", 100, 1, 500);
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -91,8 +96,8 @@ async fn list_users(
     State(state): State<AppState>,
     query: QueryParams,
 ) -> Result<Json<UserPage>, ApiError> {
-    let offset = query.int("offset", 0, 0, i64::MAX)?;
-    let limit = query.int("limit", 100, 1, 500)?;
+    let offset = query.read(&OFFSET)?;
+    let limit = query.read(&LIMIT)?;
     let (page, total) = state.meta.list_users(team.0.id, offset, limit).await?;
     let mut users = Vec::with_capacity(page.len());
     for user in &page {

@@ -10,13 +10,16 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{AuthTeam, JsonBody, PathId, QueryParams, parse_uuid};
+use super::extract::{AuthTeam, JsonBody, PathId, IntParam, QueryParams, parse_uuid};
 use super::models_events as events_models;
 use crate::events::endpoints::{self as api, EventsError, WebhookEndpoint};
 use crate::events::history;
 use crate::loc;
 use crate::store::metadata::deliveries::DeliveryStatus;
 use crate::validation::Violation;
+
+/// The page size of the event and delivery lists.
+pub(crate) const LIMIT: IntParam = IntParam::new("limit", 50, 1, 100);
 
 /// Documented routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -165,7 +168,7 @@ async fn list_deliveries(
             )
         })?),
     };
-    let limit = query.int("limit", 50, 1, 100)?;
+    let limit = query.read(&LIMIT)?;
     let cursor = cursor_param(&query)?;
     let (page, next) =
         history::deliveries(&state.meta, team.0.id, id, status, cursor, limit).await?;
@@ -244,7 +247,7 @@ async fn list_events(
                 .with_timezone(&chrono::Utc),
         ),
     };
-    let limit = query.int("limit", 50, 1, 100)?;
+    let limit = query.read(&LIMIT)?;
     let cursor = cursor_param(&query)?;
     let (page, next) = history::events(
         &state.meta,

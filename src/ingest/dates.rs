@@ -16,6 +16,11 @@ use serde_json::Value;
 use crate::loc;
 use crate::validation::{Invalid, Violation};
 
+/// The dates and date-times [`parse_date_range`] accepts, as the OpenAPI document states them: a
+/// date `YYYY-MM-DD`, or a date-time with seconds and an offset. Stricter than the parser where a
+/// pattern cannot follow the calendar (days past the 28th are accepted but not promised).
+pub const DATE_OR_DATE_TIME_PATTERN: &str = r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9]))?$";
+
 enum Bound {
     Day(NaiveDate),
     Instant(DateTime<Utc>),

@@ -71,7 +71,7 @@ mod zone;
 pub use columnar::{
     ARROW_STREAM_MEDIA_TYPE, Columnar, ColumnarTarget, PARQUET_MEDIA_TYPE, parse_push_columnar,
 };
-pub use dates::parse_date_range;
+pub use dates::{DATE_OR_DATE_TIME_PATTERN, parse_date_range};
 pub use fields::{SOURCE_TYPES, push_key};
 pub use grouped::render_grouped;
 pub use hypnogram::{hypnogram_grouped, hypnogram_plain};

@@ -76,7 +76,7 @@ async fn psc_info(
     )?;
     let radius = area::parse_radius(query.get("radius"), loc!["query", "radius"])?;
     required(&query, "lab_id")?;
-    let lab_id = query.int("lab_id", 0, 1, i64::MAX)?;
+    let lab_id = query.read(&super::LAB_ID)?;
     let lab = crate::lab::catalogue::labs::lab(lab_id).ok_or_else(|| {
         LabError::invalid(
             Violation::value(loc!["query", "lab_id"], format!("unknown lab {lab_id}"))

@@ -7,7 +7,7 @@ use utoipa_axum::routes;
 
 use super::super::AppState;
 use super::super::error::ApiError;
-use super::super::extract::{AuthTeam, PathId, QueryParams, parse_uuid};
+use super::super::extract::{AuthTeam, PathId, IntParam, QueryParams, parse_uuid};
 use super::page;
 use crate::http::extract::Typed;
 use crate::lab::catalogue::{self, labs};
@@ -15,6 +15,9 @@ use crate::lab::model::catalogue::{
     CreateLabTest, Lab, LabTest, LabTestPage, MarkersPage, OrderSetMarkersRequest, PatchLabTest,
 };
 use crate::loc;
+
+/// `GET /v3/lab_test`'s page size.
+pub(crate) const LAB_TEST_LIMIT: IntParam = IntParam::new("lab_test_limit", 50, 1, 100);
 
 /// Documented routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -47,7 +50,7 @@ async fn list_markers(_team: AuthTeam, query: QueryParams) -> Result<Json<Marker
     let p = page(&query)?;
     let lab_id = match query.get("lab_id") {
         None => None,
-        Some(_) => Some(query.int("lab_id", 0, 1, i64::MAX)?),
+        Some(_) => Some(query.read(&super::LAB_ID)?),
     };
     Ok(Json(catalogue::list_markers(lab_id, query.get("name"), p)?))
 }
@@ -153,7 +156,7 @@ async fn list_lab_tests(
     State(state): State<AppState>,
     query: QueryParams,
 ) -> Result<Json<LabTestPage>, ApiError> {
-    let limit = query.int("lab_test_limit", 50, 1, 100)?;
+    let limit = query.read(&LAB_TEST_LIMIT)?;
     let cursor = query
         .get("next_cursor")
         .map(|c| parse_uuid(c, loc!["query", "next_cursor"]))

@@ -4,16 +4,23 @@
 
 mod appointments;
 mod area;
-mod catalogue;
+pub(super) mod catalogue;
 mod orders;
 
 use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::QueryParams;
+use super::extract::{IntParam, QueryParams};
 use crate::lab::LabError;
 use crate::lab::decode::Page;
+
+/// The page number of the lab's page-numbered lists.
+pub(crate) const PAGE: IntParam = IntParam::new("page", 1, 1, i64::MAX);
+/// The page size of the lab's page-numbered lists.
+pub(crate) const SIZE: IntParam = IntParam::new("size", 50, 1, 100);
+/// A lab's id in a query.
+pub(crate) const LAB_ID: IntParam = IntParam::new("lab_id", 0, 1, i64::MAX);
 
 /// Documented routes of `/v3`.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -41,8 +48,8 @@ impl From<LabError> for ApiError {
 /// `page` (≥ 1, default 1) and `size` (1–100, default 50).
 pub fn page(query: &QueryParams) -> Result<Page, ApiError> {
     Ok(Page {
-        page: query.int("page", 1, 1, i64::MAX)?,
-        size: query.int("size", 50, 1, 100)?,
+        page: query.read(&PAGE)?,
+        size: query.read(&SIZE)?,
     })
 }
 

@@ -24,13 +24,16 @@ use uuid::Uuid;
 
 use crate::http::AppState;
 use crate::http::error::ApiError;
-use crate::http::extract::{AuthTeam, JsonBody, QueryParams, parse_uuid};
+use crate::http::extract::{AuthTeam, IntParam, JsonBody, QueryParams, parse_uuid};
 use crate::http::models;
 use crate::link::bulk_import::{self, BulkImportError, OpStatus, Operation, Recipe};
 use crate::loc;
 use crate::providers::{self, Provider, scopes};
 use crate::users::wire::instant;
 use crate::validation::{Checks, Invalid, Loc, Violation, decode};
+
+/// `GET /v2/link/bulk_op`'s page size.
+pub(crate) const PAGE_SIZE: IntParam = IntParam::new("page_size", 10, 1, 100);
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -333,7 +336,7 @@ async fn list_bulk_ops(
     State(state): State<AppState>,
     query: QueryParams,
 ) -> Result<Json<BulkOps>, ApiError> {
-    let page_size = query.int("page_size", 10, 1, 100)?;
+    let page_size = query.read(&PAGE_SIZE)?;
     let cursor = query
         .get("next_cursor")
         .map(|c| parse_uuid(c, loc!["query", "next_cursor"]))

@@ -1,7 +1,7 @@
 //! `/v2/link`, the hosted link page `/link` and the user's connections: the HTTP side of
 //! [`crate::link`].
 
-mod bulk_import;
+pub(super) mod bulk_import;
 mod codes;
 mod connections;
 mod demo;
