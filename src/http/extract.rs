@@ -393,7 +393,8 @@ impl QueryParams {
     }
 }
 
-/// The authenticated team. Missing key → 401 "Missing API key"; unknown → "Invalid API key".
+/// The authenticated team. Missing key → 401 "Missing API key"; unknown, revoked or expired →
+/// "Invalid API key".
 #[derive(Debug, Clone)]
 pub struct AuthTeam(pub Team);
 
