@@ -1,6 +1,6 @@
 //! The command-line operations besides `serve`: importing a push file, generating demo data as
-//! Parquet, and running an aggregate request against a data dir. Each goes through the same
-//! code path as its HTTP counterpart.
+//! Parquet, running an aggregate request against a data dir, and managing a team's API keys.
+//! Each goes through the same code path as its HTTP counterpart.
 
 use std::path::{Path, PathBuf};
 
@@ -12,13 +12,16 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::app::{open_health, open_metadata};
-use crate::config::StoreArgs;
+use crate::config::{KeysCommand, StoreArgs};
 use crate::data;
 use crate::engine::OutputFormat;
 use crate::engine::{Engine, Limits};
 use crate::ingest::{self, PushUser, demo};
+use crate::keys::{self, KeysError, NewKeyRequest, RotateKeyRequest, TeamKey};
+use crate::loc;
 use crate::query;
-use crate::store::metadata::{MetadataStore, User};
+use crate::store::metadata::{MetadataStore, Team, User};
+use crate::validation::Checks;
 
 /// Finds a user by id, or by client user id within a team given by id or name.
 async fn find_user(meta: &MetadataStore, team: Option<&str>, user: &str) -> anyhow::Result<User> {
@@ -175,4 +178,99 @@ pub async fn import_pscs(store: &StoreArgs, file: &Path) -> anyhow::Result<Vec<(
         *counts.entry(c.lab_slug.clone()).or_default() += 1;
     }
     Ok(counts.into_iter().collect())
+}
+
+/// Finds a team by id or name.
+async fn find_team(meta: &MetadataStore, team: &str) -> anyhow::Result<Team> {
+    let found = match team.parse::<Uuid>() {
+        Ok(id) => meta.team(id).await?,
+        Err(_) => meta.team_by_name(team).await?,
+    };
+    found.with_context(|| format!("no team {team:?} (give its id or name)"))
+}
+
+/// One line of `wearhouse keys list`: tab-separated, `-` for what is unset.
+fn key_line(key: &TeamKey) -> String {
+    let or_dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
+    [
+        key.id.to_string(),
+        key.name.clone(),
+        key.status.as_str().to_owned(),
+        or_dash(&key.hint),
+        key.created_at.clone(),
+        or_dash(&key.last_used_at),
+        or_dash(&key.expires_at),
+        or_dash(&key.revoked_at),
+    ]
+    .join("\t")
+}
+
+/// `wearhouse keys list|create|revoke|rotate`: one operation on a team's API keys through the
+/// same functions as `/v2/team/keys`; the text to print (a secret only for create and rotate).
+pub async fn keys(command: KeysCommand) -> anyhow::Result<String> {
+    let (KeysCommand::List { team, store }
+    | KeysCommand::Create { team, store, .. }
+    | KeysCommand::Revoke { team, store, .. }
+    | KeysCommand::Rotate { team, store, .. }) = &command;
+    let meta = open_metadata(store).await?;
+    let team = find_team(&meta, team).await?;
+    let checks = || Checks::new(loc![]);
+    let done = match command {
+        KeysCommand::List { .. } => keys::list(&meta, team.id).await.map(|list| {
+            list.keys
+                .iter()
+                .map(key_line)
+                .collect::<Vec<_>>()
+                .join("\n")
+        }),
+        KeysCommand::Create { name, .. } => {
+            keys::create(&meta, team.id, NewKeyRequest { name }, checks())
+                .await
+                .map(|k| {
+                    format!(
+                        "key_id: {}\nname: {}\napi_key: {}",
+                        k.key.id, k.key.name, k.secret
+                    )
+                })
+        }
+        KeysCommand::Revoke { key_id, .. } => keys::revoke(&meta, team.id, key_id)
+            .await
+            .map(|k| format!("key_id: {}\nstatus: {}", k.id, k.status.as_str())),
+        KeysCommand::Rotate {
+            key_id,
+            overlap_seconds,
+            ..
+        } => {
+            let req = RotateKeyRequest {
+                overlap_seconds: Some(overlap_seconds),
+            };
+            keys::rotate(&meta, team.id, key_id, req, checks())
+                .await
+                .map(|k| {
+                    format!(
+                        "key_id: {}\nname: {}\napi_key: {}\nprevious_key_id: {}\nprevious_key_expires_at: {}",
+                        k.key.id,
+                        k.key.name,
+                        k.secret,
+                        k.previous.id,
+                        k.previous.expires_at.unwrap_or_default()
+                    )
+                })
+        }
+    };
+    meta.close().await;
+    match done {
+        Ok(text) => Ok(text),
+        Err(KeysError::Invalid(invalid)) => bail!(
+            "rejected: {}",
+            invalid
+                .0
+                .iter()
+                .map(|v| v.msg.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        Err(KeysError::KeyNotFound) => bail!("no such key in team {} ({})", team.name, team.id),
+        Err(e) => Err(e.into()),
+    }
 }

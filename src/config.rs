@@ -26,6 +26,12 @@ pub enum Command {
         #[command(subcommand)]
         command: TeamCommand,
     },
+    /// Manage a team's API keys (the secret is printed by create and rotate only).
+    Keys {
+        /// The key operation.
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
     /// Push a file in the push API's shape (`POST /v2/user/{user_id}/data`) for one user.
     Import {
         /// Team id or name.
@@ -129,6 +135,59 @@ pub enum TeamCommand {
     },
     /// List teams.
     List {
+        /// Where the data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// A team's API key operations, as `/v2/team/keys` does them.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// List the team's keys, oldest first (id, name, status, hint, created, last used, expires,
+    /// revoked; `-` when unset), never a secret.
+    List {
+        /// Team id or name.
+        #[arg(long)]
+        team: String,
+        /// Where the data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Create a key and print its id and secret (shown only now).
+    Create {
+        /// Team id or name.
+        #[arg(long)]
+        team: String,
+        /// The key's name (1 to 100 characters).
+        #[arg(long)]
+        name: String,
+        /// Where the data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Revoke a key: it answers 401 from the next request on, on every server.
+    Revoke {
+        /// Team id or name.
+        #[arg(long)]
+        team: String,
+        /// The key's id.
+        key_id: uuid::Uuid,
+        /// Where the data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Replace a key with a new one of the same name and print the new secret; the old key
+    /// keeps working for the overlap.
+    Rotate {
+        /// Team id or name.
+        #[arg(long)]
+        team: String,
+        /// The key's id.
+        key_id: uuid::Uuid,
+        /// How long the old key keeps working, in seconds (0 to 2592000).
+        #[arg(long, default_value_t = crate::keys::DEFAULT_OVERLAP_SECONDS)]
+        overlap_seconds: i64,
         /// Where the data lives.
         #[command(flatten)]
         store: StoreArgs,

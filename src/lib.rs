@@ -6,6 +6,7 @@
 //! - [`providers`]: the provider catalogue and default priorities;
 //! - [`validation`]: the shape of a rejected input, shared by every layer;
 //! - [`users`]: the user resource's rules and rendering;
+//! - [`keys`]: team API keys: create, list, revoke, rotate with an overlap;
 //! - [`store`]: health data (Parquet on an object store) and metadata (sqlx);
 //! - [`data`]: the data plane's operations (push, getter reads), over ingest and the store;
 //! - [`ingest`]: push API records to Arrow batches and back, and the demo data generator;
@@ -29,6 +30,7 @@ pub mod events;
 pub mod http;
 pub mod ingest;
 pub mod jobs;
+pub mod keys;
 pub mod lab;
 pub mod link;
 pub mod parquet_write;

@@ -125,6 +125,9 @@ async fn main() -> anyhow::Result<()> {
                 println!("{lab}\t{n} centres");
             }
         }
+        Command::Keys { command } => {
+            println!("{}", wearhouse::cli::keys(command).await?);
+        }
         Command::Team { command } => match command {
             TeamCommand::Create { name, store } => {
                 let meta = wearhouse::app::open_metadata(&store).await?;

@@ -110,6 +110,18 @@ impl From<MetadataError> for ApiError {
     }
 }
 
+impl From<crate::keys::KeysError> for ApiError {
+    fn from(err: crate::keys::KeysError) -> Self {
+        use crate::keys::KeysError;
+        match err {
+            KeysError::Invalid(invalid) => ApiError::Invalid(invalid),
+            KeysError::KeyNotFound => ApiError::NotFound("API key"),
+            KeysError::NotRotatable(sentence) => ApiError::BadRequest(sentence),
+            KeysError::Metadata(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::link::LinkError> for ApiError {
     fn from(err: crate::link::LinkError) -> Self {
         use crate::link::{LinkError, LinkErrorType};

@@ -2,9 +2,12 @@
 //! instead of axum's plain-text rejections: JSON bodies, uuid path segments, query strings and
 //! the team API key.
 
+use axum::body::HttpBody;
 use axum::extract::path::ErrorKind;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{FromRequest, FromRequestParts, Path, RawPathParams, Request};
+use axum::extract::{
+    FromRequest, FromRequestParts, OptionalFromRequest, Path, RawPathParams, Request,
+};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::request::Parts;
 use futures::StreamExt;
@@ -74,6 +77,25 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Decoded<T> {
         let JsonBody(value) = JsonBody::from_request(req, state).await?;
         let (body, checks) = crate::validation::decode(&value, loc!["body"])?;
         Ok(Decoded(body, checks))
+    }
+}
+
+/// An optional body: a request whose body is declared empty (no `Content-Length`, or 0, and
+/// not chunked), whatever its `Content-Type`, or whose JSON is `null`, is `None`; anything else
+/// is read as [`Decoded`]. For `POST`s whose every member has a default (a key rotation).
+impl<T: DeserializeOwned> OptionalFromRequest<AppState> for Decoded<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Option<Self>, Self::Rejection> {
+        if req.body().size_hint().exact() == Some(0) {
+            return Ok(None);
+        }
+        let JsonBody(value) = JsonBody::from_request(req, state).await?;
+        if value.is_null() {
+            return Ok(None);
+        }
+        let (body, checks) = crate::validation::decode(&value, loc!["body"])?;
+        Ok(Some(Decoded(body, checks)))
     }
 }
 
@@ -403,7 +425,8 @@ impl QueryParams {
     }
 }
 
-/// The authenticated team. Missing key → 401 "Missing API key"; unknown → "Invalid API key".
+/// The authenticated team. Missing key → 401 "Missing API key"; unknown, revoked or expired →
+/// "Invalid API key".
 #[derive(Debug, Clone)]
 pub struct AuthTeam(pub Team);
 
@@ -433,11 +456,14 @@ impl FromRequestParts<AppState> for AuthTeam {
         if key.is_empty() {
             return Err(ApiError::Unauthorized("Missing API key"));
         }
+        // Read on every request (no cache): a key revoked or expired by any process answers
+        // 401 at once.
         let team = state
             .meta
-            .team_for_key(key)
+            .authenticate(key)
             .await?
-            .ok_or(ApiError::Unauthorized("Invalid API key"))?;
+            .ok_or(ApiError::Unauthorized("Invalid API key"))?
+            .team;
         if let Some(slot) = parts.extensions.get::<TeamSlot>() {
             let _ = slot.0.set(team.id);
         }

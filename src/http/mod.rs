@@ -18,6 +18,7 @@ mod doc_rules;
 pub mod error;
 pub mod extract;
 mod jobs;
+mod keys;
 mod lab;
 mod link;
 mod meta;
@@ -302,6 +303,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (routes, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(users::routes())
         .merge(teams::routes())
+        .merge(keys::routes())
         .merge(jobs::routes())
         .merge(webhooks::routes())
         .merge(data::routes())

@@ -29,6 +29,7 @@ mod events;
 mod ingest;
 mod jobs;
 mod jobs_api;
+mod keys;
 mod lab;
 mod link;
 mod memory;

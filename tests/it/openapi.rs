@@ -154,6 +154,7 @@ const NO_BODY: &[&str] = &[
     "POST /v2/user/undo_delete",
     "POST /v2/user/refresh/{user_id}",
     "POST /v2/link/code/create",
+    "POST /v2/team/keys/{key_id}/revoke",
     "POST /v2/team/webhooks/{id}/rotate_secret",
     "POST /v2/team/webhooks/{id}/replay",
     "POST /v2/team/events/test",

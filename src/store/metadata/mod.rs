@@ -41,7 +41,7 @@ pub mod users;
 pub mod webhooks;
 
 pub use connections::{Connection, ConnectionStatus};
-pub use keys::ApiKey;
+pub use keys::{ApiKey, Authenticated, KeyRecord};
 pub use teams::Team;
 pub use users::{NewUser, Stamped, User, UserPatch};
 
@@ -101,6 +101,8 @@ pub struct MetadataStore {
     read: AnyPool,
     /// Wakes this process's job runners when a job is enqueued here (see `crate::jobs`).
     jobs_wake: Arc<Notify>,
+    /// The API keys whose last use this process is recording now (see [`keys`]).
+    key_touches: Arc<keys::Touches>,
 }
 
 impl MetadataStore {
@@ -121,6 +123,7 @@ impl MetadataStore {
                 write: pool.clone(),
                 read: pool,
                 jobs_wake: Arc::default(),
+                key_touches: Arc::default(),
             });
         }
         // Durable commits, and a wait instead of an error when another process holds the lock.
@@ -156,6 +159,7 @@ impl MetadataStore {
             write,
             read,
             jobs_wake: Arc::default(),
+            key_touches: Arc::default(),
         })
     }
 

@@ -55,6 +55,15 @@ pub async fn list_teams(conn: &mut AnyConnection) -> Result<Vec<Team>, MetadataE
     rows.iter().map(team_from_row).collect()
 }
 
+/// The team with this id, if any.
+pub async fn team(conn: &mut AnyConnection, id: Uuid) -> Result<Option<Team>, MetadataError> {
+    let row = sqlx::query("SELECT id, name, created_at FROM teams WHERE id = $1")
+        .bind(id.to_string())
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(team_from_row).transpose()
+}
+
 /// The oldest team with this name, if any.
 pub async fn team_by_name(
     conn: &mut AnyConnection,
@@ -81,6 +90,11 @@ impl MetadataStore {
     /// Every team, oldest first.
     pub async fn list_teams(&self) -> Result<Vec<Team>, MetadataError> {
         list_teams(&mut *self.reader().await?).await
+    }
+
+    /// The team with this id, if any.
+    pub async fn team(&self, id: Uuid) -> Result<Option<Team>, MetadataError> {
+        team(&mut *self.reader().await?, id).await
     }
 
     /// The oldest team with this name, if any.
