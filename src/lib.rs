@@ -18,7 +18,8 @@
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
 //! - [`parquet_write`]: Parquet files encoded on every core (store segments, Parquet answers);
-//! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up.
+//! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up;
+//! - [`rate_limit`]: request budgets per API key and team (token buckets, per process).
 
 pub mod app;
 pub mod cli;
@@ -34,6 +35,7 @@ pub mod link;
 pub mod parquet_write;
 pub mod providers;
 pub mod query;
+pub mod rate_limit;
 pub mod schema;
 pub mod secret;
 pub mod store;
