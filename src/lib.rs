@@ -19,6 +19,7 @@
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
 //! - [`parquet_write`]: Parquet files encoded on every core (store segments, Parquet answers);
 //! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up;
+//! - [`metrics`]: the Prometheus metrics `/metrics` exposes;
 //! - [`rate_limit`]: request budgets per API key and team (token buckets, per process).
 
 pub mod app;
@@ -32,6 +33,7 @@ pub mod ingest;
 pub mod jobs;
 pub mod lab;
 pub mod link;
+pub mod metrics;
 pub mod parquet_write;
 pub mod providers;
 pub mod query;
