@@ -36,7 +36,7 @@ impl Scrape {
         // The parser refuses `# UNIT` on histograms, which OpenMetrics allows (its own example
         // is a histogram in seconds): those lines are checked here and left out of the parse.
         assert!(
-            text.contains("# UNIT wearhouse_http_request_duration_seconds seconds\n"),
+            text.contains("# UNIT wearhouse_webhook_delivery_lag_seconds seconds\n"),
             "{text}"
         );
         let parsed: String = text
@@ -293,5 +293,96 @@ async fn metrics_are_documented_without_a_key_and_keyed_operations_document_429(
         doc["paths"]["/health"]["get"]["responses"]
             .get("429")
             .is_none()
+    );
+}
+
+/// Scrapes until `ready` holds (the job runner records after the receiver has answered), for
+/// at most ten seconds; answers the last scrape.
+async fn scrape_until(app: &TestApp, ready: impl Fn(&Scrape) -> bool) -> Scrape {
+    let started = std::time::Instant::now();
+    loop {
+        let s = Scrape::of(app).await;
+        if ready(&s) || started.elapsed() > std::time::Duration::from_secs(10) {
+            return s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_attempts_and_their_lag_are_counted_by_outcome() {
+    use crate::events_support::{Receiver, endpoint_at};
+    use wearhouse::events::{Event, EventType, outbox};
+
+    let mut app = TestApp::new().await;
+    app.state.webhooks = wearhouse::events::UrlRules {
+        allow_private: true,
+    };
+    let team = app
+        .state
+        .meta
+        .team_for_key(&app.key)
+        .await
+        .unwrap()
+        .unwrap();
+    let (up, down) = (Receiver::start(true).await, Receiver::start(false).await);
+    endpoint_at(&app.state.meta, team.id, &up.url).await;
+    endpoint_at(&app.state.meta, team.id, &down.url).await;
+    let events: Vec<Event> = (0..2)
+        .map(|n| Event {
+            event_type: EventType::DailyCreated("steps"),
+            user: None,
+            data: json!({ "n": n }),
+        })
+        .collect();
+    outbox::publish(&app.state.meta, team.id, &events)
+        .await
+        .unwrap();
+    let config = crate::jobs_support::config("metrics", std::time::Duration::from_secs(30));
+    let registry = wearhouse::app::job_registry(&app.state);
+    let runner = wearhouse::jobs::Runner::new(app.state.meta.clone(), registry, config).spawn();
+    let attempts =
+        |s: &Scrape, outcome| s.value("wearhouse_webhook_attempts", &[("outcome", outcome)]);
+    let s = scrape_until(&app, |s| {
+        attempts(s, "succeeded") == Some(2.0) && attempts(s, "retrying") == Some(1.0)
+    })
+    .await;
+    runner.shutdown().await;
+    assert_eq!(up.got.lock().unwrap().len(), 2);
+    // Both events reached the receiver that answers; the one that does not was tried once
+    // (its second delivery waits behind the first, whose retry is seconds away).
+    assert_eq!(attempts(&s, "succeeded"), Some(2.0));
+    assert_eq!(attempts(&s, "retrying"), Some(1.0));
+    assert_eq!(attempts(&s, "failed"), None);
+    let (count, lag) = s
+        .histogram("wearhouse_webhook_delivery_lag_seconds", &[])
+        .unwrap();
+    assert_eq!(count, 2);
+    assert!(lag > 0.0 && lag < 20.0, "{lag}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_pulls_are_counted_by_provider_kind_and_outcome() {
+    let app = TestApp::new().await;
+    let id = app.user("pulled").await;
+    app.demo_connect(&id, "oura", 2).await;
+    let s = Scrape::of(&app).await;
+    let done = [
+        ("provider", "oura"),
+        ("kind", "historical"),
+        ("outcome", "done"),
+    ];
+    assert_eq!(s.value("wearhouse_provider_pulls", &done), Some(1.0));
+    assert!(
+        s.families
+            .get("wearhouse_provider_pulls")
+            .unwrap()
+            .iter_samples()
+            .all(|sample| {
+                let labels = sample.get_labelset().unwrap();
+                labels.get_label_value("provider") == Some("oura")
+                    && labels.get_label_value("outcome") != Some("failed")
+            }),
+        "only oura's pulls, none failed"
     );
 }
