@@ -88,6 +88,7 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
             rows: usize::try_from(args.getter_max_rows).unwrap_or(usize::MAX),
             bytes: usize::try_from(args.getter_max_bytes).unwrap_or(usize::MAX),
         },
+        rate_limits: args.rate_limits.limits(),
     };
     let rules = crate::events::UrlRules {
         allow_private: args.webhook_allow_private,
@@ -163,9 +164,12 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
         state.secret.clone(),
         state.link.clone(),
     ) {
-        Ok(puller) => registry
-            .register(crate::sync::pull::HistoricalPuller(puller.clone()))
-            .register(crate::sync::pull::IncrementalPuller(puller)),
+        Ok(puller) => {
+            let puller = puller.with_metrics(state.metrics.clone());
+            registry
+                .register(crate::sync::pull::HistoricalPuller(puller.clone()))
+                .register(crate::sync::pull::IncrementalPuller(puller))
+        }
         Err(error) => {
             // Without an HTTP client pulls wait (their jobs retry) until a process has one.
             tracing::error!(%error, "no HTTP client for provider pulls");
@@ -183,7 +187,7 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
         }
     };
     match crate::events::delivery::Deliverer::new(state.webhooks) {
-        Ok(deliverer) => registry.register(deliverer),
+        Ok(deliverer) => registry.register(deliverer.with_metrics(state.metrics.clone())),
         Err(error) => {
             // Without an HTTP client deliveries wait (their jobs retry) until a process has one.
             tracing::error!(%error, "no HTTP client for webhook deliveries");

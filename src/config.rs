@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::rate_limit;
+
 /// wearhouse: health-data service.
 #[derive(Debug, Parser)]
 #[command(name = "wearhouse", version, about)]
@@ -298,7 +300,65 @@ pub struct ServeArgs {
     /// "client_secret", "authorize_url", "token_url"}}`.
     #[arg(long, env = "WEARHOUSE_OAUTH_APPS")]
     pub oauth_apps: Option<std::path::PathBuf>,
+    /// Request budgets (token buckets, in this process's memory: N processes allow N times
+    /// the budget).
+    #[command(flatten)]
+    pub rate_limits: RateLimitArgs,
     /// Where data lives.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `serve`'s request budgets, per API key, per team and for a team's aggregate queries: a
+/// rate in requests per second (fractions allowed; 0 disables that budget) and a burst.
+/// Refused requests answer 429 with `Retry-After`.
+#[derive(Debug, Clone, Args)]
+pub struct RateLimitArgs {
+    /// Requests per second of one API key (0: no per-key limit).
+    #[arg(long, env = "WEARHOUSE_RATE_LIMIT_RPS", default_value_t = rate_limit::DEFAULT_KEY.per_second,
+          value_parser = rate)]
+    pub rate_limit_rps: f64,
+    /// Requests one API key may make at once (the bucket's capacity).
+    #[arg(long, env = "WEARHOUSE_RATE_LIMIT_BURST", default_value_t = rate_limit::DEFAULT_KEY.burst,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_burst: u32,
+    /// Requests per second of one team, all its keys together (0: no per-team limit).
+    #[arg(long, env = "WEARHOUSE_TEAM_RATE_LIMIT_RPS", default_value_t = rate_limit::DEFAULT_TEAM.per_second,
+          value_parser = rate)]
+    pub team_rate_limit_rps: f64,
+    /// Requests one team may make at once.
+    #[arg(long, env = "WEARHOUSE_TEAM_RATE_LIMIT_BURST", default_value_t = rate_limit::DEFAULT_TEAM.burst,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub team_rate_limit_burst: u32,
+    /// Aggregate queries per second of one team, charged besides the budgets above (0: no
+    /// query limit).
+    #[arg(long, env = "WEARHOUSE_QUERY_RATE_LIMIT_RPS", default_value_t = rate_limit::DEFAULT_QUERY.per_second,
+          value_parser = rate)]
+    pub query_rate_limit_rps: f64,
+    /// Aggregate queries one team may send at once.
+    #[arg(long, env = "WEARHOUSE_QUERY_RATE_LIMIT_BURST", default_value_t = rate_limit::DEFAULT_QUERY.burst,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub query_rate_limit_burst: u32,
+}
+
+impl RateLimitArgs {
+    /// The budgets these flags give.
+    pub fn limits(&self) -> rate_limit::RateLimits {
+        use rate_limit::Budget;
+        rate_limit::RateLimits {
+            key: Budget::new(self.rate_limit_rps, self.rate_limit_burst),
+            team: Budget::new(self.team_rate_limit_rps, self.team_rate_limit_burst),
+            query: Budget::new(self.query_rate_limit_rps, self.query_rate_limit_burst),
+        }
+    }
+}
+
+/// A rate: a finite number of requests per second, at least 0.
+fn rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+        _ => Err(format!(
+            "{text:?} is not a rate (requests per second, 0 or more)"
+        )),
+    }
 }

@@ -19,7 +19,9 @@
 //! - [`engine`]: the aggregate query language compiled to DataFusion plans;
 //! - [`query`]: one aggregate request end to end (store → engine → encoder);
 //! - [`parquet_write`]: Parquet files encoded on every core (store segments, Parquet answers);
-//! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up.
+//! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up;
+//! - [`metrics`]: the Prometheus metrics `/metrics` exposes;
+//! - [`rate_limit`]: request budgets per API key and team (token buckets, per process).
 
 pub mod app;
 pub mod cli;
@@ -33,9 +35,11 @@ pub mod jobs;
 pub mod keys;
 pub mod lab;
 pub mod link;
+pub mod metrics;
 pub mod parquet_write;
 pub mod providers;
 pub mod query;
+pub mod rate_limit;
 pub mod schema;
 pub mod secret;
 pub mod store;

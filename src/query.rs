@@ -39,13 +39,37 @@ pub async fn run(
     format: OutputFormat,
     engine: &Engine,
 ) -> Result<Vec<u8>, QueryError> {
+    Ok(run_measured(meta, store, user, body, format, engine)
+        .await?
+        .output)
+}
+
+/// An answered request: the encoded answer, and the bytes of stored data loaded for it (what
+/// it held against its memory limit before executing).
+#[derive(Debug)]
+pub struct Answered {
+    /// The encoded answer.
+    pub output: Vec<u8>,
+    /// Bytes of the input batches loaded from the store.
+    pub input_bytes: usize,
+}
+
+/// [`run`], answering what it loaded as well (for the metrics).
+pub async fn run_measured(
+    meta: &MetadataStore,
+    store: &HealthStore,
+    user: &User,
+    body: &Value,
+    format: OutputFormat,
+    engine: &Engine,
+) -> Result<Answered, QueryError> {
     let deadline = engine.deadline();
     let timeout = || {
         QueryError::Engine(EngineError::Timeout {
             seconds: engine.limits().timeout.as_secs(),
         })
     };
-    let output = tokio::time::timeout_at(
+    let answered = tokio::time::timeout_at(
         deadline,
         run_until(meta, store, user, body, format, engine, deadline),
     )
@@ -54,7 +78,7 @@ pub async fn run(
     if tokio::time::Instant::now() > deadline {
         return Err(timeout());
     }
-    Ok(output)
+    Ok(answered)
 }
 
 async fn run_until(
@@ -65,7 +89,7 @@ async fn run_until(
     format: OutputFormat,
     engine: &Engine,
     deadline: tokio::time::Instant,
-) -> Result<Vec<u8>, QueryError> {
+) -> Result<Answered, QueryError> {
     let limits = engine.limits();
     // Every rule is checked before any data is read.
     let request = engine::parse_request(body, limits).map_err(EngineError::from)?;
@@ -91,5 +115,8 @@ async fn run_until(
         .execute_stored(&request, &ctx, inputs, deadline, format)
         .await?;
     // Encoding large answers is CPU work: the engine does it on the blocking pool.
-    Ok(engine::encode_blocking(results, format, limits).await?)
+    Ok(Answered {
+        output: engine::encode_blocking(results, format, limits).await?,
+        input_bytes: held.bytes(),
+    })
 }

@@ -69,6 +69,8 @@ pub struct Deliverer {
     rules: UrlRules,
     /// Each endpoint's places (one entry per endpoint this process has sent to).
     places: Arc<Mutex<HashMap<Uuid, Arc<Semaphore>>>>,
+    /// Where attempts are counted (`wearhouse_webhook_*`).
+    metrics: crate::metrics::Metrics,
 }
 
 impl Deliverer {
@@ -87,7 +89,14 @@ impl Deliverer {
             client,
             rules,
             places: Arc::default(),
+            metrics: crate::metrics::Metrics::default(),
         })
+    }
+
+    /// The same handler counting its attempts, and the lag of successful ones, in `metrics`.
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// One of the endpoint's [`STREAMS_PER_ENDPOINT`] places, if one frees within
@@ -283,6 +292,8 @@ impl Deliverer {
                 error: attempt.error.clone(),
             };
             if attempt.error.is_none() {
+                let lag = (now - d.created_at).to_std().unwrap_or_default();
+                self.metrics.webhook_attempt("succeeded", Some(lag));
                 endpoint.failing_since = None;
                 records.push(record);
                 continue;
@@ -300,6 +311,7 @@ impl Deliverer {
                 .flatten();
             match wait {
                 Some(wait) if endpoint.disabled_at.is_none() => {
+                    self.metrics.webhook_attempt("retrying", None);
                     let at = now + span(wait);
                     record.status = DeliveryStatus::Pending;
                     record.next_attempt_at = Some(at);
@@ -307,6 +319,7 @@ impl Deliverer {
                     return (records, Some(at));
                 }
                 _ => {
+                    self.metrics.webhook_attempt("failed", None);
                     record.status = DeliveryStatus::Failed;
                     records.push(record);
                     if endpoint.disabled_at.is_some() {

@@ -18,8 +18,11 @@ use crate::engine::{OutputFormat, PARQUET_TAR_MEDIA_TYPE};
 use crate::query;
 
 /// The routes of this module.
+/// Their requests spend the team's aggregate-query budget besides the key's and the team's.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(aggregate_query))
+    OpenApiRouter::new()
+        .routes(routes!(aggregate_query))
+        .route_layer(axum::Extension(super::rate_limit::QueryBudget))
 }
 
 /// A query body, limited to the engine's `max_body_bytes` (1 MiB by default).
@@ -83,7 +86,8 @@ async fn aggregate_query(
     QueryBody(body): QueryBody,
 ) -> Result<Response, ApiError> {
     let format = negotiate(&headers)?;
-    let output = query::run(
+    let started = std::time::Instant::now();
+    let answered = query::run_measured(
         &state.meta,
         &state.health,
         &user,
@@ -91,10 +95,43 @@ async fn aggregate_query(
         format,
         &state.engine,
     )
-    .await?;
-    let mut response = Response::new(Body::from(output));
+    .await;
+    let took = started.elapsed();
+    let answered = match answered {
+        Ok(answered) => {
+            let sizes = [answered.input_bytes, answered.output.len()].map(|n| n as u64);
+            state
+                .metrics
+                .query("ok", took, Some(sizes[0]), Some(sizes[1]));
+            answered
+        }
+        Err(e) => {
+            state.metrics.query(query_outcome(&e), took, None, None);
+            return Err(e.into());
+        }
+    };
+    let mut response = Response::new(Body::from(answered.output));
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(format.media_type()));
     Ok(response)
+}
+
+/// A failed query's outcome label: the client's mistake, the time limit, or the service's.
+fn query_outcome(e: &query::QueryError) -> &'static str {
+    use crate::engine::EngineError;
+    use query::QueryError;
+    match e {
+        QueryError::Engine(
+            EngineError::Invalid(_)
+            | EngineError::ResultTooLarge { .. }
+            | EngineError::ResourcesExhausted { .. },
+        ) => "invalid",
+        QueryError::Engine(EngineError::Timeout { .. }) => "timeout",
+        QueryError::Engine(
+            EngineError::Planning { .. } | EngineError::Execution { .. } | EngineError::Internal(_),
+        )
+        | QueryError::Store(_)
+        | QueryError::Metadata(_) => "error",
+    }
 }

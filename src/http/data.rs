@@ -61,6 +61,11 @@ async fn push_data(
     query: QueryParams,
     body: PushBody,
 ) -> Result<Json<models::Pushed>, ApiError> {
+    let (kind, body_bytes) = match &body {
+        PushBody::Json(b) => ("json", b.len()),
+        PushBody::Columnar(crate::ingest::Columnar::ArrowStream, b) => ("arrow", b.len()),
+        PushBody::Columnar(crate::ingest::Columnar::Parquet, b) => ("parquet", b.len()),
+    };
     let stored = match body {
         PushBody::Json(body) => {
             if sdk_only {
@@ -88,10 +93,33 @@ async fn push_data(
             data::store_push(&state.meta, &state.health, &user, parsed, now).await?
         }
     };
+    let (samples, records) = stored_rows(&stored);
+    state
+        .metrics
+        .push(kind, samples, records, body_bytes as u64);
     Ok(Json(models::Pushed {
         user_id: user.id,
         stored,
     }))
+}
+
+/// The timeseries samples and the summary records of a push's `stored` counts
+/// (`{"sleep": 2, "timeseries": {"heartrate": 100}}`).
+fn stored_rows(stored: &Value) -> (u64, u64) {
+    let Some(parts) = stored.as_object() else {
+        return (0, 0);
+    };
+    let sum = |v: &Value| {
+        v.as_object()
+            .map_or(0, |m| m.values().filter_map(Value::as_u64).sum())
+    };
+    let samples = parts.get("timeseries").map_or(0, sum);
+    let records = parts
+        .iter()
+        .filter(|(k, _)| k.as_str() != "timeseries")
+        .filter_map(|(_, v)| v.as_u64())
+        .sum();
+    (samples, records)
 }
 
 /// A link code's push credential pushes only on-device providers' data.

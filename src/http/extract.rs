@@ -426,7 +426,7 @@ impl QueryParams {
 }
 
 /// The authenticated team. Missing key → 401 "Missing API key"; unknown, revoked or expired →
-/// "Invalid API key".
+/// "Invalid API key"; a spent rate limit → 429 (`super::rate_limit`).
 #[derive(Debug, Clone)]
 pub struct AuthTeam(pub Team);
 
@@ -467,6 +467,8 @@ impl FromRequestParts<AppState> for AuthTeam {
         if let Some(slot) = parts.extensions.get::<TeamSlot>() {
             let _ = slot.0.set(team.id);
         }
+        // Charged here, once the key is known to be valid: 401s spend no budget.
+        super::rate_limit::charge(parts, state, key, team.id)?;
         let auth = AuthTeam(team);
         parts.extensions.insert(auth.clone());
         Ok(auth)

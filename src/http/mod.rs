@@ -10,7 +10,9 @@
 //!    engine, jobs it enqueues) names the request, and is logged once (method, route template,
 //!    status, duration, team id);
 //! 5. a 500 is logged with its cause and answered with `{"detail", "request_id"}`;
-//! 6. a URI longer than [`MAX_URI_BYTES`] is refused with a JSON 414 before routing.
+//! 6. a URI longer than [`MAX_URI_BYTES`] is refused with a JSON 414 before routing;
+//! 7. the answer is counted and timed in the metrics by route template (`/metrics`), and carries
+//!    the `x-ratelimit-*` headers when its key was charged (`rate_limit.rs`).
 
 mod aggregate;
 mod data;
@@ -22,9 +24,11 @@ mod keys;
 mod lab;
 mod link;
 mod meta;
+mod metrics;
 pub mod models;
 pub mod models_events;
 mod notify;
+mod rate_limit;
 mod stream;
 mod teams;
 mod users;
@@ -35,7 +39,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{MatchedPath, Request};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -61,6 +65,9 @@ pub struct HttpConfig {
     pub query_limits: crate::engine::Limits,
     /// Caps of one timeseries getter answer (samples and bytes; further samples page by cursor).
     pub getter_limits: crate::ingest::PageLimits,
+    /// Request budgets per API key, per team and for aggregate queries (default: none; `serve`
+    /// sets them from its `--rate-limit-*` flags).
+    pub rate_limits: crate::rate_limit::RateLimits,
 }
 
 impl Default for HttpConfig {
@@ -69,6 +76,7 @@ impl Default for HttpConfig {
             body_limit: 16 * 1024 * 1024,
             query_limits: crate::engine::Limits::default(),
             getter_limits: crate::ingest::PageLimits::default(),
+            rate_limits: crate::rate_limit::RateLimits::default(),
         }
     }
 }
@@ -96,6 +104,10 @@ pub struct AppState {
     /// The provider connectors pulls use (none until set: `app::open_state` sets every one,
     /// at the URLs the environment names).
     pub connectors: crate::sync::Connectors,
+    /// The rate limiter's buckets, built from `config.rate_limits`.
+    pub limiter: crate::rate_limit::Limiter,
+    /// The metrics `/metrics` exposes (this service's own registry).
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl AppState {
@@ -106,6 +118,9 @@ impl AppState {
         health: HealthStore,
         config: HttpConfig,
     ) -> Result<AppState, EngineError> {
+        let limiter = crate::rate_limit::Limiter::new(config.rate_limits);
+        let metrics = crate::metrics::Metrics::new();
+        metrics.watch(health.clone(), limiter.clone());
         Ok(AppState {
             meta,
             health,
@@ -116,6 +131,8 @@ impl AppState {
             secret: None,
             link: Arc::default(),
             connectors: crate::sync::Connectors::default(),
+            limiter,
+            metrics,
         })
     }
 
@@ -169,10 +186,10 @@ struct ApiDoc;
 
 struct SecurityAddon;
 
-/// Documents the answers every operation can give besides its own: 401 on every operation that
-/// takes the key, 404 on every one with a path parameter, 422 (a malformed path, query or
-/// body), 413/414 (limits) and 500, each with its body schema, unless the operation documents
-/// them itself.
+/// Documents the answers every operation can give besides its own: 401 and 429 (a rate limit,
+/// with `Retry-After`) on every operation that takes the key, 404 on every one with a path
+/// parameter, 422 (a malformed path, query or body), 413/414 (limits) and 500, each with its
+/// body schema, unless the operation documents them itself.
 fn add_common_errors(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::path::{HttpMethod, Operation};
     use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
@@ -189,6 +206,9 @@ fn add_common_errors(openapi: &mut utoipa::openapi::OpenApi) {
     };
     let add = |op: &mut Operation, has_path_params: bool| {
         let secured = op.security.as_ref().is_some_and(|s| !s.is_empty());
+        // Rate limits charge API keys only (not link tokens or link-code pushes).
+        let api_key = utoipa::openapi::security::SecurityRequirement::new("api_key", [""; 0]);
+        let keyed = op.security.as_ref().is_some_and(|s| s.contains(&api_key));
         let mut common = vec![
             ("413", "Body over the size limit", "ErrorDetail"),
             ("414", "Request URI over the limit", "ErrorDetail"),
@@ -210,6 +230,12 @@ fn add_common_errors(openapi: &mut utoipa::openapi::OpenApi) {
                 .responses
                 .entry(status.to_owned())
                 .or_insert_with(|| answer(description, schema).into());
+        }
+        if keyed {
+            op.responses
+                .responses
+                .entry("429".to_owned())
+                .or_insert_with(|| rate_limit::openapi_response().into());
         }
     };
     for (path, item) in openapi.paths.paths.iter_mut() {
@@ -312,6 +338,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(notify::routes())
         .merge(lab::routes())
         .merge(meta::routes())
+        .merge(metrics::routes())
         .split_for_parts();
     add_common_errors(&mut doc);
     doc_rules::apply(&mut doc);
@@ -339,7 +366,10 @@ pub fn router(state: AppState) -> NormalizePath<Router> {
             )
         })
         .layer(middleware::from_fn(limit_uri))
-        .layer(middleware::from_fn(request_context))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            request_context,
+        ))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic_response,
         ))
@@ -390,8 +420,9 @@ async fn limit_uri(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// Logs each request once and completes 500 bodies with the request id.
-async fn request_context(req: Request, next: Next) -> Response {
+/// Logs, counts and times each request once, completes 500 bodies with the request id and
+/// stamps the rate-limit headers.
+async fn request_context(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().clone();
     let route = req
@@ -405,8 +436,10 @@ async fn request_context(req: Request, next: Next) -> Response {
         .unwrap_or("")
         .to_owned();
     let slot = extract::TeamSlot::default();
+    let rate = rate_limit::RateSlot::default();
     let mut req = req;
     req.extensions_mut().insert(slot.clone());
+    req.extensions_mut().insert(rate.clone());
     let mut response = next.run(req).await;
     let status = response.status();
     let team = slot.0.get().copied();
@@ -422,9 +455,14 @@ async fn request_context(req: Request, next: Next) -> Response {
         }
         response = fresh;
     }
+    rate_limit::stamp(&rate, &mut response);
+    let took = started.elapsed();
+    state
+        .metrics
+        .request(&method, &route, status.as_u16(), took);
     tracing::info!(
         %method, %route, status = status.as_u16(),
-        duration_ms = started.elapsed().as_secs_f64() * 1e3,
+        duration_ms = took.as_secs_f64() * 1e3,
         team = team.map(|t| t.to_string()).unwrap_or_default(),
         "request"
     );

@@ -181,6 +181,7 @@ pub struct Puller {
     secret: Option<crate::secret::SecretKey>,
     link: Arc<crate::link::LinkConfig>,
     http: reqwest::Client,
+    metrics: crate::metrics::Metrics,
 }
 
 impl std::fmt::Debug for Puller {
@@ -221,7 +222,25 @@ impl Puller {
             secret,
             link,
             http,
+            metrics: crate::metrics::Metrics::default(),
         })
+    }
+
+    /// The same puller counting its runs in `metrics` (`wearhouse_provider_pulls_total`).
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Counts one run's result by provider, kind and outcome.
+    fn count(&self, provider: &str, kind: &'static str, result: &Result<Outcome, JobError>) {
+        let outcome = match result {
+            Ok(Outcome::Done) => "done",
+            Ok(Outcome::RetryAt(_)) => "rescheduled",
+            Err(JobError::Retry(_)) => "retry",
+            Err(JobError::Permanent(_)) => "failed",
+        };
+        self.metrics.pull(provider, kind, outcome);
     }
 
     /// The connection's session, or `None` when there is nothing to pull (no sync row, the
@@ -700,7 +719,9 @@ impl JobHandler for HistoricalPuller {
     async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
         let (user, provider) = parse_payload(&payload)?;
         let result = self.0.historical(ctx, user, &provider).await;
-        Puller::note(&ctx.meta, user, &provider, result).await
+        let result = Puller::note(&ctx.meta, user, &provider, result).await;
+        self.0.count(&provider, "historical", &result);
+        result
     }
 }
 
@@ -719,6 +740,8 @@ impl JobHandler for IncrementalPuller {
     async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
         let (user, provider) = parse_payload(&payload)?;
         let result = self.0.incremental(ctx, user, &provider).await;
-        Puller::note(&ctx.meta, user, &provider, result).await
+        let result = Puller::note(&ctx.meta, user, &provider, result).await;
+        self.0.count(&provider, "incremental", &result);
+        result
     }
 }

@@ -12,6 +12,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// `serve`'s rate limits switched off (flags given on the command line still win).
+const NO_RATE_LIMITS: [(&str, &str); 3] = [
+    ("WEARHOUSE_RATE_LIMIT_RPS", "0"),
+    ("WEARHOUSE_TEAM_RATE_LIMIT_RPS", "0"),
+    ("WEARHOUSE_QUERY_RATE_LIMIT_RPS", "0"),
+];
+
 /// An HTTP client whose requests give up after `seconds`.
 pub fn http_client(seconds: u64) -> reqwest::Client {
     reqwest::Client::builder()
@@ -74,6 +81,9 @@ impl Server {
             .arg("--data-dir")
             .arg(data_dir)
             .env("RUST_LOG", rust_log)
+            // These tests push and query as fast as they can (the crash test pushes until the
+            // process dies): no rate limits unless a test sets them (`rate_limit::`).
+            .envs(NO_RATE_LIMITS)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -18,8 +18,10 @@
 //! release the newer run.
 
 mod model;
+mod queue;
 
 pub use model::{Enqueued, Fence, Finish, Job, JobFilter, JobState, NewJob};
+pub use queue::{QueueStat, queue_stats};
 
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
