@@ -265,6 +265,13 @@ enum Series {
 const ALIASES: [(&str, &str); 2] = [("body_weight", "weight"), ("body_fat", "fat")];
 
 /// The cholesterol kinds served as `cholesterol/<kind>`.
+/// The default and largest `limit` of a plain timeseries page (both further capped by
+/// `--getter-max-rows`).
+pub(crate) const PLAIN_PAGE: (usize, usize) = (usize::MAX, usize::MAX);
+/// The default and largest `limit` of a grouped timeseries page (samples; both further capped
+/// by `--getter-max-rows`).
+pub(crate) const GROUPED_PAGE: (usize, usize) = (1000, 10_000);
+
 pub(crate) const CHOLESTEROL_KINDS: [&str; 4] = ["ldl", "hdl", "total", "triglycerides"];
 
 /// Every name `/v2/timeseries/{user_id}/{resource}` serves: the stored resources, the
@@ -446,14 +453,7 @@ async fn plain_answer(
         }
         Series::Stored(resource, kind) => (resource, kind),
     };
-    let page = read_page(
-        state,
-        request,
-        (resource, kind),
-        query,
-        (usize::MAX, usize::MAX),
-    )
-    .await?;
+    let page = read_page(state, request, (resource, kind), query, PLAIN_PAGE).await?;
     let next = page.next_cursor();
     let mut response = json_stream(move |mut w| page.write_plain(&mut w));
     if let Some(value) = next.and_then(|c| HeaderValue::from_str(&c).ok()) {
@@ -474,7 +474,7 @@ async fn grouped_answer(
         }
         Series::Stored(resource, kind) => (resource, kind),
     };
-    let page = read_page(state, request, (resource, kind), query, (1000, 10_000)).await?;
+    let page = read_page(state, request, (resource, kind), query, GROUPED_PAGE).await?;
     Ok(json_stream(move |mut w| page.write_grouped(&mut w)))
 }
 

@@ -352,7 +352,8 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 
 /// The complete service: routes, fallbacks and cross-cutting layers.
 pub fn router(state: AppState) -> NormalizePath<Router> {
-    let (routes, doc) = api();
+    let (routes, mut doc) = api();
+    doc_rules::apply_deployment(&mut doc, &state.config);
     let doc = Arc::new(doc);
     let app = routes
         .merge(meta::doc_routes(doc))

@@ -94,6 +94,16 @@ pub fn lab_by_slug(slug: &str) -> Option<Lab> {
     LABS.iter().find(|r| r.1 == slug).map(to_lab)
 }
 
+/// Every lab's id.
+pub fn ids() -> impl Iterator<Item = i64> {
+    LABS.iter().map(|r| r.0)
+}
+
+/// Every lab's slug.
+pub fn slug_list() -> impl Iterator<Item = &'static str> {
+    LABS.iter().map(|r| r.1)
+}
+
 /// The slugs of every lab, for messages.
 pub fn slugs() -> String {
     LABS.iter().map(|r| r.1).collect::<Vec<_>>().join(", ")

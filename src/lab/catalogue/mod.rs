@@ -151,6 +151,21 @@ pub fn render(row: &LabTestRow) -> Result<LabTest, LabError> {
     })
 }
 
+/// The longest name and description of a lab test, in characters (each must also hold
+/// something other than white space).
+pub struct TextLimits {
+    /// `name`.
+    pub name: usize,
+    /// `description`.
+    pub description: usize,
+}
+
+/// The limits `POST /v3/lab_tests` and `PATCH /v3/lab_tests/{id}` check.
+pub const TEXT_LIMITS: TextLimits = TextLimits {
+    name: 200,
+    description: 2000,
+};
+
 fn check_text(violations: &mut Vec<Violation>, field: &str, value: &str, max: usize) {
     let n = value.chars().count();
     if value.trim().is_empty() || n > max {
@@ -171,8 +186,13 @@ pub async fn create(
     req: CreateLabTest,
 ) -> Result<LabTest, LabError> {
     let mut violations = Vec::new();
-    check_text(&mut violations, "name", &req.name, 200);
-    check_text(&mut violations, "description", &req.description, 2000);
+    check_text(&mut violations, "name", &req.name, TEXT_LIMITS.name);
+    check_text(
+        &mut violations,
+        "description",
+        &req.description,
+        TEXT_LIMITS.description,
+    );
     let lab = match &req.lab_slug {
         Some(slug) => match labs::lab_by_slug(slug) {
             Some(l) => Some(l),
@@ -266,11 +286,11 @@ pub async fn patch(
     let mut row = get_row(meta, team, id).await?;
     let mut violations = Vec::new();
     if let Some(name) = &req.name {
-        check_text(&mut violations, "name", name, 200);
+        check_text(&mut violations, "name", name, TEXT_LIMITS.name);
         row.name = name.trim().to_owned();
     }
     if let Some(d) = &req.description {
-        check_text(&mut violations, "description", d, 2000);
+        check_text(&mut violations, "description", d, TEXT_LIMITS.description);
         row.description = d.clone();
     }
     if !violations.is_empty() {

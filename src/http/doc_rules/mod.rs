@@ -19,6 +19,8 @@ use utoipa::openapi::{OpenApi, RefOr, Required, Schema};
 
 use super::extract::IntParam;
 
+mod body;
+
 /// What a rule says of a parameter's values.
 enum Values {
     /// An integer between the rule's bounds.
@@ -27,10 +29,14 @@ enum Values {
     Number(f64, f64),
     /// One of these strings.
     OneOf(Vec<String>),
+    /// One of these integers.
+    Ints(Vec<i64>),
+    /// A string matching this pattern.
+    Pattern(&'static str),
+    /// A uuid.
+    Uuid,
     /// A date `YYYY-MM-DD` or a date-time with an offset (the getters' bounds).
     DateOrDateTime,
-    /// A non-empty string.
-    NonEmpty,
 }
 
 /// One rule: the operation (method, path template), the parameter, its values, and whether it
@@ -67,18 +73,37 @@ fn strings<'a>(values: impl IntoIterator<Item = &'a str>) -> Values {
     Values::OneOf(values.into_iter().map(str::to_owned).collect())
 }
 
+/// Every catalogue slug.
+pub(super) fn catalogue_slugs() -> Vec<String> {
+    crate::providers::CATALOGUE
+        .iter()
+        .map(|p| p.slug.to_owned())
+        .collect()
+}
+
+/// The slugs of the providers that connect through OAuth.
+pub(super) fn oauth_slugs() -> Vec<String> {
+    crate::providers::CATALOGUE
+        .iter()
+        .filter(|p| crate::providers::scopes::is_oauth(p))
+        .map(|p| p.slug.to_owned())
+        .collect()
+}
+
 fn catalogue() -> Values {
-    strings(crate::providers::CATALOGUE.iter().map(|p| p.slug))
+    Values::OneOf(catalogue_slugs())
 }
 
 fn oauth_providers() -> Values {
-    strings(
-        crate::providers::CATALOGUE
-            .iter()
-            .filter(|p| crate::providers::scopes::is_oauth(p))
-            .map(|p| p.slug),
-    )
+    Values::OneOf(oauth_slugs())
 }
+
+fn lab_ids() -> Values {
+    Values::Ints(crate::lab::catalogue::labs::ids().collect())
+}
+
+/// The ZIP code of the lab's query parameters: exactly five digits (`lab::area::known_zip`).
+const FIVE_DIGIT_ZIP: &str = "^[0-9]{5}$";
 
 fn password_providers() -> Values {
     strings(
@@ -118,8 +143,47 @@ fn rules() -> Vec<Rule> {
             "lab_test_limit",
             Int(super::lab::catalogue::LAB_TEST_LIMIT),
         ),
-        rule("get", "/v3/lab_tests/markers", "lab_id", Int(super::lab::LAB_ID)),
-        rule("get", "/v3/order/psc/info", "lab_id", Int(super::lab::LAB_ID)),
+        rule("get", "/v3/lab_tests/markers", "lab_id", lab_ids()),
+        rule("get", "/v3/order/psc/info", "lab_id", lab_ids()),
+        rule("get", "/v3/lab_test", "next_cursor", Uuid),
+        rule(
+            "get",
+            "/v2/team/jobs",
+            "state",
+            strings(crate::jobs::JobState::ALL.iter().map(|s| s.as_str())),
+        ),
+        rule(
+            "get",
+            "/v2/team/webhooks/{id}/deliveries",
+            "status",
+            strings(
+                crate::store::metadata::deliveries::DeliveryStatus::ALL
+                    .iter()
+                    .map(|s| s.as_str()),
+            ),
+        ),
+        Rule {
+            required: Some(true),
+            ..rule(
+                "post",
+                "/v3/order/{order_id}/test",
+                "final_status",
+                strings(
+                    crate::lab::model::enums::Low::ALL
+                        .iter()
+                        .map(|s| s.as_str()),
+                ),
+            )
+        },
+        Rule {
+            required: Some(true),
+            ..rule(
+                "post",
+                "/v3/order/psc/appointment/availability",
+                "lab",
+                strings(crate::lab::catalogue::labs::slug_list()),
+            )
+        },
         rule(
             "get",
             "/v2/providers",
@@ -217,14 +281,15 @@ fn rules() -> Vec<Rule> {
             ));
         }
     }
-    for (method, path, name) in [
-        ("get", "/v3/order/area/info", "zip_code"),
-        ("get", "/v3/order/psc/info", "zip_code"),
-        ("post", "/v3/order/psc/appointment/availability", "zip_code"),
-        ("post", "/v3/order/psc/appointment/availability", "lab"),
-        ("post", "/v3/order/{order_id}/test", "final_status"),
+    for (method, path) in [
+        ("get", "/v3/order/area/info"),
+        ("get", "/v3/order/psc/info"),
+        ("post", "/v3/order/psc/appointment/availability"),
     ] {
-        rules.push(rule(method, path, name, NonEmpty));
+        rules.push(Rule {
+            required: Some(true),
+            ..rule(method, path, "zip_code", Pattern(FIVE_DIGIT_ZIP))
+        });
     }
     rules
 }
@@ -245,10 +310,17 @@ fn schema(values: &Values) -> Schema {
         Values::OneOf(values) => builder
             .schema_type(Type::String)
             .enum_values(Some(values.clone())),
+        Values::Ints(values) => builder
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .enum_values(Some(values.clone())),
+        Values::Pattern(p) => builder.schema_type(Type::String).pattern(Some(*p)),
+        Values::Uuid => builder
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
         Values::DateOrDateTime => builder
             .schema_type(Type::String)
             .pattern(Some(crate::ingest::DATE_OR_DATE_TIME_PATTERN)),
-        Values::NonEmpty => builder.schema_type(Type::String).min_length(Some(1)),
     };
     Schema::Object(builder.build())
 }
@@ -273,9 +345,9 @@ fn parameter<'a>(doc: &'a mut OpenApi, rule: &Rule) -> Option<&'a mut Parameter>
         .find(|p| p.name == rule.name && p.parameter_in == rule.location)
 }
 
-/// States every rule in `doc`; answers the rules it found no parameter for.
+/// States every rule in `doc`; answers the rules it found no parameter or member for.
 fn apply_rules(doc: &mut OpenApi) -> Vec<String> {
-    let mut unmatched = Vec::new();
+    let mut unmatched = body::apply(doc);
     for rule in rules() {
         match parameter(doc, &rule) {
             Some(param) => {
@@ -292,6 +364,25 @@ fn apply_rules(doc: &mut OpenApi) -> Vec<String> {
         }
     }
     unmatched
+}
+
+/// States the rules that depend on this deployment's configuration: the getters' page `limit`,
+/// capped by `--getter-max-rows`.
+pub fn apply_deployment(doc: &mut OpenApi, config: &super::HttpConfig) {
+    let rows = config.getter_limits.rows.max(1);
+    let cap = |(_, max): (usize, usize)| i64::try_from(max.min(rows)).unwrap_or(i64::MAX);
+    for (path, page) in [
+        ("/v2/timeseries/{user_id}/{resource}", super::data::PLAIN_PAGE),
+        ("/v2/timeseries/{user_id}/cholesterol/{kind}", super::data::PLAIN_PAGE),
+        ("/v2/timeseries/{user_id}/{resource}/grouped", super::data::GROUPED_PAGE),
+    ] {
+        let limit = IntParam::new("limit", cap(page), 1, cap(page));
+        let rule = rule("get", path, "limit", Values::Int(limit));
+        match parameter(doc, &rule) {
+            Some(param) => param.schema = Some(RefOr::T(schema(&rule.values))),
+            None => tracing::warn!(path, "no limit parameter to state"),
+        }
+    }
 }
 
 /// States the handlers' parameter rules in the document.
