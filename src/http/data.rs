@@ -1,5 +1,9 @@
 //! The data plane's routes: the push API (`POST /v2/user/{user_id}/data`), the summary getters
 //! (`/v2/summary/...`) and the timeseries getters (`/v2/timeseries/...`).
+//!
+//! Every getter runs within the aggregate queries' time limit (`--query-timeout-secs`) and
+//! answers 504 past it, its work cancelled (`data::within`); a client that goes away cancels
+//! it too. Its dates are years 0000 to 9999 (`ingest::parse_date_range`).
 
 use axum::Json;
 use axum::extract::State;
@@ -118,6 +122,11 @@ fn provider_filter(query: &QueryParams) -> Result<Option<&str>, ApiError> {
     }
 }
 
+/// The deadline of a getter starting now: the aggregate queries' time limit.
+fn deadline(state: &AppState) -> data::Deadline {
+    data::Deadline::after(state.engine.limits().timeout)
+}
+
 /// Summaries of one table in a date range, under the getter's key (`sleep`, `meals`, ...).
 async fn summaries(
     state: &AppState,
@@ -152,14 +161,15 @@ macro_rules! summary_getter {
                    ("provider" = Option<String>, Query, description = "a catalogue provider slug")),
             responses((status = 200, description = "The summaries, oldest first", body = $body),
                       (status = 404, description = "User not found", body = models::ErrorDetail),
-                      (status = 422, description = "Validation error", body = models::ValidationError)),
+                      (status = 422, description = "Validation error (a date outside 0000-01-01..9999-12-31 too)", body = models::ValidationError),
+                      (status = 504, description = "Not answered within the time limit; cancelled", body = models::ErrorDetail)),
             security(("api_key" = [])))]
         async fn $fn(
             State(state): State<AppState>,
             TeamUser(user): TeamUser,
             query: QueryParams,
         ) -> Result<Json<Value>, ApiError> {
-            summaries(&state, &user, $table, &query).await
+            data::within(deadline(&state), summaries(&state, &user, $table, &query)).await
         }
     };
 }
@@ -204,7 +214,8 @@ summary_getter!(
 #[utoipa::path(get, path = "/v2/summary/profile/{user_id}", tag = "data",
     params(("user_id" = uuid::Uuid, Path), ("provider" = Option<String>, Query)),
     responses((status = 200, description = "The latest profile", body = models::ProfileSummary),
-              (status = 404, description = "User or profile not found", body = models::ErrorDetail)),
+              (status = 404, description = "User or profile not found", body = models::ErrorDetail),
+              (status = 504, description = "Not answered within the time limit; cancelled", body = models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn profile(
     State(state): State<AppState>,
@@ -212,14 +223,14 @@ async fn profile(
     query: QueryParams,
 ) -> Result<Json<Value>, ApiError> {
     let provider = provider_filter(&query)?;
-    let batches = data::read(
+    let read = data::read(
         &state.health,
         &user,
         Dataset::Table(Table::Profile),
         None,
         provider,
-    )
-    .await?;
+    );
+    let batches = data::within(deadline(&state), read).await?;
     ingest::render_profile(&batches, user.id)
         .map(Json)
         .ok_or(ApiError::NotFound("Profile"))
@@ -388,7 +399,8 @@ const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
            ("next_cursor" = Option<String>, Query, description = "alias of cursor"),
            ("limit" = Option<i64>, Query, description = "samples per page, default and maximum --getter-max-rows")),
     responses((status = 200, description = "Array of samples", body = Vec<models::Sample>,
-               headers(("x-next-cursor" = String, description = "present when more samples remain: pass it as cursor for the next page")))),
+               headers(("x-next-cursor" = String, description = "present when more samples remain: pass it as cursor for the next page"))),
+              (status = 504, description = "Not answered within the time limit; cancelled", body = models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn timeseries(
     team: AuthTeam,
@@ -396,8 +408,11 @@ async fn timeseries(
     ApiPath((user_id, name)): ApiPath<(String, String)>,
     query: QueryParams,
 ) -> Result<Response, ApiError> {
-    let request = series_request(&state, &team, &user_id, series(&name), &query).await?;
-    plain_answer(&state, &request, &query).await
+    data::within(deadline(&state), async {
+        let request = series_request(&state, &team, &user_id, series(&name), &query).await?;
+        plain_answer(&state, &request, &query).await
+    })
+    .await
 }
 
 async fn plain_answer(
@@ -455,7 +470,8 @@ async fn grouped_answer(
            ("cursor" = Option<String>, Query), ("next_cursor" = Option<String>, Query),
            ("limit" = Option<i64>, Query)),
     responses((status = 200, description = "Array of samples", body = Vec<models::Sample>,
-               headers(("x-next-cursor" = String, description = "present when more samples remain")))),
+               headers(("x-next-cursor" = String, description = "present when more samples remain"))),
+              (status = 504, description = "Not answered within the time limit; cancelled", body = models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn cholesterol_kind(
     team: AuthTeam,
@@ -463,10 +479,24 @@ async fn cholesterol_kind(
     ApiPath((user_id, kind)): ApiPath<(String, String)>,
     query: QueryParams,
 ) -> Result<Response, ApiError> {
+    data::within(
+        deadline(&state),
+        cholesterol_answer(&state, &team, &user_id, &kind, &query),
+    )
+    .await
+}
+
+async fn cholesterol_answer(
+    state: &AppState,
+    team: &AuthTeam,
+    user_id: &str,
+    kind: &str,
+    query: &QueryParams,
+) -> Result<Response, ApiError> {
     let cholesterol = series("cholesterol");
     if kind == "grouped" {
-        let request = series_request(&state, &team, &user_id, cholesterol, &query).await?;
-        return grouped_answer(&state, &request, &query).await;
+        let request = series_request(state, team, user_id, cholesterol, query).await?;
+        return grouped_answer(state, &request, query).await;
     }
     let chosen = match CHOLESTEROL_KINDS.iter().find(|k| **k == kind) {
         Some(k) => cholesterol.map(|s| match s {
@@ -481,11 +511,11 @@ async fn cholesterol_kind(
                     CHOLESTEROL_KINDS.join(", ")
                 ),
             )
-            .with_input(Value::from(kind.as_str())),
+            .with_input(Value::from(kind)),
         )),
     };
-    let request = series_request(&state, &team, &user_id, chosen, &query).await?;
-    plain_answer(&state, &request, &query).await
+    let request = series_request(state, team, user_id, chosen, query).await?;
+    plain_answer(state, &request, query).await
 }
 
 /// Samples grouped by provider and source, one page at a time (`cursor` or `next_cursor`,
@@ -496,7 +526,8 @@ async fn cholesterol_kind(
            ("provider" = Option<String>, Query), ("cursor" = Option<String>, Query),
            ("next_cursor" = Option<String>, Query, description = "alias of cursor"),
            ("limit" = Option<i64>, Query, description = "samples per page, default 1000")),
-    responses((status = 200, description = "One page of samples by provider and source", body = models::GroupedSamples)),
+    responses((status = 200, description = "One page of samples by provider and source", body = models::GroupedSamples),
+              (status = 504, description = "Not answered within the time limit; cancelled", body = models::ErrorDetail)),
     security(("api_key" = [])))]
 async fn timeseries_grouped(
     team: AuthTeam,
@@ -504,6 +535,9 @@ async fn timeseries_grouped(
     ApiPath((user_id, name)): ApiPath<(String, String)>,
     query: QueryParams,
 ) -> Result<Response, ApiError> {
-    let request = series_request(&state, &team, &user_id, series(&name), &query).await?;
-    grouped_answer(&state, &request, &query).await
+    data::within(deadline(&state), async {
+        let request = series_request(&state, &team, &user_id, series(&name), &query).await?;
+        grouped_answer(&state, &request, &query).await
+    })
+    .await
 }
