@@ -35,6 +35,7 @@ mod link;
 mod memory;
 mod metadata;
 mod openapi;
+mod push_schema;
 mod scale_out;
 mod schema_fuzz;
 mod sdk;
