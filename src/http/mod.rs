@@ -25,6 +25,7 @@ pub mod models_events;
 mod notify;
 mod stream;
 mod teams;
+mod timeseries;
 mod users;
 mod webhooks;
 
