@@ -472,11 +472,7 @@ impl<'a> Rows<'a> {
             }
         }
         let bounds = sample_range(self.resource.name, self.resource.unit);
-        let value_columns: &[&str] = match family {
-            Family::BloodPressure => &["systolic", "diastolic"],
-            _ => &["value"],
-        };
-        for name in value_columns {
+        for name in super::sample_rules::measured(family) {
             let values = self.column(name, storage).ok_or_else(|| {
                 Violation::new(
                     loc!["body", *name],

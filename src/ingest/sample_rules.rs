@@ -1,6 +1,7 @@
 //! What a push must give on one timeseries sample, per resource: the one table the push
-//! parsers enforce (`sample.rs` for JSON bodies, `columnar.rs` for Arrow and Parquet ones) and
-//! the OpenAPI document states (`wire_schema::push_sample_schema`), so the two cannot drift.
+//! parsers enforce (`sample.rs` for JSON bodies; `columnar.rs`, for Arrow and Parquet ones,
+//! reads `type` and the measured columns from it) and the OpenAPI document states
+//! (`push_schema::push_sample_schema`), so the two cannot drift.
 //!
 //! Decisions where the spec is silent:
 //! - `timestamp` is required; on interval families `start` (its alias) gives it too.
@@ -55,21 +56,26 @@ pub fn required(resource: Resource) -> Vec<Required> {
     if TYPED.contains(&resource.name) {
         out.push(Required::plain("type"));
     }
+    out.extend(measured(family).iter().map(|&field| Required {
+        field,
+        // The note's text is its `content`, which the reference answers as `value` too.
+        aliases: if field == "content" { &["value"] } else { &[] },
+    }));
+    out
+}
+
+/// The measured members of a sample of `family`, each required: what a columnar push must
+/// carry as columns besides the timestamp.
+pub fn measured(family: Family) -> &'static [&'static str] {
     match family {
-        Family::BloodPressure => {
-            out.extend([Required::plain("systolic"), Required::plain("diastolic")]);
-        }
-        Family::Note => out.push(Required {
-            field: "content",
-            aliases: &["value"],
-        }),
+        Family::BloodPressure => &["systolic", "diastolic"],
+        Family::Note => &["content"],
         Family::Discrete
         | Family::Interval
         | Family::Insulin
         | Family::Temperature
-        | Family::WorkoutDuration => out.push(Required::plain("value")),
+        | Family::WorkoutDuration => &["value"],
     }
-    out
 }
 
 /// Whether every sample of `resource` must give `field` (under its name or an alias).
