@@ -151,8 +151,8 @@ macro_rules! summary_getter {
         #[doc = concat!("The user's ", $what, " summaries in a date range.")]
         #[utoipa::path(get, path = $path, tag = "data",
             params(("user_id" = uuid::Uuid, Path),
-                   ("start_date" = String, Query, description = "date (00:00:00) or date-time"),
-                   ("end_date" = Option<String>, Query, description = "date (23:59:59) or date-time"),
+                   ("start_date" = String, Query, description = "date (00:00:00) or date-time, UTC years 0000 to 9999"),
+                   ("end_date" = Option<String>, Query, description = "date (23:59:59) or date-time, UTC years 0000 to 9999"),
                    ("provider" = Option<String>, Query, description = "a catalogue provider slug")),
             responses((status = 200, description = "The summaries, oldest first", body = $body),
                       (status = 404, description = "User not found", body = models::ErrorDetail),
