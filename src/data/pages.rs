@@ -21,6 +21,7 @@
 //!   at most [`READ_BUDGET`] rows (or the page's row cap, if larger) in all, so a few samples
 //!   spread over centuries (one push of a clock gone wrong) are read in one go, not a month
 //!   at a time.
+
 use std::ops::Range;
 
 use chrono::{DateTime, Duration, Utc};
