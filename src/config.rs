@@ -255,7 +255,8 @@ pub struct ServeArgs {
     #[arg(long, env = "WEARHOUSE_GETTER_MAX_BYTES", default_value_t = crate::ingest::PageLimits::DEFAULT_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub getter_max_bytes: u64,
-    /// Time limit of one aggregate request, in seconds (then 504).
+    /// Time limit of one aggregate request, and of one summary or timeseries getter, in seconds
+    /// (then 504, the work cancelled).
     #[arg(long, env = "WEARHOUSE_QUERY_TIMEOUT_SECS", default_value_t = 30)]
     pub query_timeout_secs: u64,
     /// Memory limit of one aggregate request's execution, in MiB.

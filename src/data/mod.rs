@@ -1,7 +1,8 @@
 //! The data plane's operations, between the HTTP layer and the parts that do the work: a push
 //! is validated by [`crate::ingest`] and written durably to the [`HealthStore`]; getter reads
 //! come back from the store, filtered by provider, and are rendered by [`crate::ingest`];
-//! timeseries getters read one page at a time ([`sample_page`]). A push given as JSON text
+//! timeseries getters read one page at a time ([`sample_page`]), skipping where the series has
+//! no data; every getter runs within a time limit ([`within`]). A push given as JSON text
 //! ([`push_json`]) is parsed in one pass on a blocking thread, never as one JSON tree.
 //!
 //! Decisions where the specs are silent:
@@ -23,8 +24,10 @@
 pub mod announce;
 pub mod changes;
 pub mod connections;
+mod limit;
 mod pages;
 
+pub use limit::{Deadline, within};
 pub use pages::{SampleFilter, sample_page};
 
 use std::ops::Range;
@@ -64,6 +67,9 @@ pub enum DataError {
     /// A blocking task (parsing, rendering) panicked or was cancelled.
     #[error("blocking task: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// A getter did not answer within its time limit (the limit); its work was cancelled.
+    #[error("did not finish within {0:?}")]
+    Timeout(std::time::Duration),
 }
 
 /// The user's fallback zone, parsed (stored zones were validated on the way in).

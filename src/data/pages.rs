@@ -11,9 +11,16 @@
 //! of dense data: the store reads whole windows. Reads go through the store's cache like every
 //! other read.
 //!
-//! A window without an end (a getter called with `start_date` only) is read up to a year after
-//! the later of its start and now: past that, an open window would be millions of empty
-//! month-long reads before the answer (the store keeps no per-series extent to stop at).
+//! The store's segment extents (`HealthStore::extents`: time range and rows of each segment,
+//! from their names, one listing per page) steer the slices, so the cost of a page follows the
+//! data, not the window:
+//! - a slice never starts where no segment has data: its start moves to the next instant one
+//!   covers, and the page ends after the last, so a window from year 0 (or without an end),
+//!   years between two recordings, or a user without the series cost one listing;
+//! - a slice reaches, whatever the density rule says, as far as the segments it touches hold
+//!   at most [`READ_BUDGET`] rows (or the page's row cap, if larger) in all, so a few samples
+//!   spread over centuries (one push of a clock gone wrong) are read in one go, not a month
+//!   at a time.
 
 use std::ops::Range;
 
@@ -25,7 +32,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use super::{DataError, read};
 use crate::ingest::{Cursor, PageBuilder, PageLimits, SamplePage};
 use crate::schema::{Dataset, Resource};
-use crate::store::health::HealthStore;
+use crate::store::health::{Extent, HealthStore};
 use crate::store::metadata::User;
 
 /// The first slice's length.
@@ -34,10 +41,11 @@ const FIRST_SLICE: Duration = Duration::hours(1);
 const SHORTEST_SLICE: Duration = Duration::minutes(1);
 /// The longest slice.
 const LONGEST_SLICE: Duration = Duration::days(31);
-/// How far past the later of its start and now an open-ended window is read.
-const OPEN_END_HORIZON: Duration = Duration::days(366);
 /// How much a slice may grow over the previous one.
 const GROWTH: i32 = 4;
+/// The most rows the segments a slice touches may hold for it to reach past the density rule
+/// (unless the page's row cap is larger).
+const READ_BUDGET: usize = 10_000;
 
 /// Which samples of a resource a page holds: `provider`'s only when given, of sample `type`
 /// `kind` only when given (the reference's `cholesterol/ldl` views).
@@ -83,26 +91,25 @@ pub async fn sample_page(
     {
         start = start.max(at);
     }
-    let horizon = window
-        .start
-        .max(Utc::now())
-        .checked_add_signed(OPEN_END_HORIZON)
-        .unwrap_or(DateTime::<Utc>::MAX_UTC);
-    let window = window.start..window.end.min(horizon);
+    let dataset = Dataset::Timeseries(resource);
+    let coverage = Coverage(store.extents(user.team_id, user.id, dataset).await?);
+    let budget = u64::try_from(limits.rows.max(READ_BUDGET)).unwrap_or(u64::MAX);
     let mut page = PageBuilder::new(resource, from, limits);
     let mut span = FIRST_SLICE;
-    while start < window.end && !page.is_full() {
-        let end = start
-            .checked_add_signed(span)
-            .map_or(window.end, |e| e.min(window.end));
-        let batches = read(
-            store,
-            user,
-            Dataset::Timeseries(resource),
-            Some(start..end),
-            filter.provider,
-        )
-        .await?;
+    while !page.is_full() {
+        // Skip to where the series has data; past its last segment the page is complete.
+        let Some(next) = coverage.next_data(start.timestamp_micros()) else {
+            break;
+        };
+        start = start.max(DateTime::<Utc>::from_timestamp_micros(next).unwrap_or(start));
+        if start >= window.end {
+            break;
+        }
+        let by_density = start.checked_add_signed(span).unwrap_or(window.end);
+        let by_rows = DateTime::<Utc>::from_timestamp_micros(coverage.reach(next, budget))
+            .unwrap_or(window.end);
+        let end = by_density.max(by_rows).min(window.end);
+        let batches = read(store, user, dataset, Some(start..end), filter.provider).await?;
         let batches = match filter.kind {
             Some(kind) => of_type(batches, kind)?,
             None => batches,
@@ -120,14 +127,52 @@ pub async fn sample_page(
     Ok(page.finish())
 }
 
+/// Where a series has data: its segments' extents (times in microseconds).
+struct Coverage(Vec<Extent>);
+
+impl Coverage {
+    /// The first instant at or after `at` that a segment covers, or `None` past the last.
+    fn next_data(&self, at: i64) -> Option<i64> {
+        self.0
+            .iter()
+            .filter(|e| e.end > at)
+            .map(|e| e.start.max(at))
+            .min()
+    }
+
+    /// How far from `from` a read may reach while the segments it touches hold at most
+    /// `budget` rows in all: the start of the first segment past the budget, `i64::MAX` when
+    /// none is.
+    fn reach(&self, from: i64, budget: u64) -> i64 {
+        let mut touched: Vec<(i64, u64)> = self
+            .0
+            .iter()
+            .filter(|e| e.end > from)
+            .map(|e| (e.start.max(from), e.rows))
+            .collect();
+        touched.sort_unstable();
+        let mut rows = 0u64;
+        for (start, n) in touched {
+            rows = rows.saturating_add(n);
+            if rows > budget {
+                return start;
+            }
+        }
+        i64::MAX
+    }
+}
+
 /// The next slice's length: about what holds `wanted` more samples at the density of the
 /// last slice (`read` samples in `last`), within the bounds of the module docs.
 fn next_span(last: Duration, read: usize, wanted: usize) -> Duration {
+    // A slice that reached past the longest (sparse segments) counts as the longest: the
+    // answer is at most that anyway, and the arithmetic stays in range.
+    let last = last.min(LONGEST_SLICE);
     let grown = last * GROWTH;
     let estimate = match (last.num_seconds(), i64::try_from(read)) {
         (seconds, Ok(read)) if read > 0 => {
             let wanted = i64::try_from(wanted).unwrap_or(i64::MAX);
-            Duration::seconds(seconds.saturating_mul(wanted) / read)
+            Duration::try_seconds(seconds.saturating_mul(wanted) / read).unwrap_or(grown)
         }
         _ => grown,
     };
@@ -137,6 +182,38 @@ fn next_span(last: Duration, read: usize, wanted: usize) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn extent(start: i64, end: i64, rows: u64) -> Extent {
+        Extent { start, end, rows }
+    }
+
+    #[test]
+    fn slices_start_where_the_series_has_data() {
+        let coverage = Coverage(vec![extent(100, 200, 5), extent(150, 1_001, 2)]);
+        assert_eq!(coverage.next_data(-5_000_000), Some(100));
+        assert_eq!(coverage.next_data(150), Some(150));
+        assert_eq!(coverage.next_data(500), Some(500));
+        assert_eq!(coverage.next_data(1_001), None);
+        let gap = Coverage(vec![extent(0, 10, 1), extent(1_000, 1_001, 1)]);
+        assert_eq!(gap.next_data(10), Some(1_000));
+        assert_eq!(Coverage(Vec::new()).next_data(0), None);
+    }
+
+    #[test]
+    fn slices_reach_as_far_as_the_rows_they_touch_allow() {
+        let coverage = Coverage(vec![
+            extent(0, 10, 3),
+            extent(5, 1_000_000, 2),
+            extent(2_000_000, 2_000_001, 10),
+        ]);
+        // Sparse: everything fits the budget, read to the end.
+        assert_eq!(coverage.reach(0, 100), i64::MAX);
+        // The third segment would pass a budget of 10: stop where it starts.
+        assert_eq!(coverage.reach(0, 10), 2_000_000);
+        assert_eq!(coverage.reach(20, 10), 2_000_000);
+        // Already past the budget where the slice starts: the density rule decides.
+        assert_eq!(coverage.reach(7, 4), 7);
+    }
 
     #[test]
     fn slices_follow_the_density_within_bounds() {
@@ -154,5 +231,8 @@ mod tests {
         assert_eq!(next_span(hour, 100_000_000, 10), SHORTEST_SLICE);
         assert_eq!(next_span(hour, 0, 10), hour * 4);
         assert_eq!(next_span(Duration::days(20), 0, 10), LONGEST_SLICE);
+        // A slice of centuries (reached by rows), or a huge page: still in range.
+        assert_eq!(next_span(Duration::days(400_000), 3, 10), LONGEST_SLICE);
+        assert_eq!(next_span(hour, 1, usize::MAX), hour * 4);
     }
 }

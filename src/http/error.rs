@@ -184,6 +184,10 @@ impl From<crate::data::DataError> for ApiError {
         match err {
             DataError::Invalid(invalid) => ApiError::Invalid(invalid),
             DataError::Metadata(e) => e.into(),
+            DataError::Timeout(limit) => ApiError::Timeout(format!(
+                "the read did not finish within {} and was cancelled; narrow the window or ask for a smaller page (limit)",
+                spoken(limit)
+            )),
             DataError::Store(_) | DataError::Arrow(_) | DataError::Task(_) => {
                 ApiError::internal(err)
             }
@@ -218,6 +222,15 @@ impl From<crate::query::QueryError> for ApiError {
             )
             | QueryError::Store(_) => ApiError::internal(err),
         }
+    }
+}
+
+/// A time limit as a sentence says it: whole seconds, or milliseconds under a second.
+fn spoken(limit: std::time::Duration) -> String {
+    if limit >= std::time::Duration::from_secs(1) {
+        format!("{} s", limit.as_secs())
+    } else {
+        format!("{} ms", limit.as_millis())
     }
 }
 

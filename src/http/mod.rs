@@ -31,6 +31,7 @@ mod notify;
 mod rate_limit;
 mod stream;
 mod teams;
+mod timeseries;
 mod users;
 mod webhooks;
 

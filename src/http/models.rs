@@ -161,11 +161,7 @@ fn push_body() -> Schema {
     }
     body = body.property("profile", loose(Table::Profile)).property(
         "timeseries",
-        ObjectBuilder::new()
-            .schema_type(Type::Object)
-            .additional_properties(Some(
-                ArrayBuilder::new().items(RefOr::T(any_sample_schema())),
-            )),
+        crate::ingest::push_schema::push_series_schema(),
     );
     Schema::Object(body.build())
 }

@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{AuthTeam, JsonBody, PathId, IntParam, QueryParams, parse_uuid};
+use super::extract::{AuthTeam, IntParam, JsonBody, PathId, QueryParams, parse_uuid};
 use super::models_events as events_models;
 use crate::events::endpoints::{self as api, EventsError, WebhookEndpoint};
 use crate::events::history;

@@ -52,8 +52,6 @@ pub const ARROW_STREAM_MEDIA_TYPE: &str = "application/vnd.apache.arrow.stream";
 /// The media type of a Parquet file body.
 pub const PARQUET_MEDIA_TYPE: &str = "application/vnd.apache.parquet";
 
-/// Resources whose samples must carry `type` (as on the JSON push).
-const TYPED: [&str; 4] = ["cholesterol", "ige", "igg", "electrocardiogram_voltage"];
 /// The longest sample interval accepted, in seconds (a leap year), as on the JSON push.
 const MAX_DURATION: f64 = 366.0 * 86_400.0;
 /// The widest offset from UTC, in seconds.
@@ -458,7 +456,7 @@ impl<'a> Rows<'a> {
                 .into());
             }
         }
-        if TYPED.contains(&self.resource.name) {
+        if super::sample_rules::requires(self.resource, "type") {
             let types = self.column("type", storage);
             let missing = match &types {
                 None => Some(0),
@@ -474,11 +472,7 @@ impl<'a> Rows<'a> {
             }
         }
         let bounds = sample_range(self.resource.name, self.resource.unit);
-        let value_columns: &[&str] = match family {
-            Family::BloodPressure => &["systolic", "diastolic"],
-            _ => &["value"],
-        };
-        for name in value_columns {
+        for name in super::sample_rules::measured(family) {
             let values = self.column(name, storage).ok_or_else(|| {
                 Violation::new(
                     loc!["body", *name],

@@ -7,6 +7,10 @@
 //!   after the given end date-time (or the next midnight for a bare end date).
 //! - Without `end_date` the range is open-ended (up to the latest representable instant).
 //! - Date-times must carry an offset (`Z` or `±HH:MM`).
+//! - Both bounds must fall from 0000-01-01 through 9999-12-31 in UTC ([`EARLIEST`], [`LATEST`]):
+//!   the four-digit years of RFC 3339, so every instant a push can store and nothing else.
+//!   A bound outside (`-262143-01-01`, `+10000-01-01`) is a 422 at its parameter, not a window
+//!   to search.
 
 use std::ops::Range;
 
@@ -16,10 +20,34 @@ use serde_json::Value;
 use crate::loc;
 use crate::validation::{Invalid, Violation};
 
+/// The earliest instant a getter window may start at: 0000-01-01T00:00:00Z.
+pub const EARLIEST: DateTime<Utc> = match NaiveDate::from_ymd_opt(0, 1, 1) {
+    Some(day) => day.and_time(chrono::NaiveTime::MIN).and_utc(),
+    None => DateTime::<Utc>::MIN_UTC,
+};
+
+/// The instant a getter window may reach up to (its half-open end): 10000-01-01T00:00:00Z, so
+/// the last instant in range is 9999-12-31T23:59:59.999999Z.
+pub const LATEST: DateTime<Utc> = match NaiveDate::from_ymd_opt(10_000, 1, 1) {
+    Some(day) => day.and_time(chrono::NaiveTime::MIN).and_utc(),
+    None => DateTime::<Utc>::MAX_UTC,
+};
+
+/// The violation of a bound outside [`EARLIEST`]..[`LATEST`].
+fn out_of_range(name: &str, raw: &str) -> Violation {
+    Violation::value(
+        loc!["query", name],
+        "Input should be a date or date-time from 0000-01-01 through 9999-12-31 (UTC)",
+    )
+    .with_input(Value::from(raw))
+}
+
 /// The dates and date-times [`parse_date_range`] accepts, as the OpenAPI document states them: a
 /// date `YYYY-MM-DD`, or a date-time with seconds and an offset. Stricter than the parser where a
-/// pattern cannot follow the calendar (days past the 28th are accepted but not promised).
-pub const DATE_OR_DATE_TIME_PATTERN: &str = r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9]))?$";
+/// pattern cannot follow the calendar or the offset (days past the 28th, and the years 0000 and
+/// 9999, whose edges an offset can push out of [`EARLIEST`]..[`LATEST`], are accepted but not
+/// promised).
+pub const DATE_OR_DATE_TIME_PATTERN: &str = r"^(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9])-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9]))?$";
 
 enum Bound {
     Day(NaiveDate),
@@ -55,6 +83,9 @@ pub fn parse_date_range(
         Bound::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc(),
         Bound::Instant(t) => t,
     };
+    if !(EARLIEST..LATEST).contains(&start) {
+        return Err(out_of_range("start_date", raw_start).into());
+    }
     let end = match end_date.map(|raw| parse("end_date", raw)).transpose()? {
         None => DateTime::<Utc>::MAX_UTC,
         Some(Bound::Day(d)) => d
@@ -65,6 +96,11 @@ pub fn parse_date_range(
             .checked_add_signed(TimeDelta::microseconds(1))
             .unwrap_or(DateTime::<Utc>::MAX_UTC),
     };
+    if let Some(raw_end) = end_date
+        && !(EARLIEST < end && end <= LATEST)
+    {
+        return Err(out_of_range("end_date", raw_end).into());
+    }
     if end <= start {
         return Err(Violation::value(
             loc!["query", "end_date"],
@@ -109,6 +145,43 @@ mod tests {
             parse_date_range(Some("2025-02-01"), None).unwrap().end,
             DateTime::<Utc>::MAX_UTC
         );
+    }
+
+    #[test]
+    fn bounds_outside_years_0000_to_9999_are_refused_at_their_parameter() {
+        let loc_of = |r: Result<_, Invalid>| r.unwrap_err().0[0].loc.clone();
+        let q = |n: &str| vec![Loc::from("query"), Loc::from(n)];
+        for start in [
+            "-262143-01-01",
+            "-0001-12-31",
+            "+10000-01-01",
+            "262142-12-31",
+        ] {
+            assert_eq!(
+                loc_of(parse_date_range(Some(start), None)),
+                q("start_date"),
+                "{start}"
+            );
+        }
+        assert_eq!(
+            loc_of(parse_date_range(Some("2025-01-01"), Some("+10000-01-01"))),
+            q("end_date")
+        );
+        assert_eq!(
+            loc_of(parse_date_range(
+                Some("2025-01-01"),
+                Some("9999-12-31T23:00:00-05:00")
+            )),
+            q("end_date")
+        );
+        let widest = parse_date_range(Some("0000-01-01"), Some("9999-12-31")).unwrap();
+        assert_eq!(widest, EARLIEST..LATEST);
+        let instants = parse_date_range(
+            Some("0000-01-01T00:00:00Z"),
+            Some("9999-12-31T23:59:59.999999Z"),
+        )
+        .unwrap();
+        assert_eq!(instants, EARLIEST..LATEST);
     }
 
     #[test]

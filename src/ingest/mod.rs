@@ -20,6 +20,8 @@
 //!   `Value` per sample. [`render_samples`] and [`render_grouped`] are the same as `Value`s, for
 //!   tests and small sets.
 //! - [`parse_date_range`] reads the getters' `start_date`/`end_date`.
+//! - [`sample_rules`] says which members a pushed timeseries sample must give, per resource:
+//!   the push parsers enforce it and [`push_schema`] documents it.
 //! - [`demo`] generates deterministic synthetic push bodies for the demo providers.
 //!
 //! Field names, types and nesting follow the reference service's models (`data-model.md`
@@ -61,9 +63,11 @@ mod hypnogram;
 mod page;
 mod push;
 mod push_body;
+pub mod push_schema;
 mod render;
 mod sample;
 mod sample_json;
+pub mod sample_rules;
 mod summary;
 pub mod wire_schema;
 mod zone;

@@ -9,9 +9,9 @@
 //! - `unit`, when given, must be the resource's unit; it is always stored as the resource's unit.
 //! - `timezone_offset` is seconds east of UTC, or a zone string (`+HH:MM`, IANA) resolved at the
 //!   sample's instant; absent, null (the engine applies the user's fallback zone at query time).
-//! - `type` is required on the samples the reference always types: cholesterol (`ldl`, `hdl`,
-//!   `total`, `triglycerides`, which `cholesterol/<kind>` filters on), ige, igg and
-//!   electrocardiogram_voltage.
+//! - Which members a sample must give (`timestamp`, `type` on the typed resources, the measured
+//!   values) is `sample_rules.rs`'s table, checked first, before any member is read: the OpenAPI
+//!   document states the same table.
 //! - Note `tags` is an array of strings, stored as its JSON text; `content` (or the
 //!   reference's `value`, the same text) is required.
 //! - `source_workout_id` and `source_sport` are per-sample fields.
@@ -21,17 +21,14 @@ use serde_json::Value;
 use super::columns::{Cell, Row};
 use super::fields::sample_range;
 use super::push::offset_cell;
+use super::sample_rules;
 use super::summary::zone;
 use crate::schema::{Family, INGESTED_AT, Resource, SOURCE_COLUMNS, timeseries_schema};
 use crate::validation::read::{self, Obj, at};
 use crate::validation::{Loc, Violation};
 
-/// Resources whose samples the reference always types (the cholesterol kind, the antigen, the
-/// lead): `type` is required on push.
-const TYPED: [&str; 4] = ["cholesterol", "ige", "igg", "electrocardiogram_voltage"];
-
 /// The longest sample interval accepted, in seconds (a leap year).
-const MAX_DURATION: f64 = 366.0 * 86_400.0;
+pub(super) const MAX_DURATION: f64 = 366.0 * 86_400.0;
 
 const STRING_FIELDS: [&str; 8] = [
     "type",
@@ -76,6 +73,12 @@ pub(crate) fn parse(
     let accepted = |k: &str| keys.iter().any(|a| a == k);
     let obj = read::object(value, loc)?;
     read::forbid_extra(obj, loc, accepted)?;
+    for rule in sample_rules::required(resource) {
+        let given = rule
+            .names()
+            .find(|name| obj.get(*name).is_some_and(|v| !v.is_null()));
+        read::required(given, loc, rule.field)?;
+    }
     let mut row = Row::default();
 
     let timestamp = read::instant(obj, "timestamp", loc)?;
@@ -103,9 +106,6 @@ pub(crate) fn parse(
         if accepted(key) {
             row.set(key, Cell::opt_str(read::string(obj, key, loc)?));
         }
-    }
-    if TYPED.contains(&resource.name) {
-        read::required(read::string(obj, "type", loc)?, loc, "type")?;
     }
     row.set(
         "source_sport",

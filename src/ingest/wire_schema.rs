@@ -13,7 +13,7 @@ use utoipa::openapi::{RefOr, Schema};
 use super::fields::wire;
 use crate::schema::{Family, Kind, Table};
 
-fn typed(t: Type, format: Option<KnownFormat>, nullable: bool) -> ObjectBuilder {
+pub(super) fn typed(t: Type, format: Option<KnownFormat>, nullable: bool) -> ObjectBuilder {
     let builder = if nullable {
         ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([
             t,
@@ -28,19 +28,19 @@ fn typed(t: Type, format: Option<KnownFormat>, nullable: bool) -> ObjectBuilder 
     }
 }
 
-fn string(nullable: bool) -> ObjectBuilder {
+pub(super) fn string(nullable: bool) -> ObjectBuilder {
     typed(Type::String, None, nullable)
 }
 
-fn instant(nullable: bool) -> ObjectBuilder {
+pub(super) fn instant(nullable: bool) -> ObjectBuilder {
     typed(Type::String, Some(KnownFormat::DateTime), nullable)
 }
 
-fn integer(nullable: bool) -> ObjectBuilder {
+pub(super) fn integer(nullable: bool) -> ObjectBuilder {
     typed(Type::Integer, None, nullable)
 }
 
-fn number(nullable: bool) -> ObjectBuilder {
+pub(super) fn number(nullable: bool) -> ObjectBuilder {
     typed(Type::Number, None, nullable)
 }
 
@@ -100,7 +100,7 @@ impl Node {
     }
 }
 
-fn nullable_array(items: ObjectBuilder) -> ArrayBuilder {
+pub(super) fn nullable_array(items: ObjectBuilder) -> ArrayBuilder {
     ArrayBuilder::new()
         .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
             Type::Array,

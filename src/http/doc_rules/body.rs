@@ -93,20 +93,56 @@ fn members() -> Vec<Member> {
     let (async_min, async_max, _) = crate::lab::appointments::validate::ASYNC_TIMEOUT_MS;
     let mut rules = vec![
         member("NewUserRequest", "fallback_time_zone", OneOf(time_zones())),
-        member("UserPatchRequest", "fallback_time_zone", OneOf(time_zones())),
+        member(
+            "UserPatchRequest",
+            "fallback_time_zone",
+            OneOf(time_zones()),
+        ),
         member("NewUserRequest", "fallback_birth_date", Pattern(PAST_DATE)),
-        member("UserPatchRequest", "fallback_birth_date", Pattern(PAST_DATE)),
-        member("PrioritiesRequest", "priorities", ItemsOneOf(catalogue_slugs())),
-        member("ProviderCredentialsRequest", "client_id", Pattern(NOT_BLANK)),
-        member("ProviderCredentialsRequest", "client_secret", Pattern(NOT_BLANK)),
-        member("ProviderCredentialsRequest", "redirect_uri", Pattern(HTTP_URL)),
+        member(
+            "UserPatchRequest",
+            "fallback_birth_date",
+            Pattern(PAST_DATE),
+        ),
+        member(
+            "PrioritiesRequest",
+            "priorities",
+            ItemsOneOf(catalogue_slugs()),
+        ),
+        member(
+            "ProviderCredentialsRequest",
+            "client_id",
+            Pattern(NOT_BLANK),
+        ),
+        member(
+            "ProviderCredentialsRequest",
+            "client_secret",
+            Pattern(NOT_BLANK),
+        ),
+        member(
+            "ProviderCredentialsRequest",
+            "redirect_uri",
+            Pattern(HTTP_URL),
+        ),
         member("TestEventRequest", "event_type", OneOf(event_types())),
-        member("NewEndpointRequest", "event_types", ItemsOneOf(event_types())),
+        member(
+            "NewEndpointRequest",
+            "event_types",
+            ItemsOneOf(event_types()),
+        ),
         member("NewEndpointRequest", "event_types", MinItems(1)),
-        member("EndpointPatchRequest", "event_types", ItemsOneOf(event_types())),
+        member(
+            "EndpointPatchRequest",
+            "event_types",
+            ItemsOneOf(event_types()),
+        ),
         member("EndpointPatchRequest", "event_types", MinItems(1)),
         member("LinkTokenRequest", "provider", OneOf(linkable())),
-        member("LinkTokenRequest", "filter_on_providers", ItemsOneOf(linkable())),
+        member(
+            "LinkTokenRequest",
+            "filter_on_providers",
+            ItemsOneOf(linkable()),
+        ),
         member("LinkTokenRequest", "filter_on_providers", MinItems(1)),
         member("LinkTokenRequest", "redirect_url", Pattern(HTTP_URL)),
         member("BulkImportRequest", "provider", OneOf(oauth_slugs())),
@@ -172,8 +208,7 @@ fn narrow(schema: &mut Schema, rule: &Narrow) -> bool {
         (Schema::Array(a), Narrow::ItemsOneOf(values)) => match &mut a.items {
             ArrayItems::RefOrSchema(item) => match item.as_mut() {
                 RefOr::T(Schema::Object(o)) => {
-                    o.enum_values =
-                        Some(values.iter().map(|v| Value::from(v.as_str())).collect());
+                    o.enum_values = Some(values.iter().map(|v| Value::from(v.as_str())).collect());
                     true
                 }
                 _ => false,

@@ -123,14 +123,24 @@ fn rules() -> Vec<Rule> {
         rule("get", "/v2/team/jobs", "size", Int(super::jobs::SIZE)),
         rule("get", "/v2/user", "offset", Int(super::users::OFFSET)),
         rule("get", "/v2/user", "limit", Int(super::users::LIMIT)),
-        rule("post", "/v2/user/refresh/{user_id}", "timeout", Number(5.0, 60.0)),
+        rule(
+            "post",
+            "/v2/user/refresh/{user_id}",
+            "timeout",
+            Number(5.0, 60.0),
+        ),
         rule(
             "get",
             "/v2/link/bulk_op",
             "page_size",
             Int(super::link::bulk_import::PAGE_SIZE),
         ),
-        rule("get", "/v2/team/events", "limit", Int(super::webhooks::LIMIT)),
+        rule(
+            "get",
+            "/v2/team/events",
+            "limit",
+            Int(super::webhooks::LIMIT),
+        ),
         rule(
             "get",
             "/v2/team/webhooks/{id}/deliveries",
@@ -205,7 +215,12 @@ fn rules() -> Vec<Rule> {
                 strings(super::teams::DATA_TYPES),
             )
         },
-        path_rule("delete", "/v2/user/{user_id}/{provider}", "provider", catalogue()),
+        path_rule(
+            "delete",
+            "/v2/user/{user_id}/{provider}",
+            "provider",
+            catalogue(),
+        ),
         path_rule(
             "get",
             "/v2/link/oauth/callback/{provider}",
@@ -228,7 +243,7 @@ fn rules() -> Vec<Rule> {
             "get",
             "/v2/timeseries/{user_id}/cholesterol/{kind}",
             "kind",
-            strings(super::data::CHOLESTEROL_KINDS),
+            strings(super::timeseries::CHOLESTEROL_KINDS),
         ),
     ];
     for method in ["get", "put", "delete"] {
@@ -251,7 +266,12 @@ fn rules() -> Vec<Rule> {
         "/v2/timeseries/{user_id}/{resource}",
         "/v2/timeseries/{user_id}/{resource}/grouped",
     ] {
-        rules.push(path_rule("get", path, "resource", strings(super::data::series_names())));
+        rules.push(path_rule(
+            "get",
+            path,
+            "resource",
+            strings(super::timeseries::series_names()),
+        ));
     }
     for path in [
         "/v2/summary/sleep/{user_id}",
@@ -274,7 +294,11 @@ fn rules() -> Vec<Rule> {
     ] {
         for p in lab_page {
             rules.push(rule(
-                if path.ends_with("set_markers") { "post" } else { "get" },
+                if path.ends_with("set_markers") {
+                    "post"
+                } else {
+                    "get"
+                },
                 path,
                 p.name,
                 Int(p),
@@ -372,9 +396,18 @@ pub fn apply_deployment(doc: &mut OpenApi, config: &super::HttpConfig) {
     let rows = config.getter_limits.rows.max(1);
     let cap = |(_, max): (usize, usize)| i64::try_from(max.min(rows)).unwrap_or(i64::MAX);
     for (path, page) in [
-        ("/v2/timeseries/{user_id}/{resource}", super::data::PLAIN_PAGE),
-        ("/v2/timeseries/{user_id}/cholesterol/{kind}", super::data::PLAIN_PAGE),
-        ("/v2/timeseries/{user_id}/{resource}/grouped", super::data::GROUPED_PAGE),
+        (
+            "/v2/timeseries/{user_id}/{resource}",
+            super::timeseries::PLAIN_PAGE,
+        ),
+        (
+            "/v2/timeseries/{user_id}/cholesterol/{kind}",
+            super::timeseries::PLAIN_PAGE,
+        ),
+        (
+            "/v2/timeseries/{user_id}/{resource}/grouped",
+            super::timeseries::GROUPED_PAGE,
+        ),
     ] {
         let limit = IntParam::new("limit", cap(page), 1, cap(page));
         let rule = rule("get", path, "limit", Values::Int(limit));

@@ -7,7 +7,7 @@ use utoipa_axum::routes;
 
 use super::super::AppState;
 use super::super::error::ApiError;
-use super::super::extract::{AuthTeam, PathId, IntParam, QueryParams, parse_uuid};
+use super::super::extract::{AuthTeam, IntParam, PathId, QueryParams, parse_uuid};
 use super::page;
 use crate::http::extract::Typed;
 use crate::lab::catalogue::{self, labs};

@@ -10,7 +10,8 @@
 //!   names and row groups by Parquet statistics, decode off the async threads, resolve
 //!   replacements (newest `ingested_at` per `Dataset::key_columns`, ties to the later segment),
 //!   regroup a timeseries by source (each batch one provider and source type, sorted by time)
-//!   and cache the result (see `cache.rs`).
+//!   and cache the result (see `cache.rs`). [`HealthStore::extents`] answers where a dataset
+//!   has data from the segment names alone (see `extent.rs`).
 //! - **Pushes** ([`HealthStore::write_push`]) spanning several datasets are all-or-nothing, also
 //!   across a crash: their segments count only once the push's commit record exists (see
 //!   `commit.rs`).
@@ -60,6 +61,7 @@ mod commit;
 mod compact;
 mod constant;
 mod error;
+mod extent;
 mod gate;
 mod layout;
 mod metrics;
@@ -84,6 +86,7 @@ use object_store::path::Path as ObjectPath;
 use uuid::Uuid;
 
 pub use error::StoreError;
+pub use extent::Extent;
 pub use gate::{Gate, Opener, gate};
 pub use metrics::MetricsSnapshot;
 pub use options::{CompactionReport, StoreOptions, WriteReceipt};
