@@ -125,8 +125,10 @@ pub struct DaySlots {
     pub slots: Vec<TimeSlot>,
 }
 
-/// Availability answer.
+/// Availability answer (named `AppointmentAvailability` in the OpenAPI document: a connection's
+/// `Availability` has the name already).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = AppointmentAvailability)]
 pub struct Availability {
     /// Days with slots.
     pub slots: Vec<DaySlots>,
