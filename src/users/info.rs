@@ -30,7 +30,8 @@ use crate::validation::decode::member;
 use crate::validation::read::at;
 use crate::validation::{Checks, Invalid, Loc, decode};
 
-const US_STATES: &[&str] = &[
+/// The two-letter codes `state` accepts (states, DC and the territories).
+pub const US_STATES: &[&str] = &[
     "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS",
     "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY",
     "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV",
@@ -90,6 +91,31 @@ fn non_empty(s: &str) -> bool {
 fn short_text(s: &str) -> bool {
     (1..=50).contains(&s.trim().chars().count())
 }
+
+/// The rules above as the OpenAPI document states them: patterns every match of which the
+/// predicates accept (ASCII only, so narrower than the rules: a name with accents is accepted but
+/// not promised).
+pub struct Patterns {
+    /// [`is_valid_name`].
+    pub name: &'static str,
+    /// [`is_valid_email`].
+    pub email: &'static str,
+    /// [`is_valid_phone`].
+    pub phone: &'static str,
+    /// 1 to 50 characters, not only white space.
+    pub short_text: &'static str,
+    /// [`is_valid_zip`].
+    pub zip: &'static str,
+}
+
+/// See [`Patterns`].
+pub const PATTERNS: Patterns = Patterns {
+    name: "^[A-Za-z][A-Za-z .'-]{0,49}$",
+    email: "^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(\\.[A-Za-z0-9-]{1,63}){0,2}\\.[A-Za-z]{2,24}$",
+    phone: "^\\+?[0-9]{7,15}$",
+    short_text: "^[A-Za-z][A-Za-z ]{0,48}[A-Za-z]?$",
+    zip: "^[0-9]{5}(-[0-9]{4})?$",
+};
 
 const EMAIL_RULE: &str = "a valid e-mail address";
 const PHONE_RULE: &str = "a phone number of 7-15 digits";
@@ -525,5 +551,25 @@ mod tests {
             .remove("address");
         let err = parse(&body, today).unwrap_err();
         assert_eq!(err.0.len(), 2, "{err:?}");
+    }
+
+    #[test]
+    fn what_the_documented_patterns_admit_the_rules_accept() {
+        // Examples at the edges of each pattern.
+        for name in ["A", "Mary-Jane O'Neil.", &"a".repeat(50)] {
+            assert!(is_valid_name(name), "{name}");
+        }
+        for email in ["a@b.co", "x.y+z%w@mail-1.example.org"] {
+            assert!(is_valid_email(email), "{email}");
+        }
+        for phone in ["1234567", "+123456789012345"] {
+            assert!(is_valid_phone(phone), "{phone}");
+        }
+        for text in ["A", "ab", &format!("a{}b", " ".repeat(48))] {
+            assert!(short_text(text), "{text:?}");
+        }
+        for zip in ["12345", "12345-6789"] {
+            assert!(is_valid_zip(zip), "{zip}");
+        }
     }
 }

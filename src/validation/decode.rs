@@ -92,6 +92,8 @@ pub fn decode<T: DeserializeOwned>(body: &Value, loc: Vec<Loc>) -> Result<(T, Ch
                 .with_input(body.clone()),
         ]));
     }
+    let normalised = integral_numbers(body);
+    let body = normalised.as_ref().unwrap_or(body);
     let mut unknown = Vec::new();
     let mut note = |path: serde_ignored::Path<'_>| {
         let mut at = Vec::new();
@@ -123,6 +125,43 @@ pub fn decode<T: DeserializeOwned>(body: &Value, loc: Vec<Loc>) -> Result<(T, Ch
             Err(Invalid(checks.violations))
         }
     }
+}
+
+/// `body` with every number written with a zero fraction (`8.0`) that fits an `i64` read as
+/// that integer, or `None` when it has none. JSON Schema counts `8.0` as an integer, and so do
+/// clients that write every number as a float (JavaScript, pandas): a member typed as an
+/// integer accepts it. (A member typed as a float reads the integer just the same.)
+fn integral_numbers(body: &Value) -> Option<Value> {
+    fn integral(n: &serde_json::Number) -> Option<i64> {
+        let f = n.as_f64().filter(|_| n.is_f64())?;
+        // The range an `i64` holds exactly as an `f64` at both ends.
+        (f.fract() == 0.0 && (-9.2e18..=9.2e18).contains(&f)).then_some(f as i64)
+    }
+    fn any(value: &Value) -> bool {
+        match value {
+            Value::Number(n) => integral(n).is_some(),
+            Value::Array(items) => items.iter().any(any),
+            Value::Object(members) => members.values().any(any),
+            _ => false,
+        }
+    }
+    fn rewrite(value: &mut Value) {
+        match value {
+            Value::Number(n) => {
+                if let Some(i) = integral(n) {
+                    *value = Value::from(i);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(rewrite),
+            Value::Object(members) => members.values_mut().for_each(rewrite),
+            _ => {}
+        }
+    }
+    any(body).then(|| {
+        let mut copy = body.clone();
+        rewrite(&mut copy);
+        copy
+    })
 }
 
 /// Decodes `body` at `loc` into `T`, with no rules of the caller's: unknown members and
@@ -449,5 +488,20 @@ mod tests {
         let got = decode_strict::<Body>(&body, loc!["body"]).unwrap();
         assert_eq!(got.kind, Some(Kind::Large));
         assert_eq!(got.size, Some(3));
+    }
+
+    #[test]
+    fn a_whole_number_written_as_a_float_reads_as_an_integer() {
+        #[derive(serde::Deserialize)]
+        struct Counts {
+            size: i64,
+            ratio: f64,
+        }
+        let body = serde_json::json!({"size": 8714994866.0, "ratio": 2.0});
+        let (counts, checks) = decode::<Counts>(&body, crate::loc!["body"]).unwrap();
+        assert_eq!((counts.size, counts.ratio), (8_714_994_866, 2.0));
+        assert!(checks.violations.is_empty());
+        let fraction = serde_json::json!({"size": 8.5, "ratio": 1});
+        assert!(decode::<Counts>(&fraction, crate::loc!["body"]).is_err());
     }
 }

@@ -4,7 +4,7 @@
 //! only narrows what the generated model already says.
 
 use serde_json::Value;
-use utoipa::openapi::schema::{ArrayItems, Object};
+use utoipa::openapi::schema::{ArrayItems, Object, SchemaType, Type};
 use utoipa::openapi::{OpenApi, RefOr, Schema};
 
 use super::{catalogue_slugs, oauth_slugs};
@@ -23,7 +23,41 @@ pub(super) enum Narrow {
     Text(usize),
     /// An integer in `min..=max`.
     Range(i64, i64),
+    /// An array whose items are each one of these integers.
+    ItemsInts(Vec<i64>),
+    /// An array of at most this many items.
+    MaxItems(usize),
+    /// An array holding no item twice.
+    UniqueItems,
+    /// Not `null` (the model's `Option` only tells "absent" from "present").
+    NotNull(Type),
 }
+
+/// The models whose validation refuses members it does not know (`additionalProperties:
+/// false`), though their Rust type does not say so.
+const CLOSED: [&str; 10] = [
+    "UserInfoRequest",
+    "AddressRequest",
+    "MedicalProxyRequest",
+    "PrioritiesRequest",
+    "DemoConnectRequest",
+    "TestEventRequest",
+    "NewKeyRequest",
+    "NewEndpointRequest",
+    "EndpointPatchRequest",
+    "NewUserRequest",
+];
+
+/// The members the validation requires though their model's type admits absence. (An
+/// address's `zip_code` may come as its alias `zip`; the document states the canonical name.)
+const REQUIRED: [(&str, &str); 3] = [
+    ("UserInfoRequest", "address"),
+    ("MedicalProxyRequest", "address"),
+    ("AddressRequest", "zip_code"),
+];
+
+/// A date `YYYY-MM-DD` in the future (stated as the years 2100 to 2999).
+const FUTURE_DATE: &str = "^2[1-9][0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])$";
 
 /// One member's rule: the request model (its schema's name), the member, the narrowing.
 struct Member {
@@ -49,6 +83,18 @@ const DATE: &str = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])$";
 
 /// Something other than white space.
 const NOT_BLANK: &str = r"\S";
+
+/// A webhook receiver this deployment accepts by default: `https`, a host name (no address
+/// literal, no single-label name such as `localhost`), no port.
+const WEBHOOK_URL: &str =
+    r"^https://[a-z][a-z0-9-]{0,30}(\.[a-z][a-z0-9-]{0,30}){1,3}(/[A-Za-z0-9._~-]{1,40}){0,4}$";
+
+/// A `client_user_id` that is neither an e-mail address nor a phone number (it starts with a
+/// letter and holds no `@`); 1 to 256 characters.
+const CLIENT_USER_ID: &str = "^[A-Za-z][A-Za-z0-9_.:-]{0,255}$";
+
+/// A uuid, as a pattern (the generators of some clients do not read `format`).
+const UUID: &str = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
 
 /// An absolute `http` or `https` URL with a host.
 const HTTP_URL: &str = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$";
@@ -109,6 +155,10 @@ fn members() -> Vec<Member> {
             "priorities",
             ItemsOneOf(catalogue_slugs()),
         ),
+        member("PrioritiesRequest", "priorities", UniqueItems),
+        member("UserPatchRequest", "client_user_id", NotNull(Type::String)),
+        member("AddressRequest", "zip_code", NotNull(Type::String)),
+        member("CreateOrder", "activate_by", Pattern(FUTURE_DATE)),
         member(
             "ProviderCredentialsRequest",
             "client_id",
@@ -172,6 +222,98 @@ fn members() -> Vec<Member> {
             Range(async_min, async_max),
         ),
     ];
+    let info = crate::users::info::PATTERNS;
+    rules.extend([
+        member("UserInfoRequest", "first_name", Pattern(info.name)),
+        member("UserInfoRequest", "last_name", Pattern(info.name)),
+        member("UserInfoRequest", "email", Pattern(info.email)),
+        member("UserInfoRequest", "phone_number", Pattern(info.phone)),
+        member("UserInfoRequest", "gender", Pattern(info.short_text)),
+        member("UserInfoRequest", "dob", Pattern(PAST_DATE)),
+        member("MedicalProxyRequest", "first_name", Pattern(info.name)),
+        member("MedicalProxyRequest", "last_name", Pattern(info.name)),
+        member(
+            "MedicalProxyRequest",
+            "relationship",
+            Pattern(info.short_text),
+        ),
+        member("MedicalProxyRequest", "phone_number", Pattern(info.phone)),
+        member("MedicalProxyRequest", "email", Pattern(info.email)),
+        member(
+            "MedicalProxyRequest",
+            "household_income",
+            Range(0, i64::MAX),
+        ),
+        member("MedicalProxyRequest", "household_size", Range(0, i64::MAX)),
+        member("AddressRequest", "first_line", Text(200)),
+        member("AddressRequest", "city", Text(200)),
+        member("AddressRequest", "second_line", Text(200)),
+        member(
+            "AddressRequest",
+            "state",
+            OneOf(strings(crate::users::info::US_STATES.iter().copied())),
+        ),
+        member("AddressRequest", "zip_code", Pattern(info.zip)),
+        member("AddressRequest", "zip", Pattern(info.zip)),
+        member("AddressRequest", "country", OneOf(strings(["US"]))),
+        member("NewUserRequest", "client_user_id", Pattern(CLIENT_USER_ID)),
+        member(
+            "UserPatchRequest",
+            "client_user_id",
+            Pattern(CLIENT_USER_ID),
+        ),
+        member("NewEndpointRequest", "url", Pattern(WEBHOOK_URL)),
+        member("EndpointPatchRequest", "url", Pattern(WEBHOOK_URL)),
+        member("LinkTokenRequest", "on_error", OneOf(strings(["redirect"]))),
+        member("LinkTokenRequest", "on_close", OneOf(strings(["redirect"]))),
+        member("NewKeyRequest", "name", Text(crate::keys::MAX_NAME_CHARS)),
+        member(
+            "RotateKeyRequest",
+            "overlap_seconds",
+            Range(0, crate::keys::MAX_OVERLAP_SECONDS),
+        ),
+        member(
+            "BookRequest",
+            "iana_timezone",
+            OneOf(strings(
+                chrono_tz::TZ_VARIANTS
+                    .iter()
+                    .map(|tz| tz.name())
+                    .filter(|z| crate::lab::appointments::validate::is_valid_zone(z)),
+            )),
+        ),
+        member(
+            "CreateLabTest",
+            "marker_ids",
+            ItemsInts(
+                crate::lab::catalogue::markers::all()
+                    .iter()
+                    .map(|m| m.id)
+                    .collect(),
+            ),
+        ),
+        member("OrderSetMarkersRequest", "lab_account_id", Pattern(UUID)),
+        member("PushBody", "provider", OneOf(catalogue_slugs())),
+        member("AggregateRequest", "queries", MinItems(1)),
+        member(
+            "AggregateRequest",
+            "queries",
+            MaxItems(crate::engine::Limits::default().max_queries),
+        ),
+        member("AggregateQuery", "select", MinItems(1)),
+        member(
+            "AggregateQuery",
+            "select",
+            MaxItems(crate::engine::Limits::default().max_select),
+        ),
+        member("UsAddress", "zip_code", Pattern(info.zip)),
+        member("RelativeTimeframe", "type", OneOf(strings(["relative"]))),
+        member("Period", "value", Range(1, i64::from(i32::MAX))),
+        member("ConnectionRecipe", "access_token", Pattern(NOT_BLANK)),
+        member("ConnectionRecipe", "refresh_token", Pattern(NOT_BLANK)),
+        member("ConnectionRecipe", "provider_id", Pattern(NOT_BLANK)),
+        member("ConnectionRecipe", "expires_at", Range(1, i64::MAX)),
+    ]);
     for model in ["NewUserRequest", "UserPatchRequest"] {
         for date in ["ingestion_start", "ingestion_end"] {
             rules.push(member(model, date, Pattern(DATE)));
@@ -205,6 +347,28 @@ fn narrow(schema: &mut Schema, rule: &Narrow) -> bool {
             a.min_items = Some(*n);
             true
         }
+        (Schema::Array(a), Narrow::UniqueItems) => {
+            a.unique_items = true;
+            true
+        }
+        (Schema::Object(o), Narrow::NotNull(t)) => {
+            o.schema_type = SchemaType::Type(t.clone());
+            true
+        }
+        (Schema::Array(a), Narrow::MaxItems(n)) => {
+            a.max_items = Some(*n);
+            true
+        }
+        (Schema::Array(a), Narrow::ItemsInts(values)) => match &mut a.items {
+            ArrayItems::RefOrSchema(item) => match item.as_mut() {
+                RefOr::T(Schema::Object(o)) => {
+                    o.enum_values = Some(values.iter().map(|v| Value::from(*v)).collect());
+                    true
+                }
+                _ => false,
+            },
+            ArrayItems::False => false,
+        },
         (Schema::Array(a), Narrow::ItemsOneOf(values)) => match &mut a.items {
             ArrayItems::RefOrSchema(item) => match item.as_mut() {
                 RefOr::T(Schema::Object(o)) => {
@@ -234,6 +398,33 @@ fn model<'a>(doc: &'a mut OpenApi, name: &str) -> Option<&'a mut Object> {
 /// States every member rule in `doc`; answers the rules that found no member to narrow.
 pub(super) fn apply(doc: &mut OpenApi) -> Vec<String> {
     let mut unmatched = Vec::new();
+    for name in CLOSED {
+        match model(doc, name) {
+            Some(m) => {
+                m.additional_properties = Some(Box::new(
+                    utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+                ));
+            }
+            None => unmatched.push(name.to_owned()),
+        }
+    }
+    for (name, member) in REQUIRED {
+        match model(doc, name) {
+            Some(m) => {
+                if !m.required.iter().any(|r| r == member) {
+                    m.required.push(member.to_owned());
+                }
+                // Present, so not the `null` its `Option` documents either.
+                if let Some(RefOr::T(Schema::OneOf(one))) = m.properties.get_mut(member) {
+                    one.items.retain(|item| {
+                        !matches!(item, RefOr::T(Schema::Object(o))
+                            if o.schema_type == SchemaType::Type(Type::Null))
+                    });
+                }
+            }
+            None => unmatched.push(format!("{name}.{member} (required)")),
+        }
+    }
     for rule in members() {
         let applied = model(doc, rule.model)
             .and_then(|m| m.properties.get_mut(rule.member))

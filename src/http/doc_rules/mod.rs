@@ -31,6 +31,8 @@ enum Values {
     OneOf(Vec<String>),
     /// One of these integers.
     Ints(Vec<i64>),
+    /// A list (repeated or comma-separated) of these strings.
+    ListOf(Vec<String>),
     /// A string matching this pattern.
     Pattern(&'static str),
     /// A uuid.
@@ -98,9 +100,46 @@ fn oauth_providers() -> Values {
     Values::OneOf(oauth_slugs())
 }
 
+/// `GET /v3/orders`' enumerations (`lab::orders::list`).
+fn order_list_rules() -> Vec<Rule> {
+    use crate::lab::model::enums::{
+        ActivationType, Direction, Interpretation, Low, Method, OrderKey,
+    };
+    fn names<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<String> {
+        all.iter().map(|v| name(*v).to_owned()).collect()
+    }
+    let orders = |name, values| rule("get", "/v3/orders", name, values);
+    vec![
+        orders("status", Values::ListOf(names(&Low::ALL, Low::as_str))),
+        orders(
+            "order_type",
+            Values::ListOf(names(&Method::ALL, Method::as_str)),
+        ),
+        orders(
+            "order_activation_types",
+            Values::ListOf(names(&ActivationType::ALL, ActivationType::as_str)),
+        ),
+        orders(
+            "interpretation",
+            Values::OneOf(names(&Interpretation::ALL, Interpretation::as_str)),
+        ),
+        orders(
+            "order_key",
+            Values::OneOf(names(&OrderKey::ALL, OrderKey::as_str)),
+        ),
+        orders(
+            "order_direction",
+            Values::OneOf(names(&Direction::ALL, Direction::as_str)),
+        ),
+    ]
+}
+
 fn lab_ids() -> Values {
     Values::Ints(crate::lab::catalogue::labs::ids().collect())
 }
+
+/// A date-time with seconds and an offset (RFC 3339).
+const DATE_TIME: &str = r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9])$";
 
 /// The ZIP code of the lab's query parameters: exactly five digits (`lab::area::known_zip`).
 const FIVE_DIGIT_ZIP: &str = "^[0-9]{5}$";
@@ -156,6 +195,17 @@ fn rules() -> Vec<Rule> {
         rule("get", "/v3/lab_tests/markers", "lab_id", lab_ids()),
         rule("get", "/v3/order/psc/info", "lab_id", lab_ids()),
         rule("get", "/v3/lab_test", "next_cursor", Uuid),
+        rule("get", "/v2/link/bulk_op", "next_cursor", Uuid),
+        rule("get", "/v2/team/events", "since", Pattern(DATE_TIME)),
+        Rule {
+            location: ParameterIn::Header,
+            ..rule(
+                "post",
+                "/v3/order",
+                "X-Idempotency-Key",
+                Pattern(crate::lab::orders::idempotency::KEY_PATTERN),
+            )
+        },
         rule(
             "get",
             "/v2/team/jobs",
@@ -287,6 +337,20 @@ fn rules() -> Vec<Rule> {
         rules.push(rule("get", path, "end_date", DateOrDateTime));
     }
     for path in [
+        "/v2/summary/sleep/{user_id}",
+        "/v2/summary/activity/{user_id}",
+        "/v2/summary/workouts/{user_id}",
+        "/v2/summary/body/{user_id}",
+        "/v2/summary/meal/{user_id}",
+        "/v2/summary/profile/{user_id}",
+        "/v2/timeseries/{user_id}/{resource}",
+        "/v2/timeseries/{user_id}/{resource}/grouped",
+        "/v2/timeseries/{user_id}/cholesterol/{kind}",
+    ] {
+        rules.push(rule("get", path, "provider", catalogue()));
+    }
+    rules.extend(order_list_rules());
+    for path in [
         "/v3/lab_tests/markers",
         "/v3/lab_tests/{lab_test_id}/markers",
         "/v3/orders",
@@ -339,6 +403,17 @@ fn schema(values: &Values) -> Schema {
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
             .enum_values(Some(values.clone())),
         Values::Pattern(p) => builder.schema_type(Type::String).pattern(Some(*p)),
+        Values::ListOf(values) => {
+            return Schema::Array(
+                utoipa::openapi::schema::ArrayBuilder::new()
+                    .items(
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .enum_values(Some(values.clone())),
+                    )
+                    .build(),
+            );
+        }
         Values::Uuid => builder
             .schema_type(Type::String)
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),

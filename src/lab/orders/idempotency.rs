@@ -21,6 +21,10 @@ pub const KEEP: chrono::Duration = chrono::Duration::hours(24);
 /// The longest key accepted.
 pub const MAX_KEY_CHARS: usize = 255;
 
+/// The keys the OpenAPI document promises to accept: 1 to [`MAX_KEY_CHARS`] printable ASCII
+/// characters other than the space (the rule above admits more).
+pub const KEY_PATTERN: &str = "^[!-~]{1,255}$";
+
 /// What a key lets the request do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
