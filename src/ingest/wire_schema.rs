@@ -299,12 +299,16 @@ pub fn sample_schema(family: Family) -> ObjectBuilder {
 }
 
 /// A sample of any family (the getters' path names the resource, so its family).
+///
+/// `anyOf`, not `oneOf`: the families' objects are open and share members (an interval sample
+/// is a discrete sample with `start` and `end` besides), so a sample matches more than one
+/// family's schema, which `oneOf` forbids.
 pub fn any_sample_schema() -> Schema {
-    let mut one_of = utoipa::openapi::schema::OneOfBuilder::new();
+    let mut any_of = utoipa::openapi::schema::AnyOfBuilder::new();
     for family in Family::ALL {
-        one_of = one_of.item(sample_schema(family));
+        any_of = any_of.item(sample_schema(family));
     }
-    Schema::OneOf(one_of.build())
+    Schema::AnyOf(any_of.build())
 }
 
 /// The grouped getter's answer.
