@@ -26,6 +26,7 @@ mod e2e;
 mod engine;
 mod engine_memory;
 mod events;
+mod events_bytes;
 mod getter_bounds;
 mod ingest;
 mod jobs;
