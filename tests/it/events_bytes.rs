@@ -132,12 +132,33 @@ async fn deliveries_replays_and_the_list_answer_the_bytes_they_answered_before()
         e["created_at"] = json!("<created_at>");
         lines.push(line("list", "-", &e.to_string()));
     }
+    // Both paths ran: events stored by reference, and earlier ones a later, overlapping push
+    // wrote back inline before compaction could drop the rows they referred to.
+    let meta = crate::events_support::server_meta(dir.path()).await;
+    let mut conn = meta.reader().await.unwrap();
+    let (referring, inline): (i64, i64) = sqlx::query_as(
+        "SELECT SUM(CASE WHEN records_ref IS NULL THEN 0 ELSE 1 END), \
+         SUM(CASE WHEN records_ref IS NULL THEN 1 ELSE 0 END) FROM events",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+    assert!(
+        referring >= 2 && inline >= 3,
+        "{referring} by reference, {inline} inline"
+    );
+    drop(conn);
+
     let now = lines.join("\n") + "\n";
     if std::env::var_os("WEARHOUSE_UPDATE_GOLDEN").is_some() {
         std::fs::write(GOLDEN, &now).unwrap();
     }
     let golden = std::fs::read_to_string(GOLDEN).unwrap();
-    assert_eq!(lines.len(), golden.lines().count(), "as many answers as before");
+    assert_eq!(
+        lines.len(),
+        golden.lines().count(),
+        "as many answers as before"
+    );
     for (i, (a, b)) in now.lines().zip(golden.lines()).enumerate() {
         assert_eq!(a, b, "answer {i} differs from the golden");
     }
