@@ -17,6 +17,10 @@
 //!   exactly what `GET /v2/summary/<kind>` or `/v2/timeseries/...` showed for those records
 //!   once the push was stored. Summaries' `created_at`/`updated_at` (the ingestion time) are
 //!   left out of the comparison.
+//! - sample events are stored by reference to the push's rows, not with them, when rendering
+//!   them back from the store gives their exact body (`event_records`); the plan records which
+//!   stored samples a push overlaps ([`Entry::overlap`]), so the events referring to them are
+//!   written back inline before compaction drops them.
 //!
 //! Keys are the store's record keys (`Dataset::key_columns`): a push has one provider and
 //! source type, so only stored records of those are compared. One event per (resource, source,

@@ -122,7 +122,17 @@ async fn exec(meta: &MetadataStore, sql: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn pruning_removes_finished_work_past_its_retention_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
-    let meta = sqlite_meta(dir.path()).await;
+    pruning_case(sqlite_meta(dir.path()).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pruning_works_on_postgresql() {
+    let db = crate::postgres::ScratchDb::create("wearhouse_prune").await;
+    pruning_case(MetadataStore::connect(&db.url).await.unwrap()).await;
+    db.drop_db().await;
+}
+
+async fn pruning_case(meta: MetadataStore) {
     let (team, _) = meta.create_team("prune").await.unwrap();
     endpoint_at(&meta, team.id, "http://127.0.0.1:9/hook").await;
     let now = chrono::Utc::now();
