@@ -275,3 +275,63 @@ pub async fn materialize_overlapping(
     }
     Ok(done)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{EventType, EventUser};
+    use serde_json::json;
+
+    #[test]
+    fn a_shell_with_its_records_spliced_in_is_the_whole_envelope() {
+        let user = EventUser {
+            id: Uuid::new_v4(),
+            client_user_id: "c".to_owned(),
+        };
+        let records = vec![
+            json!({"timestamp": "2025-01-01T00:00:00Z", "value": 60.5, "unit": "bpm"}),
+            json!({"timestamp": "2025-01-01T00:01:00Z", "value": 61.0, "unit": "bpm"}),
+        ];
+        let source = json!({"provider": "oura", "data": {"data": [1]}});
+        let event = Event::record_chunk(
+            EventType::DailyCreated("heartrate"),
+            user.clone(),
+            records.clone(),
+            source.clone(),
+        );
+        let empty = Event::record_chunk(EventType::DailyCreated("heartrate"), user, vec![], source);
+        let team = Uuid::new_v4();
+        assert_eq!(
+            splice(&empty.envelope(team), &joined(&records)).as_deref(),
+            Some(event.envelope(team).as_str())
+        );
+        assert_eq!(splice("{}", "x"), None);
+    }
+
+    #[test]
+    fn rows_are_kept_by_the_change_of_their_run() {
+        let mut r = RecordsRef {
+            dataset: "timeseries/heartrate".to_owned(),
+            provider: "oura".to_owned(),
+            source_type: "unknown".to_owned(),
+            stamp: 0,
+            change: Change::Updated,
+            first: 0,
+            last: 100,
+            runs: Vec::new(),
+            count: 0,
+            sha256: String::new(),
+        };
+        assert!(change_at(&r, 50), "no runs: the whole window is the change");
+        r.runs = vec![
+            (0, 10, Change::Updated),
+            (20, 30, Change::Created),
+            (40, 40, Change::Updated),
+        ];
+        let kept: Vec<i64> = [0, 10, 15, 20, 40, 41]
+            .into_iter()
+            .filter(|t| change_at(&r, *t))
+            .collect();
+        assert_eq!(kept, [0, 10, 40]);
+    }
+}
