@@ -135,7 +135,7 @@ fn push_cost(c: &mut Criterion) {
     // Announce what the timed pushes left, then time announcing one push at a time.
     rt.block_on(announce_all(&meta, &health, &user));
     assert_eq!(
-        rt.block_on(count_events(&meta)),
+        rt.block_on(count_events(&meta, &health)),
         pushed * SAMPLES as usize,
         "every sample of the pushes with events created once"
     );
@@ -154,7 +154,7 @@ fn push_cost(c: &mut Criterion) {
     group.finish();
     pushed += interleaved_push_cost(&rt, &meta, &health, &user, &mut round);
     rt.block_on(announce_all(&meta, &health, &user));
-    let created = rt.block_on(count_events(&meta));
+    let created = rt.block_on(count_events(&meta, &health));
     assert_eq!(
         created,
         pushed * SAMPLES as usize,
@@ -282,22 +282,29 @@ async fn announce_all(
     assert_eq!(out.next, None, "every push was released");
 }
 
-/// Samples carried by every stored `daily.data.heartrate.created` event.
-async fn count_events(meta: &MetadataStore) -> usize {
+/// Samples carried by every stored `daily.data.heartrate.created` event (rendered from the
+/// store for events stored by reference to their records).
+async fn count_events(meta: &MetadataStore, health: &HealthStore) -> usize {
     let mut conn = meta.reader().await.unwrap();
-    let bodies: Vec<String> = sqlx::query_scalar(
-        "SELECT body FROM events WHERE event_type = 'daily.data.heartrate.created'",
+    let rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
+        "SELECT body, team_id, user_id, records_ref FROM events \
+         WHERE event_type = 'daily.data.heartrate.created'",
     )
     .fetch_all(&mut *conn)
     .await
     .unwrap();
-    bodies
-        .iter()
-        .map(|b| {
-            let body: Value = serde_json::from_str(b).unwrap();
-            body["data"]["data"].as_array().unwrap().len()
-        })
-        .sum()
+    drop(conn);
+    let mut samples = 0;
+    for (body, team, user, pointer) in rows {
+        let (team, user) = (team.parse().unwrap(), user.parse().ok());
+        let body =
+            wearhouse::data::event_records::body(health, team, user, &body, pointer.as_deref())
+                .await
+                .unwrap();
+        let body: Value = serde_json::from_str(&body).unwrap();
+        samples += body["data"]["data"].as_array().unwrap().len();
+    }
+    samples
 }
 
 const ENDPOINTS: usize = 8;

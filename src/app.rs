@@ -156,6 +156,7 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
         .register(crate::data::announce::Announcer::new(state.health.clone()))
         .register(crate::jobs::erasure::Eraser::new(state.health.clone()))
         .register(crate::events::retention::Pruner)
+        .register(crate::jobs::prune::Pruner)
         .register(crate::lab::appointments::confirm::Confirmer)
         .register(crate::lab::orders::activation::Activator);
     let registry = match crate::sync::pull::Puller::new(
@@ -187,7 +188,11 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
         }
     };
     match crate::events::delivery::Deliverer::new(state.webhooks) {
-        Ok(deliverer) => registry.register(deliverer.with_metrics(state.metrics.clone())),
+        Ok(deliverer) => registry.register(
+            deliverer
+                .with_metrics(state.metrics.clone())
+                .with_store(state.health.clone()),
+        ),
         Err(error) => {
             // Without an HTTP client deliveries wait (their jobs retry) until a process has one.
             tracing::error!(%error, "no HTTP client for webhook deliveries");
@@ -197,7 +202,7 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
 }
 
 /// Starts the background job runner with claims leased for `lease`, after making sure the
-/// standing jobs exist (event retention); stop it with `shutdown` after the server stopped:
+/// standing jobs exist (event retention, finished work's retention); stop it with `shutdown` after the server stopped:
 /// running jobs get `shutdown_grace` to finish, then are handed back.
 pub async fn spawn_jobs(
     state: &AppState,
@@ -206,6 +211,8 @@ pub async fn spawn_jobs(
 ) -> anyhow::Result<crate::jobs::RunnerHandle> {
     let prune = crate::events::retention::job(crate::store::metadata::now());
     crate::jobs::enqueue_now(&state.meta, &prune).await?;
+    let finished = crate::jobs::prune::job(crate::store::metadata::now());
+    crate::jobs::enqueue_now(&state.meta, &finished).await?;
     let config = crate::jobs::RunnerConfig {
         lease,
         heartbeat: lease / 3,

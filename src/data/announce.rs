@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 use super::DataError;
 use super::changes::{EventStream, Plan, changed_records};
+use super::event_records::materialize_overlapping;
 use crate::events::outbox;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::store::health::HealthStore;
@@ -88,6 +89,21 @@ pub async fn announce(
         let mut tx = meta.begin().await?;
         if let (Some(plan), Some(user)) = (plan, user) {
             let groups = changed_records(store, &user, &plan).await?;
+            // Compaction waits for this row: the rows this push replaces are still there to
+            // write back the events that refer to them.
+            for entry in &plan.entries {
+                if let Some(window) = entry.overlap {
+                    materialize_overlapping(
+                        &mut tx,
+                        store,
+                        user.team_id,
+                        user.id,
+                        &entry.dataset,
+                        window,
+                    )
+                    .await?;
+                }
+            }
             // A push that never committed left no record with its stamp.
             if recovered && groups.is_empty() {
                 out.dropped += 1;
@@ -102,16 +118,26 @@ pub async fn announce(
                 let mut stream = EventStream::new(&user, groups);
                 loop {
                     let (back, event) = tokio::task::spawn_blocking(move || {
-                        let event = stream.next_event();
+                        let event = stream.next_stored();
                         (stream, event)
                     })
                     .await?;
                     stream = back;
-                    let Some(event) = event else { break };
+                    let Some((event, referred)) = event else {
+                        break;
+                    };
                     // Numbered across the pass: its pushes' events share `now`, and events
                     // are delivered in (created_at, ordinal) order.
                     let ordinal = out.events + refs.len();
-                    refs.push(outbox::insert(&mut tx, user.team_id, &event, now, ordinal).await?);
+                    let team = user.team_id;
+                    refs.push(match referred {
+                        Some(r) => {
+                            let stored = (r.shell, r.pointer);
+                            outbox::insert_referring(&mut tx, team, &event, stored, now, ordinal)
+                                .await?
+                        }
+                        None => outbox::insert(&mut tx, team, &event, now, ordinal).await?,
+                    });
                 }
                 if recovered {
                     metadata::connections::connect_by_push(

@@ -17,6 +17,10 @@
 //!   exactly what `GET /v2/summary/<kind>` or `/v2/timeseries/...` showed for those records
 //!   once the push was stored. Summaries' `created_at`/`updated_at` (the ingestion time) are
 //!   left out of the comparison.
+//! - sample events are stored by reference to the push's rows, not with them, when rendering
+//!   them back from the store gives their exact body (`event_records`); the plan records which
+//!   stored samples a push overlaps ([`Entry::overlap`]), so the events referring to them are
+//!   written back inline before compaction drops them.
 //!
 //! Keys are the store's record keys (`Dataset::key_columns`): a push has one provider and
 //! source type, so only stored records of those are compared. One event per (resource, source,
@@ -41,6 +45,7 @@ use serde_json::Value;
 
 use super::DataError;
 use super::connections::resource_name;
+use super::event_records::{Origin, Referred, refer};
 use crate::events::{Event, EventType, EventUser};
 use crate::ingest;
 use crate::schema::{Dataset, Table};
@@ -87,6 +92,11 @@ pub struct Entry {
     pub source_type: String,
     /// What changed.
     pub changed: Changed,
+    /// The time window (µs, inclusive) of stored samples the push replaces, if any: the events
+    /// referring to them are written back inline before they can be compacted away
+    /// (`event_records`). Absent in plans written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<(i64, i64)>,
 }
 
 /// What a push changed, taken before its write; made into events after it.
@@ -121,7 +131,7 @@ fn str_at(batch: &RecordBatch, column: &str) -> Option<String> {
     (!a.is_empty() && a.is_valid(0)).then(|| a.value(0).to_owned())
 }
 
-fn keep_source(
+pub(super) fn keep_source(
     batches: Vec<RecordBatch>,
     source_type: &str,
 ) -> Result<Vec<RecordBatch>, DataError> {
@@ -322,7 +332,7 @@ async fn changed(
     dataset: Dataset,
     batch: &RecordBatch,
     source_type: &str,
-) -> Result<Option<Changed>, DataError> {
+) -> Result<Option<(Changed, Option<(i64, i64)>)>, DataError> {
     let window = match dataset {
         Dataset::Timeseries(_) => {
             let Some(t) = times(batch) else {
@@ -344,10 +354,16 @@ async fn changed(
     if let (true, Some(w)) = (stored.is_empty(), &window) {
         // Nothing stored in the window: every sample is new (the common push).
         let last = w.end.timestamp_micros() - 1;
-        return Ok(Some(Changed::Time {
-            runs: vec![(w.start.timestamp_micros(), last, Change::Created)],
-        }));
+        return Ok(Some((
+            Changed::Time {
+                runs: vec![(w.start.timestamp_micros(), last, Change::Created)],
+            },
+            None,
+        )));
     }
+    let overlap = window
+        .as_ref()
+        .map(|w| (w.start.timestamp_micros(), w.end.timestamp_micros() - 1));
     let (batch, user) = (batch.clone(), user.clone());
     let changed = tokio::task::spawn_blocking(move || match dataset {
         Dataset::Timeseries(_) => Ok::<_, DataError>(Changed::Time {
@@ -366,7 +382,7 @@ async fn changed(
         }
     })
     .await??;
-    Ok(Some(changed))
+    Ok(Some((changed, overlap)))
 }
 
 fn time_range(first: i64, last: i64) -> std::ops::Range<chrono::DateTime<chrono::Utc>> {
@@ -388,12 +404,14 @@ pub async fn plan(
         let Some(source_type) = str_at(batch, "source_type") else {
             continue;
         };
-        if let Some(changed) = changed(store, user, provider, *dataset, batch, &source_type).await?
+        if let Some((changed, overlap)) =
+            changed(store, user, provider, *dataset, batch, &source_type).await?
         {
             entries.push(Entry {
                 dataset: dataset.path(),
                 source_type,
                 changed,
+                overlap,
             });
         }
     }
@@ -405,13 +423,26 @@ pub async fn plan(
     })
 }
 
+/// Records of one dataset and change of a push, as it wrote them.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The dataset.
+    pub dataset: Dataset,
+    /// The change.
+    pub change: Change,
+    /// The records.
+    pub batches: Vec<RecordBatch>,
+    /// Where they come from, for samples (events of them may refer to them).
+    pub origin: Option<Origin>,
+}
+
 /// The changed records a plan describes, as the push wrote them, read back from the store
 /// after the write: per dataset, the created then the updated ones.
 pub async fn changed_records(
     store: &HealthStore,
     user: &User,
     plan: &Plan,
-) -> Result<Vec<(Dataset, Change, Vec<RecordBatch>)>, DataError> {
+) -> Result<Vec<Group>, DataError> {
     let Some(stamp) = chrono::DateTime::from_timestamp_micros(plan.stamp) else {
         return Ok(Vec::new());
     };
@@ -450,9 +481,23 @@ pub async fn changed_records(
             }
         }
         let [created, updated] = split;
+        let origin = match &entry.changed {
+            Changed::Time { runs } => Some(Origin {
+                provider: plan.provider.clone(),
+                stamp: plan.stamp,
+                source_type: entry.source_type.clone(),
+                runs: runs.clone(),
+            }),
+            Changed::Id { .. } => None,
+        };
         for (change, batches) in [(Change::Created, created), (Change::Updated, updated)] {
             if !batches.is_empty() {
-                out.push((dataset, change, batches));
+                out.push(Group {
+                    dataset,
+                    change,
+                    batches,
+                    origin: origin.clone(),
+                });
             }
         }
     }
@@ -503,21 +548,25 @@ struct Pile {
 pub struct EventStream {
     user: User,
     who: EventUser,
-    groups: VecDeque<(Dataset, Change, VecDeque<RecordBatch>)>,
+    groups: VecDeque<(Group, VecDeque<RecordBatch>)>,
     offset: usize,
     pile: Pile,
-    ready: VecDeque<Event>,
+    ready: VecDeque<(Event, Option<Referred>)>,
 }
 
 impl EventStream {
     /// The events of `groups`, in order.
-    pub fn new(user: &User, groups: Vec<(Dataset, Change, Vec<RecordBatch>)>) -> Self {
+    pub fn new(user: &User, groups: Vec<Group>) -> Self {
         EventStream {
             user: user.clone(),
             who: EventUser::of(user),
             groups: groups
                 .into_iter()
-                .map(|(d, c, b)| (d, c, b.into_iter().filter(|b| b.num_rows() > 0).collect()))
+                .map(|g| {
+                    let left = g.batches.iter().filter(|b| b.num_rows() > 0).cloned();
+                    let left = left.collect();
+                    (g, left)
+                })
                 .collect(),
             offset: 0,
             pile: Pile::default(),
@@ -528,12 +577,18 @@ impl EventStream {
     /// The next event, or `None` when every record is accounted for. CPU work: call it off the
     /// async threads for big pushes.
     pub fn next_event(&mut self) -> Option<Event> {
+        self.next_stored().map(|(event, _)| event)
+    }
+
+    /// The next event and, when it can be stored by reference to its records, its shell and
+    /// reference (`event_records::refer`). CPU work, like [`EventStream::next_event`].
+    pub fn next_stored(&mut self) -> Option<(Event, Option<Referred>)> {
         loop {
             if let Some(event) = self.ready.pop_front() {
                 return Some(event);
             }
-            let (dataset, change, batches) = self.groups.front()?;
-            let (dataset, change) = (*dataset, *change);
+            let (group, batches) = self.groups.front()?;
+            let (dataset, change) = (group.dataset, group.change);
             let Some(batch) = batches.front().cloned() else {
                 self.groups.pop_front();
                 continue;
@@ -558,30 +613,34 @@ impl EventStream {
             }
             if self.offset >= batch.num_rows() {
                 self.offset = 0;
-                let last = self.groups.front_mut().is_none_or(|(_, _, batches)| {
+                let last = self.groups.front_mut().is_none_or(|(_, batches)| {
                     batches.pop_front();
                     batches.is_empty()
                 });
                 if last {
-                    self.groups.pop_front();
                     self.flush(event_type, &source);
+                    self.groups.pop_front();
                 }
             }
         }
     }
 
+    /// Makes an event of the pile (records of the front group).
     fn flush(&mut self, event_type: EventType, source: &Value) {
         if self.pile.records.is_empty() {
             return;
         }
         let records = std::mem::take(&mut self.pile.records);
         self.pile.bytes = 0;
-        self.ready.push_back(Event::record_chunk(
-            event_type,
-            self.who.clone(),
-            records,
-            source.clone(),
-        ));
+        let event = Event::record_chunk(event_type, self.who.clone(), records, source.clone());
+        let referred = self.groups.front().and_then(|(group, _)| {
+            let origin = group.origin.as_ref()?;
+            let team = self.user.team_id;
+            let full = event.envelope(team);
+            let (dataset, change) = (group.dataset, group.change);
+            refer(&event, &full, team, dataset, change, origin, &group.batches)
+        });
+        self.ready.push_back((event, referred));
     }
 
     /// Every remaining event (for small pushes and tests).

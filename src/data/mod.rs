@@ -24,6 +24,7 @@
 pub mod announce;
 pub mod changes;
 pub mod connections;
+pub mod event_records;
 mod limit;
 mod pages;
 
@@ -70,6 +71,10 @@ pub enum DataError {
     /// A getter did not answer within its time limit (the limit); its work was cancelled.
     #[error("did not finish within {0:?}")]
     Timeout(std::time::Duration),
+    /// An event stored by reference to its records could not be rendered back to its body
+    /// (`event_records`); the reason.
+    #[error("event records: {0}")]
+    EventRecords(String),
 }
 
 /// The user's fallback zone, parsed (stored zones were validated on the way in).

@@ -71,6 +71,8 @@ pub struct Deliverer {
     places: Arc<Mutex<HashMap<Uuid, Arc<Semaphore>>>>,
     /// Where attempts are counted (`wearhouse_webhook_*`).
     metrics: crate::metrics::Metrics,
+    /// Where the records of events stored by reference are read (`data::event_records`).
+    health: Option<crate::store::health::HealthStore>,
 }
 
 impl Deliverer {
@@ -90,7 +92,15 @@ impl Deliverer {
             rules,
             places: Arc::default(),
             metrics: crate::metrics::Metrics::default(),
+            health: None,
         })
+    }
+
+    /// The same handler rendering the events stored by reference to their records from
+    /// `health` (without it, their deliveries fail).
+    pub fn with_store(mut self, health: crate::store::health::HealthStore) -> Self {
+        self.health = Some(health);
+        self
     }
 
     /// The same handler counting its attempts, and the lag of successful ones, in `metrics`.
@@ -170,7 +180,8 @@ impl Deliverer {
             secrets.push(old.as_str());
         }
         let id = d.event_id.to_string();
-        let headers = signing::headers(&secrets, &id, now.timestamp(), d.body.as_bytes());
+        let body = self.body(d).await?;
+        let headers = signing::headers(&secrets, &id, now.timestamp(), body.as_bytes());
         let mut request = self
             .client
             .post(url)
@@ -178,12 +189,28 @@ impl Deliverer {
         for (name, value) in headers {
             request = request.header(name, value);
         }
-        let response = request
-            .body(d.body.clone())
-            .send()
-            .await
-            .map_err(|e| describe(&e))?;
+        let response = request.body(body).send().await.map_err(|e| describe(&e))?;
         Ok(response.status().as_u16())
+    }
+}
+
+impl Deliverer {
+    /// The delivery's body: the event's own, or rendered from the store for an event stored
+    /// by reference to its records.
+    async fn body(&self, d: &Delivery) -> Result<String, String> {
+        if d.records_ref.is_none() {
+            return Ok(d.body.clone());
+        }
+        let Some(health) = &self.health else {
+            return Err("the event's records cannot be read by this process".to_owned());
+        };
+        let user = d.user_key.parse().ok();
+        crate::data::event_records::body(health, d.team_id, user, &d.body, d.records_ref.as_deref())
+            .await
+            .map_err(|error| {
+                tracing::error!(%error, event = %d.event_id, "could not render an event's body");
+                "the event's records could not be read".to_owned()
+            })
     }
 }
 

@@ -21,6 +21,7 @@ use super::endpoints::EventsError;
 use super::types::{EventType, matches};
 use super::{Event, outbox};
 use crate::loc;
+use crate::store::health::HealthStore;
 use crate::store::metadata::deliveries::{
     Delivery as StoredDelivery, DeliveryStatus, attempts_of, list_deliveries,
 };
@@ -283,9 +284,12 @@ pub fn render_event(e: &StoredEvent) -> Value {
     v
 }
 
-/// A page of the team's stored events, oldest first, and the cursor of the next page.
+/// A page of the team's stored events, oldest first, and the cursor of the next page; events
+/// stored by reference to their records are rendered from `store`.
+#[allow(clippy::too_many_arguments)] // the two stores, then the query's own members
 pub async fn events(
     meta: &MetadataStore,
+    store: &HealthStore,
     team: Uuid,
     user: Option<Uuid>,
     event_type: Option<String>,
@@ -312,6 +316,26 @@ pub async fn events(
             Some(position(&e))
         }
     };
-    let page = list_events(&mut conn, &filter, after.as_ref(), limit + 1).await?;
+    let mut page = list_events(&mut conn, &filter, after.as_ref(), limit + 1).await?;
+    drop(conn);
+    for e in &mut page {
+        whole_body(store, e).await;
+    }
     Ok(split_page(page, limit, |e| e.id))
+}
+
+/// Puts an event stored by reference to its records back together (`data::event_records`).
+/// If its records cannot be read any more (the user's data was erased), it is listed with an
+/// empty record list, and the reason logged.
+pub async fn whole_body(store: &HealthStore, e: &mut StoredEvent) {
+    let Some(pointer) = e.records.take() else {
+        return;
+    };
+    let rendered =
+        crate::data::event_records::body(store, e.team_id, e.user_id, &e.body, Some(&pointer.json))
+            .await;
+    match rendered {
+        Ok(body) => e.body = body,
+        Err(error) => tracing::error!(%error, event = %e.id, "could not render an event's body"),
+    }
 }

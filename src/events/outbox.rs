@@ -11,7 +11,7 @@ use super::Event;
 use super::delivery;
 use super::types::matches;
 use crate::store::metadata::deliveries::insert_delivery;
-use crate::store::metadata::events::{StoredEvent, insert_event};
+use crate::store::metadata::events::{RecordsPointer, StoredEvent, insert_event};
 use crate::store::metadata::webhooks::{Endpoint, endpoints};
 use crate::store::metadata::{MetadataError, MetadataStore};
 
@@ -55,7 +55,24 @@ pub async fn insert(
     Ok(EventRef::from(&stored))
 }
 
-/// The row of an event, with a fresh id.
+/// Like [`insert`], for an event stored by reference to its records (`data::event_records`):
+/// `shell` is its envelope with an empty record list, `pointer` where its records are.
+pub async fn insert_referring(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    event: &Event,
+    (shell, pointer): (String, RecordsPointer),
+    now: DateTime<Utc>,
+    ordinal: usize,
+) -> Result<EventRef, MetadataError> {
+    let mut stored = stored_event(team, event, now, i64::try_from(ordinal).unwrap_or(i64::MAX));
+    stored.body = shell;
+    stored.records = Some(pointer);
+    insert_event(&mut *conn, &stored).await?;
+    Ok(EventRef::from(&stored))
+}
+
+/// The row of an event, with a fresh id and its whole body.
 fn stored_event(team: Uuid, event: &Event, now: DateTime<Utc>, ordinal: i64) -> StoredEvent {
     StoredEvent {
         id: Uuid::new_v4(),
@@ -65,6 +82,7 @@ fn stored_event(team: Uuid, event: &Event, now: DateTime<Utc>, ordinal: i64) -> 
         body: event.envelope(team),
         created_at: now,
         ordinal,
+        records: None,
     }
 }
 

@@ -188,9 +188,10 @@ impl From<crate::data::DataError> for ApiError {
                 "the read did not finish within {} and was cancelled; narrow the window or ask for a smaller page (limit)",
                 spoken(limit)
             )),
-            DataError::Store(_) | DataError::Arrow(_) | DataError::Task(_) => {
-                ApiError::internal(err)
-            }
+            DataError::Store(_)
+            | DataError::Arrow(_)
+            | DataError::Task(_)
+            | DataError::EventRecords(_) => ApiError::internal(err),
         }
     }
 }

@@ -251,6 +251,7 @@ async fn list_events(
     let cursor = cursor_param(&query)?;
     let (page, next) = history::events(
         &state.meta,
+        &state.health,
         team.0.id,
         user,
         event_type,

@@ -57,6 +57,7 @@ pub mod compaction;
 mod ends;
 pub mod erasure;
 mod handler;
+pub mod prune;
 mod runner;
 pub mod view;
 

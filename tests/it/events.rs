@@ -905,7 +905,7 @@ async fn an_unreleased_push_is_announced_at_its_expiry_if_it_committed_and_dropp
         .await
         .unwrap();
     assert_eq!((out.pushes, out.dropped, out.next), (1, 1, None));
-    let listed = history::events(&meta, team.id, None, None, None, None, 100)
+    let listed = history::events(&meta, &health, team.id, None, None, None, None, 100)
         .await
         .unwrap()
         .0;
@@ -1086,7 +1086,7 @@ async fn a_push_changed_before_its_announcement_is_announced_as_it_was_pushed() 
         .await
         .unwrap();
     assert_eq!(out.pushes, 2);
-    let listed = history::events(&meta, team.id, None, None, None, None, 100)
+    let listed = history::events(&meta, &health, team.id, None, None, None, None, 100)
         .await
         .unwrap()
         .0;

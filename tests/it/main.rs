@@ -26,6 +26,8 @@ mod e2e;
 mod engine;
 mod engine_memory;
 mod events;
+mod events_bytes;
+mod events_size;
 mod getter_bounds;
 mod ingest;
 mod jobs;

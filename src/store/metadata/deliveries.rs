@@ -61,8 +61,12 @@ pub struct Delivery {
     pub event_id: Uuid,
     /// The event's type.
     pub event_type: String,
-    /// The event's body (the envelope).
+    /// The event's body (the envelope; its shell when `records_ref` is set).
     pub body: String,
+    /// The event's team.
+    pub team_id: Uuid,
+    /// The event's reference to its records, JSON (`data::event_records`), if it has one.
+    pub records_ref: Option<String>,
     /// The stream: the user id, or '' for events without a user.
     pub user_key: String,
     /// Where it stands.
@@ -87,6 +91,7 @@ pub struct Delivery {
 }
 
 const DELIVERY_COLUMNS: &str = "d.id, d.endpoint_id, d.event_id, e.event_type, e.body, \
+    e.team_id, e.records_ref, \
     d.user_key, d.status, d.attempts, d.next_attempt_at, d.last_attempt_at, \
     d.last_status_code, d.last_duration_ms, d.last_error, d.created_at";
 
@@ -98,6 +103,8 @@ fn delivery_from_row(row: &AnyRow) -> Result<Delivery, MetadataError> {
         event_id: get_uuid(row, "event_id")?,
         event_type: get_str(row, "event_type")?,
         body: get_str(row, "body")?,
+        team_id: get_uuid(row, "team_id")?,
+        records_ref: get_opt_str(row, "records_ref")?,
         user_key: get_str(row, "user_key")?,
         status: parse("status", get_str(row, "status")?)?,
         attempts: u32::try_from(attempts).unwrap_or(u32::MAX),

@@ -22,12 +22,30 @@ pub struct StoredEvent {
     pub user_id: Option<Uuid>,
     /// Its type name.
     pub event_type: String,
-    /// The envelope JSON, exactly as delivered.
+    /// The envelope JSON, exactly as delivered; for an event stored by reference
+    /// (`records`), the envelope with an empty record list.
     pub body: String,
     /// When it was written.
     pub created_at: DateTime<Utc>,
     /// Its place among the events written with it.
     pub ordinal: i64,
+    /// Where its records are, when it refers to them instead of carrying them
+    /// (`data::event_records`).
+    pub records: Option<RecordsPointer>,
+}
+
+/// An event's reference to its records (`data::event_records::RecordsRef`), with the columns
+/// that find the events of an overlapped window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordsPointer {
+    /// The reference, JSON.
+    pub json: String,
+    /// Its dataset's path.
+    pub dataset: String,
+    /// Its first record's time (µs).
+    pub first: i64,
+    /// Its last record's time (µs).
+    pub last: i64,
 }
 
 /// Where a page of events starts: after this (created_at, ordinal, id).
@@ -56,7 +74,8 @@ pub struct EventFilter {
     pub until: Option<DateTime<Utc>>,
 }
 
-const EVENT_COLUMNS: &str = "id, team_id, user_id, event_type, body, created_at, ordinal";
+const EVENT_COLUMNS: &str = "id, team_id, user_id, event_type, body, created_at, ordinal, records_ref, ref_dataset, \
+     ref_first, ref_last";
 
 fn event_from_row(row: &AnyRow) -> Result<StoredEvent, MetadataError> {
     Ok(StoredEvent {
@@ -69,6 +88,15 @@ fn event_from_row(row: &AnyRow) -> Result<StoredEvent, MetadataError> {
         body: get_str(row, "body")?,
         created_at: get_time(row, "created_at")?,
         ordinal: sqlx::Row::try_get(row, "ordinal")?,
+        records: match get_opt_str(row, "records_ref")? {
+            None => None,
+            Some(json) => Some(RecordsPointer {
+                json,
+                dataset: get_opt_str(row, "ref_dataset")?.unwrap_or_default(),
+                first: sqlx::Row::try_get::<Option<i64>, _>(row, "ref_first")?.unwrap_or(0),
+                last: sqlx::Row::try_get::<Option<i64>, _>(row, "ref_last")?.unwrap_or(0),
+            }),
+        },
     })
 }
 
@@ -78,8 +106,9 @@ pub async fn insert_event(
     event: &StoredEvent,
 ) -> Result<(), MetadataError> {
     sqlx::query(
-        "INSERT INTO events (id, team_id, user_id, event_type, body, created_at, ordinal) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO events (id, team_id, user_id, event_type, body, created_at, ordinal, \
+         records_ref, ref_dataset, ref_first, ref_last) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(event.id.to_string())
     .bind(event.team_id.to_string())
@@ -88,6 +117,48 @@ pub async fn insert_event(
     .bind(&event.body)
     .bind(ts(event.created_at))
     .bind(event.ordinal)
+    .bind(event.records.as_ref().map(|r| r.json.clone()))
+    .bind(event.records.as_ref().map(|r| r.dataset.clone()))
+    .bind(event.records.as_ref().map(|r| r.first))
+    .bind(event.records.as_ref().map(|r| r.last))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The `user`'s events stored by reference to `dataset` rows within `[lo, hi]` (µs).
+pub async fn referring_events(
+    conn: &mut AnyConnection,
+    user: Uuid,
+    dataset: &str,
+    lo: i64,
+    hi: i64,
+) -> Result<Vec<StoredEvent>, MetadataError> {
+    let rows = sqlx::query(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE user_id = $1 AND ref_dataset = $2 \
+         AND ref_last >= $3 AND ref_first <= $4 AND records_ref IS NOT NULL"
+    ))
+    .bind(user.to_string())
+    .bind(dataset)
+    .bind(lo)
+    .bind(hi)
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(event_from_row).collect()
+}
+
+/// Stores an event's whole body inline, dropping its reference.
+pub async fn inline_body(
+    conn: &mut AnyConnection,
+    id: Uuid,
+    body: &str,
+) -> Result<(), MetadataError> {
+    sqlx::query(
+        "UPDATE events SET body = $2, records_ref = NULL, ref_dataset = NULL, \
+         ref_first = NULL, ref_last = NULL WHERE id = $1",
+    )
+    .bind(id.to_string())
+    .bind(body)
     .execute(conn)
     .await?;
     Ok(())

@@ -27,6 +27,7 @@ pub mod connections;
 pub mod dataset_versions;
 pub mod deliveries;
 pub mod events;
+pub mod finished;
 pub mod jobs;
 pub mod keys;
 pub mod lab;

@@ -357,6 +357,14 @@ pub async fn sqlite_meta(dir: &Path) -> wearhouse::store::metadata::MetadataStor
         .unwrap()
 }
 
+/// The metadata database of a server started on `dir` (its default SQLite file).
+pub async fn server_meta(dir: &Path) -> wearhouse::store::metadata::MetadataStore {
+    let url = format!("sqlite://{}?mode=rwc", dir.join("wearhouse.db").display());
+    wearhouse::store::metadata::MetadataStore::connect(&url)
+        .await
+        .unwrap()
+}
+
 /// Registers an endpoint of `team` at `url` (private addresses allowed).
 pub async fn endpoint_at(
     meta: &wearhouse::store::metadata::MetadataStore,
