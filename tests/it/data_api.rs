@@ -57,7 +57,19 @@ async fn push_then_every_getter_returns_the_pushed_values() {
         );
     }
     let profile = app.get(&format!("/v2/summary/profile/{id}")).await;
-    assert!(carries(&body["profile"], &profile.json), "{}", profile.json);
+    // A pushed `wheelchair_use: false` is answered by absence (the reference admits only true).
+    let mut pushed_profile = body["profile"].clone();
+    assert_eq!(pushed_profile["wheelchair_use"], false);
+    pushed_profile
+        .as_object_mut()
+        .unwrap()
+        .remove("wheelchair_use");
+    assert!(carries(&pushed_profile, &profile.json), "{}", profile.json);
+    assert!(
+        profile.json.get("wheelchair_use").is_none(),
+        "{}",
+        profile.json
+    );
 
     for (resource, samples) in body["timeseries"].as_object().unwrap() {
         let got = app
