@@ -35,6 +35,7 @@ mod lab;
 mod link;
 mod memory;
 mod metadata;
+mod methods;
 mod metrics;
 mod openapi;
 mod push_schema;
