@@ -69,7 +69,13 @@ pub struct HttpConfig {
     /// Request budgets per API key, per team and for aggregate queries (default: none; `serve`
     /// sets them from its `--rate-limit-*` flags).
     pub rate_limits: crate::rate_limit::RateLimits,
+    /// How long a deleted user can be restored (`POST /v2/user/undo_delete`) before its data is
+    /// removed (default [`USER_UNDO_WINDOW`]; `serve --user-undo-window-secs`).
+    pub user_undo_window: std::time::Duration,
 }
+
+/// The default undo window of a user deletion: 7 days.
+pub const USER_UNDO_WINDOW: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 impl Default for HttpConfig {
     fn default() -> Self {
@@ -78,6 +84,7 @@ impl Default for HttpConfig {
             query_limits: crate::engine::Limits::default(),
             getter_limits: crate::ingest::PageLimits::default(),
             rate_limits: crate::rate_limit::RateLimits::default(),
+            user_undo_window: USER_UNDO_WINDOW,
         }
     }
 }
@@ -170,10 +177,21 @@ impl AppState {
         self
     }
 
-    /// Deletes a user's metadata, then its health data (see [`crate::data::delete_user`]);
-    /// answers whether the user existed.
+    /// Deletes a user softly, its removal due after the undo window (see
+    /// [`crate::data::delete_user`]); answers whether a live user was deleted.
     pub async fn delete_user(&self, team: Uuid, user: Uuid) -> Result<bool, ApiError> {
-        Ok(crate::data::delete_user(&self.meta, &self.health, team, user).await?)
+        let window = self.config.user_undo_window;
+        Ok(crate::data::delete_user(&self.meta, team, user, window).await?)
+    }
+
+    /// Restores a user deleted within the undo window (see [`crate::data::undo_delete`]).
+    pub async fn undo_delete(
+        &self,
+        team: Uuid,
+        who: &crate::store::metadata::deleted_users::UserRef,
+    ) -> Result<crate::data::Undo, ApiError> {
+        let window = self.config.user_undo_window;
+        Ok(crate::data::undo_delete(&self.meta, team, who, window).await?)
     }
 }
 

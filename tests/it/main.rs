@@ -58,3 +58,4 @@ mod sync_peloton;
 mod sync_pull;
 mod sync_support;
 mod sync_withings;
+mod user_undo;
