@@ -32,6 +32,7 @@ mod rate_limit;
 mod stream;
 mod teams;
 mod timeseries;
+mod unknown;
 mod users;
 mod webhooks;
 
@@ -373,18 +374,16 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 pub fn router(state: AppState) -> NormalizePath<Router> {
     let (routes, mut doc) = api();
     doc_rules::apply_deployment(&mut doc, &state.config);
+    let rules = unknown::PathRules::from_doc(&doc);
     let doc = Arc::new(doc);
     let app = routes
         .merge(meta::doc_routes(doc))
         .fallback(|| async { ApiError::NotFound("Route") })
-        .method_not_allowed_fallback(|| async {
-            (
-                StatusCode::METHOD_NOT_ALLOWED,
-                axum::Json(models::ErrorDetail {
-                    detail: "Method Not Allowed".to_owned(),
-                }),
-            )
-        })
+        .method_not_allowed_fallback(
+            move |matched: Option<MatchedPath>, params: unknown::Params| {
+                unknown::method_not_allowed(rules.clone(), matched, params.ok())
+            },
+        )
         .layer(middleware::from_fn(limit_uri))
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -407,6 +406,10 @@ pub fn router(state: AppState) -> NormalizePath<Router> {
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state);
+    // Outside every route: axum adds `Allow` after a route's own layers ran (`unknown.rs`).
+    let app = Router::new()
+        .fallback_service(app)
+        .layer(middleware::map_response(unknown::allow_only_on_405));
     NormalizePathLayer::trim_trailing_slash().layer(app)
 }
 
