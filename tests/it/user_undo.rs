@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
 use wearhouse::data::{Undo, delete_user, undo_delete};
-use wearhouse::store::metadata::deleted_users::UserRef;
+use wearhouse::store::metadata::deleted_users::{Purge, UserRef, any_user, purge};
 use wearhouse::store::metadata::{MetadataError, MetadataStore, NewUser};
 
 use crate::postgres::ScratchDb;
@@ -181,6 +181,35 @@ async fn exercise(meta: &MetadataStore) {
             .unwrap(),
         Undo::NotFound
     );
+    // The purge of that deletion (what the job runs once the window is over): the rows go and
+    // the client id is free again; a purge of another deletion would have kept the user.
+    let mut tx = meta.begin().await.unwrap();
+    let (_, stamp) = any_user(&mut tx, team.id, &by_id).await.unwrap().unwrap();
+    let stamp = stamp.expect("deleted");
+    assert_eq!(
+        purge(&mut tx, team.id, user.id, "2000-01-01T00:00:00.000000Z")
+            .await
+            .unwrap(),
+        Purge::Kept
+    );
+    assert_eq!(
+        purge(&mut tx, team.id, user.id, &stamp).await.unwrap(),
+        Purge::Removed
+    );
+    assert_eq!(
+        purge(&mut tx, team.id, user.id, &stamp).await.unwrap(),
+        Purge::Gone
+    );
+    tx.commit().await.unwrap();
+    assert!(
+        any_user(&mut *meta.writer().await.unwrap(), team.id, &by_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(meta.user_info(user.id).await.unwrap(), None);
+    let again = meta.create_user(team.id, new).await.unwrap();
+    assert_ne!(again.id, user.id);
 }
 
 #[tokio::test]
