@@ -202,7 +202,7 @@ async fn exercise(meta: &MetadataStore) {
     );
     tx.commit().await.unwrap();
     assert!(
-        any_user(&mut *meta.writer().await.unwrap(), team.id, &by_id)
+        any_user(&mut meta.writer().await.unwrap(), team.id, &by_id)
             .await
             .unwrap()
             .is_none()
