@@ -89,6 +89,7 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
             bytes: usize::try_from(args.getter_max_bytes).unwrap_or(usize::MAX),
         },
         rate_limits: args.rate_limits.limits(),
+        user_undo_window: std::time::Duration::from_secs(args.user_undo_window_secs),
     };
     let rules = crate::events::UrlRules {
         allow_private: args.webhook_allow_private,
@@ -154,7 +155,10 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
             state.health.clone(),
         ))
         .register(crate::data::announce::Announcer::new(state.health.clone()))
-        .register(crate::jobs::erasure::Eraser::new(state.health.clone()))
+        .register(crate::jobs::erasure::Eraser::new(
+            state.meta.clone(),
+            state.health.clone(),
+        ))
         .register(crate::events::retention::Pruner)
         .register(crate::jobs::prune::Pruner)
         .register(crate::lab::appointments::confirm::Confirmer)

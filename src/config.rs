@@ -242,6 +242,10 @@ pub struct ServeArgs {
     /// Days of history the demo users get on the first demo start.
     #[arg(long, env = "WEARHOUSE_DEMO_DAYS", default_value_t = 90)]
     pub demo_days: u32,
+    /// How long a deleted user can be restored with `POST /v2/user/undo_delete`, in seconds;
+    /// its data is removed once it is over (default 7 days).
+    #[arg(long, env = "WEARHOUSE_USER_UNDO_WINDOW_SECS", default_value_t = crate::http::USER_UNDO_WINDOW.as_secs())]
+    pub user_undo_window_secs: u64,
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "WEARHOUSE_BODY_LIMIT", default_value_t = 16 * 1024 * 1024)]
     pub body_limit: usize,

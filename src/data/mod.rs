@@ -396,24 +396,68 @@ pub(crate) fn keep_provider(
     Ok(kept)
 }
 
-/// Deletes a user: its metadata (profile, details, connections) and, in the same transaction,
-/// a `store.delete_user` job; then its health data, before answering. The job removes the data
-/// if this process dies before it has (see `jobs::erasure`). Answers whether the user existed.
+/// Deletes a user, softly: from now on the user is invisible everywhere (getters, queries,
+/// lists, resolve; pulls and events stop), its `client_user_id` stays taken, and a
+/// `store.delete_user` job, enqueued in the same transaction and due once `window` has passed,
+/// removes its metadata and health data then (see `jobs::erasure`). [`undo_delete`] restores it
+/// before that. Answers whether a live user was deleted.
 pub async fn delete_user(
     meta: &MetadataStore,
-    store: &HealthStore,
     team: Uuid,
     user: Uuid,
+    window: std::time::Duration,
 ) -> Result<bool, DataError> {
+    let now = metadata::now();
     let mut tx = meta.begin().await?;
-    if !metadata::users::delete_user(&mut tx, team, user).await? {
+    let Some(stamp) = metadata::deleted_users::soft_delete(&mut tx, team, user, now).await? else {
         return Ok(false);
-    }
-    let safety = chrono::Duration::from_std(crate::jobs::erasure::SAFETY_DELAY)
-        .unwrap_or(chrono::Duration::MAX);
-    let check = crate::jobs::erasure::job(team, user, metadata::now() + safety);
-    crate::jobs::enqueue(&mut tx, &check).await?;
+    };
+    let window = chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX);
+    let due = now.checked_add_signed(window).unwrap_or(now);
+    let purge = crate::jobs::erasure::purge_job(team, user, &stamp, due);
+    crate::jobs::enqueue(&mut tx, &purge).await?;
     tx.commit().await.map_err(MetadataError::from)?;
-    store.delete_user(team, user).await?;
+    meta.jobs_wake().notify_waiters();
     Ok(true)
+}
+
+/// What [`undo_delete`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undo {
+    /// The user is back, with all its data.
+    Restored,
+    /// The user is not deleted.
+    NotDeleted,
+    /// No such user, or its window is over.
+    NotFound,
+}
+
+/// Restores a user deleted less than `window` ago, with everything it had (nothing was removed
+/// yet: the purge of that deletion then finds the user live and does nothing).
+pub async fn undo_delete(
+    meta: &MetadataStore,
+    team: Uuid,
+    who: &metadata::deleted_users::UserRef,
+    window: std::time::Duration,
+) -> Result<Undo, DataError> {
+    let mut tx = meta.begin().await?;
+    let stamp = match metadata::deleted_users::any_user(&mut tx, team, who).await? {
+        None => return Ok(Undo::NotFound),
+        Some((_, None)) => return Ok(Undo::NotDeleted),
+        Some((user, Some(stamp))) => (user.id, stamp),
+    };
+    let (id, stamp) = stamp;
+    let deleted_at: chrono::DateTime<chrono::Utc> =
+        metadata::parse("users.deleted_at", stamp.clone())?;
+    let window = chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX);
+    if metadata::now() >= deleted_at.checked_add_signed(window).unwrap_or(deleted_at) {
+        return Ok(Undo::NotFound);
+    }
+    let restored = metadata::deleted_users::restore(&mut tx, team, id, &stamp).await?;
+    tx.commit().await.map_err(MetadataError::from)?;
+    Ok(if restored {
+        Undo::Restored
+    } else {
+        Undo::NotFound
+    })
 }

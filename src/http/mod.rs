@@ -32,6 +32,7 @@ mod rate_limit;
 mod stream;
 mod teams;
 mod timeseries;
+mod unknown;
 mod users;
 mod webhooks;
 
@@ -69,7 +70,13 @@ pub struct HttpConfig {
     /// Request budgets per API key, per team and for aggregate queries (default: none; `serve`
     /// sets them from its `--rate-limit-*` flags).
     pub rate_limits: crate::rate_limit::RateLimits,
+    /// How long a deleted user can be restored (`POST /v2/user/undo_delete`) before its data is
+    /// removed (default [`USER_UNDO_WINDOW`]; `serve --user-undo-window-secs`).
+    pub user_undo_window: std::time::Duration,
 }
+
+/// The default undo window of a user deletion: 7 days.
+pub const USER_UNDO_WINDOW: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 impl Default for HttpConfig {
     fn default() -> Self {
@@ -78,6 +85,7 @@ impl Default for HttpConfig {
             query_limits: crate::engine::Limits::default(),
             getter_limits: crate::ingest::PageLimits::default(),
             rate_limits: crate::rate_limit::RateLimits::default(),
+            user_undo_window: USER_UNDO_WINDOW,
         }
     }
 }
@@ -170,10 +178,21 @@ impl AppState {
         self
     }
 
-    /// Deletes a user's metadata, then its health data (see [`crate::data::delete_user`]);
-    /// answers whether the user existed.
+    /// Deletes a user softly, its removal due after the undo window (see
+    /// [`crate::data::delete_user`]); answers whether a live user was deleted.
     pub async fn delete_user(&self, team: Uuid, user: Uuid) -> Result<bool, ApiError> {
-        Ok(crate::data::delete_user(&self.meta, &self.health, team, user).await?)
+        let window = self.config.user_undo_window;
+        Ok(crate::data::delete_user(&self.meta, team, user, window).await?)
+    }
+
+    /// Restores a user deleted within the undo window (see [`crate::data::undo_delete`]).
+    pub async fn undo_delete(
+        &self,
+        team: Uuid,
+        who: &crate::store::metadata::deleted_users::UserRef,
+    ) -> Result<crate::data::Undo, ApiError> {
+        let window = self.config.user_undo_window;
+        Ok(crate::data::undo_delete(&self.meta, team, who, window).await?)
     }
 }
 
@@ -355,18 +374,16 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 pub fn router(state: AppState) -> NormalizePath<Router> {
     let (routes, mut doc) = api();
     doc_rules::apply_deployment(&mut doc, &state.config);
+    let rules = unknown::PathRules::from_doc(&doc);
     let doc = Arc::new(doc);
     let app = routes
         .merge(meta::doc_routes(doc))
         .fallback(|| async { ApiError::NotFound("Route") })
-        .method_not_allowed_fallback(|| async {
-            (
-                StatusCode::METHOD_NOT_ALLOWED,
-                axum::Json(models::ErrorDetail {
-                    detail: "Method Not Allowed".to_owned(),
-                }),
-            )
-        })
+        .method_not_allowed_fallback(
+            move |matched: Option<MatchedPath>, params: unknown::Params| {
+                unknown::method_not_allowed(rules.clone(), matched, params.ok())
+            },
+        )
         .layer(middleware::from_fn(limit_uri))
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -389,6 +406,10 @@ pub fn router(state: AppState) -> NormalizePath<Router> {
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state);
+    // Outside every route: axum adds `Allow` after a route's own layers ran (`unknown.rs`).
+    let app = Router::new()
+        .fallback_service(app)
+        .layer(middleware::map_response(unknown::allow_only_on_405));
     NormalizePathLayer::trim_trailing_slash().layer(app)
 }
 

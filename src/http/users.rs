@@ -168,10 +168,13 @@ async fn patch_user(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Delete a user with its data and connections.
+/// Delete a user with its data and connections. The user is gone at once (every getter, query,
+/// list and resolve answers as if it never existed; pulls and events stop), and can be restored
+/// with `POST /v2/user/undo_delete` within the undo window (`serve --user-undo-window-secs`,
+/// default 7 days); then its data is removed and its `client_user_id` is free again.
 #[utoipa::path(delete, path = "/v2/user/{user_id}", tag = "users",
     params(("user_id" = uuid::Uuid, Path)),
-    responses((status = 200, description = "Deleted", body = Success),
+    responses((status = 200, description = "Deleted (restorable within the undo window)", body = Success),
               (status = 404, description = "User not found", body = models::ErrorDetail),
               (status = 422, description = "Malformed user id", body = models::ValidationError)),
     security(("api_key" = [])))]
@@ -302,14 +305,16 @@ async fn team_metrics(
     }))
 }
 
-/// Restore a deleted user, named by `user_id` or `client_user_id` (one of them). Deletion here
-/// is immediate and removes the user's data, so no deleted user can be restored: a user that
-/// exists answers 400 (it is not deleted), any other 404.
+/// Restore a user deleted within the undo window, named by `user_id` or `client_user_id` (one
+/// of them): the user and all its data come back as they were. A deletion is undoable for
+/// the deployment's undo window (`serve --user-undo-window-secs`, default 7 days); after it the
+/// user's data is removed and its `client_user_id` is free again. A live user answers 400, an
+/// unknown one or one whose window is over 404.
 #[utoipa::path(post, path = "/v2/user/undo_delete", tag = "users",
     params(("user_id" = Option<uuid::Uuid>, Query), ("client_user_id" = Option<String>, Query)),
-    responses((status = 200, description = "Restored (never: deletion is immediate)", body = Success),
+    responses((status = 200, description = "Restored with all its data", body = Success),
               (status = 400, description = "The user is not deleted", body = models::ErrorDetail),
-              (status = 404, description = "No deleted user to restore", body = models::ErrorDetail),
+              (status = 404, description = "No deleted user to restore (unknown, or its undo window is over)", body = models::ErrorDetail),
               (status = 422, description = "Neither or both of user_id and client_user_id", body = models::ValidationError)),
     security(("api_key" = [])))]
 async fn undo_delete(
@@ -317,12 +322,13 @@ async fn undo_delete(
     State(state): State<AppState>,
     query: QueryParams,
 ) -> Result<Json<Success>, ApiError> {
-    let existing = match (query.get("user_id"), query.get("client_user_id")) {
-        (Some(id), None) => {
-            let id = super::extract::parse_uuid(id, crate::loc!["query", "user_id"])?;
-            state.meta.user(team.0.id, id).await?
-        }
-        (None, Some(client)) => state.meta.user_by_client_id(team.0.id, client).await?,
+    use crate::store::metadata::deleted_users::UserRef;
+    let who = match (query.get("user_id"), query.get("client_user_id")) {
+        (Some(id), None) => UserRef::Id(super::extract::parse_uuid(
+            id,
+            crate::loc!["query", "user_id"],
+        )?),
+        (None, Some(client)) => UserRef::Client(client.to_owned()),
         _ => {
             return Err(ApiError::invalid(Violation::value(
                 crate::loc!["query", "user_id"],
@@ -330,8 +336,9 @@ async fn undo_delete(
             )));
         }
     };
-    match existing {
-        Some(_) => Err(ApiError::BadRequest("User is not deleted".into())),
-        None => Err(ApiError::NotFound("Deleted user")),
+    match state.undo_delete(team.0.id, &who).await? {
+        crate::data::Undo::Restored => Ok(Json(Success { success: true })),
+        crate::data::Undo::NotDeleted => Err(ApiError::BadRequest("User is not deleted".into())),
+        crate::data::Undo::NotFound => Err(ApiError::NotFound("Deleted user")),
     }
 }

@@ -180,7 +180,12 @@ fn render_row(table: Table, batch: &RecordBatch, row: usize, user_id: Uuid) -> V
         }
         Table::Workout => workout_members(&mut obj, batch, row, tz, &id),
         Table::Meal => meal_members(&mut obj, batch, row, &calendar, midnight, &id),
-        Table::Profile => {}
+        // The reference's profile admits `wheelchair_use` only as `true` or absent.
+        Table::Profile => {
+            if obj.get("wheelchair_use") != Some(&Value::Bool(true)) {
+                obj.remove("wheelchair_use");
+            }
+        }
     }
     for value in obj.values_mut() {
         if value.is_object() && collapse_empty(value) {

@@ -1,15 +1,16 @@
-//! Removing a deleted user's health data as a job (`store.delete_user`), so that it happens
-//! even when the process that deleted the user dies first.
+//! Removing a deleted user (`store.delete_user`) once its undo window is over, durably: the job
+//! is enqueued in the transaction that marks the user deleted (`crate::data::delete_user`) and
+//! is due when the window ends, so it happens even when every process restarted in between.
 //!
-//! `DELETE /v2/user/{id}` deletes the user's metadata and enqueues this job in one
-//! transaction, then removes the data itself before it answers ([`crate::data::delete_user`]).
-//! The job is due [`SAFETY_DELAY`] later: normally it finds nothing left and succeeds at
-//! once; after a crash (or a failing store) between the commit and the removal, it removes
-//! what the request could not, and retries with backoff until it has. Without it, a user gone
-//! from the metadata would leave health data nobody can reach or delete any more: a retried
-//! `DELETE` answers 404.
-
-use std::time::Duration;
+//! A run removes the user's row with its info and connections (one transaction) if the user is
+//! still deleted by *that* deletion (the payload's `deleted_at`: a user restored with
+//! `POST /v2/user/undo_delete`, or restored and deleted again, is left to the later job), then
+//! its health data; a failure retries with backoff, and a retry after the rows went removes
+//! the health data only. The data stays in place during the window (the user is invisible to
+//! every query, not yet erased), so an undo brings back everything.
+//!
+//! Jobs enqueued before the undo window existed carry no `deleted_at`: their user's rows are
+//! gone already, and they remove the health data only.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -17,41 +18,60 @@ use uuid::Uuid;
 
 use super::handler::{JobContext, JobError, JobHandler, Outcome};
 use crate::store::health::HealthStore;
+use crate::store::metadata::MetadataStore;
+use crate::store::metadata::deleted_users::{Purge, purge};
 use crate::store::metadata::jobs::NewJob;
 
 /// The kind's name.
 pub const KIND: &str = "store.delete_user";
 
-/// How long after the user's deletion the job checks that the data is gone.
-pub const SAFETY_DELAY: Duration = Duration::from_secs(60);
-
-/// The job removing `user`'s health data, due at `run_at`.
-pub fn job(team: Uuid, user: Uuid, run_at: DateTime<Utc>) -> NewJob {
+/// The job purging `user`, deleted at `deleted_at` (as stored), due at `run_at` (the end of the
+/// undo window). Unique per deletion.
+pub fn purge_job(team: Uuid, user: Uuid, deleted_at: &str, run_at: DateTime<Utc>) -> NewJob {
     NewJob {
         kind: KIND.to_owned(),
         team_id: None,
-        unique_key: Some(format!("{KIND}:{team}:{user}")),
-        payload: json!({ "team": team, "user": user }),
+        unique_key: Some(format!("{KIND}:{team}:{user}:{deleted_at}")),
+        payload: json!({ "team": team, "user": user, "deleted_at": deleted_at }),
         run_at,
         max_attempts: 20,
     }
 }
 
-fn parse_payload(payload: &Value) -> Option<(Uuid, Uuid)> {
+/// A payload's team, user and deletion instant (none in jobs of before the undo window).
+fn parse_payload(payload: &Value) -> Option<(Uuid, Uuid, Option<String>)> {
     let id = |name: &str| payload.get(name)?.as_str()?.parse::<Uuid>().ok();
-    Some((id("team")?, id("user")?))
+    let stamp = match payload.get("deleted_at") {
+        None => None,
+        Some(v) => Some(v.as_str()?.to_owned()),
+    };
+    Some((id("team")?, id("user")?, stamp))
 }
 
 /// The `store.delete_user` handler.
 #[derive(Debug, Clone)]
 pub struct Eraser {
+    meta: MetadataStore,
     health: HealthStore,
 }
 
 impl Eraser {
-    /// A handler removing users' data from `health`.
-    pub fn new(health: HealthStore) -> Self {
-        Eraser { health }
+    /// A handler removing deleted users from `meta` and their data from `health`.
+    pub fn new(meta: MetadataStore, health: HealthStore) -> Self {
+        Eraser { meta, health }
+    }
+
+    /// Removes the rows of the deletion at `stamp`; answers whether the data goes too.
+    async fn purge_rows(&self, team: Uuid, user: Uuid, stamp: &str) -> Result<bool, JobError> {
+        let retry = |e: crate::store::metadata::MetadataError| {
+            JobError::Retry(format!("removing the user's rows failed: {e}"))
+        };
+        let mut tx = self.meta.begin().await.map_err(retry)?;
+        let found = purge(&mut tx, team, user, stamp).await.map_err(retry)?;
+        tx.commit()
+            .await
+            .map_err(|e| retry(crate::store::metadata::MetadataError::from(e)))?;
+        Ok(found != Purge::Kept)
     }
 }
 
@@ -62,8 +82,14 @@ impl JobHandler for Eraser {
     }
 
     async fn run(&self, _ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let (team, user) = parse_payload(&payload)
+        let (team, user, stamp) = parse_payload(&payload)
             .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+        if let Some(stamp) = stamp
+            && !self.purge_rows(team, user, &stamp).await?
+        {
+            tracing::info!(%team, %user, "deleted user was restored: nothing removed");
+            return Ok(Outcome::Done);
+        }
         self.health
             .delete_user(team, user)
             .await
@@ -79,11 +105,21 @@ mod tests {
     #[test]
     fn payloads_round_trip_and_bad_ones_are_refused() {
         let (team, user) = (Uuid::new_v4(), Uuid::new_v4());
+        let stamp = "2026-01-02T03:04:05.000006Z";
         assert_eq!(
-            parse_payload(&job(team, user, Utc::now()).payload),
-            Some((team, user))
+            parse_payload(&purge_job(team, user, stamp, Utc::now()).payload),
+            Some((team, user, Some(stamp.to_owned())))
+        );
+        assert_eq!(
+            parse_payload(&json!({ "team": team, "user": user })),
+            Some((team, user, None)),
+            "a job of before the undo window"
         );
         assert_eq!(parse_payload(&json!({ "team": team })), None);
         assert_eq!(parse_payload(&json!({ "team": "x", "user": user })), None);
+        assert_eq!(
+            parse_payload(&json!({ "team": team, "user": user, "deleted_at": 5 })),
+            None
+        );
     }
 }

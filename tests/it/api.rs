@@ -322,12 +322,12 @@ async fn delete_user_removes_it_and_its_info() {
         app.get(&format!("/v2/user/{id}/info/latest")).await.status,
         StatusCode::NOT_FOUND
     );
-    // The client id is free again.
+    // The client id stays taken during the undo window (`jobs_api.rs`: free again after it).
     assert_eq!(
         app.post("/v2/user", json!({"client_user_id": "gone"}))
             .await
             .status,
-        StatusCode::OK
+        StatusCode::BAD_REQUEST
     );
 }
 

@@ -1,5 +1,5 @@
 //! Jobs seen from outside the runner: `GET /v2/team/jobs` (filters, paging, tenancy, 422 on an
-//! unknown state), store compaction running as a job, and the job removing a deleted user's data.
+//! unknown state), store compaction running as a job, and the job removing a deleted user once its undo window is over.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -157,19 +157,25 @@ async fn compaction_runs_as_a_job_and_compacts() {
     assert_eq!(rows, 1, "the replaced version is gone, the newest kept");
 }
 
-/// Deleting a user leaves, in the deleting transaction, a `store.delete_user` job due a minute
-/// later, and removes the data itself before answering. If the process dies between the two,
-/// the job removes what is left: here the data is put back behind the request's back, as such a
-/// crash would have left it, and the job (run by another runner) removes it.
+/// Deleting a user leaves, in the deleting transaction, a `store.delete_user` job due when the
+/// undo window ends, and removes nothing before (an undo brings everything back). Once the
+/// window has passed (the runner's clock moved past it) the job removes the user's rows and its
+/// health data, the `client_user_id` is free again, and the deletion cannot be undone.
 #[tokio::test]
-async fn deleting_a_user_leaves_a_job_that_removes_its_data_if_the_request_could_not() {
-    use crate::store_support::{T0, batch, heartrate, row};
+async fn once_the_undo_window_passed_the_job_removes_the_user_and_its_data() {
+    use wearhouse::store::metadata::deleted_users::{UserRef, any_user};
 
     let app = support::TestApp::new().await;
     let user = app.user("leaving").await;
     let body = json!({"provider": "manual", "sleep": [support::full_push()["sleep"][0].clone()]});
     let pushed = app.post(&format!("/v2/user/{user}/data"), body).await;
     assert_eq!(pushed.status, StatusCode::OK, "{}", pushed.json);
+    let info = json!({"first_name": "Ada", "last_name": "Lovelace", "dob": "1985-12-10",
+        "gender": "female", "phone_number": "+16025550123", "email": "ada@example.com",
+        "address": {"first_line": "100 N 1st Ave", "city": "Phoenix", "state": "AZ",
+                    "zip_code": "85004", "country": "US"}});
+    let set = app.patch(&format!("/v2/user/{user}/info"), info).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.json);
     let meta = &app.state.meta;
     let health = &app.state.health;
     let team = meta.team_for_key(&app.key).await.unwrap().unwrap().id;
@@ -180,9 +186,20 @@ async fn deleting_a_user_leaves_a_job_that_removes_its_data_if_the_request_could
         .send("DELETE", &format!("/v2/user/{user}"), Some(&app.key), None)
         .await;
     assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.json);
-    assert!(
-        health.datasets(team, uuid).await.unwrap().is_empty(),
-        "removed at once"
+    assert_eq!(
+        health.datasets(team, uuid).await.unwrap().len(),
+        1,
+        "kept for an undo during the window"
+    );
+    let taken = app
+        .post("/v2/user", json!({"client_user_id": "leaving"}))
+        .await;
+    assert_eq!(taken.status, StatusCode::BAD_REQUEST, "{}", taken.json);
+    assert_eq!(
+        taken.json["detail"]["user_id"],
+        user.as_str(),
+        "{}",
+        taken.json
     );
     let erasures = JobFilter {
         team: None,
@@ -194,19 +211,15 @@ async fn deleting_a_user_leaves_a_job_that_removes_its_data_if_the_request_could
     drop(conn);
     assert_eq!(total, 1, "{jobs:?}");
     assert_eq!(jobs[0].state, JobState::Pending);
+    let window = chrono::Duration::from_std(wearhouse::http::USER_UNDO_WINDOW).unwrap();
     assert!(
-        jobs[0].run_at > Utc::now() + chrono::Duration::seconds(50),
-        "a safety net, due later: {jobs:?}"
+        jobs[0].run_at > Utc::now() + window - chrono::Duration::seconds(60),
+        "due when the window ends: {jobs:?}"
     );
 
-    // What a crash before the removal would have left.
-    let hr = heartrate();
-    health
-        .write(team, uuid, hr, batch(hr, &[row(T0, "", 61.0)]))
-        .await
-        .unwrap();
-    assert_eq!(health.datasets(team, uuid).await.unwrap(), vec![hr]);
-    let clock = Arc::new(ManualClock::new(Utc::now() + chrono::Duration::seconds(61)));
+    let clock = Arc::new(ManualClock::new(
+        Utc::now() + window + chrono::Duration::seconds(1),
+    ));
     let registry = wearhouse::app::job_registry(&app.state);
     let runner = Runner::new(meta.clone(), registry, config("eraser", LONG))
         .with_clock(clock)
@@ -215,11 +228,35 @@ async fn deleting_a_user_leaves_a_job_that_removes_its_data_if_the_request_could
     runner.shutdown().await;
     assert_eq!(done.kind, "store.delete_user");
     assert!(health.datasets(team, uuid).await.unwrap().is_empty());
-    // Deleting again answers 404 and enqueues nothing more.
+    let mut conn = meta.writer().await.unwrap();
+    assert!(
+        any_user(&mut conn, team, &UserRef::Id(uuid))
+            .await
+            .unwrap()
+            .is_none(),
+        "the row is gone"
+    );
+    drop(conn);
+    assert_eq!(meta.user_info(uuid).await.unwrap(), None);
+    // Gone for good: no undo, no second delete, and the client id is free.
+    let undo = app
+        .send(
+            "POST",
+            &format!("/v2/user/undo_delete?user_id={user}"),
+            Some(&app.key),
+            None,
+        )
+        .await;
+    assert_eq!(undo.status, StatusCode::NOT_FOUND, "{}", undo.json);
     let again = app
         .send("DELETE", &format!("/v2/user/{user}"), Some(&app.key), None)
         .await;
     assert_eq!(again.status, StatusCode::NOT_FOUND);
+    let reused = app
+        .post("/v2/user", json!({"client_user_id": "leaving"}))
+        .await;
+    assert_eq!(reused.status, StatusCode::OK, "{}", reused.json);
+    assert_ne!(reused.json["user_id"], user.as_str());
     let mut conn = meta.writer().await.unwrap();
     assert_eq!(list_jobs(&mut conn, &erasures, 0, 10).await.unwrap().1, 1);
 }

@@ -8,6 +8,7 @@
 //! - [`orders`]: creation rules, idempotency, transitions, cancellation, results, the PDF;
 //! - [`list`]: every filter, sort and page of `GET /v3/orders`;
 //! - [`appointments`]: availability, the four booking paths, reschedule, cancel;
+//! - [`shapes`]: our order and profile answers parsed by the reference's published models;
 //! - [`bench_scenario`]: the bench's seeding and self-checks, small.
 
 mod appointments;
@@ -17,6 +18,7 @@ mod catalogue;
 mod list;
 mod orders;
 mod routes;
+mod shapes;
 mod validation;
 
 use serde_json::{Value, json};

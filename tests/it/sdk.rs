@@ -85,5 +85,5 @@ fn the_reference_sdk_works_against_wearhouse() {
         .map(|e| e["method"].as_str().unwrap())
         .collect();
     known.sort_unstable();
-    assert_eq!(known, ["team.update_source_priorities", "user.undo_delete"]);
+    assert_eq!(known, ["team.update_source_priorities"]);
 }

@@ -264,14 +264,16 @@ def calls():
         check(client.user.get_team_metrics(), raw.get("/v2/user/metrics").json(), True)
 
     def user_undo_delete():
-        # Deletion is immediate here: a live user is "not deleted" (400), which the SDK raises.
-        try:
-            client.user.undo_delete(user_id=ring)
-        except vital.core.api_error.ApiError as e:
-            if e.status_code != 400:
-                raise
-            raise ExpectedFailure("deletion is immediate; a live user answers 400 (not deleted)") from e
-        raise AssertionError("undo_delete of a live user succeeded")
+        # A user deleted within the undo window comes back.
+        target = raw.post("/v2/user", json={"client_user_id": "sdk-undo-1"}).json()["user_id"]
+        if raw.delete(f"/v2/user/{target}").status_code != 200:
+            raise AssertionError("delete failed")
+        if raw.get(f"/v2/user/{target}").status_code != 404:
+            raise AssertionError("deleted user still answers")
+        got = client.user.undo_delete(user_id=target)
+        check(got, {"success": True})
+        if raw.get(f"/v2/user/{target}").status_code != 200:
+            raise AssertionError("restored user does not answer")
 
     def user_delete():
         got = client.user.delete(state["user"])

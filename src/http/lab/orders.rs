@@ -138,15 +138,19 @@ async fn get_order(
 /// Changes a scheduled order's `activate_by`.
 #[utoipa::path(patch, path = "/v3/order/{order_id}", tag = "lab",
     params(("order_id" = uuid::Uuid, Path)), request_body = PatchOrder,
-    responses((status = 200, body = Order), (status = 400, description = "The order is not scheduled"), (status = 404, description = "No such order")),
+    responses((status = 200, body = OrderResponse), (status = 400, description = "The order is not scheduled"), (status = 404, description = "No such order")),
     security(("api_key" = [])))]
 async fn patch_order(
     team: AuthTeam,
     State(state): State<AppState>,
     PathId(id): PathId,
     Typed(body): Typed<PatchOrder>,
-) -> Result<Json<Order>, ApiError> {
-    Ok(Json(orders::patch(&state.meta, team.0.id, id, body).await?))
+) -> Result<Json<OrderResponse>, ApiError> {
+    Ok(Json(OrderResponse {
+        order: orders::patch(&state.meta, team.0.id, id, body).await?,
+        status: "success".to_owned(),
+        message: "Order updated".to_owned(),
+    }))
 }
 
 /// Cancels an order (only from a cancellable state; 400 names the state otherwise).

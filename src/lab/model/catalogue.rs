@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::enums::{LabTestStatus, MarkerType, Method};
 
 /// A laboratory.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Lab {
     /// Catalogue id.
     pub id: i64,
@@ -30,7 +30,7 @@ pub struct Lab {
 }
 
 /// A LOINC term.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Loinc {
     /// The code's digits without the check digit's hyphen, as an integer.
     pub id: i64,
@@ -45,7 +45,7 @@ pub struct Loinc {
 }
 
 /// One result a marker produces.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ExpectedResult {
     /// Catalogue id.
     pub id: i64,
@@ -64,7 +64,7 @@ pub struct ExpectedResult {
 }
 
 /// An orderable marker of one lab.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Marker {
     /// Catalogue id (unique across labs).
     pub id: i64,

@@ -175,6 +175,12 @@ pub struct OrderLabTest {
     pub status: LabTestStatus,
     /// Whether any test of the set needs fasting.
     pub fasting: bool,
+    /// The lab (null in documents written before it was kept).
+    #[serde(default)]
+    pub lab: Option<super::catalogue::Lab>,
+    /// The markers of the set, each once (null in documents written before they were kept).
+    #[serde(default)]
+    pub markers: Option<Vec<super::catalogue::Marker>>,
 }
 
 /// A kit's shipment.
@@ -294,6 +300,10 @@ pub struct Order {
     pub low_level_status: Low,
     /// Status changes, oldest first.
     pub events: Vec<OrderEvent>,
+    /// The newest entry of `events` (the reference's `last_event`); kept by
+    /// [`Order::note_last_event`] wherever `events` changes, and on every read of a stored order.
+    #[serde(default)]
+    pub last_event: Option<OrderEvent>,
     /// Priority handling.
     pub priority: bool,
     /// Activation date of a scheduled order.
@@ -304,6 +314,17 @@ pub struct Order {
     pub physician: Option<Physician>,
     /// Health insurance.
     pub health_insurance: Option<HealthInsurance>,
+    /// The reference's id of a stored health insurance: always null (the insurance is inline).
+    #[serde(default)]
+    pub health_insurance_id: Option<Uuid>,
+    /// The reference's deprecated requisition URL: always null (`GET .../requisition/pdf`).
+    #[serde(default)]
+    pub requisition_form_url: Option<String>,
+    /// The reference's shipping details of unregistered testkit orders: always null (every
+    /// order here has a user and a patient address).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub shipping_details: Option<serde_json::Value>,
     /// Consents.
     pub consents: Vec<Consent>,
     /// Overall interpretation once results arrived.
@@ -319,15 +340,23 @@ pub struct Order {
     pub order_transaction: OrderTransaction,
 }
 
-/// The answer of `POST /v3/order` and `POST /v3/order/{order_id}/cancel` (the reference's
-/// `PostOrderResponse`): the order, `success` and what was done.
+impl Order {
+    /// Sets `last_event` to the newest entry of `events`.
+    pub fn note_last_event(&mut self) {
+        self.last_event = self.events.last().cloned();
+    }
+}
+
+/// The answer of `POST /v3/order`, `PATCH /v3/order/{order_id}` and
+/// `POST /v3/order/{order_id}/cancel` (the reference's `PostOrderResponse`): the order,
+/// `success` and what was done.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct OrderResponse {
     /// The order.
     pub order: Order,
     /// `success`.
     pub status: String,
-    /// `Order submitted`, `Order cancelled`.
+    /// `Order submitted`, `Order updated`, `Order cancelled`.
     pub message: String,
 }
 

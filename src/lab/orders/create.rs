@@ -84,6 +84,17 @@ pub async fn create(
     })
 }
 
+/// The markers of a set of lab tests, each once, in the tests' order.
+fn set_markers(tests: &[LabTest]) -> Vec<crate::lab::model::catalogue::Marker> {
+    let mut seen = std::collections::HashSet::new();
+    tests
+        .iter()
+        .flat_map(|t| t.markers.iter())
+        .filter(|m| seen.insert(m.id))
+        .cloned()
+        .collect()
+}
+
 fn new_order(
     team: Uuid,
     req: &CreateOrder,
@@ -110,7 +121,7 @@ fn new_order(
     let lab_name = labs::lab(resolved.lab_id)
         .map(|l| l.name)
         .unwrap_or_default();
-    Order {
+    let mut order = Order {
         id,
         team_id: team,
         user_id: req.user_id,
@@ -130,6 +141,8 @@ fn new_order(
             is_active: tests.first().is_some_and(|t| t.is_active),
             status: tests.first().map_or(LabTestStatus::Active, |t| t.status),
             fasting: tests.iter().any(|t| t.fasting),
+            lab: tests.first().map(|t| t.lab.clone()),
+            markers: Some(set_markers(tests)),
         },
         lab_test_ids: resolved.tests.iter().map(|t| t.id).collect(),
         add_on_marker_ids: resolved.add_on.clone(),
@@ -166,6 +179,7 @@ fn new_order(
             created_at: now,
             status: states::status_string(method, Low::Ordered),
         }],
+        last_event: None,
         priority: req.priority.unwrap_or(false),
         activate_by: req.activate_by,
         activation_type: if scheduled {
@@ -175,6 +189,9 @@ fn new_order(
         },
         physician: req.physician.clone(),
         health_insurance: req.health_insurance.clone(),
+        health_insurance_id: None,
+        requisition_form_url: None,
+        shipping_details: None,
         consents: req.consents.clone().unwrap_or_default(),
         interpretation: None,
         is_critical: false,
@@ -192,5 +209,7 @@ fn new_order(
                 origin: "initial".to_owned(),
             }],
         },
-    }
+    };
+    order.note_last_event();
+    order
 }

@@ -68,7 +68,11 @@ pub fn to_row(o: &Order) -> store::OrderRow {
 
 /// Decodes a stored document.
 pub fn from_document(doc: &str) -> Result<Order, LabError> {
-    serde_json::from_str(doc).map_err(|e| LabError::Corrupt(format!("order document: {e}")))
+    let mut order: Order =
+        serde_json::from_str(doc).map_err(|e| LabError::Corrupt(format!("order document: {e}")))?;
+    // Documents written before `last_event` existed lack it.
+    order.note_last_event();
+    Ok(order)
 }
 
 /// The event of an order change.
@@ -101,6 +105,7 @@ pub fn apply_steps(
             created_at: now,
             status: states::status_string(method, to),
         });
+        order.note_last_event();
         order.low_level_status = to;
         order.status = states::top(to);
         order.updated_at = now;
@@ -123,6 +128,7 @@ fn snapshot(order: &Order, back: usize) -> Order {
         return at;
     }
     at.events.truncate(at.events.len().saturating_sub(back));
+    at.note_last_event();
     let low = at
         .events
         .last()

@@ -28,9 +28,10 @@
 //!   `HealthStore::check` does it, and `serve` calls it before it listens, so a missing bucket
 //!   or refused credentials stop the start with an error that names the cause.
 //! - Deleting a user on object storage is not atomic for readers: a read racing the delete may
-//!   see part of the user's data. The API deletes the user from the metadata first, so no
-//!   request reaches the data while it is being removed, and enqueues a `store.delete_user`
-//!   job with it that finishes a removal a crash interrupted (`crate::jobs::erasure`).
+//!   see part of the user's data. The API hides the user in the metadata first (a soft delete,
+//!   undoable for a window), so no request reaches the data while it is being removed, and the
+//!   removal is a `store.delete_user` job due when the window ends, retried until it is done
+//!   (`crate::jobs::erasure`).
 //! - The write paths run on blocking threads (encoding is CPU-bound, and locally every step is
 //!   a blocking system call); there an object-store request is driven with the runtime's
 //!   `Handle::block_on`.

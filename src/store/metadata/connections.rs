@@ -271,7 +271,8 @@ pub async fn connected_accounts(
     let rows = sqlx::query(
         "SELECT u.team_id AS team_id, c.user_id AS user_id FROM connections c \
          JOIN users u ON u.id = c.user_id \
-         WHERE c.provider = $1 AND c.provider_user_id = $2 AND c.status = 'connected'",
+         WHERE c.provider = $1 AND c.provider_user_id = $2 AND c.status = 'connected' \
+         AND u.deleted_at IS NULL",
     )
     .bind(provider)
     .bind(provider_user_id)

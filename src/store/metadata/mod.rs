@@ -25,6 +25,7 @@
 pub mod bulk_imports;
 pub mod connections;
 pub mod dataset_versions;
+pub mod deleted_users;
 pub mod deliveries;
 pub mod events;
 pub mod finished;

@@ -1,7 +1,8 @@
 //! End users of a team.
 //!
 //! Every query is scoped by team id: a user of another team is indistinguishable from one that
-//! does not exist.
+//! does not exist. A deleted user (`deleted_at` set, within the undo window: `deleted_users.rs`)
+//! is left out of every query here, so it does not exist either.
 
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::AnyConnection;
@@ -73,7 +74,7 @@ pub struct UserPatch {
     pub ingestion_end: Option<Option<NaiveDate>>,
 }
 
-const USER_COLUMNS: &str = "id, team_id, client_user_id, created_at, fallback_time_zone, \
+pub(super) const USER_COLUMNS: &str = "id, team_id, client_user_id, created_at, fallback_time_zone, \
      fallback_time_zone_updated_at, fallback_birth_date, fallback_birth_date_updated_at, \
      ingestion_start, ingestion_end";
 
@@ -84,7 +85,7 @@ fn stamped<T>(value: Option<T>, at: Option<DateTime<Utc>>) -> Option<Stamped<T>>
     }
 }
 
-fn user_from_row(row: &AnyRow) -> Result<User, MetadataError> {
+pub(super) fn user_from_row(row: &AnyRow) -> Result<User, MetadataError> {
     let birth = get_opt_str(row, "fallback_birth_date")?
         .map(|v| parse::<NaiveDate>("fallback_birth_date", v))
         .transpose()?;
@@ -164,6 +165,19 @@ pub async fn create_user(
     }
 }
 
+/// The user holding `client_user_id`, also one deleted within the undo window (the id stays
+/// taken until the window ends).
+async fn holder(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    client_user_id: &str,
+) -> Result<Option<User>, MetadataError> {
+    let who = super::deleted_users::UserRef::Client(client_user_id.to_owned());
+    Ok(super::deleted_users::any_user(conn, team, &who)
+        .await?
+        .map(|(user, _)| user))
+}
+
 /// Turns a failed user write into [`MetadataError::ClientUserIdTaken`] when it broke the unique
 /// `client_user_id`, else passes it on. (On PostgreSQL a failed statement aborts its
 /// transaction, so the look-up then fails and the original error is answered.)
@@ -174,7 +188,7 @@ async fn explain_write_error(
     err: sqlx::Error,
 ) -> MetadataError {
     if is_unique_violation(&err)
-        && let Ok(Some(existing)) = user_by_client_id(conn, team, client_user_id).await
+        && let Ok(Some(existing)) = holder(conn, team, client_user_id).await
     {
         return MetadataError::ClientUserIdTaken {
             existing: Box::new(existing),
@@ -191,7 +205,7 @@ pub async fn list_users(
     limit: i64,
 ) -> Result<(Vec<User>, i64), MetadataError> {
     let rows = sqlx::query(&format!(
-        "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 \
+        "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND deleted_at IS NULL \
          ORDER BY created_at, id LIMIT $2 OFFSET $3"
     ))
     .bind(team.to_string())
@@ -199,10 +213,11 @@ pub async fn list_users(
     .bind(offset)
     .fetch_all(&mut *conn)
     .await?;
-    let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1")
-        .bind(team.to_string())
-        .fetch_one(&mut *conn)
-        .await?;
+    let total: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1 AND deleted_at IS NULL")
+            .bind(team.to_string())
+            .fetch_one(&mut *conn)
+            .await?;
     let users = rows.iter().map(user_from_row).collect::<Result<_, _>>()?;
     Ok((users, total))
 }
@@ -213,14 +228,15 @@ pub async fn team_counts(
     conn: &mut AnyConnection,
     team: Uuid,
 ) -> Result<(i64, i64, i64), MetadataError> {
-    let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1")
-        .bind(team.to_string())
-        .fetch_one(&mut *conn)
-        .await?;
+    let users: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1 AND deleted_at IS NULL")
+            .bind(team.to_string())
+            .fetch_one(&mut *conn)
+            .await?;
     let count = |status_clause: &'static str| {
         format!(
             "SELECT COUNT(*) FROM connections c JOIN users u ON u.id = c.user_id \
-             WHERE u.team_id = $1 AND {status_clause}"
+             WHERE u.team_id = $1 AND u.deleted_at IS NULL AND {status_clause}"
         )
     };
     let connected: i64 = sqlx::query_scalar(&count("c.status <> 'deregistered'"))
@@ -241,7 +257,7 @@ pub async fn user(
     id: Uuid,
 ) -> Result<Option<User>, MetadataError> {
     let row = sqlx::query(&format!(
-        "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND id = $2"
+        "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND id = $2 AND deleted_at IS NULL"
     ))
     .bind(team.to_string())
     .bind(id.to_string())
@@ -257,7 +273,8 @@ pub async fn user_by_client_id(
     client_user_id: &str,
 ) -> Result<Option<User>, MetadataError> {
     let row = sqlx::query(&format!(
-        "SELECT {USER_COLUMNS} FROM users WHERE team_id = $1 AND client_user_id = $2"
+        "SELECT {USER_COLUMNS} FROM users \
+         WHERE team_id = $1 AND client_user_id = $2 AND deleted_at IS NULL"
     ))
     .bind(team.to_string())
     .bind(client_user_id)
@@ -405,7 +422,7 @@ impl MetadataStore {
             Err(MetadataError::Database(e)) if is_unique_violation(&e) => {
                 tx.rollback().await?;
                 let holder = match &wanted {
-                    Some(cuid) => user_by_client_id(&mut *self.writer().await?, team, cuid).await?,
+                    Some(cuid) => holder(&mut *self.writer().await?, team, cuid).await?,
                     None => None,
                 };
                 Err(match holder {

@@ -245,7 +245,9 @@ async fn scheduled_orders_and_activation() {
             json!({"activate_by": "2099-07-01"}),
         )
         .await;
-    assert_eq!(p.json["activate_by"], "2099-07-01");
+    assert_eq!(p.json["status"], "success", "{}", p.json);
+    assert_eq!(p.json["message"], "Order updated");
+    assert_eq!(p.json["order"]["activate_by"], "2099-07-01");
     assert_eq!(
         app.patch(
             &format!("/v3/order/{id}"),
@@ -259,7 +261,7 @@ async fn scheduled_orders_and_activation() {
     let p = app
         .patch(&format!("/v3/order/{id}"), json!({"activate_by": today}))
         .await;
-    assert_eq!(p.json["activation_type"], "current", "{}", p.json);
+    assert_eq!(p.json["order"]["activation_type"], "current", "{}", p.json);
     let again = app
         .patch(
             &format!("/v3/order/{id}"),

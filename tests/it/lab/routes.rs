@@ -342,7 +342,7 @@ async fn every_route_succeeds() {
             json!({"activate_by": "2099-02-01"}),
         )
         .await;
-    assert_eq!(p.json["activate_by"], "2099-02-01", "{}", p.json);
+    assert_eq!(p.json["order"]["activate_by"], "2099-02-01", "{}", p.json);
     let c = app
         .send(
             "POST",
