@@ -69,6 +69,7 @@ pub use encode::{
 pub use error::EngineError;
 pub use execute::{QueryResult, required_inputs};
 pub use instance::{Engine, execute, explain_analyze};
+pub use lang::align::{Align, Carry, CarryMode};
 pub use lang::parse::parse_request;
 pub use lang::request::{
     DatePart, Func, GroupBy, Operand, Period, Query, QuerySource, SelectItem, SelectKind,

@@ -3,6 +3,7 @@
 // Test code (helpers included): panicking on a broken fixture is the point.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod align;
 mod arbitrary;
 mod calendar;
 mod data;
