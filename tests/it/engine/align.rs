@@ -126,7 +126,10 @@ fn random_case(seed: u64) -> Case {
 
 /// The pandas answers of many cases, from one Python process.
 fn pandas(inputs: &[&Value]) -> Vec<Value> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/align_reference.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/align_reference.py"
+    );
     let mut child = provision::python_script(Path::new(script))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -166,7 +169,11 @@ async fn align_agrees_with_pandas_ffill_and_bfill_on_random_sparse_series() {
             .await
             .and_then(|r| encode_json(&r, &limits))
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", case.body));
-        let rows = |v: &Value| v["results"][0]["table"]["group_key.0"].as_array().map_or(0, Vec::len);
+        let rows = |v: &Value| {
+            v["results"][0]["table"]["group_key.0"]
+                .as_array()
+                .map_or(0, Vec::len)
+        };
         filled += usize::from(rows(&want) > case.rows.len());
         clamped += usize::from(case.user.now.is_some());
         if let Err(diff) = super::same(&got, &want, "") {
@@ -201,7 +208,14 @@ async fn carry_forward_stops_at_the_bucket_of_now() {
             "align": {"carry": {"mode": "carry_forward", "max_age": {"value": 5, "unit": "day"}}},
         }],
     });
-    let rows = vec![data::sample(ts("2025-03-05T08:00:00"), Some(0), 61.0, "oura", "ring", 1)];
+    let rows = vec![data::sample(
+        ts("2025-03-05T08:00:00"),
+        Some(0),
+        61.0,
+        "oura",
+        "ring",
+        1,
+    )];
     let req = parse_request(&body, &limits).unwrap();
     let now = UserContext {
         now: Some(Utc.with_ymd_and_hms(2025, 3, 7, 10, 30, 0).unwrap()),
@@ -219,7 +233,11 @@ async fn carry_forward_stops_at_the_bucket_of_now() {
     let table = &answer(now).await["results"][0]["table"];
     assert_eq!(
         table["group_key.0"],
-        json!(["2025-03-05T00:00:00", "2025-03-06T00:00:00", "2025-03-07T00:00:00"])
+        json!([
+            "2025-03-05T00:00:00",
+            "2025-03-06T00:00:00",
+            "2025-03-07T00:00:00"
+        ])
     );
     assert_eq!(table["max.heartrate.value"], json!([61.0, 61.0, 61.0]));
     let table = &answer(UserContext::default()).await["results"][0]["table"];
@@ -260,4 +278,51 @@ async fn aligned_json_and_parquet_answers_agree() {
         assert_eq!(cols.len(), want.num_columns());
         assert!(cols.values().all(|c| c.as_array().unwrap().len() == rows));
     }
+}
+
+/// The README's worked example: a week of daily resting heart rate measured on three days,
+/// carried forward at most 2 days.
+#[tokio::test]
+async fn the_readme_example_answers_as_documented() {
+    use wearhouse::schema::Table;
+    let limits = Limits::default();
+    let body = json!({
+    "timeframe": {"anchor": "2025-03-07", "past": {"value": 6, "unit": "day"}},
+    "queries": [{
+      "select": [{"group_key": "*"}, {"func": "mean", "arg": {"activity": "heart_rate_resting"}}],
+      "group_by": [{"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "activity"}}],
+      "align": {"carry": {"mode": "carry_forward", "max_age": {"value": 2, "unit": "day"}}}
+    }]});
+    let rows: Vec<Row> = [
+        ("2025-03-01", 54.0),
+        ("2025-03-02", 55.0),
+        ("2025-03-07", 53.0),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (d, v))| {
+        let mut r = Row::new();
+        r.insert("id".into(), data::s(&format!("a{i}")));
+        r.insert("date".into(), data::Val::D(data::day(d)));
+        r.insert("heart_rate_resting".into(), data::Val::F(*v));
+        data::source(&mut r, "oura", "ring", i as i64);
+        r
+    })
+    .collect();
+    let activity = Dataset::Table(Table::Activity);
+    let inputs = [(activity, vec![data::to_batch(activity, &rows)])]
+        .into_iter()
+        .collect();
+    let req = parse_request(&body, &limits).unwrap();
+    let r = execute(&req, &UserContext::default(), inputs, &limits)
+        .await
+        .unwrap();
+    assert_eq!(
+        encode_json(&r, &limits).unwrap(),
+        json!({"results": [{"table": {
+            "group_key.0": ["2025-03-01T00:00:00", "2025-03-02T00:00:00", "2025-03-03T00:00:00",
+                            "2025-03-04T00:00:00", "2025-03-05T00:00:00", "2025-03-06T00:00:00",
+                            "2025-03-07T00:00:00"],
+            "mean.heart_rate_resting": [54.0, 55.0, 55.0, 55.0, null, null, 53.0]}}]})
+    );
 }

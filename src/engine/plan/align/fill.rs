@@ -56,8 +56,15 @@ fn partitions(batch: &RecordBatch, roles: &Roles) -> Result<Vec<Vec<u32>>> {
 }
 
 /// The aligned table: every partition's spine, each cell carried per column.
-pub fn align(batch: &RecordBatch, roles: &Roles, spec: &AlignSpec, schema: &SchemaRef) -> Result<RecordBatch> {
-    let buckets = batch.column(roles.date).as_primitive_opt::<TimestampMicrosecondType>();
+pub fn align(
+    batch: &RecordBatch,
+    roles: &Roles,
+    spec: &AlignSpec,
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
+    let buckets = batch
+        .column(roles.date)
+        .as_primitive_opt::<TimestampMicrosecondType>();
     let Some(buckets) = buckets else {
         return internal_err!("ALIGN's date key is not a microsecond timestamp");
     };
@@ -71,7 +78,10 @@ pub fn align(batch: &RecordBatch, roles: &Roles, spec: &AlignSpec, schema: &Sche
             rows.drain(..).partition(|r| buckets.is_valid(*r as usize));
         dated.sort_by_key(|r| buckets.value(*r as usize));
         if let (Some(first), Some(last)) = (dated.first(), dated.last()) {
-            let (first, last) = (buckets.value(*first as usize), buckets.value(*last as usize));
+            let (first, last) = (
+                buckets.value(*first as usize),
+                buckets.value(*last as usize),
+            );
             let spine = spine(first, last, spec.carry, spec.period, spec.reach);
             let mut at: Vec<Option<u32>> = vec![None; spine.len()];
             let mut k = 0;

@@ -348,14 +348,13 @@ pub fn wrap(
     }) else {
         return internal_err!("align without a date_trunc passed validation");
     };
-    let window = time::window(&req.timeframe, user.ingestion_start, user.ingestion_end).map(
-        |(s, e)| {
+    let window =
+        time::window(&req.timeframe, user.ingestion_start, user.ingestion_end).map(|(s, e)| {
             (
                 time::trunc(time::micros(s), period),
                 time::trunc(time::micros(e) - 1, period),
             )
-        },
-    );
+        });
     let now = user.now.map(|now| {
         let utc = now.timestamp_micros();
         let floating = match q.source {

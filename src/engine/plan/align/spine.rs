@@ -165,9 +165,12 @@ mod tests {
         };
         let days = |s: Vec<i64>| s.into_iter().map(|b| b / DAY).collect::<Vec<_>>();
         let f = carry(CarryMode::Forward, Some(2));
-        assert_eq!(days(spine(5 * DAY, 7 * DAY, f, day(), reach)), [5, 6, 7, 8, 9]);
+        assert_eq!(
+            days(spine(5 * DAY, 7 * DAY, f, day(), reach)),
+            [5, 6, 7, 8, 9]
+        );
         let b = carry(CarryMode::Backward, Some(2));
-        assert_eq!(days(spine(1 * DAY, 2 * DAY, b, day(), reach)), [0, 1, 2]);
+        assert_eq!(days(spine(DAY, 2 * DAY, b, day(), reach)), [0, 1, 2]);
         let n = carry(CarryMode::Nearest, Some(1));
         assert_eq!(days(spine(5 * DAY, 5 * DAY, n, day(), reach)), [4, 5, 6]);
         let none = carry(CarryMode::Nearest, None);
@@ -179,7 +182,10 @@ mod tests {
         let f5 = carry(CarryMode::Forward, Some(5));
         assert_eq!(days(spine(5 * DAY, 7 * DAY, f5, day(), now)), [5, 6, 7, 8]);
         // Observed buckets past now stay; only the extension stops.
-        assert_eq!(days(spine(5 * DAY, 9 * DAY, f5, day(), now)), [5, 6, 7, 8, 9]);
+        assert_eq!(
+            days(spine(5 * DAY, 9 * DAY, f5, day(), now)),
+            [5, 6, 7, 8, 9]
+        );
     }
 
     #[test]
@@ -203,7 +209,10 @@ mod tests {
         assert_eq!(s[1], time::days_from_civil(2025, 2, 1) * DAY);
         assert_eq!(s[3], time::days_from_civil(2025, 4, 1) * DAY);
         let rows = [Some(0), None, Some(1), None];
-        assert_eq!(carry_column(&s, &rows, c), [Some(0), Some(0), Some(1), Some(1)]);
+        assert_eq!(
+            carry_column(&s, &rows, c),
+            [Some(0), Some(0), Some(1), Some(1)]
+        );
     }
 
     #[test]
@@ -223,7 +232,15 @@ mod tests {
         let n = carry(CarryMode::Nearest, None);
         assert_eq!(
             carry_column(&s, &rows, n),
-            [Some(0), Some(0), Some(0), Some(0), Some(1), Some(1), Some(1)]
+            [
+                Some(0),
+                Some(0),
+                Some(0),
+                Some(0),
+                Some(1),
+                Some(1),
+                Some(1)
+            ]
         );
     }
 }
