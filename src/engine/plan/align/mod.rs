@@ -33,8 +33,7 @@ use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{
-    Expr, Extension, LogicalPlan, LogicalPlanBuilder, UserDefinedLogicalNode,
-    UserDefinedLogicalNodeCore,
+    Expr, Extension, LogicalPlan, UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
 };
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -47,16 +46,15 @@ use datafusion::physical_plan::{
 use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
 use futures::TryStreamExt;
 
-use crate::engine::UserContext;
 use crate::engine::lang::align::Carry;
-use crate::engine::lang::request::{GroupBy, Period, Query, QuerySource, ValidRequest};
-use crate::engine::time;
-use crate::schema::Table;
+use crate::engine::lang::request::Period;
 
 pub(crate) use spine::Reach;
+pub(crate) use wrap::wrap;
 
 mod fill;
 mod spine;
+mod wrap;
 
 /// What one ALIGN computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -327,55 +325,4 @@ impl ExecutionPlan for AlignExec {
             output,
         )))
     }
-}
-
-/// `plan` aligned as `q` asks (unchanged without `align`): the group keys are the columns
-/// `key(i)`, the `date_trunc` one the spine's. The window and "now" come from the request and
-/// the user's context.
-pub fn wrap(
-    plan: LogicalPlanBuilder,
-    req: &ValidRequest,
-    q: &Query,
-    user: &UserContext,
-    key: impl Fn(usize) -> String,
-) -> Result<LogicalPlanBuilder> {
-    let Some(align) = q.align else {
-        return Ok(plan);
-    };
-    let Some((date, period)) = q.group_by.iter().enumerate().find_map(|(i, g)| match g {
-        GroupBy::DateTrunc(p) => Some((i, *p)),
-        _ => None,
-    }) else {
-        return internal_err!("align without a date_trunc passed validation");
-    };
-    let window =
-        time::window(&req.timeframe, user.ingestion_start, user.ingestion_end).map(|(s, e)| {
-            (
-                time::trunc(time::micros(s), period),
-                time::trunc(time::micros(e) - 1, period),
-            )
-        });
-    let now = user.now.map(|now| {
-        let utc = now.timestamp_micros();
-        let floating = match q.source {
-            QuerySource::Table(Table::Profile) => utc,
-            _ => time::to_floating(utc, None, user.fallback_time_zone),
-        };
-        time::trunc(floating, period)
-    });
-    let spec = AlignSpec {
-        carry: align.carry,
-        period,
-        reach: Reach { window, now },
-    };
-    let partition = (0..q.group_by.len())
-        .filter(|i| *i != date)
-        .map(&key)
-        .collect();
-    Ok(LogicalPlanBuilder::from(AlignNode::plan(
-        plan.build()?,
-        spec,
-        key(date),
-        partition,
-    )?))
 }
