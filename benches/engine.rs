@@ -6,7 +6,10 @@
 //! - both again with two fully overlapping providers (Oura ring, Apple watch) and priority on;
 //! - `minute buckets, 90 days of 1/min heart rate`: one bucket per sample (129,600 groups);
 //! - `encode JSON, ...` for the hourly ones: the answer's encoder alone;
-//! - `compile only, 10 select expressions`.
+//! - `compile only, 10 select expressions`;
+//! - `daily buckets, a year of 1/min heart rate with a day in nine missing`, with and without
+//!   `align` (carry_forward, at most 2 days): ALIGN's cost over the same query (issue 39: at
+//!   most 10 %).
 //!
 //! The data is seeded and pushed through the push API's own path (`push_support`: columnar
 //! pushes of 50,000 samples, validated and committed as `POST /v2/user/{id}/data` does them),
@@ -146,6 +149,64 @@ fn explain(
     }
 }
 
+/// Heart rate every minute for a year from 2025-01-01, without the days `d % 9 == 4`.
+fn year_with_gaps(seed: u64) -> RecordBatch {
+    let mut g = ChaCha8Rng::seed_from_u64(seed);
+    let ts: Vec<i64> = (0..365 * 1440i64)
+        .filter(|k| (k / 1440) % 9 != 4)
+        .map(|k| START + k * 60_000_000)
+        .collect();
+    let values = ts.iter().map(|_| g.gen_range(45.0..160.0)).collect();
+    wire_batch(ts, values)
+}
+
+/// The same daily query over a year, without and with ALIGN.
+fn align_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    let batches = through_push(rt, &[(RING, &year_with_gaps(6))], Layout::Compacted);
+    let engine = Engine::new(Limits::default()).unwrap();
+    let hr = json!({"timeseries": "heartrate", "field": "value"});
+    let gaps = (0..365).filter(|d| d % 9 == 4).count();
+    for (label, align, rows) in [
+        ("", None, 365 - gaps),
+        (
+            ", align carry_forward 2 days",
+            Some(
+                json!({"carry": {"mode": "carry_forward", "max_age": {"value": 2, "unit": "day"}}}),
+            ),
+            365,
+        ),
+    ] {
+        let mut query = json!({
+            "select": [{"group_key": 0}, {"func": "mean", "arg": hr}, {"func": "max", "arg": hr},
+                       {"func": "count", "arg": hr}],
+            "group_by": [{"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "timeseries"}}]
+        });
+        if let Some(a) = align {
+            query["align"] = a;
+        }
+        let body = json!({
+            "timeframe": {"anchor": "2025-12-31", "past": {"value": 364, "unit": "day"}},
+            "queries": [query]
+        });
+        let req = parse_request(&body, engine.limits()).unwrap();
+        let ctx = UserContext::default();
+        let run = || {
+            let inputs: HashMap<_, _> = [(heartrate(), batches.clone())].into_iter().collect();
+            let json = OutputFormat::Json;
+            rt.block_on(engine.execute_stored(&req, &ctx, inputs, engine.deadline(), json))
+                .unwrap()
+        };
+        assert_eq!(
+            run()[0].num_rows(),
+            rows,
+            "align{label}: wrong number of buckets"
+        );
+        let name =
+            format!("daily buckets, a year of 1/min heart rate with a day in nine missing{label}");
+        c.bench_function(&name, |b| b.iter(|| black_box(run())));
+    }
+}
+
 fn engine(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -227,6 +288,7 @@ fn engine(c: &mut Criterion) {
     c.bench_function("compile only, 10 select expressions", |b| {
         b.iter(|| black_box(compile(&req, 0, &catalog).unwrap()))
     });
+    align_cases(c, &rt);
 }
 
 criterion_group! {

@@ -98,6 +98,7 @@ async fn run_until(
         ingestion_start: user.ingestion_start,
         ingestion_end: user.ingestion_end,
         team_priorities: meta.team_priorities(user.team_id).await?,
+        now: Some(chrono::Utc::now()),
     };
     // The loaded batches count against the request's memory limit: a request whose data does
     // not fit is refused at the dataset that crosses it, not after loading every dataset.

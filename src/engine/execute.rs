@@ -30,6 +30,7 @@ use crate::schema::Dataset;
 
 use super::budget::Budget;
 use super::lang::request::{QuerySource, ValidRequest};
+use super::plan::align::AlignPlanner;
 use super::plan::bucket::{BucketPlanner, Slicing};
 use super::plan::catalog::{Catalog, UserContext};
 use super::plan::ordered::presorted;
@@ -240,9 +241,12 @@ impl QueryPlanner for Planner {
         plan: &LogicalPlan,
         session: &dyn Session,
     ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
-        let plan = DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(BucketPlanner {
-            slicing: self.slicing,
-        })])
+        let plan = DefaultPhysicalPlanner::with_extension_planners(vec![
+            Arc::new(BucketPlanner {
+                slicing: self.slicing,
+            }),
+            Arc::new(AlignPlanner),
+        ])
         .create_physical_plan(plan, session)
         .await?;
         // Rows already in order are answered without sorting them (`ordered.rs`).

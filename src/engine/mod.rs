@@ -12,9 +12,10 @@
 //! with its own memory pool, and one deadline for all its phases.
 //!
 //! Module map: `lang/` (the front end, §1–§2: `request` the typed request, `parse`/`envelope`/
-//! `parse_expr`/`rules`/`where_clause` its validation, over [`crate::validation::read`]), `plan/` (the planner, §3:
+//! `parse_expr`/`rules`/`where_clause` its validation, over [`crate::validation::read`]; `align`
+//! the ALIGN clause of `analytics.md` §1), `plan/` (the planner, §3:
 //! `catalog`/`expr`/`compile`/`priority`/`best`, `udf`/`udaf`/`macros` our functions, `bucket` the
-//! time-bucket operator), `time` (floating time and calendar arithmetic, shared by both),
+//! time-bucket operator, `align` ALIGN's gap filling after the aggregate), `time` (floating time and calendar arithmetic, shared by both),
 //! `execute`/`instance` (running a request), `budget` (what a request holds, charged to its
 //! pool), `encode` (§4).
 //!
@@ -24,6 +25,11 @@
 //! extension node planned as our own operator (`plan/bucket/`), which reads runs of rows per
 //! source and skips whole batches a better source already owns. Tests compare the two on
 //! random queries; `Limits::bucket_operator = false` forces the general one.
+//!
+//! ALIGN (`analytics.md` §1) is one more plan node, `AlignExec`, between the aggregate (or the
+//! bucket operator) and the sort: it lays each partition of the non-date group keys on its
+//! bucket spine and carries every column on its own, so the JSON and Parquet answers come from
+//! the same batches. "Now" is [`UserContext::now`], set by the caller.
 //!
 //! Decisions where the spec is silent (details in each module's docs):
 //! - The window's `anchor − past` starts at the anchor's local midnight; `ingestion_end` is an
@@ -69,6 +75,7 @@ pub use encode::{
 pub use error::EngineError;
 pub use execute::{QueryResult, required_inputs};
 pub use instance::{Engine, execute, explain_analyze};
+pub use lang::align::{Align, Carry, CarryMode};
 pub use lang::parse::parse_request;
 pub use lang::request::{
     DatePart, Func, GroupBy, Operand, Period, Query, QuerySource, SelectItem, SelectKind,

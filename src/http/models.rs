@@ -181,7 +181,7 @@ pub struct Pushed {
     pub stored: serde_json::Value,
 }
 
-/// A period: `value` units back from the anchor.
+/// A period: `value` units (back from the anchor, or an ALIGN cap).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Period {
     /// 1 or more (default 1).
@@ -230,6 +230,42 @@ pub struct AggregateQuery {
     /// A boolean SQL expression over the rows (§2.4).
     #[serde(rename = "where")]
     pub filter: Option<String>,
+    /// Fill the empty buckets of the query's `date_trunc` (`analytics.md` §1).
+    pub align: Option<AggregateAlign>,
+}
+
+/// `align` (`analytics.md` §1): after grouping and aggregation, every bucket of the spine (the
+/// observed range, extended by the cap) gets a row; a bucket with no source within the cap is
+/// an explicit `null` in every filled column. Each column carries on its own, never across the
+/// partitions of the other group keys. Needs a `date_trunc`, no `date_part`, every group key
+/// selected, and a cap of at least one `date_trunc` period (else 422).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AggregateAlign {
+    /// The carry operator.
+    pub carry: Carry,
+}
+
+/// How an empty bucket takes a neighbouring bucket's values.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Carry {
+    /// The most recent earlier non-empty bucket no older than `max_age`; the spine extends
+    /// forward by `max_age`, never past the bucket holding now.
+    CarryForward {
+        /// The cap (null or absent: no cap).
+        max_age: Option<Period>,
+    },
+    /// The nearest later non-empty bucket within `max_age`; the spine extends backward.
+    CarryBackward {
+        /// The cap (null or absent: no cap).
+        max_age: Option<Period>,
+    },
+    /// The nearest non-empty bucket either way within `span` (counted in buckets; a tie
+    /// takes the past); the spine extends both ways.
+    CarryNearest {
+        /// The cap (null or absent: no cap).
+        span: Option<Period>,
+    },
 }
 
 /// Provider priority for this request.

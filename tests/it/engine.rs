@@ -3,12 +3,14 @@
 // Test code (helpers included): panicking on a broken fixture is the point.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod align;
 mod arbitrary;
 mod calendar;
 mod data;
 mod golden;
 mod random;
 mod reference;
+mod reference_align;
 mod reference_where;
 mod scenarios;
 
@@ -71,7 +73,7 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
     let limits = Limits::default();
     let engine = Engine::new(limits.clone()).unwrap();
     let mut failures = Vec::new();
-    let mut non_empty = 0;
+    let (mut non_empty, mut aligned) = (0, 0);
     let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
     for seed in 0..520u64 {
         if only.is_some_and(|o| o != seed) {
@@ -96,6 +98,7 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
         let want = reference::evaluate(&req, &user, &data);
         if first_query_rows(&want) > 0 {
             non_empty += 1;
+            aligned += usize::from(req.queries[0].align.is_some());
         }
         if only.is_some() {
             println!("got  {got}\nwant {want}");
@@ -131,6 +134,10 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
     assert!(
         non_empty > 250,
         "only {non_empty} random queries had rows: the generator is too narrow"
+    );
+    assert!(
+        aligned > 40,
+        "only {aligned} random queries with rows had an align clause"
     );
 }
 

@@ -2,6 +2,7 @@
 //! ([`parse::parse_request`]); a [`request::ValidRequest`] comes out, every rule checked and every
 //! refusal located, before any data is read.
 
+pub(super) mod align;
 pub(super) mod envelope;
 pub(super) mod parse;
 pub(super) mod parse_expr;

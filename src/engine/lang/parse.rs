@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::loc;
 use crate::validation::{Invalid, Loc, Violation};
 
+use super::align::{check_align, parse_align};
 use super::envelope::{parse_config, parse_timeframe};
 use super::parse_expr::{IndexOf, Place, RawExpr, parse_expr};
 use super::request::{
@@ -131,7 +132,11 @@ fn period_ok(p: Period) -> Result<(), &'static str> {
 fn parse_query(v: &Value, loc: &[Loc], limits: &Limits, out: &mut Vec<Violation>) -> Option<Query> {
     let before = out.len();
     let obj = object_named(v, loc, "a query").keep(out)?;
-    keys_in(obj, &["select", "group_by", "where"], loc, out);
+    keys_in(obj, &["select", "group_by", "where", "align"], loc, out);
+    let align = match obj.get("align") {
+        None | Some(Value::Null) => None,
+        Some(a) => parse_align(a, &at(loc, "align"), out),
+    };
     let sloc = at(loc, "select");
     let select_raw: Vec<(RawExpr, Vec<Loc>)> = match obj.get("select") {
         Some(Value::Array(items)) if (1..=limits.max_select).contains(&items.len()) => items
@@ -227,11 +232,24 @@ fn parse_query(v: &Value, loc: &[Loc], limits: &Limits, out: &mut Vec<Violation>
     if out.len() > before {
         return None;
     }
+    let select: Vec<SelectItem> = select.into_iter().map(|(s, _)| s).collect();
+    if let Some(a) = &align {
+        let located: Vec<(GroupBy, Vec<Loc>)> = group_by
+            .iter()
+            .cloned()
+            .zip(group_raw.iter().map(|(_, l)| l.clone()))
+            .collect();
+        check_align(a, &located, &select, loc, out);
+        if out.len() > before {
+            return None;
+        }
+    }
     Some(Query {
         source,
-        select: select.into_iter().map(|(s, _)| s).collect(),
+        select,
         group_by,
         filter,
+        align,
     })
 }
 

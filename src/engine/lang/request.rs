@@ -8,6 +8,7 @@ use crate::schema::{Kind, Resource, Table};
 use crate::validation::read::{Collect, at, closed, str_in};
 use crate::validation::{Loc, Violation};
 
+use super::align::Align;
 use super::where_clause::WhereExpr;
 
 /// A request that passed every rule of `aggregate-dsl.md` §1–§2 and the limits of §5.
@@ -88,6 +89,8 @@ pub struct Query {
     pub group_by: Vec<GroupBy>,
     /// The row filter.
     pub filter: Option<WhereExpr>,
+    /// Gap filling of the `date_trunc` buckets (`analytics.md` §1).
+    pub align: Option<Align>,
 }
 
 impl Query {

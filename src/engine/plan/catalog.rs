@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::MemTable;
@@ -28,6 +28,9 @@ pub struct UserContext {
     /// The team's configured provider order per data type (sleep, activity, workouts, body,
     /// meal, timeseries).
     pub team_priorities: HashMap<String, Vec<String>>,
+    /// The instant the request runs at: ALIGN never carries forward past the bucket holding it
+    /// (`plan/align/`). `None` bounds the spine by the window alone.
+    pub now: Option<DateTime<Utc>>,
 }
 
 /// The team-priority data type of a dataset.

@@ -25,6 +25,7 @@ use crate::schema::{
     Dataset, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, Table, timeseries_schema,
 };
 
+use super::align;
 use super::bucket::{self, BucketNode, BucketSpec};
 use super::catalog::{Catalog, data_type_of};
 use super::expr::{RowExprs, column, floating_lit};
@@ -202,7 +203,8 @@ fn build(
             None => scan,
         };
         let node = BucketNode::plan(input.build()?, spec.0, spec.1)?;
-        return project(LogicalPlanBuilder::from(node), output(q))?.build();
+        let aligned = align::wrap(LogicalPlanBuilder::from(node), req, q, &catalog.user, key)?;
+        return project(aligned, output(q))?.build();
     }
     let mut pred = window_filter(req, q, catalog, rows);
     if let Some(w) = &q.filter {
@@ -254,6 +256,7 @@ fn build(
     if prioritised {
         plan = keep_best(plan, keys.clone(), &results, &sources)?;
     }
+    plan = align::wrap(plan, req, q, &catalog.user, key)?;
     if q.group_by.is_empty() {
         plan = plan.filter(column(NON_EMPTY).gt(lit(0i64)))?;
     } else {

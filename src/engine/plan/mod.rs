@@ -1,8 +1,9 @@
 //! The engine's planner: a validated query to a DataFusion logical plan over the user's data
 //! ([`compile::compile`]), with the functions, aggregates and the physical operator of our own
-//! that the plans use (time UDFs, `oldest`/`newest`, `best`, the time-bucket aggregate) and the
+//! that the plans use (time UDFs, `oldest`/`newest`, `best`, the time-bucket aggregate, ALIGN's gap filling) and the
 //! provider-priority plan shape.
 
+pub(super) mod align;
 pub(super) mod best;
 pub(super) mod bucket;
 pub(super) mod catalog;

@@ -390,6 +390,9 @@ fn request<R: Rng>(g: &mut R, pin: bool) -> Value {
             select.push(json!({"func": "count", "arg": values[0].0}));
         }
         query.insert("select".into(), json!(select));
+        if let Some(align) = random_align(g, &group_by, &select) {
+            query.insert("align".into(), align);
+        }
         if !group_by.is_empty() || g.gen_bool(0.5) {
             query.insert("group_by".into(), json!(group_by));
         }
@@ -435,6 +438,35 @@ fn request<R: Rng>(g: &mut R, pin: bool) -> Value {
         body["config"] = json!({"provider_priority_overrides": p[..g.gen_range(0..4)]});
     }
     body
+}
+
+/// An ALIGN clause, most of the time the query allows one (a `date_trunc`, no `date_part`,
+/// every group key selected): any mode, no cap or a cap of one to three periods, in the
+/// period's unit or, for days, in hours.
+fn random_align<R: Rng>(g: &mut R, group_by: &[Value], select: &[Value]) -> Option<Value> {
+    let trunc = group_by.iter().find_map(|k| k.get("date_trunc"))?;
+    let allowed = group_by.iter().all(|k| k.get("date_part").is_none())
+        && select.first() == Some(&json!({"group_key": "*"}));
+    if !allowed || !g.gen_bool(0.7) {
+        return None;
+    }
+    let mode = ["carry_forward", "carry_backward", "carry_nearest"][g.gen_range(0..3)];
+    let mut carry = json!({"mode": mode});
+    if g.gen_bool(0.75) {
+        let (value, unit) = (trunc["value"].as_u64()?, trunc["unit"].as_str()?);
+        let k = g.gen_range(1..=3);
+        let cap = if unit == "day" && g.gen_bool(0.3) {
+            json!({"value": value * k * 24, "unit": "hour"})
+        } else {
+            json!({"value": value * k, "unit": unit})
+        };
+        carry[if mode == "carry_nearest" {
+            "span"
+        } else {
+            "max_age"
+        }] = cap;
+    }
+    Some(json!({"carry": carry}))
 }
 
 /// WHERE atoms that pin some of the group keys to one value (`k = v`, `v = k` or

@@ -442,14 +442,37 @@ pub fn evaluate(req: &ValidRequest, user: &UserContext, data: &Data) -> Value {
                     members.retain(|r| rank(r, &providers) == best);
                 }
             }
-            groups.sort_by(|a, b| key_order(&a.0, &b.0));
-            for (key, members) in &groups {
-                for (c, item) in q.select.iter().enumerate() {
-                    table[c].push(match &item.kind {
-                        SelectKind::GroupKey(n) => key[*n].clone(),
-                        SelectKind::Aggregate(f, op) => agg(*f, &ctx, members, op),
-                        SelectKind::Value(_) => RV::Null,
-                    });
+            let rows: Vec<(Vec<RV>, Vec<RV>)> = groups
+                .iter()
+                .map(|(key, members)| {
+                    let cells = q
+                        .select
+                        .iter()
+                        .map(|item| match &item.kind {
+                            SelectKind::GroupKey(n) => key[*n].clone(),
+                            SelectKind::Aggregate(f, op) => agg(*f, &ctx, members, op),
+                            SelectKind::Value(_) => RV::Null,
+                        })
+                        .collect();
+                    (key.clone(), cells)
+                })
+                .collect();
+            let now = user.now.map(|n| {
+                let utc = n.naive_utc();
+                match (ctx.table(), user.fallback_time_zone) {
+                    (Some(Table::Profile), _) | (_, None) => utc,
+                    (_, Some(z)) => {
+                        utc + Duration::seconds(i64::from(
+                            z.offset_from_utc_datetime(&utc).fix().local_minus_utc(),
+                        ))
+                    }
+                }
+            });
+            let mut rows = super::reference_align::align(q, rows, (start, end), now);
+            rows.sort_by(|a, b| key_order(&a.0, &b.0));
+            for (_, cells) in rows {
+                for (c, v) in cells.into_iter().enumerate() {
+                    table[c].push(v);
                 }
             }
         }
