@@ -143,9 +143,15 @@ struct Attempt {
 }
 
 impl Deliverer {
-    async fn attempt(&self, endpoint: &Endpoint, d: &Delivery, now: DateTime<Utc>) -> Attempt {
+    async fn attempt(
+        &self,
+        endpoint: &Endpoint,
+        d: &Delivery,
+        body: &str,
+        now: DateTime<Utc>,
+    ) -> Attempt {
         let started = Instant::now();
-        let result = self.send(endpoint, d, now).await;
+        let result = self.send(endpoint, d, body, now).await;
         let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
         match result {
             Ok(code) if (200..300).contains(&code) => Attempt {
@@ -170,6 +176,7 @@ impl Deliverer {
         &self,
         endpoint: &Endpoint,
         d: &Delivery,
+        body: &str,
         now: DateTime<Utc>,
     ) -> Result<u16, String> {
         let url = self.rules.check(&endpoint.url)?;
@@ -180,7 +187,6 @@ impl Deliverer {
             secrets.push(old.as_str());
         }
         let id = d.event_id.to_string();
-        let body = self.body(d).await?;
         let headers = signing::headers(&secrets, &id, now.timestamp(), body.as_bytes());
         let mut request = self
             .client
@@ -189,7 +195,11 @@ impl Deliverer {
         for (name, value) in headers {
             request = request.header(name, value);
         }
-        let response = request.body(body).send().await.map_err(|e| describe(&e))?;
+        let response = request
+            .body(body.to_owned())
+            .send()
+            .await
+            .map_err(|e| describe(&e))?;
         Ok(response.status().as_u16())
     }
 }
@@ -197,21 +207,37 @@ impl Deliverer {
 impl Deliverer {
     /// The delivery's body: the event's own, or rendered from the store for an event stored
     /// by reference to its records.
-    async fn body(&self, d: &Delivery) -> Result<String, String> {
+    async fn body(&self, d: &Delivery) -> Result<String, Unrendered> {
         if d.records_ref.is_none() {
             return Ok(d.body.clone());
         }
         let Some(health) = &self.health else {
-            return Err("the event's records cannot be read by this process".to_owned());
+            return Err(Unrendered::Unavailable(
+                "the event's records cannot be read by this process".to_owned(),
+            ));
         };
         let user = d.user_key.parse().ok();
         crate::data::event_records::body(health, d.team_id, user, &d.body, d.records_ref.as_deref())
             .await
             .map_err(|error| {
                 tracing::error!(%error, event = %d.event_id, "could not render an event's body");
-                "the event's records could not be read".to_owned()
+                match error {
+                    crate::data::DataError::EventRecords(_) => Unrendered::Gone(
+                        "the event's records are no longer stored (the user's data was erased or replaced)"
+                            .to_owned(),
+                    ),
+                    _ => Unrendered::Unavailable("the event's records could not be read".to_owned()),
+                }
             })
     }
+}
+
+/// Why a delivery's body could not be had.
+enum Unrendered {
+    /// The records are gone for good: the delivery fails without a retry.
+    Gone(String),
+    /// The store could not be read now: retried like a failed send.
+    Unavailable(String),
 }
 
 /// A transport failure as a sentence (never the URL's query, which may carry a token).
@@ -306,8 +332,32 @@ impl Deliverer {
             if let Some(next) = d.next_attempt_at.filter(|t| *t > now) {
                 return (records, Some(next));
             }
-            let attempt = self.attempt(endpoint, d, now).await;
             let attempts = d.attempts + 1;
+            let attempt = match self.body(d).await {
+                Ok(body) => self.attempt(endpoint, d, &body, now).await,
+                // No retry brings the records back and the endpoint is not at fault: this
+                // delivery fails alone, without holding up the ones behind it or counting
+                // against the endpoint's health.
+                Err(Unrendered::Gone(error)) => {
+                    self.metrics.webhook_attempt("failed", None);
+                    records.push(AttemptRecord {
+                        delivery: d.id,
+                        status: DeliveryStatus::Failed,
+                        attempts,
+                        next_attempt_at: None,
+                        attempted_at: now,
+                        status_code: None,
+                        duration_ms: 0,
+                        error: Some(error),
+                    });
+                    continue;
+                }
+                Err(Unrendered::Unavailable(error)) => Attempt {
+                    status_code: None,
+                    error: Some(error),
+                    duration_ms: 0,
+                },
+            };
             let mut record = AttemptRecord {
                 delivery: d.id,
                 status: DeliveryStatus::Succeeded,

@@ -27,6 +27,7 @@ mod engine;
 mod engine_memory;
 mod events;
 mod events_bytes;
+mod events_gone;
 mod events_size;
 mod getter_bounds;
 mod ingest;

@@ -110,26 +110,26 @@ fn order_list_rules() -> Vec<Rule> {
     }
     let orders = |name, values| rule("get", "/v3/orders", name, values);
     vec![
-        orders("status", Values::ListOf(names(&Low::ALL, Low::as_str))),
+        orders("status", Values::ListOf(names(Low::ALL, Low::as_str))),
         orders(
             "order_type",
-            Values::ListOf(names(&Method::ALL, Method::as_str)),
+            Values::ListOf(names(Method::ALL, Method::as_str)),
         ),
         orders(
             "order_activation_types",
-            Values::ListOf(names(&ActivationType::ALL, ActivationType::as_str)),
+            Values::ListOf(names(ActivationType::ALL, ActivationType::as_str)),
         ),
         orders(
             "interpretation",
-            Values::OneOf(names(&Interpretation::ALL, Interpretation::as_str)),
+            Values::OneOf(names(Interpretation::ALL, Interpretation::as_str)),
         ),
         orders(
             "order_key",
-            Values::OneOf(names(&OrderKey::ALL, OrderKey::as_str)),
+            Values::OneOf(names(OrderKey::ALL, OrderKey::as_str)),
         ),
         orders(
             "order_direction",
-            Values::OneOf(names(&Direction::ALL, Direction::as_str)),
+            Values::OneOf(names(Direction::ALL, Direction::as_str)),
         ),
     ]
 }
