@@ -227,23 +227,15 @@ pub async fn prune_events(
     .bind(limit)
     .fetch_all(&mut *conn)
     .await?;
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    let list = super::placeholders(ids.len());
-    for sql in [
-        format!(
+    super::delete_ids(
+        conn,
+        &[
             "DELETE FROM webhook_attempts WHERE delivery_id IN \
-             (SELECT id FROM webhook_deliveries WHERE event_id IN ({list}))"
-        ),
-        format!("DELETE FROM webhook_deliveries WHERE event_id IN ({list})"),
-        format!("DELETE FROM events WHERE id IN ({list})"),
-    ] {
-        let mut query = sqlx::query(&sql);
-        for id in &ids {
-            query = query.bind(id);
-        }
-        query.execute(&mut *conn).await?;
-    }
-    Ok(ids.len() as u64)
+             (SELECT id FROM webhook_deliveries WHERE event_id IN ({list}))",
+            "DELETE FROM webhook_deliveries WHERE event_id IN ({list})",
+            "DELETE FROM events WHERE id IN ({list})",
+        ],
+        &ids,
+    )
+    .await
 }

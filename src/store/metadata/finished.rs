@@ -44,19 +44,13 @@ pub async fn prune_succeeded_deliveries(
     .bind(limit)
     .fetch_all(&mut *conn)
     .await?;
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    let list = super::placeholders(ids.len());
-    for sql in [
-        format!("DELETE FROM webhook_attempts WHERE delivery_id IN ({list})"),
-        format!("DELETE FROM webhook_deliveries WHERE id IN ({list})"),
-    ] {
-        let mut query = sqlx::query(&sql);
-        for id in &ids {
-            query = query.bind(id);
-        }
-        query.execute(&mut *conn).await?;
-    }
-    Ok(ids.len() as u64)
+    super::delete_ids(
+        conn,
+        &[
+            "DELETE FROM webhook_attempts WHERE delivery_id IN ({list})",
+            "DELETE FROM webhook_deliveries WHERE id IN ({list})",
+        ],
+        &ids,
+    )
+    .await
 }

@@ -207,7 +207,6 @@ pub(crate) fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
-/// Renders an instant the way every column stores it.
 /// `$1, $2, ..., $n`: the placeholders of an `IN (...)` list of `n` bound values.
 pub(crate) fn placeholders(n: usize) -> String {
     (1..=n)
@@ -216,6 +215,29 @@ pub(crate) fn placeholders(n: usize) -> String {
         .join(", ")
 }
 
+/// Runs each of `statements`, in order, with `ids` bound to its `IN ({list})` list (`{list}` is
+/// replaced by the placeholders); answers how many ids there were.
+pub(crate) async fn delete_ids(
+    conn: &mut sqlx::AnyConnection,
+    statements: &[&str],
+    ids: &[String],
+) -> Result<u64, MetadataError> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let list = placeholders(ids.len());
+    for statement in statements {
+        let sql = statement.replace("{list}", &list);
+        let mut query = sqlx::query(&sql);
+        for id in ids {
+            query = query.bind(id);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(ids.len() as u64)
+}
+
+/// Renders an instant the way every column stores it.
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
