@@ -24,9 +24,12 @@
 pub mod announce;
 pub mod changes;
 pub mod connections;
+pub mod devices;
 pub mod event_records;
+pub mod introspect;
 mod limit;
 mod pages;
+pub mod sessions;
 
 pub use limit::{Deadline, within};
 pub use pages::{SampleFilter, sample_page};

@@ -19,6 +19,7 @@ mod data;
 mod doc_rules;
 pub mod error;
 pub mod extract;
+mod introspect;
 mod jobs;
 mod keys;
 mod lab;
@@ -29,6 +30,7 @@ pub mod models;
 pub mod models_events;
 mod notify;
 mod rate_limit;
+mod sessions;
 mod stream;
 mod teams;
 mod timeseries;
@@ -353,6 +355,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(jobs::routes())
         .merge(webhooks::routes())
         .merge(data::routes())
+        .merge(sessions::routes())
+        .merge(introspect::routes())
         .merge(aggregate::routes())
         .merge(link::routes())
         .merge(notify::routes())

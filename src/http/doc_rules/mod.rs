@@ -350,6 +350,7 @@ fn rules() -> Vec<Rule> {
         rules.push(rule("get", path, "provider", catalogue()));
     }
     rules.extend(order_list_rules());
+    rules.extend(surface_data_rules());
     for path in [
         "/v3/lab_tests/markers",
         "/v3/lab_tests/{lab_test_id}/markers",
@@ -378,6 +379,27 @@ fn rules() -> Vec<Rule> {
             required: Some(true),
             ..rule(method, path, "zip_code", Pattern(FIVE_DIGIT_ZIP))
         });
+    }
+    rules
+}
+
+/// The rules of issue 42's data operations (`sessions.rs`, `introspect.rs`).
+fn surface_data_rules() -> Vec<Rule> {
+    use Values::*;
+    let mut rules = Vec::new();
+    for path in [
+        "/v2/summary/sleep_cycle/{user_id}",
+        "/v2/summary/electrocardiogram/{user_id}",
+    ] {
+        rules.push(rule("get", path, "start_date", DateOrDateTime));
+        rules.push(rule("get", path, "end_date", DateOrDateTime));
+        rules.push(rule("get", path, "provider", catalogue()));
+    }
+    for path in ["/v2/introspect/resources", "/v2/introspect/historical_pull"] {
+        rules.push(rule("get", path, "user_limit", Int(super::introspect::USER_LIMIT)));
+        rules.push(rule("get", path, "provider", catalogue()));
+        rules.push(rule("get", path, "cursor", Uuid));
+        rules.push(rule("get", path, "next_cursor", Uuid));
     }
     rules
 }

@@ -35,6 +35,7 @@ pub mod lab;
 pub mod link;
 pub mod priorities;
 pub mod push_events;
+pub mod sync_introspect;
 pub mod sync_pulls;
 pub mod team_apps;
 pub mod teams;
