@@ -29,7 +29,7 @@ async fn electrocardiograms_are_the_recordings_of_the_voltage_samples() {
             "timeseries": {"electrocardiogram_voltage": watch}}))
         .await;
     world
-        .push(&json!({"provider": "kardia", "source": {"type": "phone"},
+        .push(&json!({"provider": "withings", "source": {"type": "phone"},
             "timeseries": {"electrocardiogram_voltage": run("2025-03-02T08:05:00+01:00", 3, 500)}}))
         .await;
 
@@ -54,7 +54,7 @@ async fn electrocardiograms_are_the_recordings_of_the_voltage_samples() {
         vec![
             (json!("apple_health_kit"), json!("2025-03-02T08:00:00+01:00"),
              json!("2025-03-02T08:00:00.900+01:00"), json!(10), json!(10.0)),
-            (json!("kardia"), json!("2025-03-02T08:05:00+01:00"),
+            (json!("withings"), json!("2025-03-02T08:05:00+01:00"),
              json!("2025-03-02T08:05:01+01:00"), json!(3), json!(2.0)),
             (json!("apple_health_kit"), json!("2025-03-02T08:10:00+01:00"),
              json!("2025-03-02T08:10:00.800+01:00"), json!(5), json!(5.0)),
@@ -75,8 +75,8 @@ async fn electrocardiograms_are_the_recordings_of_the_voltage_samples() {
         &answer,
     )];
 
-    let (_, kardia) = world.get(&format!("{path}&provider=kardia")).await;
-    assert_eq!(kardia["electrocardiogram"].as_array().unwrap().len(), 1, "{kardia}");
+    let (_, withings) = world.get(&format!("{path}&provider=withings")).await;
+    assert_eq!(withings["electrocardiogram"].as_array().unwrap().len(), 1, "{withings}");
     let (_, none) = world
         .get(&format!("/v2/summary/electrocardiogram/{user}?start_date=2025-03-03"))
         .await;

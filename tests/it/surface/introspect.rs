@@ -75,9 +75,10 @@ async fn introspection_shows_each_users_pulls() {
     let oura = &entry["provider"]["oura"];
     let sleep = &oura["pulled"]["sleep"];
     assert_eq!(sleep["status"], "success", "{pulls}");
-    let start = chrono::DateTime::parse_from_rfc3339(sleep["range_start"].as_str().unwrap()).unwrap();
-    let end = chrono::DateTime::parse_from_rfc3339(sleep["range_end"].as_str().unwrap()).unwrap();
-    assert_eq!((end - start).num_days(), 2, "{sleep}");
+    // Two days of demo history: from yesterday's midnight (UTC) to when the link was made.
+    let yesterday = (chrono::Utc::now() - chrono::Duration::days(1)).format("%Y-%m-%dT00:00:00Z");
+    assert_eq!(sleep["range_start"], yesterday.to_string(), "{sleep}");
+    assert_eq!(sleep["range_end"], sleep["timeline"]["scheduled_at"], "{sleep}");
     assert!(sleep["timeline"]["ended_at"].is_string(), "{sleep}");
     assert!(sleep["timeline"]["scheduled_at"].as_str() <= sleep["timeline"]["ended_at"].as_str());
     assert_eq!(sleep["error_details"], Value::Null);
