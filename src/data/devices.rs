@@ -135,8 +135,8 @@ pub async fn devices(
         if !live || sources.iter().any(|s| s.0 == connection.provider) {
             continue;
         }
-        let kind = providers::provider(&connection.provider)
-            .map_or("unknown", |p| p.default_source_type);
+        let kind =
+            providers::provider(&connection.provider).map_or("unknown", |p| p.default_source_type);
         sources.insert((connection.provider, kind.to_owned(), None, None));
     }
     Ok(sources.into_iter().map(|s| device(user.id, s)).collect())

@@ -174,7 +174,10 @@ fn resource_label(r: crate::sync::Resource) -> &'static str {
 }
 
 fn last_attempt(row: &PullRow) -> Option<LastAttempt> {
-    let success = [row.completed_at, row.synced_at].into_iter().flatten().max();
+    let success = [row.completed_at, row.synced_at]
+        .into_iter()
+        .flatten()
+        .max();
     let failure = row.failed.as_ref().map(|(at, _)| *at);
     match (success, failure) {
         (Some(s), Some(f)) if f > s => Some(LastAttempt {

@@ -56,7 +56,14 @@ pub async fn electrocardiograms(
     let Some(voltage) = resource("electrocardiogram_voltage") else {
         return Ok(Vec::new());
     };
-    let rows = read(store, user, Dataset::Timeseries(voltage), Some(window), provider).await?;
+    let rows = read(
+        store,
+        user,
+        Dataset::Timeseries(voltage),
+        Some(window),
+        provider,
+    )
+    .await?;
     Ok(crate::ingest::ecg::electrocardiograms(&rows, user.id))
 }
 

@@ -52,8 +52,8 @@ async fn sleep_cycles(
     data::within(deadline(&state), async {
         let window = ingest::parse_date_range(query.get("start_date"), query.get("end_date"))?;
         let provider = provider_filter(&query)?;
-        let sleep_cycle = data::sessions::sleep_cycles(&state.health, &user, window, provider)
-            .await?;
+        let sleep_cycle =
+            data::sessions::sleep_cycles(&state.health, &user, window, provider).await?;
         Ok(Json(SleepCycles { sleep_cycle }))
     })
     .await

@@ -142,16 +142,15 @@ pub fn electrocardiograms(batches: &[RecordBatch], user_id: Uuid) -> Vec<Electro
         samples.sort_by_key(|s| s.0);
         let mut from = 0;
         for i in 1..=samples.len() {
-            let split = i == samples.len() || samples[i].0 - samples[i - 1].0 > RECORDING_GAP_MICROS;
+            let split =
+                i == samples.len() || samples[i].0 - samples[i - 1].0 > RECORDING_GAP_MICROS;
             if split {
                 out.push(recording(&key, &samples[from..i], user_id));
                 from = i;
             }
         }
     }
-    out.sort_by(|a, b| {
-        (a.0, &a.1.source_provider).cmp(&(b.0, &b.1.source_provider))
-    });
+    out.sort_by(|a, b| (a.0, &a.1.source_provider).cmp(&(b.0, &b.1.source_provider)));
     out.into_iter().map(|(_, e)| e).collect()
 }
 

@@ -396,7 +396,12 @@ fn surface_data_rules() -> Vec<Rule> {
         rules.push(rule("get", path, "provider", catalogue()));
     }
     for path in ["/v2/introspect/resources", "/v2/introspect/historical_pull"] {
-        rules.push(rule("get", path, "user_limit", Int(super::introspect::USER_LIMIT)));
+        rules.push(rule(
+            "get",
+            path,
+            "user_limit",
+            Int(super::introspect::USER_LIMIT),
+        ));
         rules.push(rule("get", path, "provider", catalogue()));
         rules.push(rule("get", path, "cursor", Uuid));
         rules.push(rule("get", path, "next_cursor", Uuid));

@@ -88,8 +88,7 @@ pub async fn team_pulls(
                 (Some(at), Some(error)) => Some((at, error)),
                 _ => None,
             };
-            let status = get_opt_str(row, "connection_status")?
-                .and_then(|s| s.parse().ok());
+            let status = get_opt_str(row, "connection_status")?.and_then(|s| s.parse().ok());
             Ok(PullRow {
                 user_id: get_uuid(row, "user_id")?,
                 provider: get_str(row, "provider")?,

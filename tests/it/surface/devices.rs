@@ -29,9 +29,11 @@ async fn devices_are_the_sources_the_users_data_names() {
     // heart rate of a Garmin device, and a Withings profile (a connection without records
     // that name a source).
     world
-        .push(&json!({"provider": "oura", "source": {"type": "ring", "device_id": "ring-7"},
+        .push(
+            &json!({"provider": "oura", "source": {"type": "ring", "device_id": "ring-7"},
             "sleep": [{"bedtime_start": "2025-03-01T23:00:00+01:00",
-                       "bedtime_stop": "2025-03-02T06:00:00+01:00"}]}))
+                       "bedtime_stop": "2025-03-02T06:00:00+01:00"}]}),
+        )
         .await;
     world
         .push(&json!({"provider": "apple_health_kit",
@@ -40,12 +42,16 @@ async fn devices_are_the_sources_the_users_data_names() {
         .await;
     let yesterday = (chrono::Utc::now() - chrono::Duration::days(1)).to_rfc3339();
     world
-        .push(&json!({"provider": "polar", "source": {"type": "chest_strap", "device_id": "h10"},
-            "timeseries": {"heartrate": [{"timestamp": yesterday, "value": 60.0}]}}))
+        .push(
+            &json!({"provider": "polar", "source": {"type": "chest_strap", "device_id": "h10"},
+            "timeseries": {"heartrate": [{"timestamp": yesterday, "value": 60.0}]}}),
+        )
         .await;
     world
-        .push(&json!({"provider": "garmin", "source": {"type": "watch", "device_id": "fenix"},
-            "timeseries": {"heartrate": [{"timestamp": "2024-01-01T00:00:00Z", "value": 60.0}]}}))
+        .push(
+            &json!({"provider": "garmin", "source": {"type": "watch", "device_id": "fenix"},
+            "timeseries": {"heartrate": [{"timestamp": "2024-01-01T00:00:00Z", "value": 60.0}]}}),
+        )
         .await;
     world
         .push(&json!({"provider": "withings", "profile": {"height": 180}}))
@@ -58,19 +64,39 @@ async fn devices_are_the_sources_the_users_data_names() {
     assert_eq!(
         devices_of(&list),
         vec![
-            ("apple_health_kit".into(), "watch".into(), json!("com.apple.health"), Value::Null),
+            (
+                "apple_health_kit".into(),
+                "watch".into(),
+                json!("com.apple.health"),
+                Value::Null
+            ),
             // Its only sample is older than the devices' recent window: the connection shows.
             ("garmin".into(), garmin_default, Value::Null, Value::Null),
             ("oura".into(), "ring".into(), Value::Null, json!("ring-7")),
-            ("polar".into(), "chest_strap".into(), Value::Null, json!("h10")),
-            ("withings".into(), withings_default, Value::Null, Value::Null),
+            (
+                "polar".into(),
+                "chest_strap".into(),
+                Value::Null,
+                json!("h10")
+            ),
+            (
+                "withings".into(),
+                withings_default,
+                Value::Null,
+                Value::Null
+            ),
         ],
         "{list}"
     );
     let mut cases = Vec::new();
     for device in list.as_array().unwrap() {
         assert_eq!(device["user_id"], user.as_str());
-        cases.push(case("device", "ClientFacingDevice", "ClientFacingDevice", device));
+        cases.push(case(
+            "device",
+            "ClientFacingDevice",
+            "ClientFacingDevice",
+            device,
+        ));
     }
 
     // One by id: the same object, on every read.
@@ -84,21 +110,33 @@ async fn devices_are_the_sources_the_users_data_names() {
     let ring_id = ring["id"].as_str().unwrap();
     let path = format!("/v2/user/{user}/device/{ring_id}");
     assert_eq!(world.get(&path).await, (200, ring.clone()));
-    cases.push(case("one device", "ClientFacingDevice", "ClientFacingDevice", &ring));
+    cases.push(case(
+        "one device",
+        "ClientFacingDevice",
+        "ClientFacingDevice",
+        &ring,
+    ));
 
     // Another user of the team with the same source gets another id.
     let second = world
         .server
-        .create_user(&world.http, Some(&world.key), json!({"client_user_id": "surface-2"}))
+        .create_user(
+            &world.http,
+            Some(&world.key),
+            json!({"client_user_id": "surface-2"}),
+        )
         .await["user_id"]
         .as_str()
         .unwrap()
         .to_owned();
     let (status, _) = world
-        .post(&format!("/v2/user/{second}/data"), &json!({"provider": "oura",
+        .post(
+            &format!("/v2/user/{second}/data"),
+            &json!({"provider": "oura",
             "source": {"type": "ring", "device_id": "ring-7"},
             "sleep": [{"bedtime_start": "2025-03-01T23:00:00+01:00",
-                       "bedtime_stop": "2025-03-02T06:00:00+01:00"}]}))
+                       "bedtime_stop": "2025-03-02T06:00:00+01:00"}]}),
+        )
         .await;
     assert_eq!(status, 200);
     let (_, theirs) = world.get(&format!("/v2/user/{second}/device")).await;

@@ -25,8 +25,10 @@ async fn electrocardiograms_are_the_recordings_of_the_voltage_samples() {
     let mut watch = run("2025-03-02T08:00:00+01:00", 10, 100);
     watch.extend(run("2025-03-02T08:10:00+01:00", 5, 200));
     world
-        .push(&json!({"provider": "apple_health_kit", "source": {"type": "watch", "device_id": "w-1"},
-            "timeseries": {"electrocardiogram_voltage": watch}}))
+        .push(
+            &json!({"provider": "apple_health_kit", "source": {"type": "watch", "device_id": "w-1"},
+            "timeseries": {"electrocardiogram_voltage": watch}}),
+        )
         .await;
     world
         .push(&json!({"provider": "withings", "source": {"type": "phone"},
@@ -52,12 +54,27 @@ async fn electrocardiograms_are_the_recordings_of_the_voltage_samples() {
     assert_eq!(
         summary,
         vec![
-            (json!("apple_health_kit"), json!("2025-03-02T08:00:00+01:00"),
-             json!("2025-03-02T08:00:00.900+01:00"), json!(10), json!(10.0)),
-            (json!("withings"), json!("2025-03-02T08:05:00+01:00"),
-             json!("2025-03-02T08:05:01+01:00"), json!(3), json!(2.0)),
-            (json!("apple_health_kit"), json!("2025-03-02T08:10:00+01:00"),
-             json!("2025-03-02T08:10:00.800+01:00"), json!(5), json!(5.0)),
+            (
+                json!("apple_health_kit"),
+                json!("2025-03-02T08:00:00+01:00"),
+                json!("2025-03-02T08:00:00.900+01:00"),
+                json!(10),
+                json!(10.0)
+            ),
+            (
+                json!("withings"),
+                json!("2025-03-02T08:05:00+01:00"),
+                json!("2025-03-02T08:05:01+01:00"),
+                json!(3),
+                json!(2.0)
+            ),
+            (
+                json!("apple_health_kit"),
+                json!("2025-03-02T08:10:00+01:00"),
+                json!("2025-03-02T08:10:00.800+01:00"),
+                json!(5),
+                json!(5.0)
+            ),
         ],
         "{answer}"
     );
@@ -76,9 +93,15 @@ async fn electrocardiograms_are_the_recordings_of_the_voltage_samples() {
     )];
 
     let (_, withings) = world.get(&format!("{path}&provider=withings")).await;
-    assert_eq!(withings["electrocardiogram"].as_array().unwrap().len(), 1, "{withings}");
+    assert_eq!(
+        withings["electrocardiogram"].as_array().unwrap().len(),
+        1,
+        "{withings}"
+    );
     let (_, none) = world
-        .get(&format!("/v2/summary/electrocardiogram/{user}?start_date=2025-03-03"))
+        .get(&format!(
+            "/v2/summary/electrocardiogram/{user}?start_date=2025-03-03"
+        ))
         .await;
     assert_eq!(none, json!({"electrocardiogram": []}));
     cases.push(case(

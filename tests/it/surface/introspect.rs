@@ -48,21 +48,32 @@ async fn introspection_shows_each_users_pulls() {
     let first = world.user.clone();
     let second = world
         .server
-        .create_user(&world.http, Some(&world.key), json!({"client_user_id": "surface-2"}))
+        .create_user(
+            &world.http,
+            Some(&world.key),
+            json!({"client_user_id": "surface-2"}),
+        )
         .await["user_id"]
         .as_str()
         .unwrap()
         .to_owned();
     let pushed_only = world
         .server
-        .create_user(&world.http, Some(&world.key), json!({"client_user_id": "surface-3"}))
+        .create_user(
+            &world.http,
+            Some(&world.key),
+            json!({"client_user_id": "surface-3"}),
+        )
         .await["user_id"]
         .as_str()
         .unwrap()
         .to_owned();
     let (status, _) = world
-        .post(&format!("/v2/user/{pushed_only}/data"), &json!({"provider": "polar",
-            "timeseries": {"heartrate": [{"timestamp": "2025-03-01T00:00:00Z", "value": 60.0}]}}))
+        .post(
+            &format!("/v2/user/{pushed_only}/data"),
+            &json!({"provider": "polar",
+            "timeseries": {"heartrate": [{"timestamp": "2025-03-01T00:00:00Z", "value": 60.0}]}}),
+        )
         .await;
     assert_eq!(status, 200);
     demo(&world, &first, "oura", 2).await;
@@ -78,7 +89,10 @@ async fn introspection_shows_each_users_pulls() {
     // Two days of demo history: from yesterday's midnight (UTC) to when the link was made.
     let yesterday = (chrono::Utc::now() - chrono::Duration::days(1)).format("%Y-%m-%dT00:00:00Z");
     assert_eq!(sleep["range_start"], yesterday.to_string(), "{sleep}");
-    assert_eq!(sleep["range_end"], sleep["timeline"]["scheduled_at"], "{sleep}");
+    assert_eq!(
+        sleep["range_end"], sleep["timeline"]["scheduled_at"],
+        "{sleep}"
+    );
     assert!(sleep["timeline"]["ended_at"].is_string(), "{sleep}");
     assert!(sleep["timeline"]["scheduled_at"].as_str() <= sleep["timeline"]["ended_at"].as_str());
     assert_eq!(sleep["error_details"], Value::Null);
@@ -92,7 +106,12 @@ async fn introspection_shows_each_users_pulls() {
         .collect();
     assert!(not_pulled.contains(&"glucose"), "{oura}");
     assert!(!not_pulled.contains(&"sleep"), "{oura}");
-    cases.push(case("historical pull", "UserHistoricalPullsResponse", "UserHistoricalPullsResponse", &pulls));
+    cases.push(case(
+        "historical pull",
+        "UserHistoricalPullsResponse",
+        "UserHistoricalPullsResponse",
+        &pulls,
+    ));
     until_pulled(&world, &second).await;
 
     let (status, resources) = world
@@ -100,9 +119,17 @@ async fn introspection_shows_each_users_pulls() {
         .await;
     assert_eq!(status, 200, "{resources}");
     let oura = &resources["data"][0]["provider"]["oura"];
-    assert_eq!(oura["sleep"]["last_attempt"]["status"], "success", "{resources}");
+    assert_eq!(
+        oura["sleep"]["last_attempt"]["status"], "success",
+        "{resources}"
+    );
     assert_eq!(resources["next_cursor"], Value::Null);
-    cases.push(case("resources", "UserResourcesResponse", "UserResourcesResponse", &resources));
+    cases.push(case(
+        "resources",
+        "UserResourcesResponse",
+        "UserResourcesResponse",
+        &resources,
+    ));
 
     // Paging: one user a page, in user id order, both pulled users and never the pushed one.
     let mut seen = Vec::new();
@@ -112,10 +139,15 @@ async fn introspection_shows_each_users_pulls() {
         assert_eq!(status, 200, "{page}");
         let data = page["data"].as_array().unwrap();
         assert!(data.len() <= 1, "{page}");
-        seen.extend(data.iter().map(|d| d["user_id"].as_str().unwrap().to_owned()));
+        seen.extend(
+            data.iter()
+                .map(|d| d["user_id"].as_str().unwrap().to_owned()),
+        );
         assert_eq!(page["next"], page["next_cursor"]);
         match page["next_cursor"].as_str() {
-            Some(cursor) => path = format!("/v2/introspect/historical_pull?user_limit=1&next_cursor={cursor}"),
+            Some(cursor) => {
+                path = format!("/v2/introspect/historical_pull?user_limit=1&next_cursor={cursor}")
+            }
             None => break,
         }
     }
@@ -136,7 +168,9 @@ async fn introspection_shows_each_users_pulls() {
     for p in ["/v2/introspect/resources", "/v2/introspect/historical_pull"] {
         let (status, body) = world.get_with(&other, p).await;
         assert_eq!((status, &body["data"]), (200, &json!([])), "{p}: {body}");
-        let (status, _) = world.get_with(&other, &format!("{p}?user_id={first}")).await;
+        let (status, _) = world
+            .get_with(&other, &format!("{p}?user_id={first}"))
+            .await;
         assert_eq!(status, 404, "{p}");
         let (status, body) = world.get(&format!("{p}?provider=nope")).await;
         assert_eq!(status, 422, "{body}");

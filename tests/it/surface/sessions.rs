@@ -76,7 +76,11 @@ fn watch_push() -> Value {
 }
 
 fn values(list: &Value, member: &str) -> Vec<Value> {
-    list.as_array().unwrap().iter().map(|s| s[member].clone()).collect()
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[member].clone())
+        .collect()
 }
 
 fn unix(instant: &str) -> i64 {
@@ -95,7 +99,9 @@ async fn sleep_cycles_and_streams_follow_the_pushed_sessions() {
 
     // The ring's sleep id, as the sleep summaries give it.
     let (status, sleep) = world
-        .get(&format!("/v2/summary/sleep/{user}?start_date=2025-03-01&end_date=2025-03-02"))
+        .get(&format!(
+            "/v2/summary/sleep/{user}?start_date=2025-03-01&end_date=2025-03-02"
+        ))
         .await;
     assert_eq!(status, 200, "{sleep}");
     let ring_sleep = sleep["sleep"]
@@ -118,21 +124,34 @@ async fn sleep_cycles_and_streams_follow_the_pushed_sessions() {
     assert_eq!(cycle["user_id"], user.as_str());
     assert_eq!(cycle["session_start"], "2025-03-01T23:00:00+01:00");
     assert_eq!(cycle["session_end"], "2025-03-01T23:30:00+01:00");
-    assert_eq!(cycle["stage_start_offset_second"], json!([0, 300, 900, 1500]));
-    assert_eq!(cycle["stage_end_offset_second"], json!([300, 900, 1500, 1800]));
+    assert_eq!(
+        cycle["stage_start_offset_second"],
+        json!([0, 300, 900, 1500])
+    );
+    assert_eq!(
+        cycle["stage_end_offset_second"],
+        json!([300, 900, 1500, 1800])
+    );
     assert_eq!(cycle["stage_type"], json!([4, 2, 1, 3]));
     assert_eq!(cycle["source_provider"], "oura");
     assert_eq!(cycle["source_type"], "ring");
     assert_eq!(cycle["source_device_id"], "ring-7");
     assert_eq!(cycle["source"]["provider"], "oura");
-    cases.push(case("sleep_cycle", "ClientSleepCycleResponse", "ClientSleepCycleResponse", &cycles));
+    cases.push(case(
+        "sleep_cycle",
+        "ClientSleepCycleResponse",
+        "ClientSleepCycleResponse",
+        &cycles,
+    ));
     // A second read answers the same ids; a provider filter and a window without the night
     // leave it out.
     assert_eq!(world.get(&path).await.1, cycles);
     let (_, fitbit) = world.get(&format!("{path}&provider=fitbit")).await;
     assert_eq!(fitbit["sleep_cycle"], json!([]), "{fitbit}");
     let (_, later) = world
-        .get(&format!("/v2/summary/sleep_cycle/{user}?start_date=2025-03-03"))
+        .get(&format!(
+            "/v2/summary/sleep_cycle/{user}?start_date=2025-03-03"
+        ))
         .await;
     assert_eq!(later["sleep_cycle"], json!([]), "{later}");
 
@@ -141,9 +160,18 @@ async fn sleep_cycles_and_streams_follow_the_pushed_sessions() {
         .get(&format!("/v2/timeseries/sleep/{sleep_id}/stream"))
         .await;
     assert_eq!(status, 200, "{stream}");
-    assert_eq!(values(&stream["heartrate"], "value"), [json!(61.5), json!(55.0), json!(58.0)]);
-    assert_eq!(values(&stream["heartrate"], "id"), [json!(0), json!(1), json!(2)]);
-    assert_eq!(stream["heartrate"][0]["timestamp"], "2025-03-01T23:00:00+01:00");
+    assert_eq!(
+        values(&stream["heartrate"], "value"),
+        [json!(61.5), json!(55.0), json!(58.0)]
+    );
+    assert_eq!(
+        values(&stream["heartrate"], "id"),
+        [json!(0), json!(1), json!(2)]
+    );
+    assert_eq!(
+        stream["heartrate"][0]["timestamp"],
+        "2025-03-01T23:00:00+01:00"
+    );
     assert_eq!(stream["heartrate"][0]["unit"], "bpm");
     assert_eq!(values(&stream["hrv"], "value"), [json!(48.5)]);
     assert_eq!(values(&stream["respiratory_rate"], "value"), [json!(14.5)]);
@@ -154,9 +182,16 @@ async fn sleep_cycles_and_streams_follow_the_pushed_sessions() {
     assert_eq!(stream["hypnogram"][1]["start"], "2025-03-01T23:05:00+01:00");
     assert_eq!(stream["hypnogram"][1]["end"], "2025-03-01T23:10:00+01:00");
     assert_eq!(stream["hypnogram"][0]["unit"], "stage");
-    cases.push(case("sleep stream", "ClientFacingSleepStream", "ClientFacingSleepStream", &stream));
+    cases.push(case(
+        "sleep stream",
+        "ClientFacingSleepStream",
+        "ClientFacingSleepStream",
+        &stream,
+    ));
     let narrowed = world
-        .get(&format!("/v2/timeseries/sleep/{sleep_id}/stream?user_id={user}"))
+        .get(&format!(
+            "/v2/timeseries/sleep/{sleep_id}/stream?user_id={user}"
+        ))
         .await;
     assert_eq!(narrowed, (200, stream.clone()));
 
@@ -175,7 +210,12 @@ async fn sleep_cycles_and_streams_follow_the_pushed_sessions() {
     assert_eq!(run["heartrate"], json!([120, null, 151, null]));
     assert_eq!(run["distance"], json!([null, 500.0, null, 1200.0]));
     assert_eq!(run["lat"], json!([]));
-    cases.push(case("workout stream", "ClientFacingStream", "ClientFacingStream", &run));
+    cases.push(case(
+        "workout stream",
+        "ClientFacingStream",
+        "ClientFacingStream",
+        &run,
+    ));
 
     // Tenancy and unknown ids: 404 with a detail.
     let other = world.other_key.clone();
@@ -189,7 +229,10 @@ async fn sleep_cycles_and_streams_follow_the_pushed_sessions() {
         assert!(body["detail"].is_string(), "{body}");
     }
     let (status, _) = world
-        .get_with(&other, &format!("/v2/timeseries/sleep/{sleep_id}/stream?user_id={user}"))
+        .get_with(
+            &other,
+            &format!("/v2/timeseries/sleep/{sleep_id}/stream?user_id={user}"),
+        )
         .await;
     assert_eq!(status, 404);
     let (status, _) = world.get("/v2/timeseries/sleep/no-such-sleep/stream").await;
