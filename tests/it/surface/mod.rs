@@ -7,6 +7,7 @@
 mod devices;
 mod ecg;
 mod introspect;
+mod pulls_store;
 mod sessions;
 
 use std::io::Write;
