@@ -47,9 +47,8 @@ async fn listed(
     filter: PullFilter,
     users: i64,
 ) -> Vec<(Uuid, String, Option<ConnectionStatus>)> {
-    let rows = team_pulls(&mut *store.reader().await.unwrap(), team, &filter, users)
-        .await
-        .unwrap();
+    let mut conn = store.reader().await.unwrap();
+    let rows = team_pulls(&mut conn, team, &filter, users).await.unwrap();
     rows.into_iter()
         .map(|r| (r.user_id, r.provider, r.status))
         .collect()
@@ -58,7 +57,7 @@ async fn listed(
 async fn exercise(store: &MetadataStore) {
     let team = store.create_team("acme").await.unwrap().0.id;
     let other = store.create_team("globex").await.unwrap().0.id;
-    let mut ours = vec![
+    let mut ours = [
         user(store, team, "a").await,
         user(store, team, "b").await,
         user(store, team, "c").await,
