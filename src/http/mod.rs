@@ -30,9 +30,11 @@ pub mod models_events;
 mod notify;
 mod rate_limit;
 mod stream;
+mod team_profile;
 mod teams;
 mod timeseries;
 mod unknown;
+mod unserved;
 mod users;
 mod webhooks;
 
@@ -359,6 +361,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(lab::routes())
         .merge(meta::routes())
         .merge(metrics::routes())
+        .merge(unserved::routes())
+        .merge(team_profile::routes())
         .split_for_parts();
     add_common_errors(&mut doc);
     doc_rules::apply(&mut doc);

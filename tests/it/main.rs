@@ -51,6 +51,7 @@ mod shutdown;
 mod store;
 mod store_gate;
 mod store_recovery;
+mod surface_team;
 mod sync_demo;
 mod sync_dexcom;
 mod sync_fitbit;
