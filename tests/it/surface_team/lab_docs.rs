@@ -148,7 +148,7 @@ async fn results_instructions_centres_markers_and_transactions_of_an_order() {
     cases.push(case(
         "transaction",
         "GetOrderTransactionResponse",
-        Some("GetOrderTransactionResponse"),
+        None, // the pinned SDK predates this model: the published schema alone checks it
         &t.json,
     ));
     let tr = live
