@@ -191,6 +191,7 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
             registry
         }
     };
+    let registry = registry.register(crate::link::bulk_ops::job::Triggerer);
     match crate::events::delivery::Deliverer::new(state.webhooks) {
         Ok(deliverer) => registry.register(
             deliverer

@@ -80,6 +80,10 @@ pub enum ApiError {
     /// the failure (a synchronous appointment booking the provider did not confirm).
     #[error("{0}")]
     UpstreamFailed(String),
+    /// An operation of the reference's API whose domain this service does not serve (501); the
+    /// sentence says what is not served and what to use instead (`unserved.rs`).
+    #[error("{0}")]
+    NotImplemented(&'static str),
 }
 
 impl ApiError {
@@ -300,6 +304,7 @@ impl IntoResponse for ApiError {
                 },
             ),
             ApiError::UpstreamFailed(_) => answer(StatusCode::INTERNAL_SERVER_ERROR, sentence),
+            ApiError::NotImplemented(_) => answer(StatusCode::NOT_IMPLEMENTED, sentence),
             ApiError::Internal(cause) => {
                 let mut response =
                     answer(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error");

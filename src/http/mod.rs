@@ -32,9 +32,11 @@ mod notify;
 mod rate_limit;
 mod sessions;
 mod stream;
+mod team_profile;
 mod teams;
 mod timeseries;
 mod unknown;
+mod unserved;
 mod users;
 mod webhooks;
 
@@ -363,6 +365,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(lab::routes())
         .merge(meta::routes())
         .merge(metrics::routes())
+        .merge(unserved::routes())
+        .merge(team_profile::routes())
         .split_for_parts();
     add_common_errors(&mut doc);
     doc_rules::apply(&mut doc);

@@ -50,7 +50,8 @@ pub async fn team_user(
         .ok_or(ApiError::NotFound("User"))
 }
 
-async fn render(state: &AppState, user: &User) -> Result<UserResource, ApiError> {
+/// The user as the API answers it, with its connections.
+pub(super) async fn render(state: &AppState, user: &User) -> Result<UserResource, ApiError> {
     let connections = state.meta.connections(user.id).await?;
     Ok(UserResource::new(user, &connections))
 }

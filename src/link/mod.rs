@@ -7,11 +7,13 @@
 //! logged or returned.
 
 pub mod bulk_import;
+pub mod bulk_ops;
 pub mod codes;
 pub mod connections;
 pub mod credentials;
 pub mod oauth;
 pub mod password;
+pub mod sign_in;
 pub mod team_apps;
 pub mod token_wire;
 pub mod tokens;

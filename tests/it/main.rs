@@ -52,6 +52,7 @@ mod store;
 mod store_gate;
 mod store_recovery;
 mod surface;
+mod surface_team;
 mod sync_demo;
 mod sync_dexcom;
 mod sync_fitbit;

@@ -242,7 +242,7 @@ async fn a_parameter_value_outside_its_rules_is_an_unknown_path() {
     // The cases that answered 405 before, and a served method's own answer.
     for (method, uri) in [
         ("GET", format!("/v2/user/{AN_ID}/device")),
-        ("POST", format!("/v2/user/{AN_ID}/sign_in_token")),
+        ("POST", format!("/v2/user/{AN_ID}/no_such_thing")),
         ("POST", "/v3/lab_tests/price_estimate".to_owned()),
         ("POST", "/v3/order/area".to_owned()),
     ] {

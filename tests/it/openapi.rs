@@ -52,6 +52,16 @@ async fn every_route_has_request_and_answer_schemas() {
             }
             operations += 1;
             let name = format!("{} {path}", method.to_uppercase());
+            // The reference's operations not served here answer only their documented 501.
+            if op["tags"]
+                .as_array()
+                .is_some_and(|t| t.contains(&"unserved".into()))
+            {
+                if !described(&op["responses"]["501"]["content"]["application/json"]["schema"]) {
+                    missing.push(format!("{name}: 501 answer"));
+                }
+                continue;
+            }
             if let Some(body) = op.get("requestBody") {
                 let content = body["content"].as_object().unwrap();
                 if content.is_empty() || !content.values().all(|c| described(&c["schema"])) {
@@ -161,6 +171,7 @@ const NO_BODY: &[&str] = &[
     "POST /v3/order/psc/appointment/availability",
     "POST /v3/order/{order_id}/cancel",
     "POST /v3/order/{order_id}/test",
+    "POST /v2/user/{user_id}/sign_in_token",
 ];
 
 /// The reference SDK's header is the key's alias, and the document says so.

@@ -197,6 +197,28 @@ fn members() -> Vec<Member> {
         member("LinkTokenRequest", "redirect_url", Pattern(HTTP_URL)),
         member("BulkImportRequest", "provider", OneOf(oauth_slugs())),
         member("BulkImportRequest", "connections", MinItems(1)),
+        member("BulkPauseRequest", "provider", OneOf(oauth_slugs())),
+        member("BulkPauseRequest", "user_ids", MinItems(1)),
+        member(
+            "BulkPauseRequest",
+            "user_ids",
+            MaxItems(super::super::link::bulk_ops::MAX_USERS),
+        ),
+        member("BulkPauseRequest", "user_ids", UniqueItems),
+        member("BulkTriggerRequest", "provider", OneOf(oauth_slugs())),
+        member("BulkTriggerRequest", "user_ids", MinItems(1)),
+        member(
+            "BulkTriggerRequest",
+            "user_ids",
+            MaxItems(super::super::link::bulk_ops::MAX_USERS),
+        ),
+        member("BulkTriggerRequest", "user_ids", UniqueItems),
+        member("BulkExportRequest", "provider", OneOf(oauth_slugs())),
+        member(
+            "BulkExportRequest",
+            "user_ids",
+            MaxItems(super::super::link::bulk_ops::MAX_USERS),
+        ),
         member("DemoConnectRequest", "provider", OneOf(demo_providers())),
         member(
             "DemoConnectRequest",

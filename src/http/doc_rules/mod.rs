@@ -194,6 +194,23 @@ fn rules() -> Vec<Rule> {
         ),
         rule("get", "/v3/lab_tests/markers", "lab_id", lab_ids()),
         rule("get", "/v3/order/psc/info", "lab_id", lab_ids()),
+        rule(
+            "get",
+            "/v3/order/{order_id}/psc/info",
+            "radius",
+            OneOf(crate::lab::area::RADII.iter().map(u32::to_string).collect()),
+        ),
+        rule(
+            "get",
+            "/v3/order/{order_id}/psc/info",
+            "capabilities",
+            ListOf(
+                crate::lab::area::order_pscs::CAPABILITIES
+                    .iter()
+                    .map(|c| (*c).to_owned())
+                    .collect(),
+            ),
+        ),
         rule("get", "/v3/lab_test", "next_cursor", Uuid),
         rule("get", "/v2/link/bulk_op", "next_cursor", Uuid),
         rule("get", "/v2/team/events", "since", Pattern(DATE_TIME)),

@@ -5,7 +5,10 @@
 mod appointments;
 mod area;
 pub(super) mod catalogue;
+mod documents;
+mod marker_codes;
 mod orders;
+mod transactions;
 
 use utoipa_axum::router::OpenApiRouter;
 
@@ -29,6 +32,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(area::routes())
         .merge(orders::routes())
         .merge(appointments::routes())
+        .merge(documents::routes())
+        .merge(transactions::routes())
+        .merge(marker_codes::routes())
 }
 
 impl From<LabError> for ApiError {

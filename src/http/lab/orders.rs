@@ -244,7 +244,7 @@ async fn order_result(
 }
 
 /// A PDF document, as the OpenAPI document describes it: a binary string.
-struct PdfBytes;
+pub(super) struct PdfBytes;
 
 impl utoipa::PartialSchema for PdfBytes {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {

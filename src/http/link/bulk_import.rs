@@ -87,6 +87,8 @@ pub struct BulkImportResult {
 pub enum BulkOpType {
     /// A bulk import of connections.
     LinkBulkImport,
+    /// Historical pulls started again for many users (`POST /v2/link/bulk_trigger_historical_pull`).
+    LinkBulkHistoricalTrigger,
 }
 
 /// Where a bulk operation stands.
@@ -356,7 +358,11 @@ async fn list_bulk_ops(
 fn render(op: Operation, details: Vec<(Uuid, String)>) -> BulkOp {
     BulkOp {
         id: op.id,
-        op_type: BulkOpType::LinkBulkImport,
+        op_type: if op.kind == crate::link::bulk_ops::OP_TYPE {
+            BulkOpType::LinkBulkHistoricalTrigger
+        } else {
+            BulkOpType::LinkBulkImport
+        },
         status: op.status.into(),
         provider: op.provider,
         pending: op.pending,

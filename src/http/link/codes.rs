@@ -41,7 +41,7 @@ pub struct LinkCode {
 /// `POST /v2/link/code/exchange` body.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CodeExchangeRequest {
-    /// The code.
+    /// The code, or a sign-in token.
     pub code: String,
 }
 
@@ -145,7 +145,8 @@ async fn create_code(
     }))
 }
 
-/// Exchange a link code (once) for a credential that pushes on-device data of its user.
+/// Exchange a link code, or a sign-in token of `POST /v2/user/{user_id}/sign_in_token`, once,
+/// for a credential that pushes on-device data of its user.
 #[utoipa::path(post, path = "/v2/link/code/exchange", tag = "link",
     request_body(content = CodeExchangeRequest),
     responses((status = 200, description = "The push credential", body = CodeExchanged),

@@ -2,12 +2,14 @@
 //! [`crate::link`].
 
 pub(super) mod bulk_import;
+pub(super) mod bulk_ops;
 mod codes;
 mod connections;
 mod demo;
 mod oauth;
 mod page;
 mod password;
+mod sign_in;
 mod team_apps;
 mod tokens;
 
@@ -27,4 +29,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(password::routes())
         .merge(page::routes())
         .merge(bulk_import::routes())
+        .merge(sign_in::routes())
+        .merge(bulk_ops::routes())
 }

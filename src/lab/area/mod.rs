@@ -2,6 +2,7 @@
 //! coverage, and the answers of `GET /v3/order/area/info` and `GET /v3/order/psc/info`.
 
 pub mod import;
+pub mod order_pscs;
 pub mod pscs;
 pub mod zips;
 

@@ -6,3 +6,4 @@ pub mod area;
 pub mod catalogue;
 pub mod enums;
 pub mod order;
+pub mod transaction;

@@ -17,7 +17,7 @@ use super::super::states;
 use super::{order_event, to_row, validate};
 use crate::events::{EventType, outbox};
 use crate::store::metadata::MetadataStore;
-use crate::store::metadata::lab::{lab_tests, orders as store};
+use crate::store::metadata::lab::{lab_tests, orders as store, physicians};
 
 fn sample_id() -> String {
     use rand::Rng;
@@ -67,6 +67,14 @@ pub async fn create(
     let order = new_order(team, &req, &resolved, &tests, now);
     let mut tx = meta.begin().await?;
     store::insert(&mut tx, &to_row(&order)).await?;
+    if let Some(ph) = &order.physician {
+        let row = physicians::PhysicianRow {
+            first_name: ph.first_name.clone(),
+            last_name: ph.last_name.clone(),
+            npi: ph.npi.clone(),
+        };
+        physicians::note(&mut tx, team, &row, now).await?;
+    }
     if order.activation_type == ActivationType::Scheduled
         && let Some(date) = order.activate_by
     {

@@ -7,9 +7,13 @@
 pub mod activation;
 mod create;
 pub mod idempotency;
+pub mod instructions;
 pub mod list;
+pub mod pdf;
 pub mod requisition;
+pub mod result_pdf;
 pub mod results;
+pub mod transactions;
 pub mod validate;
 
 pub use create::create;

@@ -1,29 +1,13 @@
 //! The requisition PDF (`GET /v3/order/{id}/requisition/pdf`), written with `pdf-writer`:
 //! patient, order, lab, physician, tests and their markers with LOINC codes, and the sample id
-//! as text and as a barcode-like bar pattern. Standard Helvetica with WinAnsi encoding, so
-//! every PDF reader renders it and text extractors read it back.
+//! as text and as a barcode-like bar pattern (pages written by [`super::pdf`]).
 
-use pdf_writer::{Content, Finish, Name, Pdf, Rect, Ref, Str};
+use pdf_writer::Content;
 
 use super::super::catalogue::{labs, markers};
 use super::super::model::order::Order;
+use super::pdf::{self, Line, PAGE_H};
 use crate::store::metadata::lab::lab_tests::LabTestRow;
-
-const PAGE_W: f32 = 612.0;
-const PAGE_H: f32 = 792.0;
-const LINES_PER_PAGE: usize = 52;
-
-/// Latin-1 bytes of `s` (WinAnsi agrees on the printable range); other characters become `?`.
-fn latin1(s: &str) -> Vec<u8> {
-    s.chars()
-        .map(|c| {
-            u8::try_from(u32::from(c))
-                .ok()
-                .filter(|b| *b >= 0x20)
-                .unwrap_or(b'?')
-        })
-        .collect()
-}
 
 /// The text lines of the requisition.
 fn lines(order: &Order, tests: &[LabTestRow]) -> Vec<(f32, String)> {
@@ -135,58 +119,14 @@ fn barcode(content: &mut Content, sample: &str, x: f32, y: f32) {
 
 /// The requisition of `order` with its lab tests.
 pub fn render(order: &Order, tests: &[LabTestRow]) -> Vec<u8> {
-    let all = lines(order, tests);
-    let pages: Vec<&[(f32, String)]> = all.chunks(LINES_PER_PAGE).collect();
-    let mut pdf = Pdf::new();
-    let catalog = Ref::new(1);
-    let tree = Ref::new(2);
-    let font = Ref::new(3);
-    let font_name = Name(b"F1");
-    let page_ids: Vec<Ref> = (0..pages.len())
-        .map(|i| Ref::new(10 + 2 * i32::try_from(i).unwrap_or(0)))
+    let all: Vec<Line> = lines(order, tests)
+        .into_iter()
+        .map(|(size, text)| Line::text(size, text))
         .collect();
-    pdf.catalog(catalog).pages(tree);
-    pdf.pages(tree)
-        .kids(page_ids.iter().copied())
-        .count(i32::try_from(pages.len()).unwrap_or(1));
-    pdf.type1_font(font)
-        .base_font(Name(b"Helvetica"))
-        .encoding_predefined(Name(b"WinAnsiEncoding"));
-    for (i, chunk) in pages.iter().enumerate() {
-        let page_id = page_ids[i];
-        let content_id = Ref::new(page_id.get() + 1);
-        let mut page = pdf.page(page_id);
-        page.media_box(Rect::new(0.0, 0.0, PAGE_W, PAGE_H));
-        page.parent(tree);
-        page.contents(content_id);
-        page.resources().fonts().pair(font_name, font);
-        page.finish();
-        let mut content = Content::new();
-        let mut y = PAGE_H - 60.0;
-        for (size, text) in chunk.iter() {
-            if !text.is_empty() {
-                content.begin_text();
-                content.set_font(font_name, *size);
-                content.next_line(54.0, y);
-                content.show(Str(&latin1(text)));
-                content.end_text();
-            }
-            y -= size + 3.0;
-        }
-        if i == 0 {
-            barcode(&mut content, &order.sample_id, 360.0, PAGE_H - 110.0);
-        }
-        content.begin_text();
-        content.set_font(font_name, 8.0);
-        content.next_line(54.0, 30.0);
-        content.show(Str(&latin1(&format!(
-            "Page {} of {} - sample {}",
-            i + 1,
-            pages.len(),
-            order.sample_id
-        ))));
-        content.end_text();
-        pdf.stream(content_id, &content.finish());
-    }
-    pdf.finish()
+    let sample = order.sample_id.clone();
+    pdf::render(
+        &all,
+        &|page, pages| format!("Page {page} of {pages} - sample {sample}"),
+        &|content| barcode(content, &order.sample_id, 360.0, PAGE_H - 110.0),
+    )
 }

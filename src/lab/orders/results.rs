@@ -178,3 +178,29 @@ pub async fn get(meta: &MetadataStore, team: Uuid, id: Uuid) -> Result<OrderResu
         }
     }
 }
+
+/// The order with its stored results; before it has any (`partial_results`), refused (400)
+/// naming its status: the metadata and the report exist only once a result does.
+pub async fn reported(
+    meta: &MetadataStore,
+    team: Uuid,
+    id: Uuid,
+) -> Result<(Order, OrderResults), LabError> {
+    let mut conn = meta.reader().await?;
+    let order = super::load(&mut conn, team, id).await?;
+    let results = match store::results(&mut conn, team, id).await? {
+        Some(json) => serde_json::from_str::<OrderResults>(&json)
+            .map_err(|e| LabError::Corrupt(format!("results: {e}")))?,
+        None => OrderResults {
+            metadata: None,
+            results: Vec::new(),
+        },
+    };
+    if results.metadata.is_none() {
+        return Err(LabError::NotAllowed(format!(
+            "Order {id} has no results yet (status {}); results exist from partial_results on",
+            super::super::states::status_string(order.lab_test.method, order.low_level_status)
+        )));
+    }
+    Ok((order, results))
+}

@@ -64,6 +64,9 @@ use crate::store::metadata::team_apps;
 /// The job kind that works an operation.
 pub const KIND: &str = "link.bulk_import";
 
+/// The operation's type, as `GET /v2/link/bulk_op` names it.
+pub const OP_TYPE: &str = "link_bulk_import";
+
 /// The longest a submission with `wait_for_completion` waits for its operation.
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -133,6 +136,8 @@ pub struct Operation {
     pub id: Uuid,
     /// The provider slug.
     pub provider: String,
+    /// Its type (`link_bulk_import`, `link_bulk_historical_trigger`).
+    pub kind: String,
     /// Where it stands.
     pub status: OpStatus,
     /// Recipes not handled yet.
@@ -161,6 +166,7 @@ impl From<OpRow> for Operation {
         Operation {
             id: row.id,
             provider: row.provider,
+            kind: row.kind,
             status,
             pending: (row.total - row.processed).max(0),
             processed: row.processed,
@@ -244,6 +250,7 @@ pub async fn submit(
         id,
         team_id: team,
         provider: provider.slug.to_owned(),
+        kind: OP_TYPE.to_owned(),
         job_id: Uuid::nil(),
         total: i64::try_from(recipes.len()).unwrap_or(i64::MAX),
         processed: 0,

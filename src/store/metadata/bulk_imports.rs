@@ -18,6 +18,8 @@ pub struct OpRow {
     pub team_id: Uuid,
     /// The provider slug.
     pub provider: String,
+    /// Its type: `link_bulk_import` or `link_bulk_historical_trigger`.
+    pub kind: String,
     /// The job that works it.
     pub job_id: Uuid,
     /// Recipes submitted.
@@ -75,7 +77,7 @@ pub enum Settled {
     Failed(String),
 }
 
-const OP_COLUMNS: &str = "o.id, o.team_id, o.provider, o.job_id, o.total, o.processed, \
+const OP_COLUMNS: &str = "o.id, o.team_id, o.provider, o.kind, o.job_id, o.total, o.processed, \
      o.failed, o.status, o.started_at, o.ended_at, j.state AS job_state, \
      j.finished_at AS job_finished_at";
 
@@ -87,6 +89,7 @@ fn op_from_row(row: &AnyRow) -> Result<OpRow, MetadataError> {
         id: get_uuid(row, "id")?,
         team_id: get_uuid(row, "team_id")?,
         provider: get_str(row, "provider")?,
+        kind: get_str(row, "kind")?,
         job_id: get_uuid(row, "job_id")?,
         total: int("total")?,
         processed: int("processed")?,
@@ -107,7 +110,8 @@ pub async fn insert_op(
 ) -> Result<(), MetadataError> {
     sqlx::query(
         "INSERT INTO bulk_import_ops (id, team_id, provider, job_id, total, processed, failed, \
-         status, started_at, ended_at) VALUES ($1, $2, $3, $4, $5, 0, 0, 'in_progress', $6, NULL)",
+         status, started_at, ended_at, kind) \
+         VALUES ($1, $2, $3, $4, $5, 0, 0, 'in_progress', $6, NULL, $7)",
     )
     .bind(op.id.to_string())
     .bind(op.team_id.to_string())
@@ -115,6 +119,7 @@ pub async fn insert_op(
     .bind(op.job_id.to_string())
     .bind(op.total)
     .bind(ts(op.started_at))
+    .bind(op.kind.as_str())
     .execute(&mut *conn)
     .await?;
     for (position, recipe) in (0i64..).zip(recipes) {

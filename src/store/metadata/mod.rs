@@ -23,6 +23,7 @@
 //! waiting for a writer's commit and fsync. PostgreSQL uses one pool for both.
 
 pub mod bulk_imports;
+pub mod bulk_ops;
 pub mod connections;
 pub mod dataset_versions;
 pub mod deleted_users;
@@ -40,6 +41,7 @@ pub mod sync_pulls;
 pub mod team_apps;
 pub mod teams;
 pub mod user_info;
+pub mod user_search;
 pub mod users;
 pub mod webhooks;
 

@@ -7,6 +7,7 @@ pub mod booking_keys;
 pub mod idempotency;
 pub mod lab_tests;
 pub mod orders;
+pub mod physicians;
 pub mod pscs;
 
 use super::MetadataError;

@@ -238,3 +238,20 @@ pub async fn list(
     let docs = ids.iter().filter_map(|id| by_id.remove(id)).collect();
     Ok((docs, total))
 }
+
+/// The documents of the team's orders in a transaction, oldest first (none: not the team's).
+pub async fn transaction_documents(
+    conn: &mut AnyConnection,
+    team: Uuid,
+    transaction: Uuid,
+) -> Result<Vec<String>, MetadataError> {
+    let rows = sqlx::query(
+        "SELECT document FROM lab_orders WHERE team_id = $1 AND transaction_id = $2 \
+         ORDER BY created_at, id",
+    )
+    .bind(team.to_string())
+    .bind(transaction.to_string())
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(|r| get_str(r, "document")).collect()
+}
