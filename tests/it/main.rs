@@ -61,4 +61,5 @@ mod sync_peloton;
 mod sync_pull;
 mod sync_support;
 mod sync_withings;
+mod traces;
 mod user_undo;
