@@ -426,7 +426,10 @@ fn request_span(req: &Request) -> tracing::Span {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let method = req.method().as_str();
-    let route = req.extensions().get::<MatchedPath>().map(MatchedPath::as_str);
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
     let name = match route {
         Some(route) => format!("{method} {route}"),
         None => method.to_owned(),

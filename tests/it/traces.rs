@@ -115,7 +115,11 @@ async fn receive(
         Ok(request) => request,
         Err(e) => {
             received.faults.lock().unwrap().push(e.to_string());
-            return (StatusCode::BAD_REQUEST, [("content-type", "text/plain")], vec![]);
+            return (
+                StatusCode::BAD_REQUEST,
+                [("content-type", "text/plain")],
+                vec![],
+            );
         }
     };
     let mut seen = Vec::new();
@@ -290,13 +294,20 @@ async fn every_span_of_a_request_and_of_its_work_carries_its_request_id() {
     );
     let work = workload(&server, &key, "traced-1").await;
     let job = succeeded_job(&server, &key, "events.push").await;
-    assert_eq!(collector.posts(), 0, "spans were sent before the batch was due");
+    assert_eq!(
+        collector.posts(),
+        0,
+        "spans were sent before the batch was due"
+    );
     stop(server).await;
     let spans = collector.spans();
     assert!(collector.posts() >= 1);
 
     for span in &spans {
-        assert_eq!(span.resource.get("service.name").map(String::as_str), Some("wearhouse"));
+        assert_eq!(
+            span.resource.get("service.name").map(String::as_str),
+            Some("wearhouse")
+        );
     }
 
     // The user's creation: its server span, and the key's last-use write on a spawned task.
@@ -309,16 +320,26 @@ async fn every_span_of_a_request_and_of_its_work_carries_its_request_id() {
         .iter()
         .find(|s| s.name == "keys.touch")
         .unwrap_or_else(|| panic!("no keys.touch span in {:?}", names(&trace)));
-    assert_eq!(touch.parent, root.id, "the spawned write's parent is the request");
+    assert_eq!(
+        touch.parent, root.id,
+        "the spawned write's parent is the request"
+    );
 
     // The push: its own spans and the store's, all with the push's id.
     let route = "/v2/user/{user_id}/data";
     let (root, trace) = request_trace(&spans, &format!("POST {route}"), &work.push);
     assert_eq!(root.attr("http.route"), Some(route));
-    assert_eq!(root.attr("url.path"), Some(format!("/v2/user/{}/data", work.user).as_str()));
+    assert_eq!(
+        root.attr("url.path"),
+        Some(format!("/v2/user/{}/data", work.user).as_str())
+    );
     all_carry(&trace, &work.push);
     for name in ["data.push", "store.write_push"] {
-        assert!(names(&trace).contains(&name), "{name} missing: {:?}", names(&trace));
+        assert!(
+            names(&trace).contains(&name),
+            "{name} missing: {:?}",
+            names(&trace)
+        );
     }
 
     // The query: loading, the engine's task on its own runtime, planning, encoding.
@@ -326,7 +347,11 @@ async fn every_span_of_a_request_and_of_its_work_carries_its_request_id() {
     let (_, trace) = request_trace(&spans, &format!("POST {route}"), &work.query);
     all_carry(&trace, &work.query);
     for name in ["store.read", "query.execute", "query.plan", "query.encode"] {
-        assert!(names(&trace).contains(&name), "{name} missing: {:?}", names(&trace));
+        assert!(
+            names(&trace).contains(&name),
+            "{name} missing: {:?}",
+            names(&trace)
+        );
     }
     let execute = trace.iter().find(|s| s.name == "query.execute").unwrap();
     let plan = trace.iter().find(|s| s.name == "query.plan").unwrap();
@@ -394,7 +419,11 @@ async fn a_collector_that_is_down_or_hangs_costs_requests_nothing() {
                 one.elapsed()
             );
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
         // The flush gives up after its timeout: the process still exits 0, promptly.
         let took = stop(server).await;
         assert!(took < Duration::from_secs(20), "stopping took {took:?}");
@@ -413,7 +442,10 @@ async fn without_the_flag_nothing_is_exported() {
         "info,sqlx=warn",
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.base.as_str()),
-            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.base.as_str()),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                collector.base.as_str(),
+            ),
             ("OTEL_BSP_SCHEDULE_DELAY", "50"),
         ],
     );
