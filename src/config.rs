@@ -18,6 +18,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once at start-up and held on main's stack: `serve`'s many flags cost nothing there.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP API.
