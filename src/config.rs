@@ -18,6 +18,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once at start-up and held on main's stack: `serve`'s many flags cost nothing there.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP API.
@@ -305,6 +307,11 @@ pub struct ServeArgs {
     /// "client_secret", "authorize_url", "token_url"}}`.
     #[arg(long, env = "WEARHOUSE_OAUTH_APPS")]
     pub oauth_apps: Option<std::path::PathBuf>,
+    /// Export traces over OTLP/HTTP (protobuf bodies) to the collector at this URL, e.g.
+    /// `http://127.0.0.1:4318` (spans are sent to its `/v1/traces`), batched, with
+    /// `service.name=wearhouse`; off by default.
+    #[arg(long, env = "WEARHOUSE_OTLP_ENDPOINT", value_parser = otlp_endpoint)]
+    pub otlp_endpoint: Option<url::Url>,
     /// Request budgets (token buckets, in this process's memory: N processes allow N times
     /// the budget).
     #[command(flatten)]
@@ -364,6 +371,16 @@ fn rate(text: &str) -> Result<f64, String> {
         Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
         _ => Err(format!(
             "{text:?} is not a rate (requests per second, 0 or more)"
+        )),
+    }
+}
+
+/// An OTLP/HTTP endpoint: an absolute `http` or `https` URL.
+fn otlp_endpoint(text: &str) -> Result<url::Url, String> {
+    match url::Url::parse(text) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Ok(url),
+        _ => Err(format!(
+            "{text:?} is not an http(s) URL of an OTLP collector (e.g. http://127.0.0.1:4318)"
         )),
     }
 }

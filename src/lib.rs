@@ -21,7 +21,8 @@
 //! - [`parquet_write`]: Parquet files encoded on every core (store segments, Parquet answers);
 //! - [`http`]: the axum API; [`config`], [`app`] and [`cli`]: command line and start-up;
 //! - [`metrics`]: the Prometheus metrics `/metrics` exposes;
-//! - [`rate_limit`]: request budgets per API key and team (token buckets, per process).
+//! - [`rate_limit`]: request budgets per API key and team (token buckets, per process);
+//! - [`telemetry`]: logs, spans with the request id, the optional OTLP trace export.
 
 pub mod app;
 pub mod cli;
@@ -44,6 +45,7 @@ pub mod schema;
 pub mod secret;
 pub mod store;
 pub mod sync;
+pub mod telemetry;
 pub mod users;
 pub mod validation;
 

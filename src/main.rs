@@ -1,4 +1,5 @@
-//! The `wearhouse` binary: parse the command line, set up logging, run.
+//! The `wearhouse` binary: parse the command line, set up logging (and `serve`'s trace export,
+//! flushed when it stops), run.
 
 use clap::Parser;
 use wearhouse::config::{Cli, Command, DemoCommand, LabCommand, TeamCommand};
@@ -9,16 +10,13 @@ const DEMO_HISTORY_WAIT: std::time::Duration = std::time::Duration::from_secs(60
 #[allow(clippy::print_stdout)]
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        // Colours for a terminal only: a log file or a collector gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    let otlp_endpoint = match &cli.command {
+        Command::Serve(args) => args.otlp_endpoint.as_ref(),
+        _ => None,
+    };
+    let telemetry = wearhouse::telemetry::init(otlp_endpoint)?;
+    match cli.command {
         Command::Serve(args) => {
             let mut state = wearhouse::app::open_state(&args).await?;
             let mut demo_key = None;
@@ -61,6 +59,8 @@ async fn main() -> anyhow::Result<()> {
             }
             let served = wearhouse::http::serve(listener, state, shutdown, grace).await;
             jobs.shutdown().await;
+            // Last: the spans of the drained requests and released jobs are finished by now.
+            tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
             served?;
         }
         Command::Import {

@@ -117,7 +117,11 @@ async fn run_until(
         .await?;
     // Encoding large answers is CPU work: the engine does it on the blocking pool.
     Ok(Answered {
-        output: engine::encode_blocking(results, format, limits).await?,
+        output: tracing::Instrument::instrument(
+            engine::encode_blocking(results, format, limits),
+            tracing::info_span!("query.encode"),
+        )
+        .await?,
         input_bytes: held.bytes(),
     })
 }

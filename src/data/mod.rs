@@ -154,6 +154,7 @@ fn push_user(user: &User) -> PushUser {
 /// becomes visible only once the plan is (the store's gate), so a crash never leaves data whose
 /// events nobody will announce. Its events are made after it by the `events.push` job, so the
 /// push pays for a read of what it may replace and one small row, overlapped with its write.
+#[tracing::instrument(name = "data.push", skip_all, fields(user_id = %user.id))]
 pub async fn store_push(
     meta: &MetadataStore,
     store: &HealthStore,

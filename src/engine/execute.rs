@@ -275,7 +275,8 @@ async fn run_one(
     catalog: &Catalog,
     limits: &Limits,
 ) -> Result<QueryResult, EngineError> {
-    let plan = compile(req, i, catalog)?;
+    let plan =
+        tracing::info_span!("query.plan", query = i).in_scope(|| compile(req, i, catalog))?;
     let schema = Arc::new(plan.schema().as_arrow().clone());
     let cap = CellCap {
         query: i,
@@ -371,7 +372,9 @@ pub(super) async fn execute_on(
 ) -> Result<Vec<QueryResult>, EngineError> {
     let (catalog, session, mut budget) = prepare(state, ctx, inputs, limits)?;
     let (req, lim) = (req.clone(), limits.clone());
-    let work = AbortOnDrop(runtime.spawn(async move {
+    // The task runs on the engine's runtime: its span keeps it in the request's trace.
+    let span = tracing::info_span!("query.execute", queries = req.queries.len());
+    let task = async move {
         let mut results = Vec::with_capacity(req.queries.len());
         for i in 0..req.queries.len() {
             let result = run_one(&session, &req, i, &catalog, &lim).await?;
@@ -386,7 +389,8 @@ pub(super) async fn execute_on(
             tokio::task::yield_now().await;
         }
         Ok(results)
-    }));
+    };
+    let work = AbortOnDrop(runtime.spawn(tracing::Instrument::instrument(task, span)));
     match tokio::time::timeout_at(deadline, work).await {
         Ok(Ok(r)) => r,
         Ok(Err(join)) => Err(EngineError::internal("query task", join)),

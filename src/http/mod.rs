@@ -6,9 +6,10 @@
 //! 1. trailing slashes are trimmed before routing, so `/v2/user` and `/v2/user/` are one endpoint;
 //! 2. the request id is taken from `x-request-id` or generated, and echoed on the response;
 //! 3. a panic becomes a 500 with the generic body (never a dropped connection);
-//! 4. each request runs in a `request` span carrying its id, so every log line below it (store,
-//!    engine, jobs it enqueues) names the request, and is logged once (method, route template,
-//!    status, duration, team id);
+//! 4. each request runs in an `http.request` span carrying its id, so every log line and span
+//!    below it (store, engine, spawned tasks, jobs it enqueues) names the request (exported
+//!    with `serve --otlp-endpoint`, see `crate::telemetry`), and is logged once (method, route
+//!    template, status, duration, team id);
 //! 5. a 500 is logged with its cause and answered with `{"detail", "request_id"}`;
 //! 6. a URI longer than [`MAX_URI_BYTES`] is refused with a JSON 414 before routing;
 //! 7. the answer is counted and timed in the metrics by route template (`/metrics`), and carries
@@ -421,14 +422,32 @@ pub fn router(state: AppState) -> NormalizePath<Router> {
     NormalizePathLayer::trim_trailing_slash().layer(app)
 }
 
-/// The span of one request: its id (set by the layer outside this one), method and path.
+/// The span of one request, `http.request`, exported as a server span named `METHOD route`
+/// (OpenTelemetry's HTTP conventions): its id (set by the layer outside this one), method,
+/// route template and path; `request_context` records the status and the team. Every span
+/// under it carries the id too (`crate::telemetry::request_id`).
 fn request_span(req: &Request) -> tracing::Span {
+    use tracing::field::Empty;
     let request_id = req
         .headers()
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    tracing::info_span!("request", %request_id, method = %req.method(), path = %req.uri().path())
+    let method = req.method().as_str();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    let name = match route {
+        Some(route) => format!("{method} {route}"),
+        None => method.to_owned(),
+    };
+    let span = tracing::info_span!("http.request", otel.name = %name, otel.kind = "server",
+        %request_id, http.request.method = %method, http.route = route,
+        url.path = %req.uri().path(), http.response.status_code = Empty, team_id = Empty,
+        otel.status_code = Empty);
+    crate::telemetry::request_id::scope(&span, request_id);
+    span
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
@@ -487,6 +506,14 @@ async fn request_context(State(state): State<AppState>, req: Request, next: Next
         response = fresh;
     }
     rate_limit::stamp(&rate, &mut response);
+    let span = tracing::Span::current();
+    span.record("http.response.status_code", status.as_u16());
+    if let Some(team) = team {
+        span.record("team_id", tracing::field::display(team));
+    }
+    if status.is_server_error() {
+        span.record("otel.status_code", "error");
+    }
     let took = started.elapsed();
     state
         .metrics

@@ -146,8 +146,7 @@ async fn run(runner: Runner, mut stop: watch::Receiver<bool>) {
             match claim(&shared, free).await {
                 Ok(jobs) => {
                     for job in jobs {
-                        let span = tracing::info_span!("job", id = %job.id, kind = %job.kind,
-                            attempt = job.attempts);
+                        let span = run_span(&job);
                         tasks.spawn(execute(Arc::clone(&shared), job).instrument(span));
                     }
                 }
@@ -199,6 +198,38 @@ fn lease_span(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }
 
+/// The span of one run, `job.run`: the root of a trace of its own (a run is not part of the
+/// work that claimed it), with the job's id, kind and attempt, the id of the request that
+/// enqueued it (which every span under it carries too, see `crate::telemetry`), and how the
+/// run ended (`job.outcome`: succeeded, retry, pending, failed or lease_lost).
+fn run_span(job: &Job) -> tracing::Span {
+    use tracing::field::Empty;
+    let span = tracing::info_span!(parent: None, "job.run", otel.kind = "consumer",
+        job.id = %job.id, job.kind = %job.kind, job.attempt = job.attempts,
+        request_id = job.request_id.as_deref(), job.outcome = Empty, otel.status_code = Empty);
+    if let Some(request_id) = &job.request_id {
+        crate::telemetry::request_id::scope(&span, request_id);
+    }
+    span
+}
+
+/// Records how the run of the current `job.run` span ended.
+fn record_outcome(finish: Option<&Finish>) {
+    let span = tracing::Span::current();
+    let outcome = match finish {
+        None => "lease_lost",
+        Some(Finish::Succeeded) => "succeeded",
+        Some(Finish::Pending { error: Some(_), .. }) => "retry",
+        // Snoozed by its handler, or handed back at shutdown.
+        Some(Finish::Pending { error: None, .. }) => "pending",
+        Some(Finish::Failed { .. }) => {
+            span.record("otel.status_code", "error");
+            "failed"
+        }
+    };
+    span.record("job.outcome", outcome);
+}
+
 /// Runs one claimed job to its recorded end (or drops it when the lease is lost).
 async fn execute(shared: Arc<Shared>, job: Job) {
     let fence = job.fence();
@@ -237,6 +268,7 @@ async fn execute(shared: Arc<Shared>, job: Job) {
         }
         () = keep_lease(&shared, &fence) => {
             tracing::warn!(id = %job.id, kind = %job.kind, "lease lost; the run is abandoned");
+            record_outcome(None);
             return;
         }
         _ = abort.wait_for(|a| *a) => Finish::Pending {
@@ -302,6 +334,7 @@ async fn keep_lease(shared: &Shared, fence: &Fence) {
 /// database errors; a run that cannot be recorded keeps its lease until it expires and is then
 /// run again (at-least-once).
 async fn record(shared: &Shared, fence: &Fence, finish: Finish) {
+    record_outcome(Some(&finish));
     for attempt in 0..3u32 {
         let result = if attempt == 0 {
             shared.ends.record(fence, &finish).await.map_err(|()| None)

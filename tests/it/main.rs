@@ -63,4 +63,5 @@ mod sync_peloton;
 mod sync_pull;
 mod sync_support;
 mod sync_withings;
+mod traces;
 mod user_undo;

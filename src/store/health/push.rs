@@ -38,6 +38,7 @@ impl HealthStore {
     /// `gate.rs`): the encoding and the fsyncs of the segments happen before, the rename (one
     /// dataset) or the commit record (several) after. A push with no rows writes nothing and
     /// does not wait.
+    #[tracing::instrument(name = "store.write_push", skip_all, fields(batches = batches.len()))]
     pub async fn write_push_gated(
         &self,
         team: Uuid,

@@ -49,6 +49,7 @@ impl HealthStore {
     /// batches through `Engine::execute_stored`, which bounds each by its first and last rows
     /// and reads its source off its first row. With a window, exactly the rows whose time (a `Date32`
     /// day as midnight UTC) is in `[start, end)`.
+    #[tracing::instrument(name = "store.read", skip_all, fields(dataset = %dataset.path()))]
     pub async fn read(
         &self,
         team: Uuid,

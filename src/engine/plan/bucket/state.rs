@@ -267,7 +267,9 @@ impl State {
                 .iter()
                 .map(|&w| {
                     let (slice, parts) = (Slice::new(of(), w), parts.clone());
-                    AbortOnDrop(tokio::spawn(async move { slice.run(&parts).await }))
+                    let span = tracing::info_span!("query.slice", start = w.0, end = w.1);
+                    let run = async move { slice.run(&parts).await };
+                    AbortOnDrop(tokio::spawn(tracing::Instrument::instrument(run, span)))
                 })
                 .collect();
             for task in tasks {
@@ -356,9 +358,11 @@ async fn bound(mut parts: Vec<Part>, zone: Option<Tz>, tasks: usize) -> Result<V
         }
         let rest = parts.split_off(at);
         let run = std::mem::replace(&mut parts, rest);
-        runs.push(AbortOnDrop(tokio::spawn(async move { find(run) })));
+        let task = tracing::Instrument::in_current_span(async move { find(run) });
+        runs.push(AbortOnDrop(tokio::spawn(task)));
     }
-    runs.push(AbortOnDrop(tokio::spawn(async move { find(parts) })));
+    let task = tracing::Instrument::in_current_span(async move { find(parts) });
+    runs.push(AbortOnDrop(tokio::spawn(task)));
     let mut out = Vec::new();
     for run in runs {
         out.extend(join(run).await?);

@@ -30,7 +30,7 @@ use uuid::Uuid;
 
 use super::{MetadataError, get_opt_str, get_opt_time, get_str, get_time, get_uuid, parse, ts};
 
-const COLUMNS: [&str; 16] = [
+const COLUMNS: [&str; 17] = [
     "id",
     "team_id",
     "kind",
@@ -47,6 +47,7 @@ const COLUMNS: [&str; 16] = [
     "created_at",
     "updated_at",
     "finished_at",
+    "request_id",
 ];
 
 fn columns(prefix: &str) -> String {
@@ -90,6 +91,7 @@ fn job_from_row(row: &AnyRow) -> Result<Job, MetadataError> {
         created_at: get_time(row, "created_at")?,
         updated_at: get_time(row, "updated_at")?,
         finished_at: get_opt_time(row, "finished_at")?,
+        request_id: get_opt_str(row, "request_id")?,
     })
 }
 
@@ -99,19 +101,23 @@ fn job_from_row(row: &AnyRow) -> Result<Job, MetadataError> {
 /// `run_at` moved to the earlier of the two; a running holder is marked to run again at `run_at`
 /// once its current run ends (work that arrives during a run is never folded into it). Uses
 /// `ON CONFLICT DO NOTHING`, never a failing insert, so a PostgreSQL transaction stays usable.
+///
+/// A new job records the request it is enqueued for
+/// ([`current_request_id`](crate::telemetry::current_request_id)); a holder keeps its own.
 pub async fn enqueue_job(
     conn: &mut AnyConnection,
     job: &NewJob,
     now: DateTime<Utc>,
 ) -> Result<Enqueued, MetadataError> {
     let run_at = ts(job.run_at);
+    let request_id = crate::telemetry::current_request_id();
     // The holder can finish between our statements; a few rounds settle it.
     for _ in 0..8 {
         let id = Uuid::new_v4();
         let inserted = sqlx::query(
             "INSERT INTO jobs (id, team_id, kind, payload, unique_key, state, run_at, attempts, \
-             max_attempts, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, 'pending', $6, 0, $7, $8, $8) ON CONFLICT DO NOTHING",
+             max_attempts, created_at, updated_at, request_id) \
+             VALUES ($1, $2, $3, $4, $5, 'pending', $6, 0, $7, $8, $8, $9) ON CONFLICT DO NOTHING",
         )
         .bind(id.to_string())
         .bind(job.team_id.map(|t| t.to_string()))
@@ -121,6 +127,7 @@ pub async fn enqueue_job(
         .bind(&run_at)
         .bind(i64::from(job.max_attempts.max(1)))
         .bind(ts(now))
+        .bind(request_id.clone())
         .execute(&mut *conn)
         .await?;
         if inserted.rows_affected() == 1 {

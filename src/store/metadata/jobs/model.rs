@@ -101,6 +101,8 @@ pub struct Job {
     pub updated_at: DateTime<Utc>,
     /// When it reached a terminal state.
     pub finished_at: Option<DateTime<Utc>>,
+    /// The id of the request that enqueued it (`x-request-id`), if a request did.
+    pub request_id: Option<String>,
 }
 
 /// What [`enqueue_job`](super::enqueue_job) did.

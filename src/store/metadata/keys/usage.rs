@@ -79,7 +79,9 @@ impl MetadataStore {
             return;
         }
         let store = self.clone();
-        tokio::spawn(async move {
+        // A span of its own under the request's, so the write joins the request's trace.
+        let span = tracing::info_span!("keys.touch", key_id = %id);
+        let touch = async move {
             let written = match store.writer().await {
                 Ok(mut conn) => touch_key(&mut conn, id, at).await,
                 Err(e) => Err(e),
@@ -88,6 +90,7 @@ impl MetadataStore {
             if let Err(error) = written {
                 tracing::warn!(key_id = %id, %error, "could not record the API key's last use");
             }
-        });
+        };
+        tokio::spawn(tracing::Instrument::instrument(touch, span));
     }
 }
