@@ -5,6 +5,7 @@ pub(super) mod bulk_import;
 mod codes;
 mod connections;
 mod demo;
+mod email;
 mod oauth;
 mod page;
 mod password;
@@ -25,6 +26,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(oauth::routes())
         .merge(team_apps::routes())
         .merge(password::routes())
+        .merge(email::routes())
         .merge(page::routes())
         .merge(bulk_import::routes())
 }

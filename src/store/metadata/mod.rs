@@ -33,6 +33,7 @@ pub mod jobs;
 pub mod keys;
 pub mod lab;
 pub mod link;
+pub mod pending_sign_ins;
 pub mod priorities;
 pub mod push_events;
 pub mod sync_pulls;
