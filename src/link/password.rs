@@ -52,8 +52,8 @@ pub fn regions(provider: &str) -> &'static [(&'static str, &'static str)] {
 /// How many password sign-ins one link token allows.
 pub const MAX_SIGN_INS: i64 = 5;
 
-/// What a provider answered a sign-in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a provider answered a sign-in. Its `Debug` never shows a session or a pending state.
+#[derive(Clone, PartialEq, Eq)]
 pub enum SignIn {
     /// Signed in: the user's id at the provider and the session to call its API with.
     Accepted {
@@ -73,6 +73,26 @@ pub enum SignIn {
     },
     /// Not signed in: the link error and a sentence for the user.
     Refused(LinkErrorType, String),
+}
+
+impl std::fmt::Debug for SignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SignIn::Accepted {
+                provider_user_id, ..
+            } => f
+                .debug_struct("Accepted")
+                .field("provider_user_id", provider_user_id)
+                .finish_non_exhaustive(),
+            SignIn::Pending { mfa, .. } => f
+                .debug_struct("Pending")
+                .field("mfa", mfa)
+                .finish_non_exhaustive(),
+            SignIn::Refused(t, message) => {
+                f.debug_tuple("Refused").field(t).field(message).finish()
+            }
+        }
+    }
 }
 
 /// What a user signs in with.

@@ -25,9 +25,10 @@
 //! - `POST /link/provider/{provider}/mfa` (form): the second-factor step of a password sign-in
 //!   (`forms.rs`); e-mail providers show the e-mail form (`forms.rs`).
 //!
-//! Decision where the spec is silent: app providers are listed (they are linkable by the
-//! API), but their page says that this deployment cannot link them yet, rather than showing a
-//! form that could not succeed.
+//! Decision where the spec is silent: app providers, and e-mail providers without a share
+//! search here (all but FreeStyle Libre), are listed (they are linkable by the API), but their
+//! page says that this deployment cannot link them yet, rather than showing a form that could
+//! not succeed.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -335,10 +336,10 @@ async fn provider_page(
     match provider.auth_type {
         AuthType::Oauth | AuthType::TeamOauth => oauth_redirect(&state, &session, provider).await,
         AuthType::Password => password_form(&session, provider, token, None, StatusCode::OK),
-        AuthType::Email => {
+        AuthType::Email if state.link.email.get(provider.slug).is_some() => {
             forms::email_form(&state, &session, provider, token, None, StatusCode::OK).await
         }
-        AuthType::App | AuthType::Sdk => message(
+        AuthType::Email | AuthType::App | AuthType::Sdk => message(
             StatusCode::OK,
             "info",
             &format!("{} cannot be connected here yet", provider.name),
