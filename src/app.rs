@@ -121,6 +121,8 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
         },
         password: crate::link::password::PasswordLogins::from_env()
             .context("building the password providers' HTTP client")?,
+        email: crate::link::email::EmailLinks::from_env()
+            .context("building the e-mail providers' HTTP client")?,
         demo: args.demo,
     });
     state

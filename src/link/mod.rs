@@ -1,5 +1,6 @@
 //! Linking users to providers (`linking.md`): connections and their sealed credentials, link
-//! tokens (the widget's credential) and link codes (the mobile app's).
+//! tokens (the widget's credential) and link codes (the mobile app's), password sign-ins (with
+//! their second factor) and e-mail links.
 //!
 //! This module owns the rules; `http::link` decodes and encodes around it. Credentials enter
 //! only through the link flows and bulk import, are sealed with the deployment's
@@ -11,6 +12,7 @@ pub mod bulk_ops;
 pub mod codes;
 pub mod connections;
 pub mod credentials;
+pub mod email;
 pub mod oauth;
 pub mod password;
 pub mod sign_in;
@@ -35,6 +37,9 @@ pub struct LinkConfig {
     pub oauth_apps: oauth::OAuthApps,
     /// The password providers' sign-ins (none until set: `app::open_state` sets every one).
     pub password: password::PasswordLogins,
+    /// The e-mail providers' share searches (none until set: `app::open_state` sets every
+    /// one).
+    pub email: email::EmailLinks,
     /// Demo mode (`serve --demo`): the hosted page connects demo-capable providers at once,
     /// with synthetic history, instead of sending the user to the provider.
     pub demo: bool,
@@ -48,6 +53,7 @@ impl Default for LinkConfig {
             region: Region::Us,
             oauth_apps: oauth::OAuthApps::default(),
             password: password::PasswordLogins::default(),
+            email: email::EmailLinks::default(),
             demo: false,
         }
     }

@@ -39,9 +39,11 @@ pub struct OAuthApp {
     pub client_id: String,
     /// Client secret (never logged).
     pub client_secret: String,
-    /// The provider's authorisation endpoint.
+    /// The provider's authorisation endpoint (empty for an e-mail provider's follower account).
+    #[serde(default)]
     pub authorize_url: String,
-    /// The provider's token endpoint.
+    /// The provider's token endpoint (empty for an e-mail provider's follower account).
+    #[serde(default)]
     pub token_url: String,
     /// The redirect URI registered with the provider when it is not this service's callback
     /// (a team's own page that forwards to it).
@@ -70,14 +72,20 @@ impl std::fmt::Debug for OAuthApp {
 pub struct OAuthApps(pub HashMap<String, OAuthApp>);
 
 impl OAuthApps {
-    /// Reads the JSON file; every key must be an OAuth provider of the catalogue.
+    /// Reads the JSON file; every key must be an OAuth provider of the catalogue (with both
+    /// endpoints), or an e-mail provider whose follower account is configured here (its
+    /// e-mail address as `client_id`, its password as `client_secret`: `link::email`).
     pub fn from_json(text: &str) -> Result<OAuthApps, String> {
         let apps: OAuthApps = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        for slug in apps.0.keys() {
-            if !providers::provider(slug).is_some_and(scopes::is_oauth) {
+        for (slug, app) in &apps.0 {
+            let oauth = providers::provider(slug).is_some_and(scopes::is_oauth);
+            if !oauth && !super::email::uses_account(slug) {
                 return Err(format!(
                     "{slug:?} is not an OAuth provider of the catalogue"
                 ));
+            }
+            if oauth && (app.authorize_url.is_empty() || app.token_url.is_empty()) {
+                return Err(format!("{slug:?} needs authorize_url and token_url"));
             }
         }
         Ok(apps)
@@ -457,7 +465,12 @@ mod tests {
             "authorize_url": "https://p.example/authorize", "token_url": "https://p.example/token"}"#;
         let apps = OAuthApps::from_json(&format!(r#"{{"oura": {app}}}"#)).unwrap();
         assert!(!format!("{apps:?}").contains("s3cr3t-value"));
-        assert!(OAuthApps::from_json(&format!(r#"{{"freestyle_libre": {app}}}"#)).is_err());
+        assert!(OAuthApps::from_json(&format!(r#"{{"peloton": {app}}}"#)).is_err());
+        let follower = r#"{"freestyle_libre": {"client_id": "f@x.example", "client_secret": "s"}}"#;
+        assert!(OAuthApps::from_json(follower).is_ok());
+        assert!(
+            OAuthApps::from_json(r#"{"oura": {"client_id": "c", "client_secret": "s"}}"#).is_err()
+        );
         assert!(OAuthApps::from_json(&format!(r#"{{"myspace": {app}}}"#)).is_err());
         assert!(OAuthApps::from_json(r#"{"oura": {"client_id": "c"}}"#).is_err());
     }

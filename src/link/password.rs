@@ -8,10 +8,9 @@
 //! its module and one line in [`PasswordLogins::from_env`].
 //!
 //! Decisions where the spec is silent:
-//! - A provider that asks for a second factor would answer `pending_provider_mfa`; neither
-//!   password provider implemented (Peloton, FreeStyle Libre through LibreLinkUp) documents such
-//!   a step, so neither has this module yet (no MFA state is kept and `complete_mfa` is not
-//!   routed).
+//! - A provider that asks for a second factor (Abbott LibreView) answers
+//!   `pending_provider_mfa` with where the code went; the half-finished sign-in is kept sealed
+//!   in the metadata store until the code comes (`mfa.rs`: bounds, resends, expiry).
 //! - `region` is where a regional provider is asked first; the provider may send the sign-in to
 //!   the account's own region, which is followed. A region the provider does not have is
 //!   `unsupported_region`.
@@ -35,13 +34,17 @@ use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
 
 pub mod libre;
+pub mod libreview;
+pub mod mfa;
 pub mod peloton;
+
+pub use mfa::{Mfa, MfaMethod};
 
 /// The regions a provider's accounts live in, as the link page offers them (code, name); empty
 /// for a provider without regions.
 pub fn regions(provider: &str) -> &'static [(&'static str, &'static str)] {
     match provider {
-        "freestyle_libre" => libre::REGION_NAMES,
+        "freestyle_libre" | "abbott_libreview" => libre::REGION_NAMES,
         _ => &[],
     }
 }
@@ -49,8 +52,8 @@ pub fn regions(provider: &str) -> &'static [(&'static str, &'static str)] {
 /// How many password sign-ins one link token allows.
 pub const MAX_SIGN_INS: i64 = 5;
 
-/// What a provider answered a sign-in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a provider answered a sign-in. Its `Debug` never shows a session or a pending state.
+#[derive(Clone, PartialEq, Eq)]
 pub enum SignIn {
     /// Signed in: the user's id at the provider and the session to call its API with.
     Accepted {
@@ -59,8 +62,37 @@ pub enum SignIn {
         /// The provider's session token (sealed with the credentials).
         session: String,
     },
+    /// Not signed in yet: the provider sent a code (second factor) and waits for it. `state`
+    /// is the provider's half-finished sign-in, which [`PasswordLogin::complete_mfa`] and
+    /// [`PasswordLogin::resend_mfa`] take back (secret: it is stored sealed only).
+    Pending {
+        /// Where the code went.
+        mfa: Mfa,
+        /// The provider's half-finished sign-in.
+        state: String,
+    },
     /// Not signed in: the link error and a sentence for the user.
     Refused(LinkErrorType, String),
+}
+
+impl std::fmt::Debug for SignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SignIn::Accepted {
+                provider_user_id, ..
+            } => f
+                .debug_struct("Accepted")
+                .field("provider_user_id", provider_user_id)
+                .finish_non_exhaustive(),
+            SignIn::Pending { mfa, .. } => f
+                .debug_struct("Pending")
+                .field("mfa", mfa)
+                .finish_non_exhaustive(),
+            SignIn::Refused(t, message) => {
+                f.debug_tuple("Refused").field(t).field(message).finish()
+            }
+        }
+    }
 }
 
 /// What a user signs in with.
@@ -92,6 +124,34 @@ pub trait PasswordLogin: Send + Sync {
     /// Signs in at the provider. Every answer the provider can give is a [`SignIn`]; the
     /// sign-in never fails otherwise (an unreachable provider is `provider_api_error`).
     async fn sign_in(&self, login: Login<'_>) -> SignIn;
+
+    /// The session a renewal keeps (a pull signing in again): by default the fresh one; a
+    /// provider whose session carries more than the sign-in gives (LibreLinkUp's chosen
+    /// patient) carries it over from the `previous` one.
+    fn renewed(&self, previous: &str, fresh: String) -> String {
+        let _ = previous;
+        fresh
+    }
+
+    /// Finishes a sign-in that answered [`SignIn::Pending`] with the code the user received: a
+    /// wrong code is `Refused(IncorrectMfaCode, ..)`; the sign-in may go on being pending (a
+    /// further step). A provider without a second factor refuses.
+    async fn complete_mfa(&self, state: &str, code: &str) -> SignIn {
+        let _ = (state, code);
+        SignIn::Refused(
+            LinkErrorType::ProviderApiError,
+            "This provider does not ask for a second factor.".into(),
+        )
+    }
+
+    /// Asks the provider to send a new code for a pending sign-in; answers the new state.
+    async fn resend_mfa(&self, state: &str) -> Result<String, (LinkErrorType, String)> {
+        let _ = state;
+        Err((
+            LinkErrorType::ProviderApiError,
+            "This provider does not ask for a second factor.".into(),
+        ))
+    }
 }
 
 /// The password sign-ins of this process by provider slug.
@@ -113,9 +173,11 @@ impl PasswordLogins {
         let url = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.into());
         let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
         let libre = libre::Libre::new(libre::Hosts::from_env())?;
+        let libreview = libreview::LibreView::new(libreview::hosts_from_env())?;
         Ok(PasswordLogins::default()
             .with(Arc::new(peloton))
-            .with(Arc::new(libre)))
+            .with(Arc::new(libre))
+            .with(Arc::new(libreview)))
     }
 
     /// The same set with `login` added (replacing one of the same provider).
@@ -130,11 +192,57 @@ impl PasswordLogins {
     }
 }
 
+/// What a password (or e-mail) link answered: where it lands, the user's id at the provider once
+/// connected, and where the code went when the provider waits for a second factor.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The landing (its `error` is `None` on success and while a code is awaited).
+    pub landing: Landing,
+    /// The user's id at the provider, once connected.
+    pub provider_id: Option<String>,
+    /// Set while the provider waits for the code it sent (`pending_provider_mfa`).
+    pub mfa: Option<Mfa>,
+}
+
+impl Outcome {
+    /// An outcome without a second factor.
+    pub fn of(landing: Landing, provider_id: Option<String>) -> Outcome {
+        Outcome {
+            landing,
+            provider_id,
+            mfa: None,
+        }
+    }
+
+    /// `success`, `error` or `pending_provider_mfa`.
+    pub fn state(&self) -> &'static str {
+        match (&self.landing.error, &self.mfa) {
+            (Some(_), _) => "error",
+            (None, Some(_)) => "pending_provider_mfa",
+            (None, None) => "success",
+        }
+    }
+
+    /// Whether the user is now connected.
+    pub fn connected(&self) -> bool {
+        self.landing.error.is_none() && self.mfa.is_none()
+    }
+}
+
+/// The landing of a link of `provider` with the session's redirect and no error yet.
+pub(crate) fn landing(session: &LinkSession, provider: &Provider) -> Landing {
+    Landing {
+        redirect_url: session.options.redirect_url.clone(),
+        provider: provider.slug.to_owned(),
+        error: None,
+    }
+}
+
 /// Links the session's user to a password provider: signs in with `username` and `password`,
 /// and records the connection (with the token's consumption and its event) when the provider
-/// accepts. A provider without a sign-in here, a refusal and a duplicate account are answered as
-/// a [`Landing`] with the error; only store failures are errors. Answers the landing and, once
-/// connected, the user's id at the provider.
+/// accepts; a provider that asks for a second factor leaves the sign-in waiting for its code
+/// ([`mfa::complete`]). A provider without a sign-in here, a refusal and a duplicate account
+/// are answered as an [`Outcome`] with the error; only store failures are errors.
 pub async fn connect(
     meta: &MetadataStore,
     key: Option<&SecretKey>,
@@ -143,55 +251,111 @@ pub async fn connect(
     provider: &Provider,
     login_with: Login<'_>,
     now: DateTime<Utc>,
-) -> Result<(Landing, Option<String>), LinkError> {
+) -> Result<Outcome, LinkError> {
     let key = key.ok_or(SecretError::Missing)?;
-    let mut landing = Landing {
-        redirect_url: session.options.redirect_url.clone(),
-        provider: provider.slug.to_owned(),
-        error: None,
-    };
+    let mut landing = landing(session, provider);
     let Some(login) = logins.get(provider.slug) else {
         landing.error = Some((
             LinkErrorType::ProviderApiError,
             format!("{} cannot be linked on this deployment yet.", provider.name),
         ));
-        return Ok((landing, None));
+        return Ok(Outcome::of(landing, None));
     };
+    if let Some(refusal) = take_sign_in(meta, session).await? {
+        landing.error = Some(refusal);
+        return Ok(Outcome::of(landing, None));
+    }
+    match login.sign_in(login_with).await {
+        SignIn::Accepted {
+            provider_user_id,
+            session: provider_session,
+        } => {
+            let signed_in = SignedIn {
+                provider_user_id,
+                session: provider_session,
+                username: login_with.username,
+                password: login_with.password,
+            };
+            connect_signed_in(meta, key, session, provider, signed_in, now).await
+        }
+        SignIn::Pending { mfa, state } => {
+            let waiting = mfa::Waiting {
+                state,
+                username: login_with.username.to_owned(),
+                password: login_with.password.to_owned(),
+                mfa,
+            };
+            mfa::wait(meta, key, session, provider.slug, &waiting, now).await?;
+            Ok(Outcome {
+                landing,
+                provider_id: None,
+                mfa: Some(waiting.mfa),
+            })
+        }
+        SignIn::Refused(error_type, message) => {
+            landing.error = Some((error_type, message));
+            Ok(Outcome::of(landing, None))
+        }
+    }
+}
+
+/// Counts a sign-in against the link token; the refusal once it has had [`MAX_SIGN_INS`].
+pub(crate) async fn take_sign_in(
+    meta: &MetadataStore,
+    session: &LinkSession,
+) -> Result<Option<(LinkErrorType, String)>, LinkError> {
     let allowed = crate::store::metadata::link::take_sign_in(
         &mut *meta.writer().await?,
         &session.token_hash,
         MAX_SIGN_INS,
     )
     .await?;
-    if !allowed {
-        landing.error = Some((
+    Ok((!allowed).then(|| {
+        (
             LinkErrorType::ProviderCredentialError,
             "Too many sign-in attempts with this link; ask the app for a new one.".into(),
-        ));
-        return Ok((landing, None));
-    }
-    let (provider_user_id, provider_session) = match login.sign_in(login_with).await {
-        SignIn::Accepted {
-            provider_user_id,
-            session,
-        } => (provider_user_id, session),
-        SignIn::Refused(error_type, message) => {
-            landing.error = Some((error_type, message));
-            return Ok((landing, None));
-        }
-    };
+        )
+    }))
+}
+
+/// A sign-in the provider accepted, with what the connection keeps of it.
+pub(crate) struct SignedIn<'a> {
+    /// The user's id at the provider.
+    pub provider_user_id: String,
+    /// The provider's session.
+    pub session: String,
+    /// The username signed in with.
+    pub username: &'a str,
+    /// The password signed in with.
+    pub password: &'a str,
+}
+
+/// Records the connection of a sign-in the provider accepted (after its second factor, if it
+/// asked for one).
+pub(crate) async fn connect_signed_in(
+    meta: &MetadataStore,
+    key: &SecretKey,
+    session: &LinkSession,
+    provider: &Provider,
+    signed_in: SignedIn<'_>,
+    now: DateTime<Utc>,
+) -> Result<Outcome, LinkError> {
+    let mut landing = landing(session, provider);
     let linked = Linked {
-        provider_user_id: Some(provider_user_id.clone()),
+        provider_user_id: Some(signed_in.provider_user_id.clone()),
         scopes_granted: Vec::new(),
         scopes_denied: Vec::new(),
         credentials: Credentials {
-            access_token: Some(provider_session),
-            username: Some(login_with.username.to_owned()),
-            password: Some(login_with.password.to_owned()),
+            access_token: Some(signed_in.session),
+            username: Some(signed_in.username.to_owned()),
+            password: Some(signed_in.password.to_owned()),
             ..Default::default()
         },
     };
     landing.error = finish_link(meta, Some(key), session, provider, &linked, now).await?;
-    let connected = landing.error.is_none().then_some(provider_user_id);
-    Ok((landing, connected))
+    let connected = landing
+        .error
+        .is_none()
+        .then_some(signed_in.provider_user_id);
+    Ok(Outcome::of(landing, connected))
 }

@@ -97,6 +97,22 @@ pub async fn secrets(
         .collect()
 }
 
+/// The team's own client id and secret for `provider`, opened; `None` when it has none.
+pub async fn own_secret(
+    meta: &MetadataStore,
+    key: Option<&SecretKey>,
+    team: Uuid,
+    provider: &str,
+) -> Result<Option<(String, String)>, LinkError> {
+    let Some(own) = team_apps::get(&mut *meta.reader().await?, team, provider).await? else {
+        return Ok(None);
+    };
+    let key = key.ok_or(SecretError::Missing)?;
+    let secret = String::from_utf8(key.open(&own.sealed_secret, &context(team, provider))?)
+        .map_err(|_| SecretError::Unsealable)?;
+    Ok(Some((own.client_id, secret)))
+}
+
 /// The application an OAuth link of `team` uses for `provider`: the team's client (when set)
 /// on the deployment's endpoints, else the deployment's.
 pub async fn resolve(

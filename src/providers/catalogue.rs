@@ -169,13 +169,13 @@ fn p(
 pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
     use AuthType::{App, Email, Oauth, Password, Sdk, TeamOauth};
     vec![
-        p( 1, "abbott_libreview", "Abbott LibreView", Email, "automatic", CGM_SET, false, "Continuous glucose data shared from Abbott's LibreView platform."),
+        p( 1, "abbott_libreview", "Abbott LibreView", Password, "automatic", CGM_SET, false, "Continuous glucose data shared from Abbott's LibreView platform."),
         p( 2, "apple_health_kit", "Apple HealthKit", Sdk, "watch", PHONE_SET, true, "Health data from an iPhone and Apple Watch through the mobile SDK."),
         p( 3, "cronometer", "Cronometer", Oauth, "app", NUTRITION_SET, false, "Nutrition and meal logging."),
         p( 4, "dexcom_v3", "Dexcom", Oauth, "automatic", CGM_SET, false, "Continuous glucose monitoring from Dexcom sensors."),
         p( 5, "eight_sleep", "Eight Sleep", Password, "automatic", SLEEP_SET, false, "Sleep sessions from the Eight Sleep smart mattress cover."),
         p( 6, "fitbit", "Fitbit", Oauth, "watch", WATCH_SET, true, "Activity, sleep and heart rate from Fitbit trackers."),
-        p( 7, "freestyle_libre", "FreeStyle Libre", Password, "automatic", CGM_SET, true, "Continuous glucose readings from FreeStyle Libre sensors."),
+        p( 7, "freestyle_libre", "FreeStyle Libre", Email, "automatic", CGM_SET, true, "Continuous glucose readings from FreeStyle Libre sensors."),
         p( 8, "freestyle_libre_ble", "FreeStyle Libre (Bluetooth)", Sdk, "automatic", CGM_SET, false, "FreeStyle Libre sensors read directly over Bluetooth by the mobile SDK."),
         p( 9, "garmin", "Garmin", Oauth, "watch", WATCH_SET, false, "Activity, sleep, workouts and heart rate from Garmin devices."),
         p(10, "google_fit", "Google Fit", Oauth, "phone", PHONE_SET, false, "Activity and body data from Google Fit."),

@@ -1,5 +1,15 @@
-//! The FreeStyle Libre connector, through LibreLinkUp (the sign-in and the wire's sources are
-//! in `link::password::libre`): glucose readings of the sensor the account follows.
+//! The FreeStyle Libre and Abbott LibreView connector, through LibreLinkUp's API (the sign-in
+//! and the wire's sources are in `link::password::libre` and `link::password::libreview`):
+//! glucose readings of the wearer the session names.
+//!
+//! - `freestyle_libre` connections (the e-mail link, `link::email`) keep the deployment's
+//!   follower account's session and the patient who shared with it.
+//! - `abbott_libreview` connections keep the patient's own LibreView session (after its second
+//!   factor) and the patient's own id as the wearer. **Assumption**: LibreView and LibreLinkUp
+//!   share hosts, accounts and tickets (LibreLinkUp signs in with the LibreView account), so the
+//!   patient's own graph is read at `/llu/connections/{own id}/graph`. LibreView's report
+//!   download (`POST /reports`, its channel and the `window.Report` page, observed by the same
+//!   clients as the second factor) is not implemented.
 //!
 //! - The connection's access token is a [`Session`]: the `authTicket.token` (sent as
 //!   `Authorization: Bearer`), the region it is valid in, and the `account-id` header. Every
@@ -46,20 +56,30 @@ pub use crate::link::password::libre::{API_URL_ENV, DEFAULT_API_URL};
 /// The largest glucose value ingest accepts, in mmol/L.
 const MAX_MMOL_L: f64 = 50.0;
 
-/// The FreeStyle Libre connector.
+/// The FreeStyle Libre (or Abbott LibreView) connector.
 #[derive(Debug, Clone)]
 pub struct Libre {
+    slug: &'static str,
     hosts: Hosts,
     http: reqwest::Client,
 }
 
 impl Libre {
-    /// A connector for LibreLinkUp at `hosts`, with its own HTTP client (30 s per request, no
-    /// redirects followed).
+    /// The `freestyle_libre` connector for LibreLinkUp at `hosts`, with its own HTTP client
+    /// (30 s per request, no redirects followed).
     pub fn new(hosts: Hosts) -> Result<Libre, SyncError> {
         Ok(Libre {
+            slug: "freestyle_libre",
             hosts,
             http: super::http::client()?,
+        })
+    }
+
+    /// The `abbott_libreview` connector at LibreView's `hosts`.
+    pub fn libreview(hosts: Hosts) -> Result<Libre, SyncError> {
+        Ok(Libre {
+            slug: "abbott_libreview",
+            ..Libre::new(hosts)?
         })
     }
 
@@ -112,22 +132,27 @@ fn own_patient(connections: &[Value], account: &str) -> Result<String, SyncError
 #[async_trait::async_trait]
 impl Connector for Libre {
     fn provider(&self) -> &'static str {
-        "freestyle_libre"
+        self.slug
     }
 
     async fn pull(&self, stored: &str, pull: &Pull) -> Result<Pulled, SyncError> {
-        let mut readings = Readings::default();
+        let mut readings = Readings::new(self.slug);
         if pull.resources.contains(&Resource::Glucose) {
             let session = Session::decode(stored).ok_or(SyncError::Unauthorised)?;
             let api = self.api(&session)?;
-            let list = data(
-                api.get(&session.token, "/llu/connections", &[]).await?,
-                "/llu/connections",
-            )?;
-            let patient = own_patient(
-                list.as_array().map_or(&[], Vec::as_slice),
-                &session.account_id,
-            )?;
+            let patient = match &session.patient {
+                Some(patient) => patient.clone(),
+                None => {
+                    let list = data(
+                        api.get(&session.token, "/llu/connections", &[]).await?,
+                        "/llu/connections",
+                    )?;
+                    own_patient(
+                        list.as_array().map_or(&[], Vec::as_slice),
+                        &session.account_id,
+                    )?
+                }
+            };
             let path = format!("/llu/connections/{patient}/graph");
             let graph = data(api.get(&session.token, &path, &[]).await?, &path)?;
             if let Some(latest) = graph.pointer("/connection/glucoseMeasurement") {
@@ -158,16 +183,32 @@ fn clock(text: &str) -> Option<NaiveDateTime> {
 }
 
 /// Glucose samples by instant (so the latest reading and its copy in the graph are one).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Readings {
+    provider: &'static str,
     samples: BTreeMap<DateTime<Utc>, Value>,
     skipped: usize,
 }
 
+impl Default for Readings {
+    fn default() -> Self {
+        Readings::new("freestyle_libre")
+    }
+}
+
 impl Readings {
+    /// No readings yet, for `provider`'s push body.
+    pub(crate) fn new(provider: &'static str) -> Readings {
+        Readings {
+            provider,
+            samples: BTreeMap::new(),
+            skipped: 0,
+        }
+    }
+
     fn malformed(&mut self, why: &str) {
         tracing::warn!(
-            provider = "freestyle_libre",
+            provider = self.provider,
             resource = "glucose",
             error = why,
             "skipped a malformed provider record"
@@ -210,7 +251,7 @@ impl Readings {
     /// The push body, with the glucose series only when it received samples.
     pub(crate) fn finish(self) -> Pulled {
         pulled(
-            ("freestyle_libre", "automatic"),
+            (self.provider, "automatic"),
             Vec::new(),
             None,
             vec![("glucose", self.samples.into_values().collect())],

@@ -351,8 +351,14 @@ impl Puller {
     ) -> Result<Credentials, JobError> {
         let (user, provider) = (&session.user, session.provider);
         let key = self.secret.as_ref();
+        let mut refusal = LinkErrorType::ProviderCredentialError;
         let answer = match self.link.password.get(provider.slug) {
-            Some(login) => sign_in_again(login.as_ref(), &session.credentials).await,
+            Some(login) => {
+                let (answer, error_type) =
+                    sign_in_again(login.as_ref(), &session.credentials).await;
+                refusal = error_type;
+                answer
+            }
             None => crate::link::oauth::refresh(
                 meta,
                 key,
@@ -383,7 +389,7 @@ impl Puller {
                     meta,
                     user,
                     provider,
-                    LinkErrorType::ProviderCredentialError,
+                    refusal,
                     &message,
                     metadata::now(),
                 )
@@ -619,15 +625,19 @@ impl Puller {
 
 /// A password provider's renewal: a new session from signing in again with the stored username
 /// and password (no region: a regional provider sends the sign-in on to the account's), as a
-/// refresh answers. A refused username or password is a refusal (only a new
-/// link fixes it); anything else the sign-in answers (an outage) is worth retrying.
+/// refresh answers, with the link error a refusal records. A refused username or password, a
+/// password the provider wants changed (`provider_password_expired`) and a second factor asked
+/// again (no one is there to enter the code) are refusals: only a new link fixes them; anything
+/// else the sign-in answers (an outage) is worth retrying.
 async fn sign_in_again(
     login: &dyn crate::link::password::PasswordLogin,
     credentials: &Credentials,
-) -> Refreshed {
+) -> (Refreshed, LinkErrorType) {
     use crate::link::password::SignIn;
+    let refused = LinkErrorType::ProviderCredentialError;
     let (Some(username), Some(password)) = (&credentials.username, &credentials.password) else {
-        return Refreshed::Refused("no stored username and password to sign in again".into());
+        let why = "no stored username and password to sign in again";
+        return (Refreshed::Refused(why.into()), refused);
     };
     let again = crate::link::password::Login {
         username,
@@ -635,14 +645,26 @@ async fn sign_in_again(
         region: None,
     };
     match login.sign_in(again).await {
-        SignIn::Accepted { session, .. } => Refreshed::Tokens(Credentials {
-            access_token: Some(session),
-            ..credentials.clone()
-        }),
-        SignIn::Refused(LinkErrorType::ProviderCredentialError, message) => {
-            Refreshed::Refused(message)
+        SignIn::Accepted { session, .. } => {
+            let previous = credentials.access_token.as_deref().unwrap_or_default();
+            let fresh = Credentials {
+                access_token: Some(login.renewed(previous, session)),
+                ..credentials.clone()
+            };
+            (Refreshed::Tokens(fresh), refused)
         }
-        SignIn::Refused(_, message) => Refreshed::Failed(format!("signing in again: {message}")),
+        SignIn::Pending { .. } => {
+            let why = "the provider asks for a second factor again; link the provider again";
+            (Refreshed::Refused(why.into()), refused)
+        }
+        SignIn::Refused(
+            t @ (LinkErrorType::ProviderCredentialError | LinkErrorType::ProviderPasswordExpired),
+            message,
+        ) => (Refreshed::Refused(message), t),
+        SignIn::Refused(_, message) => (
+            Refreshed::Failed(format!("signing in again: {message}")),
+            refused,
+        ),
     }
 }
 

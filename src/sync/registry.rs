@@ -18,6 +18,7 @@ pub const SLUGS: &[&str] = &[
     "withings",
     "peloton",
     "freestyle_libre",
+    "abbott_libreview",
 ];
 
 /// Whether `provider` has a connector (its links start pulls).
@@ -48,8 +49,11 @@ impl Connectors {
             withings::Withings::new(&url(withings::API_URL_ENV, withings::DEFAULT_API_URL))?;
         let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
         let libre = libre::Libre::new(crate::link::password::libre::Hosts::from_env())?;
+        let libreview =
+            libre::Libre::libreview(crate::link::password::libreview::hosts_from_env())?;
         Ok(Connectors::default()
             .with(Arc::new(libre))
+            .with(Arc::new(libreview))
             .with(Arc::new(oura))
             .with(Arc::new(dexcom))
             .with(Arc::new(fitbit))

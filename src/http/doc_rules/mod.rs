@@ -144,6 +144,28 @@ const DATE_TIME: &str = r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01]
 /// The ZIP code of the lab's query parameters: exactly five digits (`lab::area::known_zip`).
 const FIVE_DIGIT_ZIP: &str = "^[0-9]{5}$";
 
+/// The providers that take an application or account on `/v2/team/provider/{provider}/
+/// credentials`: OAuth providers, and e-mail providers read through a follower account.
+fn credential_providers() -> Values {
+    let mut slugs = oauth_slugs();
+    slugs.extend(
+        crate::providers::CATALOGUE
+            .iter()
+            .filter(|p| crate::link::email::uses_account(p.slug))
+            .map(|p| p.slug.to_owned()),
+    );
+    Values::OneOf(slugs)
+}
+
+fn email_providers() -> Values {
+    strings(
+        crate::providers::CATALOGUE
+            .iter()
+            .filter(|p| p.auth_type == crate::providers::AuthType::Email)
+            .map(|p| p.slug),
+    )
+}
+
 fn password_providers() -> Values {
     strings(
         crate::providers::CATALOGUE
@@ -307,6 +329,18 @@ fn rules() -> Vec<Rule> {
             password_providers(),
         ),
         path_rule(
+            "post",
+            "/v2/link/provider/password/{provider}/complete_mfa",
+            "provider",
+            password_providers(),
+        ),
+        path_rule(
+            "post",
+            "/v2/link/provider/email/{provider}",
+            "provider",
+            email_providers(),
+        ),
+        path_rule(
             "get",
             "/v2/timeseries/{user_id}/cholesterol/{kind}",
             "kind",
@@ -318,7 +352,7 @@ fn rules() -> Vec<Rule> {
             method,
             "/v2/team/provider/{provider}/credentials",
             "provider",
-            oauth_providers(),
+            credential_providers(),
         ));
     }
     for method in ["get", "post"] {

@@ -6,6 +6,7 @@ pub(super) mod bulk_ops;
 mod codes;
 mod connections;
 mod demo;
+mod email;
 mod oauth;
 mod page;
 mod password;
@@ -27,6 +28,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(oauth::routes())
         .merge(team_apps::routes())
         .merge(password::routes())
+        .merge(email::routes())
         .merge(page::routes())
         .merge(bulk_import::routes())
         .merge(sign_in::routes())

@@ -22,9 +22,13 @@
 //! The policy lets any page frame it and any form post lead anywhere: a widget embeds the page,
 //! and a sign-in's redirect goes to the team's `redirect_url`.
 //!
-//! Decision where the spec is silent: e-mail and app providers are listed (they are linkable
-//! by the API), but their page says that this deployment cannot link them yet, rather than
-//! showing a form that could not succeed.
+//! - `POST /link/provider/{provider}/mfa` (form): the second-factor step of a password sign-in
+//!   (`forms.rs`); e-mail providers show the e-mail form (`forms.rs`).
+//!
+//! Decision where the spec is silent: app providers, and e-mail providers without a share
+//! search here (all but FreeStyle Libre), are listed (they are linkable by the API), but their
+//! page says that this deployment cannot link them yet, rather than showing a form that could
+//! not succeed.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -44,6 +48,8 @@ use crate::link::tokens::{self, LinkSession};
 use crate::link::{Landing, LinkError, LinkErrorType, oauth, password};
 use crate::providers::{AuthType, Provider};
 
+mod forms;
+
 /// The routes of the page (HTML, so outside the OpenAPI document).
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -52,6 +58,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
             "/link/provider/{provider}",
             get(provider_page).post(password_submit),
         )
+        .route("/link/provider/{provider}/mfa", post(forms::mfa_submit))
         .route("/link/close", post(close))
         .route("/link/assets/{file}", get(asset))
         .route("/link/logo/{file}", get(logo))
@@ -75,6 +82,8 @@ fn templates() -> &'static Environment<'static> {
             ("providers.html", include_str!("page/providers.html")),
             ("password.html", include_str!("page/password.html")),
             ("message.html", include_str!("page/message.html")),
+            ("mfa.html", include_str!("page/mfa.html")),
+            ("email.html", include_str!("page/email.html")),
         ] {
             if let Err(e) = env.add_template(name, source) {
                 tracing::error!(template = name, error = %e, "link page template does not parse");
@@ -327,6 +336,9 @@ async fn provider_page(
     match provider.auth_type {
         AuthType::Oauth | AuthType::TeamOauth => oauth_redirect(&state, &session, provider).await,
         AuthType::Password => password_form(&session, provider, token, None, StatusCode::OK),
+        AuthType::Email if state.link.email.get(provider.slug).is_some() => {
+            forms::email_form(&state, &session, provider, token, None, StatusCode::OK).await
+        }
         AuthType::Email | AuthType::App | AuthType::Sdk => message(
             StatusCode::OK,
             "info",
@@ -470,6 +482,9 @@ async fn password_submit(
     };
     let provider = match session.provider(&slug) {
         Some(p) if p.auth_type == AuthType::Password => p,
+        Some(p) if p.auth_type == AuthType::Email => {
+            return forms::email_submit(&state, &session, p, &form).await;
+        }
         Some(_) => {
             return message(
                 StatusCode::BAD_REQUEST,
@@ -509,20 +524,11 @@ async fn password_submit(
         Utc::now(),
     )
     .await;
-    let landing = match connected {
-        Ok((landing, _)) => landing,
-        Err(e) => return server_error(&e),
-    };
-    match &landing.error {
-        None => land(&landing),
-        Some(_) if session.options.on_error_redirect && landing.url().is_some() => land(&landing),
-        Some((_, text)) => password_form(
-            &session,
-            provider,
-            token,
-            Some((username, region, text)),
-            StatusCode::BAD_REQUEST,
-        ),
+    match connected {
+        Ok(outcome) => {
+            forms::password_outcome(&session, provider, token, &outcome, username, region)
+        }
+        Err(e) => server_error(&e),
     }
 }
 
@@ -637,7 +643,13 @@ mod tests {
 
     #[test]
     fn every_template_parses() {
-        for name in ["providers.html", "password.html", "message.html"] {
+        for name in [
+            "providers.html",
+            "password.html",
+            "message.html",
+            "mfa.html",
+            "email.html",
+        ] {
             templates().get_template(name).unwrap();
         }
     }

@@ -80,7 +80,7 @@ impl From<TeamApp> for ProviderCredentials {
 
 fn oauth_provider(slug: &str) -> Result<&'static Provider, ApiError> {
     let provider = path_provider(slug)?;
-    if scopes::is_oauth(provider) {
+    if scopes::is_oauth(provider) || crate::link::email::uses_account(provider.slug) {
         return Ok(provider);
     }
     Err(ApiError::invalid(

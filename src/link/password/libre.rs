@@ -1,7 +1,12 @@
-//! FreeStyle Libre's sign-in, through LibreLinkUp (Abbott's app for following a wearer's
-//! readings). Abbott publishes no API reference; this is the wire its apps use, as the
-//! community's clients write it down (`nightscout-librelink-up`, `libre-link-up-api-client`,
-//! `pylibrelinkup`):
+//! The LibreLinkUp sign-in (Abbott's app for following a wearer's readings): FreeStyle Libre is
+//! an e-mail provider (`link::email`), and this is how the deployment's (or team's) follower
+//! account signs in, at the link and again when a pull finds its session expired. The
+//! reference keeps no slug for a follower's own password link, so none is offered: the
+//! password routes refuse `freestyle_libre` (its catalogue `auth_type` is `email`).
+//!
+//! **Observed, not published.** Abbott publishes no API reference; this is the wire its apps
+//! use, as the community's clients write it down (`nightscout-librelink-up`,
+//! `libre-link-up-api-client`, `pylibrelinkup`, FokkeZB/libreview-unofficial):
 //! - `POST <host>/llu/auth/login` with `{"email", "password"}` (JSON) and the app's headers
 //!   `product` and `version` answers HTTP 200 and, in the body's `status`:
 //!   - `0` with `data.user.id` and `data.authTicket.token`: signed in;
@@ -78,8 +83,14 @@ pub struct Hosts {
 impl Hosts {
     /// LibreLinkUp's own hosts, or the template [`API_URL_ENV`] names.
     pub fn from_env() -> Hosts {
+        Hosts::from_var(API_URL_ENV)
+    }
+
+    /// The real hosts, or the template the environment variable `var` names (LibreView and
+    /// LibreLinkUp share hosts; each provider has its own variable).
+    pub fn from_var(var: &str) -> Hosts {
         Hosts {
-            template: std::env::var(API_URL_ENV).ok(),
+            template: std::env::var(var).ok(),
         }
     }
 
@@ -116,6 +127,12 @@ pub struct Session {
     pub token: String,
     /// The `account-id` header: SHA-256 (hex) of the user's LibreLinkUp id.
     pub account_id: String,
+    /// The wearer whose readings the connection pulls, when the session says so: the patient
+    /// an e-mail link found among the follower account's connections (`link::email`), or the
+    /// LibreView patient themselves (`abbott_libreview`). `None`: the connector picks the
+    /// account's own wearer (`sync::libre`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patient: Option<String>,
 }
 
 impl std::fmt::Debug for Session {
@@ -184,6 +201,18 @@ impl PasswordLogin for Libre {
         "freestyle_libre"
     }
 
+    /// Keeps the patient an e-mail link chose (the follower's new session follows the same
+    /// wearer).
+    fn renewed(&self, previous: &str, fresh: String) -> String {
+        match (Session::decode(previous), Session::decode(&fresh)) {
+            (Some(old), Some(mut new)) => {
+                new.patient = old.patient;
+                new.encode()
+            }
+            _ => fresh,
+        }
+    }
+
     async fn sign_in(&self, login: Login<'_>) -> SignIn {
         let api_error = |why: &str| {
             tracing::warn!(provider = "freestyle_libre", why, "sign-in failed");
@@ -235,6 +264,7 @@ impl PasswordLogin for Libre {
                         region,
                         token: token.to_owned(),
                         account_id: account_id(id),
+                        patient: None,
                     };
                     return SignIn::Accepted {
                         provider_user_id: id.to_owned(),
@@ -295,6 +325,7 @@ mod tests {
             region: Some("eu".into()),
             token: "tok-secret".into(),
             account_id: account_id("7ad66b40-ba9b-401e-9845-4f49f998cf16"),
+            patient: None,
         };
         assert_eq!(Session::decode(&s.encode()), Some(s.clone()));
         assert!(!format!("{s:?}").contains("tok-secret"));

@@ -34,6 +34,7 @@ pub mod jobs;
 pub mod keys;
 pub mod lab;
 pub mod link;
+pub mod pending_sign_ins;
 pub mod priorities;
 pub mod push_events;
 pub mod sync_introspect;

@@ -11,18 +11,24 @@
 //!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error);
 //! - [`team_apps`]: team provider credentials and the team's client in its OAuth links;
 //! - [`password`]: password links through the link API against [`fake_peloton`];
+//! - [`mfa`]: Abbott LibreView's password link with its second factor against
+//!   [`fake_libreview`], and the token rules of the code and e-mail routes;
 //! - [`page`]: the hosted link page in a real headless Chromium, against a real server;
+//! - [`page_flows`]: its second-factor step and e-mail form, in the same browser;
 //! - [`no_secret_key`]: a deployment without `--secret-key` answers 400s naming it, never 500s.
 
 mod bulk_import;
 mod bulk_import_durable;
 mod codes;
 mod connections;
+pub(crate) mod fake_libreview;
 pub(crate) mod fake_oauth;
 pub(crate) mod fake_peloton;
+pub(crate) mod mfa;
 mod no_secret_key;
 pub(crate) mod oauth;
 mod page;
+mod page_flows;
 mod password;
 mod team_apps;
 mod tokens;

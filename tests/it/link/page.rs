@@ -24,8 +24,8 @@ use crate::server::Server;
 
 /// A ChromeDriver process and a session of headless Chromium on it, with a place for
 /// screenshots.
-struct Browser {
-    client: Client,
+pub(super) struct Browser {
+    pub(super) client: Client,
     driver: Child,
     shots: Shots,
 }
@@ -48,7 +48,7 @@ impl Drop for Shots {
 }
 
 impl Browser {
-    async fn start() -> Browser {
+    pub(super) async fn start() -> Browser {
         let chromium = crate::provision::chromium();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -93,7 +93,7 @@ impl Browser {
     }
 
     /// Saves a screenshot of the page as `NN-name.png`.
-    async fn shot(&mut self, name: &str) {
+    pub(super) async fn shot(&mut self, name: &str) {
         self.shots.taken += 1;
         let png = self.client.screenshot().await.unwrap();
         let file = format!("{:02}-{name}.png", self.shots.taken);
@@ -105,13 +105,13 @@ impl Browser {
         }
     }
 
-    async fn goto(&self, url: &str) {
+    pub(super) async fn goto(&self, url: &str) {
         self.client.goto(url).await.unwrap();
     }
 
     /// Waits (up to 15 s) until the text of `css` satisfies `ok`: after a click the old page
     /// may still be showing, so a step's page is waited for, and a failure says what was seen.
-    async fn wait_text(&self, css: &str, ok: impl Fn(&str) -> bool, want: &str) {
+    pub(super) async fn wait_text(&self, css: &str, ok: impl Fn(&str) -> bool, want: &str) {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             let seen = match self.client.find(Locator::Css(css)).await {
@@ -129,12 +129,12 @@ impl Browser {
         }
     }
 
-    async fn expect_text(&self, css: &str, want: &str) {
+    pub(super) async fn expect_text(&self, css: &str, want: &str) {
         self.wait_text(css, |seen| seen == want, &format!("{want:?}"))
             .await;
     }
 
-    async fn expect_text_containing(&self, css: &str, part: &str) {
+    pub(super) async fn expect_text_containing(&self, css: &str, part: &str) {
         self.wait_text(
             css,
             |seen| seen.contains(part),
@@ -143,7 +143,7 @@ impl Browser {
         .await;
     }
 
-    async fn find(&self, css: &str) -> fantoccini::elements::Element {
+    pub(super) async fn find(&self, css: &str) -> fantoccini::elements::Element {
         self.client
             .wait()
             .at_most(Duration::from_secs(15))
@@ -152,18 +152,18 @@ impl Browser {
             .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
     }
 
-    async fn click(&self, css: &str) {
+    pub(super) async fn click(&self, css: &str) {
         self.find(css).await.click().await.unwrap();
     }
 
-    async fn fill(&self, css: &str, text: &str) {
+    pub(super) async fn fill(&self, css: &str, text: &str) {
         let field = self.find(css).await;
         field.clear().await.unwrap();
         field.send_keys(text).await.unwrap();
     }
 
     /// Waits until the browser is on a page of `base` and answers that URL's query.
-    async fn landed_on(&self, base: &str) -> HashMap<String, String> {
+    pub(super) async fn landed_on(&self, base: &str) -> HashMap<String, String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let url = self.client.current_url().await.unwrap();
@@ -175,7 +175,7 @@ impl Browser {
         }
     }
 
-    async fn close(mut self) {
+    pub(super) async fn close(mut self) {
         self.client.clone().close().await.ok();
         self.driver.kill().ok();
         self.driver.wait().ok();
@@ -195,7 +195,7 @@ fn env(peloton: &FakePeloton) -> [(&'static str, &str); 2] {
 }
 
 /// The customer's app the page sends users back to: `GET /back` answers a small page.
-async fn customer_app() -> String {
+pub(super) async fn customer_app() -> String {
     let app = axum::Router::new().route(
         "/back",
         axum::routing::get(|| async { Html("<h1 id=back>Back in the app</h1>") }),
@@ -207,7 +207,12 @@ async fn customer_app() -> String {
 }
 
 /// A new user of the team and a link token for it with `options`: (user id, link_web_url).
-async fn link_url(server: &Server, key: &str, name: &str, options: Value) -> (String, String) {
+pub(super) async fn link_url(
+    server: &Server,
+    key: &str,
+    name: &str,
+    options: Value,
+) -> (String, String) {
     let http = reqwest::Client::new();
     let user = server
         .create_user(&http, Some(key), json!({"client_user_id": name}))
@@ -230,7 +235,12 @@ async fn link_url(server: &Server, key: &str, name: &str, options: Value) -> (St
 }
 
 /// The status of the user's connection to `provider`, if any.
-async fn connection(server: &Server, key: &str, user: &str, provider: &str) -> Option<String> {
+pub(super) async fn connection(
+    server: &Server,
+    key: &str,
+    user: &str,
+    provider: &str,
+) -> Option<String> {
     let list = server
         .get_json(&format!("/v2/user/providers/{user}"), key)
         .await;

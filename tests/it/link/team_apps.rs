@@ -69,7 +69,7 @@ async fn credential_rules_answer_422() {
     let a = app
         .send(
             "PUT",
-            "/v2/team/provider/freestyle_libre/credentials",
+            "/v2/team/provider/peloton/credentials",
             Some(&key),
             Some(ok.clone()),
         )
