@@ -322,7 +322,7 @@ fn readiness_data(rt: &tokio::runtime::Runtime) -> HashMap<Dataset, Vec<RecordBa
         }));
         activity.push(json!({
             "date": format!("{}T00:00:00+00:00", day0 + Duration::days(d)),
-            "low": g.gen_range(600..7200), "medium": g.gen_range(0..3600), "high": g.gen_range(0..1800),
+            "low": g.gen_range(10..120), "medium": g.gen_range(0..60), "high": g.gen_range(0..30),
             "heart_rate": {"resting_bpm": g.gen_range(45.0..60.0)}, "timezone_offset": 0
         }));
         if d % 2 == 0 {

@@ -83,9 +83,10 @@ fn night_json(i: i64) -> Value {
     v
 }
 
-/// Day `i`'s activity: intensity seconds and a resting heart rate.
+/// Day `i`'s activity: minutes of low, medium and high intensity (the push's `low`, `medium`,
+/// `high` are minutes) and a resting heart rate.
 fn activity(i: i64) -> (i64, i64, i64, f64) {
-    (1_800 + 60 * (i % 5), 600 * (i % 3), 300 * (i % 2), 57.5 + (i % 4) as f64)
+    (30 + i % 5, 10 * (i % 3), 5 * (i % 2), 57.5 + (i % 4) as f64)
 }
 
 /// Workouts every sixth day at 18:00, seconds in zones 1–6.
@@ -175,7 +176,7 @@ fn rhr_of(i: i64) -> f64 {
 
 fn trimp(i: i64) -> f64 {
     let (low, medium, high, _) = activity(i);
-    let mut t = (low as f64 + 2.0 * medium as f64 + 3.0 * high as f64) / 60.0;
+    let mut t = low as f64 + 2.0 * medium as f64 + 3.0 * high as f64;
     if i % 6 == 0 {
         let w: f64 = ZONES.iter().enumerate().map(|(z, s)| z as f64 * s).sum();
         t = t.max(w / 60.0);
@@ -367,13 +368,13 @@ async fn one_written_out_day() {
     // Sleep: total 25 200 + 900 = 26 100, efficiency 90.625 →
     //   100·(40·0.90625 + 20·0.90625 + 10 + 10 + 10·0.96552)/90 = 93.37 → 93.
     // Recovery: 0.5·100 + 0.25·71.688 + 0.25·93 = 91.17 → 91 (Green), stress 9.
-    // Load: activity 1 800 + 4·60 = 2 040 s low, 0 medium, 300 s high → 34 + 15 = 49 min;
+    // Load: activity 30 + 4 = 34 min low, 0 medium, 5 min high → 34 + 3·5 = 49 weighted min;
     //   21·ln(1 + 49/30)/ln(1 + 800/30) = 6.124 → 6.1 (Low).
     let want = json!(["2025-03-10", "lark", 93, 91, "Green", 9, 6.1, "Low"]);
     let nights: Vec<i64> = (0..DAYS).filter(|i| !MISSING.contains(i)).collect();
     assert_eq!(expected(9, &nights), want);
     let (app, id, _) = pushed().await;
-    let a = query(&app, &id, &rows_query(9, 0), None).await;
+    let a = query(&app, &id, &rows_query(9, 1), None).await;
     let got = rows_of(&a.json["results"][0]["table"]);
     assert_eq!(got[&day(9).to_string()], want);
 }
