@@ -304,7 +304,8 @@ fn readiness_data(rt: &tokio::runtime::Runtime) -> HashMap<Dataset, Vec<RecordBa
     let mut g = ChaCha8Rng::seed_from_u64(39);
     let day0 = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
     let at = |d: i64, h: i64, m: i64| {
-        let t = day0.and_hms_opt(0, 0, 0).unwrap() + Duration::days(d) + Duration::minutes(h * 60 + m);
+        let t =
+            day0.and_hms_opt(0, 0, 0).unwrap() + Duration::days(d) + Duration::minutes(h * 60 + m);
         format!("{}+00:00", t.format("%Y-%m-%dT%H:%M:%S"))
     };
     let days = 111i64;
@@ -352,7 +353,13 @@ fn readiness_data(rt: &tokio::runtime::Runtime) -> HashMap<Dataset, Vec<RecordBa
             .push_heartrate(RING, std::slice::from_ref(&hr), Layout::Compacted)
             .await;
         let mut inputs = HashMap::new();
-        for table in ["sleep", "activity", "workout", "profile", "timeseries/heartrate"] {
+        for table in [
+            "sleep",
+            "activity",
+            "workout",
+            "profile",
+            "timeseries/heartrate",
+        ] {
             let dataset = Dataset::from_path(table).unwrap();
             inputs.insert(dataset, pushed.read(dataset).await);
         }
@@ -367,16 +374,26 @@ fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     let ctx = UserContext::default();
     let timeframe = json!({"anchor": "2025-04-21", "past": {"value": 89, "unit": "day"}});
     let readiness: Vec<_> = [
-        "chronotype", "sleep_score", "recovery_score", "recovery_zone", "stress_score",
-        "strain_score", "strain_zone",
+        "chronotype",
+        "sleep_score",
+        "recovery_score",
+        "recovery_zone",
+        "stress_score",
+        "strain_score",
+        "strain_zone",
     ]
     .iter()
     .map(|col| json!({"derived_readiness": col}))
     .chain([json!({"index": "derived_readiness"})])
     .collect();
     let sleep: Vec<_> = [
-        "efficiency", "duration_second", "stage_asleep_second", "stage_deep_second",
-        "stage_rem_second", "hrv_mean_rmssd", "heart_rate_resting",
+        "efficiency",
+        "duration_second",
+        "stage_asleep_second",
+        "stage_deep_second",
+        "stage_rem_second",
+        "hrv_mean_rmssd",
+        "heart_rate_resting",
     ]
     .iter()
     .map(|col| json!({"sleep": col}))
@@ -410,9 +427,15 @@ fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         let table = &json["results"][0]["table"];
         if let Some(recovery) = table.get("recovery_score") {
             // Every day of the window has its baseline (the 21 days before hold 21 nights).
-            assert!(recovery.as_array().unwrap().iter().all(|v| v.is_i64()), "{table}");
+            assert!(
+                recovery.as_array().unwrap().iter().all(|v| v.is_i64()),
+                "{table}"
+            );
             let strain = table["strain_score"].as_array().unwrap();
-            assert!(strain.iter().all(|v| v.as_f64().is_some_and(|s| s > 0.0)), "{table}");
+            assert!(
+                strain.iter().all(|v| v.as_f64().is_some_and(|s| s > 0.0)),
+                "{table}"
+            );
         }
         c.bench_function(name, |b| b.iter(|| black_box(run())));
     }

@@ -99,10 +99,7 @@ pub fn required_inputs(
 
 /// The stored inputs of a derived table with the UTC ranges its days need (its baseline
 /// reaches back before the window), each widened by the offset margin.
-fn derived_inputs(
-    req: &ValidRequest,
-    ctx: &UserContext,
-) -> Vec<(Dataset, Range<DateTime<Utc>>)> {
+fn derived_inputs(req: &ValidRequest, ctx: &UserContext) -> Vec<(Dataset, Range<DateTime<Utc>>)> {
     let margin = Duration::hours(OFFSET_MARGIN_HOURS);
     let Some(bounds) = readiness::Bounds::of(&req.timeframe, ctx) else {
         return Vec::new();

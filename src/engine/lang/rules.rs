@@ -105,7 +105,10 @@ pub(crate) fn resolve_source(
         };
         match (relation, table) {
             (Some(t), Some((first, _))) if first != t => {
-                out.push(Violation::value(loc.clone(), mixed_tables(first, t, macros)));
+                out.push(Violation::value(
+                    loc.clone(),
+                    mixed_tables(first, t, macros),
+                ));
                 ok = false;
             }
             (Some(t), _) => table = Some((t, loc)),
@@ -168,7 +171,11 @@ fn mixed_tables(first: Relation, then: Relation, macros: bool) -> String {
         msg.push_str(&format!(
             " (value macros are the sleep table's; {} has its own columns: {})",
             d.name(),
-            d.columns().iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
+            d.columns()
+                .iter()
+                .map(|c| c.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     msg

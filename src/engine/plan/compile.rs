@@ -83,7 +83,11 @@ fn dataset_of(q: &Query) -> Option<Dataset> {
     }
 }
 
-fn scan(req: &ValidRequest, q: &Query, catalog: &Catalog) -> Result<LogicalPlanBuilder, EngineError> {
+fn scan(
+    req: &ValidRequest,
+    q: &Query,
+    catalog: &Catalog,
+) -> Result<LogicalPlanBuilder, EngineError> {
     let df = |source| EngineError::Planning { source };
     match &q.source {
         QuerySource::Derived(Derived::Readiness) => {

@@ -233,7 +233,16 @@ fn expected(i: i64, nights: &[i64]) -> Value {
         _ => "Very High",
     };
     if !nights.contains(&i) {
-        return json!([day(i).to_string(), chronotype, null, null, null, null, strain, strain_zone]);
+        return json!([
+            day(i).to_string(),
+            chronotype,
+            null,
+            null,
+            null,
+            null,
+            strain,
+            strain_zone
+        ]);
     }
     let hrvs: Vec<f64> = baseline.iter().map(|n| hrv_of(*n)).collect();
     let rhrs: Vec<f64> = baseline.iter().map(|n| rhr_of(*n)).collect();
@@ -246,7 +255,16 @@ fn expected(i: i64, nights: &[i64]) -> Value {
         34..=66 => "Amber",
         _ => "Green",
     };
-    json!([day(i).to_string(), chronotype, sleep, recovery, zone, 100 - recovery, strain, strain_zone])
+    json!([
+        day(i).to_string(),
+        chronotype,
+        sleep,
+        recovery,
+        zone,
+        100 - recovery,
+        strain,
+        strain_zone
+    ])
 }
 
 // ---- Running it ----------------------------------------------------------------------------
@@ -350,7 +368,10 @@ async fn scores_match_the_hand_computed_days_and_a_late_night_changes_the_days_i
     let changed = (11..DAYS)
         .filter(|i| before[&day(*i).to_string()] != after[&day(*i).to_string()])
         .count();
-    assert!(changed >= 10, "only {changed} days after the late night changed");
+    assert!(
+        changed >= 10,
+        "only {changed} days after the late night changed"
+    );
 
     // A week's window reads its baselines from the three weeks before it.
     let a = query(&app, &id, &rows_query(DAYS - 1, 6), None).await;
@@ -405,16 +426,15 @@ async fn weekly_means_green_days_and_the_parquet_answer() {
     let weekly = &a.json["results"][0]["table"];
     let monday = |i: i64| {
         let d = day(i);
-        d - Duration::days(i64::from(chrono::Datelike::weekday(&d).num_days_from_monday()))
+        d - Duration::days(i64::from(
+            chrono::Datelike::weekday(&d).num_days_from_monday(),
+        ))
     };
     let mut weeks: BTreeMap<NaiveDate, Vec<&Value>> = BTreeMap::new();
     for (i, row) in all.iter().enumerate() {
         weeks.entry(monday(i as i64)).or_default().push(row);
     }
-    let keys: Vec<String> = weeks
-        .keys()
-        .map(|d| format!("{d}T00:00:00"))
-        .collect();
+    let keys: Vec<String> = weeks.keys().map(|d| format!("{d}T00:00:00")).collect();
     assert_eq!(weekly["group_key.0"], json!(keys));
     for (w, rows) in weeks.values().enumerate() {
         let rec: Vec<f64> = rows.iter().filter_map(|r| r[3].as_f64()).collect();
@@ -426,7 +446,11 @@ async fn weekly_means_green_days_and_the_parquet_answer() {
         }
         let max = rows.iter().filter_map(|r| r[6].as_f64()).reduce(f64::max);
         assert_eq!(weekly["max.strain_score"][w].as_f64(), max, "week {w}");
-        assert_eq!(weekly["count.recovery_zone"][w], json!(rec.len()), "week {w}");
+        assert_eq!(
+            weekly["count.recovery_zone"][w],
+            json!(rec.len()),
+            "week {w}"
+        );
     }
     // WHERE over the derived columns.
     let green: Vec<Value> = all
@@ -440,11 +464,22 @@ async fn weekly_means_green_days_and_the_parquet_answer() {
     let zones = &a.json["results"][2]["table"];
     let names = zones["group_key.0"].as_array().unwrap();
     assert_eq!(names.last(), Some(&Value::Null));
-    let counted: i64 = zones["count.date"].as_array().unwrap().iter().map(|c| c.as_i64().unwrap()).sum();
+    let counted: i64 = zones["count.date"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_i64().unwrap())
+        .sum();
     assert_eq!(counted, DAYS);
 
     // The same request as Parquet: every member holds its JSON table.
-    let p = query(&app, &id, &body, Some("application/vnd.service.tar+gzip+parquet")).await;
+    let p = query(
+        &app,
+        &id,
+        &body,
+        Some("application/vnd.service.tar+gzip+parquet"),
+    )
+    .await;
     assert_eq!(p.status, StatusCode::OK);
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(p.bytes.as_slice()));
     let mut members = 0;
@@ -466,7 +501,11 @@ async fn weekly_means_green_days_and_the_parquet_answer() {
                 }
             }
         }
-        assert_eq!(Value::Object(table), a.json["results"][q]["table"], "query {q}");
+        assert_eq!(
+            Value::Object(table),
+            a.json["results"][q]["table"],
+            "query {q}"
+        );
         members += 1;
     }
     assert_eq!(members, 3);
@@ -483,13 +522,18 @@ fn cell(c: &dyn Array, r: usize) -> Value {
         DataType::Utf8 => json!(c.as_string::<i32>().value(r)),
         DataType::Date32 => {
             let d = c.as_primitive::<Date32Type>().value(r);
-            json!((NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + Duration::days(d.into())).to_string())
+            json!(
+                (NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + Duration::days(d.into()))
+                    .to_string()
+            )
         }
         DataType::Timestamp(_, None) => {
             let us = c
                 .as_primitive::<datafusion::arrow::datatypes::TimestampMicrosecondType>()
                 .value(r);
-            let t = chrono::DateTime::from_timestamp_micros(us).unwrap().naive_utc();
+            let t = chrono::DateTime::from_timestamp_micros(us)
+                .unwrap()
+                .naive_utc();
             json!(t.format("%Y-%m-%dT%H:%M:%S").to_string())
         }
         other => panic!("unexpected Parquet type {other}"),
@@ -502,7 +546,10 @@ async fn readiness_refusals_name_the_table() {
     let id = app.user("refusals").await;
     let tf = json!({"anchor": "2025-03-30", "past": {"value": 7, "unit": "day"}});
     for (query, needle) in [
-        (json!({"select": [{"derived_readiness": "recovery"}]}), "unknown derived_readiness column"),
+        (
+            json!({"select": [{"derived_readiness": "recovery"}]}),
+            "unknown derived_readiness column",
+        ),
         (
             json!({"select": [{"derived_readiness": "sleep_score"}, {"value_macro": "chronotype"}]}),
             "value macros are the sleep table's",

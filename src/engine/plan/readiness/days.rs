@@ -9,20 +9,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
+    Array, ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
     TimestampMicrosecondArray,
 };
-use datafusion::arrow::datatypes::{
-    Date32Type, Float64Type, Int64Type, SchemaRef, TimestampMicrosecondType,
-};
-use datafusion::common::{Result, internal_err};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::Result;
 
 use super::Spec;
+use super::columns::{ByDay, Codes, best_rows, dates, floats, get, ints, strs, text, times};
 use super::score::{
     BASELINE_DAYS, BASELINE_NIGHTS, SAMPLE_CAP_SECONDS, baseline_chronotype, hr_max, recovery,
     recovery_zone, strain, strain_zone, z_component, zone_weight,
 };
-use crate::engine::plan::priority::rank_key;
 use crate::engine::time::MICROS_PER_DAY;
 
 /// The collected inputs, one batch each, in [`super::inputs::plans`] order.
@@ -39,110 +37,6 @@ pub struct Inputs {
     pub hrv: RecordBatch,
     /// Profiles.
     pub profile: RecordBatch,
-}
-
-fn col<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef> {
-    match b.column_by_name(name) {
-        Some(c) => Ok(c),
-        None => internal_err!("readiness input lacks {name}"),
-    }
-}
-fn strs<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
-    match col(b, name)?.as_string_opt::<i32>() {
-        Some(a) => Ok(a),
-        None => internal_err!("readiness input {name} is not a string"),
-    }
-}
-fn ints<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a Int64Array> {
-    match col(b, name)?.as_primitive_opt::<Int64Type>() {
-        Some(a) => Ok(a),
-        None => internal_err!("readiness input {name} is not an Int64"),
-    }
-}
-fn floats<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a Float64Array> {
-    match col(b, name)?.as_primitive_opt::<Float64Type>() {
-        Some(a) => Ok(a),
-        None => internal_err!("readiness input {name} is not a Float64"),
-    }
-}
-fn times<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a TimestampMicrosecondArray> {
-    match col(b, name)?.as_primitive_opt::<TimestampMicrosecondType>() {
-        Some(a) => Ok(a),
-        None => internal_err!("readiness input {name} is not a timestamp"),
-    }
-}
-fn dates<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a Date32Array> {
-    match col(b, name)?.as_primitive_opt::<Date32Type>() {
-        Some(a) => Ok(a),
-        None => internal_err!("readiness input {name} is not a date"),
-    }
-}
-fn get<T: datafusion::arrow::datatypes::ArrowPrimitiveType>(
-    a: &datafusion::arrow::array::PrimitiveArray<T>,
-    i: usize,
-) -> Option<T::Native> {
-    a.is_valid(i).then(|| a.value(i))
-}
-fn text(a: &StringArray, i: usize) -> Option<&str> {
-    a.is_valid(i).then(|| a.value(i))
-}
-
-/// The (provider, source type) pairs of one input, a code per row (runs of one source are
-/// looked up once).
-struct Codes {
-    pairs: Vec<(String, String)>,
-    rows: Vec<usize>,
-}
-
-impl Codes {
-    fn of(b: &RecordBatch) -> Result<Codes> {
-        let (p, t) = (strs(b, "source_provider")?, strs(b, "source_type")?);
-        let mut codes = Codes {
-            pairs: Vec::new(),
-            rows: Vec::with_capacity(b.num_rows()),
-        };
-        let mut last: Option<(&str, &str, usize)> = None;
-        for i in 0..b.num_rows() {
-            let (pv, tv) = (text(p, i).unwrap_or(""), text(t, i).unwrap_or(""));
-            let code = match last {
-                Some((lp, lt, c)) if lp == pv && lt == tv => c,
-                _ => {
-                    let c = match codes.pairs.iter().position(|(a, b)| a == pv && b == tv) {
-                        Some(c) => c,
-                        None => {
-                            codes.pairs.push((pv.to_owned(), tv.to_owned()));
-                            codes.pairs.len() - 1
-                        }
-                    };
-                    last = Some((pv, tv, c));
-                    c
-                }
-            };
-            codes.rows.push(code);
-        }
-        Ok(codes)
-    }
-
-    /// The best of `present` by §3.5's rank under `order`.
-    fn best(&self, present: impl IntoIterator<Item = usize>, order: &[String]) -> Option<usize> {
-        present
-            .into_iter()
-            .min_by_key(|&c| rank_key(order, &self.pairs[c].0, &self.pairs[c].1))
-    }
-}
-
-/// The rows of each day, by source code.
-type ByDay = BTreeMap<i64, Vec<usize>>;
-
-fn best_rows(by_day: &ByDay, codes: &Codes, order: &[String]) -> BTreeMap<i64, Vec<usize>> {
-    by_day
-        .iter()
-        .filter_map(|(day, rows)| {
-            let best = codes.best(rows.iter().map(|r| codes.rows[*r]), order)?;
-            let kept = rows.iter().copied().filter(|r| codes.rows[*r] == best);
-            Some((*day, kept.collect()))
-        })
-        .collect()
 }
 
 /// One day's night: the row it is, its floating bounds and the inputs of the recovery.
@@ -166,7 +60,10 @@ fn nights(s: &RecordBatch, order: &[String]) -> Result<BTreeMap<i64, Night>> {
     for i in 0..s.num_rows() {
         let nap = matches!(text(kind, i), Some("short_sleep" | "acknowledged_nap"));
         if let (Some(e), Some(_), false) = (get(end, i), get(start, i), nap) {
-            by_day.entry(e.div_euclid(MICROS_PER_DAY)).or_default().push(i);
+            by_day
+                .entry(e.div_euclid(MICROS_PER_DAY))
+                .or_default()
+                .push(i);
         }
     }
     let (score, hrv, rhr) = (
@@ -196,7 +93,11 @@ fn nights(s: &RecordBatch, order: &[String]) -> Result<BTreeMap<i64, Night>> {
 }
 
 /// The mean HRV sample of the best source within each night that has no HRV of its own.
-fn hrv_from_samples(nights: &mut BTreeMap<i64, Night>, h: &RecordBatch, order: &[String]) -> Result<()> {
+fn hrv_from_samples(
+    nights: &mut BTreeMap<i64, Night>,
+    h: &RecordBatch,
+    order: &[String],
+) -> Result<()> {
     if h.num_rows() == 0 || nights.values().all(|n| n.hrv.is_some()) {
         return Ok(());
     }
@@ -205,7 +106,7 @@ fn hrv_from_samples(nights: &mut BTreeMap<i64, Night>, h: &RecordBatch, order: &
     let mut samples: Vec<(i64, usize, f64)> = (0..h.num_rows())
         .filter_map(|i| Some((get(time, i)?, codes.rows[i], get(value, i)?)))
         .collect();
-    samples.sort_by(|a, b| a.0.cmp(&b.0));
+    samples.sort_by_key(|s| s.0);
     for night in nights.values_mut().filter(|n| n.hrv.is_none()) {
         let from = samples.partition_point(|s| s.0 < night.start);
         let to = samples.partition_point(|s| s.0 <= night.end);
@@ -278,7 +179,10 @@ fn workout_days(w: &RecordBatch, order: &[String]) -> Result<BTreeMap<i64, (f64,
         if let Some(s) = get(start, i)
             && zones.iter().any(|z| z.is_valid(i))
         {
-            by_day.entry(s.div_euclid(MICROS_PER_DAY)).or_default().push(i);
+            by_day
+                .entry(s.div_euclid(MICROS_PER_DAY))
+                .or_default()
+                .push(i);
         }
     }
     let mut out = BTreeMap::new();
@@ -311,7 +215,7 @@ fn heart_rate_days(
     let mut samples: Vec<(usize, i64, f64)> = (0..h.num_rows())
         .filter_map(|i| Some((codes.rows[i], get(time, i)?, get(value, i)?)))
         .collect();
-    samples.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    samples.sort_by_key(|s| (s.0, s.1));
     let mut per_day: BTreeMap<i64, Vec<(usize, f64)>> = BTreeMap::new();
     let mut k = 0;
     while k < samples.len() {
@@ -426,14 +330,19 @@ pub fn compute(inputs: &Inputs, spec: &Spec, schema: SchemaRef) -> Result<Record
         ];
         let source = |a: &StringArray| night.and_then(|n| text(a, n.row)).map(str::to_owned);
         rows.date.push(i32::try_from(day).ok());
-        rows.chronotype
-            .push(baseline_chronotype(&mids).filter(|_| scored).map(str::to_owned));
+        rows.chronotype.push(
+            baseline_chronotype(&mids)
+                .filter(|_| scored)
+                .map(str::to_owned),
+        );
         rows.sleep_score.push(sleep_score);
         rows.recovery.push(recovery);
-        rows.recovery_zone.push(recovery.map(|r| recovery_zone(r).to_owned()));
+        rows.recovery_zone
+            .push(recovery.map(|r| recovery_zone(r).to_owned()));
         rows.stress.push(recovery.map(|r| 100 - r));
         rows.strain.push(strain);
-        rows.strain_zone.push(strain.map(|s| strain_zone(s).to_owned()));
+        rows.strain_zone
+            .push(strain.map(|s| strain_zone(s).to_owned()));
         rows.sources[0].push(source(provider));
         rows.sources[1].push(source(source_type));
         rows.sources[2].push(source(app));

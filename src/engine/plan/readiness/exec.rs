@@ -33,7 +33,14 @@ use super::Spec;
 use super::days::{Inputs, compute};
 
 /// Inputs of the node, in order.
-const INPUTS: [&str; 6] = ["sleep", "activity", "workout", "heartrate", "hrv", "profile"];
+const INPUTS: [&str; 6] = [
+    "sleep",
+    "activity",
+    "workout",
+    "heartrate",
+    "hrv",
+    "profile",
+];
 
 /// The logical node: the derived rows of `spec`'s days from its six inputs.
 #[derive(Debug, Clone)]

@@ -10,11 +10,11 @@ use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, ident};
 use datafusion::prelude::{Expr, lit};
 
 use super::score::BASELINE_DAYS;
+use crate::engine::EngineError;
 use crate::engine::lang::request::{Operand, QuerySource, Timeframe, ValueMacro};
 use crate::engine::plan::catalog::{Catalog, UserContext};
 use crate::engine::plan::expr::{RowExprs, floating_lit};
 use crate::engine::time::{self, MICROS_PER_DAY};
-use crate::engine::EngineError;
 use crate::schema::{Dataset, Table, resource};
 
 /// The days one readiness query computes and reads, as day numbers since 1970-01-01.
@@ -45,7 +45,8 @@ impl Bounds {
         let (start, end) = time::window(tf, user.ingestion_start, user.ingestion_end)?;
         let (first_day, end_day) = (ceil_day(start), ceil_day(end));
         let ingestion_first_day = user.ingestion_start.map(day_of);
-        let load_first_day = (first_day - BASELINE_DAYS).max(ingestion_first_day.unwrap_or(i64::MIN));
+        let load_first_day =
+            (first_day - BASELINE_DAYS).max(ingestion_first_day.unwrap_or(i64::MIN));
         (first_day < end_day).then_some(Bounds {
             first_day,
             end_day,
@@ -57,7 +58,9 @@ impl Bounds {
     /// The first floating instant of HRV samples read: baseline nights may start the evening
     /// before their first day.
     pub fn hrv_start(&self) -> i64 {
-        let allowed = self.ingestion_first_day.unwrap_or(i64::MIN / MICROS_PER_DAY);
+        let allowed = self
+            .ingestion_first_day
+            .unwrap_or(i64::MIN / MICROS_PER_DAY);
         (self.load_first_day - 1).max(allowed) * MICROS_PER_DAY
     }
 }
@@ -67,7 +70,9 @@ fn date_lit(day: i64) -> Expr {
 }
 
 fn between(e: Expr, from: i64, to: i64) -> Expr {
-    e.clone().gt_eq(floating_lit(from)).and(e.lt(floating_lit(to)))
+    e.clone()
+        .gt_eq(floating_lit(from))
+        .and(e.lt(floating_lit(to)))
 }
 
 /// The six input plans, in the order [`super::Input`] names them. Without bounds (an empty
@@ -176,8 +181,8 @@ pub fn plans(catalog: &Catalog, bounds: Option<Bounds>) -> Result<Vec<LogicalPla
         )?,
     ];
     for (name, from) in [("heartrate", first), ("hrv", hrv)] {
-        let r = resource(name)
-            .ok_or_else(|| EngineError::Internal(format!("no {name} resource")))?;
+        let r =
+            resource(name).ok_or_else(|| EngineError::Internal(format!("no {name} resource")))?;
         let src = QuerySource::Timeseries(vec![r]);
         let rows = RowExprs { source: &src, zone };
         let mut cols = vec![rows.index_ts().alias("time"), ident("value")];

@@ -72,6 +72,7 @@
 //! covers part of the day at most; value macros stay the sleep table's (this table has its
 //! own `chronotype` and `sleep_score` columns).
 
+mod columns;
 mod days;
 mod exec;
 mod inputs;
@@ -82,8 +83,8 @@ use std::sync::Arc;
 use datafusion::common::DFSchema;
 use datafusion::logical_expr::{Extension, LogicalPlan};
 
-pub(crate) use exec::ReadinessPlanner;
 use exec::ReadinessNode;
+pub(crate) use exec::ReadinessPlanner;
 pub(crate) use inputs::Bounds;
 
 use crate::engine::EngineError;
@@ -161,7 +162,11 @@ pub(crate) fn input_days(bounds: &Bounds) -> Vec<(Dataset, i64, i64)> {
     let mut out = vec![
         (Dataset::Table(Table::Sleep), baseline - 1, bounds.end_day),
         (Dataset::Table(Table::Activity), baseline, bounds.end_day),
-        (Dataset::Table(Table::Workout), bounds.first_day, bounds.end_day),
+        (
+            Dataset::Table(Table::Workout),
+            bounds.first_day,
+            bounds.end_day,
+        ),
         (Dataset::Table(Table::Profile), i64::MIN, bounds.end_day),
     ];
     if let Some(d) = resource("heartrate") {

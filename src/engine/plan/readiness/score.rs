@@ -49,13 +49,14 @@ pub fn z_component(x: Option<f64>, baseline: &[f64], higher_is_better: bool) -> 
 /// zero; None when none is present.
 pub fn recovery(hrv: Option<f64>, rhr: Option<f64>, sleep: Option<i64>) -> Option<i64> {
     let parts = [hrv, rhr, sleep.map(|s| s as f64)];
-    let (num, den) = parts
-        .iter()
-        .zip(RECOVERY_WEIGHTS)
-        .fold((0.0, 0.0), |(n, d), (p, w)| match p {
-            Some(p) => (n + w * p, d + w),
-            None => (n, d),
-        });
+    let (num, den) =
+        parts
+            .iter()
+            .zip(RECOVERY_WEIGHTS)
+            .fold((0.0, 0.0), |(n, d), (p, w)| match p {
+                Some(p) => (n + w * p, d + w),
+                None => (n, d),
+            });
     (den > 0.0).then(|| (num / den).round() as i64)
 }
 
@@ -138,8 +139,14 @@ mod tests {
     #[test]
     fn components_and_recovery() {
         // Baseline 40, 50, 60: mean 50, sd 10; 60 is z = 1.
-        assert_eq!(z_component(Some(60.0), &[40.0, 50.0, 60.0], true), Some(75.0));
-        assert_eq!(z_component(Some(60.0), &[40.0, 50.0, 60.0], false), Some(25.0));
+        assert_eq!(
+            z_component(Some(60.0), &[40.0, 50.0, 60.0], true),
+            Some(75.0)
+        );
+        assert_eq!(
+            z_component(Some(60.0), &[40.0, 50.0, 60.0], false),
+            Some(25.0)
+        );
         assert_eq!(z_component(Some(60.0), &[50.0], true), None);
         // A flat baseline divides by the floor: z = 3 → 125 → 100.
         assert_eq!(z_component(Some(53.0), &[50.0, 50.0], true), Some(100.0));
@@ -178,7 +185,10 @@ mod tests {
         assert_eq!(hr_max(None, day), 190.0);
         // 23:00 and 01:00 have their median at midnight, not at noon: a lark (≤ 03:30).
         assert_eq!(baseline_chronotype(&[23 * 3600, 3600]), Some("lark"));
-        assert_eq!(baseline_chronotype(&[4 * 3600, 5 * 3600, 7 * 3600]), Some("third"));
+        assert_eq!(
+            baseline_chronotype(&[4 * 3600, 5 * 3600, 7 * 3600]),
+            Some("third")
+        );
         assert_eq!(baseline_chronotype(&[]), None);
     }
 }
