@@ -9,7 +9,11 @@
 //! - `compile only, 10 select expressions`;
 //! - `daily buckets, a year of 1/min heart rate with a day in nine missing`, with and without
 //!   `align` (carry_forward, at most 2 days): ALIGN's cost over the same query (issue 39: at
-//!   most 10 %).
+//!   most 10 %);
+//! - `readiness: derived_readiness rows, 90 days ...` against `readiness baseline: sleep rows,
+//!   the same 90 days`: one user's nights, activity days, workouts, profile and 1/min heart
+//!   rate over 111 days (the window and its 21-day baseline), every readiness column against
+//!   eight sleep columns (issue 39: at most 2×).
 //!
 //! The data is seeded and pushed through the push API's own path (`push_support`: columnar
 //! pushes of 50,000 samples, validated and committed as `POST /v2/user/{id}/data` does them),
@@ -289,6 +293,152 @@ fn engine(c: &mut Criterion) {
         b.iter(|| black_box(compile(&req, 0, &catalog).unwrap()))
     });
     align_cases(c, &rt);
+    readiness_cases(c, &rt);
+}
+
+/// 111 days from 2025-01-01 of one Oura ring's nights, activity days, a workout every other
+/// day and a profile (one JSON push), and heart rate every minute (columnar pushes), read back
+/// as a query's reads get them.
+fn readiness_data(rt: &tokio::runtime::Runtime) -> HashMap<Dataset, Vec<RecordBatch>> {
+    use chrono::{Duration, NaiveDate};
+    let mut g = ChaCha8Rng::seed_from_u64(39);
+    let day0 = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+    let at = |d: i64, h: i64, m: i64| {
+        let t =
+            day0.and_hms_opt(0, 0, 0).unwrap() + Duration::days(d) + Duration::minutes(h * 60 + m);
+        format!("{}+00:00", t.format("%Y-%m-%dT%H:%M:%S"))
+    };
+    let days = 111i64;
+    let mut sleep = Vec::new();
+    let (mut activity, mut workouts) = (Vec::new(), Vec::new());
+    for d in 0..days {
+        let total: i64 = g.gen_range(21_600..30_000);
+        sleep.push(json!({
+            "id": format!("n{d}"), "bedtime_start": at(d - 1, 23, g.gen_range(0..50)),
+            "bedtime_stop": at(d, 7, g.gen_range(0..50)), "type": "long_sleep", "state": "confirmed",
+            "duration": 29_000, "total": total, "awake": 29_000 - total, "deep": total / 5,
+            "rem": total / 4, "light": total - total / 5 - total / 4, "latency": g.gen_range(120..1800),
+            "efficiency": total as f64 / 290.0, "average_hrv": g.gen_range(30.0..80.0),
+            "hr_resting": g.gen_range(45..60), "timezone_offset": 0
+        }));
+        activity.push(json!({
+            "date": format!("{}T00:00:00+00:00", day0 + Duration::days(d)),
+            "low": g.gen_range(10..120), "medium": g.gen_range(0..60), "high": g.gen_range(0..30),
+            "heart_rate": {"resting_bpm": g.gen_range(45.0..60.0)}, "timezone_offset": 0
+        }));
+        if d % 2 == 0 {
+            let zones: Vec<f64> = (0..6).map(|_| g.gen_range(0.0..900.0)).collect();
+            workouts.push(json!({
+                "id": format!("w{d}"), "time_start": at(d, 18, 0), "time_end": at(d, 19, 0),
+                "hr_zones": zones, "sport": {"name": "Running", "slug": "running"}
+            }));
+        }
+    }
+    let body = json!({
+        "provider": "oura", "source": {"type": "ring"}, "sleep": sleep, "activity": activity,
+        "workouts": workouts,
+        "profile": {"birth_date": "1985-07-01", "updated_at": "2025-01-01T00:00:00Z",
+                    "created_at": "2025-01-01T00:00:00Z"}
+    });
+    let start = 1_735_689_600_000_000i64; // 2025-01-01T00:00:00Z
+    let minutes = days * 1440;
+    let ts = (0..minutes).map(|k| start + k * 60_000_000).collect();
+    let values = (0..minutes).map(|_| g.gen_range(45.0..170.0)).collect();
+    let hr = wire_batch(ts, values);
+    let dir = tempfile::tempdir().unwrap();
+    rt.block_on(async {
+        let pushed = Pushed::open(dir.path(), StoreOptions::default()).await;
+        pushed.push_json(&body).await;
+        pushed
+            .push_heartrate(RING, std::slice::from_ref(&hr), Layout::Compacted)
+            .await;
+        let mut inputs = HashMap::new();
+        for table in [
+            "sleep",
+            "activity",
+            "workout",
+            "profile",
+            "timeseries/heartrate",
+        ] {
+            let dataset = Dataset::from_path(table).unwrap();
+            inputs.insert(dataset, pushed.read(dataset).await);
+        }
+        inputs
+    })
+}
+
+/// A `derived_readiness` query over 90 days against a `sleep` query over the same days.
+fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    let all = readiness_data(rt);
+    let engine = Engine::new(Limits::default()).unwrap();
+    let ctx = UserContext::default();
+    let timeframe = json!({"anchor": "2025-04-21", "past": {"value": 89, "unit": "day"}});
+    let readiness: Vec<_> = [
+        "chronotype",
+        "sleep_score",
+        "recovery_score",
+        "recovery_zone",
+        "stress_score",
+        "strain_score",
+        "strain_zone",
+    ]
+    .iter()
+    .map(|col| json!({"derived_readiness": col}))
+    .chain([json!({"index": "derived_readiness"})])
+    .collect();
+    let sleep: Vec<_> = [
+        "efficiency",
+        "duration_second",
+        "stage_asleep_second",
+        "stage_deep_second",
+        "stage_rem_second",
+        "hrv_mean_rmssd",
+        "heart_rate_resting",
+    ]
+    .iter()
+    .map(|col| json!({"sleep": col}))
+    .chain([json!({"index": "sleep"})])
+    .collect();
+    for (name, select) in [
+        (
+            "readiness: derived_readiness rows, 90 days of nights, activity, workouts and 1/min heart rate",
+            readiness,
+        ),
+        ("readiness baseline: sleep rows, the same 90 days", sleep),
+    ] {
+        let body = json!({"timeframe": timeframe, "queries": [{"select": select}]});
+        let req = parse_request(&body, engine.limits()).unwrap();
+        let needed: Vec<Dataset> = wearhouse::engine::required_inputs(&req, &ctx)
+            .into_iter()
+            .map(|(d, _)| d)
+            .collect();
+        let run = || {
+            let inputs: HashMap<_, _> = needed
+                .iter()
+                .filter_map(|d| all.get(d).map(|b| (*d, b.clone())))
+                .collect();
+            let json = OutputFormat::Json;
+            rt.block_on(engine.execute_stored(&req, &ctx, inputs, engine.deadline(), json))
+                .unwrap()
+        };
+        let out = run();
+        assert_eq!(out[0].num_rows(), 90, "{name}: wrong number of days");
+        let json = wearhouse::engine::encode_json(&out, engine.limits()).unwrap();
+        let table = &json["results"][0]["table"];
+        if let Some(recovery) = table.get("recovery_score") {
+            // Every day of the window has its baseline (the 21 days before hold 21 nights).
+            assert!(
+                recovery.as_array().unwrap().iter().all(|v| v.is_i64()),
+                "{table}"
+            );
+            let strain = table["strain_score"].as_array().unwrap();
+            assert!(
+                strain.iter().all(|v| v.as_f64().is_some_and(|s| s > 0.0)),
+                "{table}"
+            );
+        }
+        c.bench_function(name, |b| b.iter(|| black_box(run())));
+    }
 }
 
 criterion_group! {

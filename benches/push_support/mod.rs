@@ -145,6 +145,14 @@ impl Pushed {
         }
     }
 
+    /// Pushes a JSON push body (`POST /v2/user/{id}/data`'s) through the push API's path.
+    pub async fn push_json(&self, body: &serde_json::Value) {
+        let bytes = bytes::Bytes::from(body.to_string());
+        data::push_json(&self.meta, &self.health, &self.user, bytes, Utc::now())
+            .await
+            .expect("push stored");
+    }
+
     /// Everything the user has of `dataset`, as a query's read gets it.
     pub async fn read(&self, dataset: Dataset) -> Vec<RecordBatch> {
         self.health

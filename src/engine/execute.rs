@@ -34,6 +34,7 @@ use super::plan::align::AlignPlanner;
 use super::plan::bucket::{BucketPlanner, Slicing};
 use super::plan::catalog::{Catalog, UserContext};
 use super::plan::ordered::presorted;
+use super::plan::readiness::{self, ReadinessPlanner};
 use super::stored::StoredBatches;
 use super::{EngineError, Limits, compile, time};
 
@@ -77,17 +78,47 @@ pub fn required_inputs(
     };
     let mut out: Vec<(Dataset, Range<DateTime<Utc>>)> = Vec::new();
     for q in &req.queries {
-        let datasets: Vec<Dataset> = match &q.source {
-            QuerySource::Table(t) => vec![Dataset::Table(*t)],
-            QuerySource::Timeseries(rs) => rs.iter().map(|r| Dataset::Timeseries(*r)).collect(),
+        let datasets: Vec<(Dataset, Range<DateTime<Utc>>)> = match &q.source {
+            QuerySource::Table(t) => vec![(Dataset::Table(*t), range.clone())],
+            QuerySource::Timeseries(rs) => rs
+                .iter()
+                .map(|r| (Dataset::Timeseries(*r), range.clone()))
+                .collect(),
+            QuerySource::Derived(_) => derived_inputs(req, ctx),
         };
-        for d in datasets {
-            if !out.iter().any(|(e, _)| *e == d) {
-                out.push((d, range.clone()));
+        for (d, r) in datasets {
+            match out.iter_mut().find(|(e, _)| *e == d) {
+                // Two queries reading one dataset over different days read the union.
+                Some((_, have)) => *have = have.start.min(r.start)..have.end.max(r.end),
+                None => out.push((d, r)),
             }
         }
     }
     out
+}
+
+/// The stored inputs of a derived table with the UTC ranges its days need (its baseline
+/// reaches back before the window), each widened by the offset margin.
+fn derived_inputs(req: &ValidRequest, ctx: &UserContext) -> Vec<(Dataset, Range<DateTime<Utc>>)> {
+    let margin = Duration::hours(OFFSET_MARGIN_HOURS);
+    let Some(bounds) = readiness::Bounds::of(&req.timeframe, ctx) else {
+        return Vec::new();
+    };
+    let at = |day: i64| {
+        DateTime::<Utc>::from_timestamp(day.saturating_mul(86_400), 0)
+            .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+    };
+    readiness::input_days(&bounds)
+        .into_iter()
+        .map(|(d, first, end)| {
+            let start = if first == i64::MIN {
+                DateTime::<Utc>::UNIX_EPOCH
+            } else {
+                at(first) - margin
+            };
+            (d, start..at(end) + margin)
+        })
+        .collect()
 }
 
 /// Rows per batch in execution (DataFusion's default is 8,192).
@@ -246,6 +277,7 @@ impl QueryPlanner for Planner {
                 slicing: self.slicing,
             }),
             Arc::new(AlignPlanner),
+            Arc::new(ReadinessPlanner),
         ])
         .create_physical_plan(plan, session)
         .await?;

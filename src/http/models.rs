@@ -218,7 +218,13 @@ pub struct RelativeTimeframe {
 /// One query (`aggregate-dsl.md` §1.2). Expressions are objects recognised by their
 /// distinguishing key (`{"sleep": "efficiency"}`, `{"func": "mean", "arg": ...}`,
 /// `{"group_key": "*"}`, `{"date_trunc": {...}, "arg": {"index": "sleep"}}`, ...); §1.3 lists
-/// them all.
+/// them all. Besides the stored tables (`sleep`, `activity`, `workout`, `body`, `meal`,
+/// `profile`) and `timeseries`, a query may read the derived table `derived_readiness`
+/// (`analytics.md` §2), computed at query time from the stored ones: `{"derived_readiness": C}`
+/// with C one of `date`, `chronotype`, `sleep_score`, `recovery_score`, `recovery_zone`
+/// (`Red`, `Amber`, `Green`), `stress_score`, `strain_score`, `strain_zone` (`Low`, `Moderate`,
+/// `High`, `Very High`), and `{"index": "derived_readiness"}` (the local day); one row per day,
+/// its scores null until the 21 days before it hold 7 nights.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AggregateQuery {
     /// 1 to 64 output columns.

@@ -50,7 +50,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn data_type(self) -> DataType {
+    /// The Arrow type.
+    pub fn data_type(self) -> DataType {
         match self {
             Kind::Str => DataType::Utf8,
             Kind::Int => DataType::Int64,

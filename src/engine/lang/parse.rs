@@ -257,6 +257,7 @@ fn index_matches(idx: IndexOf, source: &QuerySource) -> bool {
     match (idx, source) {
         (IndexOf::Table(t), QuerySource::Table(s)) => t == *s,
         (IndexOf::Timeseries, QuerySource::Timeseries(_)) => true,
+        (IndexOf::Derived(d), QuerySource::Derived(s)) => d == *s,
         _ => false,
     }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::schema::{QUERYABLE_SOURCES, Table, resource};
+use crate::schema::{Derived, QUERYABLE_SOURCES, Table, resource};
 use crate::validation::{Loc, Violation};
 
 use super::request::parse_period;
@@ -24,6 +24,7 @@ pub(crate) enum Place {
 pub(crate) enum IndexOf {
     Table(Table),
     Timeseries,
+    Derived(Derived),
 }
 
 /// An expression before the query-level rules of §2.5 are applied.
@@ -37,6 +38,8 @@ pub(crate) enum RawExpr {
 }
 
 const TABLE_KEYS: [&str; 6] = ["sleep", "activity", "workout", "body", "meal", "profile"];
+/// Derived tables (`analytics.md` §2): named like tables, in every place a table may be.
+const DERIVED_KEYS: [&str; 1] = ["derived_readiness"];
 const OTHER_KEYS: [&str; 8] = [
     "timeseries",
     "index",
@@ -65,7 +68,7 @@ fn shapes_for(place: Place) -> &'static str {
 }
 
 fn allowed(place: Place, shape: &str) -> bool {
-    let table = TABLE_KEYS.contains(&shape);
+    let table = TABLE_KEYS.contains(&shape) || DERIVED_KEYS.contains(&shape);
     match place {
         Place::Select => shape != "date_trunc" && shape != "date_part",
         Place::GroupBy => {
@@ -103,7 +106,7 @@ pub(crate) fn parse_expr(
     let shapes: Vec<&str> = obj
         .keys()
         .map(String::as_str)
-        .filter(|k| TABLE_KEYS.contains(k) || OTHER_KEYS.contains(k))
+        .filter(|k| TABLE_KEYS.contains(k) || DERIVED_KEYS.contains(k) || OTHER_KEYS.contains(k))
         .collect();
     let shape = match shapes.as_slice() {
         [one] => *one,
@@ -193,6 +196,26 @@ fn parse_shape(
         return Some(RawExpr::Operand(
             Operand::Column(table, col.name, col.kind),
             Some(IndexOf::Table(table)),
+        ));
+    }
+    if let Some(derived) = Derived::from_name(shape) {
+        let name = str_in(obj, shape, loc).keep(out)?;
+        let Some(col) = derived.column(name) else {
+            out.push(
+                Violation::value(
+                    at(loc, shape),
+                    format!(
+                        "unknown {shape} column \"{name}\"; expected one of: {}",
+                        names(derived.columns().iter().map(|c| c.name))
+                    ),
+                )
+                .with_input(Value::String(name.to_owned())),
+            );
+            return None;
+        };
+        return Some(RawExpr::Operand(
+            Operand::Derived(derived, col.name, col.kind),
+            Some(IndexOf::Derived(derived)),
         ));
     }
     match shape {
@@ -320,14 +343,16 @@ fn parse_index(obj: &Map<String, Value>, loc: &[Loc], out: &mut Vec<Violation>) 
     if t == "timeseries" {
         return Some(IndexOf::Timeseries);
     }
-    let found = Table::from_name(t).map(IndexOf::Table);
+    let found = Table::from_name(t)
+        .map(IndexOf::Table)
+        .or_else(|| Derived::from_name(t).map(IndexOf::Derived));
     if found.is_none() {
         out.push(
             Violation::value(
                 at(loc, "index"),
                 format!(
                     "unknown index \"{t}\"; expected one of: {}, timeseries",
-                    names(TABLE_KEYS)
+                    names(TABLE_KEYS.into_iter().chain(DERIVED_KEYS))
                 ),
             )
             .with_input(Value::String(t.to_owned())),

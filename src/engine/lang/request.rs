@@ -4,7 +4,7 @@
 use chrono::NaiveDate;
 use serde_json::Value;
 
-use crate::schema::{Kind, Resource, Table};
+use crate::schema::{Derived, Kind, Resource, Table};
 use crate::validation::read::{Collect, at, closed, str_in};
 use crate::validation::{Loc, Violation};
 
@@ -76,6 +76,8 @@ pub enum QuerySource {
     Table(Table),
     /// One or more timeseries resources, concatenated (in first-mention order).
     Timeseries(Vec<Resource>),
+    /// A table computed at query time from the stored ones (`analytics.md` §2).
+    Derived(Derived),
 }
 
 /// One validated query.
@@ -95,8 +97,12 @@ pub struct Query {
 
 impl Query {
     /// Whether provider prioritisation applies (§3.5): a `group_by` that does not name both
-    /// `source_provider` and `source_type`.
+    /// `source_provider` and `source_type`. Never over a derived table: it has one row per
+    /// day, computed from the inputs the priority already chose (`plan/readiness/`).
     pub fn prioritised(&self) -> bool {
+        if matches!(self.source, QuerySource::Derived(_)) {
+            return false;
+        }
         let groups_by = |name: &str| {
             self.group_by
                 .iter()
@@ -152,6 +158,8 @@ pub enum GroupBy {
 pub enum Operand {
     /// A summary-table column.
     Column(Table, &'static str, Kind),
+    /// A column of a derived table.
+    Derived(Derived, &'static str, Kind),
     /// A field of a timeseries resource.
     Field(Resource, &'static str),
     /// The index time of the query's table (§3.2).

@@ -5,7 +5,7 @@
 //! select item over the whole window (one row, or none when the window is empty) or selects
 //! rows; mixing the two is a 422. A query that names no table or resource is a 422.
 
-use crate::schema::{Kind, QUERYABLE_SOURCES, Resource, Table};
+use crate::schema::{Derived, Kind, QUERYABLE_SOURCES, Resource, Table};
 use crate::validation::{Loc, Violation};
 
 use super::parse_expr::{IndexOf, RawExpr};
@@ -19,9 +19,12 @@ use crate::validation::read::at;
 pub(crate) fn operand_type(op: &Operand, source: &QuerySource) -> ValueType {
     match op {
         Operand::Column(t, _, kind) => kind_type(*t, *kind),
+        Operand::Derived(_, _, kind) => kind_type(Table::Activity, *kind),
         Operand::Field(_, f) => field_type(f),
         Operand::Index => match source {
-            QuerySource::Table(Table::Activity | Table::Meal) => ValueType::Date,
+            QuerySource::Table(Table::Activity | Table::Meal) | QuerySource::Derived(_) => {
+                ValueType::Date
+            }
             QuerySource::Table(Table::Profile) => ValueType::Utc,
             _ => ValueType::Floating,
         },
@@ -56,7 +59,7 @@ pub(crate) fn field_type(f: &str) -> ValueType {
 /// The output name of a per-row value (§4.1).
 pub(crate) fn operand_name(op: &Operand) -> String {
     match op {
-        Operand::Column(_, c, _) => (*c).to_owned(),
+        Operand::Column(_, c, _) | Operand::Derived(_, c, _) => (*c).to_owned(),
         Operand::Field(r, f) => format!("{}.{f}", r.name),
         Operand::Index => "timestamp".to_owned(),
         Operand::Source(s) => (*s).to_owned(),
@@ -70,7 +73,13 @@ pub(crate) fn resolve_source(
     query_loc: &[Loc],
     out: &mut Vec<Violation>,
 ) -> Option<QuerySource> {
-    let mut table: Option<(Table, &[Loc])> = None;
+    let macros = exprs.iter().any(|(e, _)| {
+        matches!(
+            e,
+            RawExpr::Operand(Operand::Macro(_), _) | RawExpr::Aggregate(_, Operand::Macro(_), ..)
+        )
+    });
+    let mut table: Option<(Relation, &[Loc])> = None;
     let mut series: Vec<Resource> = Vec::new();
     let mut series_loc: Option<&[Loc]> = None;
     let mut ok = true;
@@ -85,18 +94,25 @@ pub(crate) fn resolve_source(
         {
             series.push(*r);
         }
-        match idx {
-            Some(IndexOf::Table(t)) => match table {
-                Some((first, _)) if first != t => {
-                    out.push(Violation::value(loc.clone(), format!("query mixes tables {} and {}; every column, macro and index of one query must belong to one table", first.name(), t.name())));
-                    ok = false;
-                }
-                _ => table = Some((t, loc)),
-            },
+        let relation = match idx {
+            Some(IndexOf::Table(t)) => Some(Relation::Table(t)),
+            Some(IndexOf::Derived(d)) => Some(Relation::Derived(d)),
             Some(IndexOf::Timeseries) => {
                 series_loc.get_or_insert(loc);
+                None
             }
-            None => {}
+            None => None,
+        };
+        match (relation, table) {
+            (Some(t), Some((first, _))) if first != t => {
+                out.push(Violation::value(
+                    loc.clone(),
+                    mixed_tables(first, t, macros),
+                ));
+                ok = false;
+            }
+            (Some(t), _) => table = Some((t, loc)),
+            (None, _) => {}
         }
     }
     if let (Some((t, _)), Some(loc)) = (table, series_loc) {
@@ -106,8 +122,10 @@ pub(crate) fn resolve_source(
     if !ok {
         return None;
     }
-    if let Some((t, _)) = table {
-        return Some(QuerySource::Table(t));
+    match table {
+        Some((Relation::Table(t), _)) => return Some(QuerySource::Table(t)),
+        Some((Relation::Derived(d), _)) => return Some(QuerySource::Derived(d)),
+        None => {}
     }
     if !series.is_empty() {
         return Some(QuerySource::Timeseries(series));
@@ -119,6 +137,48 @@ pub(crate) fn resolve_source(
     };
     out.push(Violation::value(at(query_loc, "select"), msg));
     None
+}
+
+/// What one mention of a table names: a stored table or a derived one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relation {
+    Table(Table),
+    Derived(Derived),
+}
+
+impl Relation {
+    fn name(self) -> &'static str {
+        match self {
+            Relation::Table(t) => t.name(),
+            Relation::Derived(d) => d.name(),
+        }
+    }
+}
+
+/// The message of rule 1 for two tables. With a value macro in the query, it says that macros
+/// belong to the sleep table and names the derived table's own columns (`derived_readiness` has
+/// `chronotype` and `sleep_score`).
+fn mixed_tables(first: Relation, then: Relation, macros: bool) -> String {
+    let mut msg = format!(
+        "query mixes tables {} and {}; every column, macro and index of one query must belong to one table",
+        first.name(),
+        then.name()
+    );
+    if let (Relation::Derived(d), Relation::Table(Table::Sleep))
+    | (Relation::Table(Table::Sleep), Relation::Derived(d)) = (first, then)
+        && macros
+    {
+        msg.push_str(&format!(
+            " (value macros are the sleep table's; {} has its own columns: {})",
+            d.name(),
+            d.columns()
+                .iter()
+                .map(|c| c.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    msg
 }
 
 /// Checks rule 6 for one aggregate and names it.
@@ -205,6 +265,11 @@ impl Resolve for WhereScope<'_> {
                 let f = r.family.fields().iter().find(|f| **f == ident)?;
                 Some((Operand::Field(*r, f), field_type(f)))
             }),
+            QuerySource::Derived(d) => d.column(ident).map(|c| {
+                let op = Operand::Derived(*d, c.name, c.kind);
+                let ty = operand_type(&op, self.0);
+                (op, ty)
+            }),
         }
     }
 
@@ -215,6 +280,7 @@ impl Resolve for WhereScope<'_> {
                 .iter()
                 .flat_map(|r| r.family.fields().iter().map(|f| (*f).to_owned()))
                 .collect(),
+            QuerySource::Derived(d) => d.columns().iter().map(|c| c.name.to_owned()).collect(),
         };
         names.extend(QUERYABLE_SOURCES.iter().map(|s| (*s).to_owned()));
         let mut seen = std::collections::HashSet::new();

@@ -9,6 +9,8 @@
 //!  → [aggregate by keys: each result of the best-ranked source]     (§3.5, `best.rs`)
 //!  → sort by keys → projection to the output names of §4.1
 //! ```
+//! A derived table's scan is its own plan (`readiness.rs`), read from then on like a
+//! date-indexed table.
 //! Row-level queries skip the aggregate and sort by index time, then provider, source type and
 //! record id (or resource), so their order is deterministic. Group keys sort ascending with
 //! nulls last.
@@ -22,7 +24,7 @@ use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, Projection, cast
 use datafusion::prelude::{Expr, lit};
 
 use crate::schema::{
-    Dataset, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, Table, timeseries_schema,
+    Dataset, Derived, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, Table, timeseries_schema,
 };
 
 use super::align;
@@ -30,6 +32,7 @@ use super::bucket::{self, BucketNode, BucketSpec};
 use super::catalog::{Catalog, data_type_of};
 use super::expr::{RowExprs, column, floating_lit};
 use super::priority::{PROVIDER, SOURCE, SOURCE_TYPE, Sources, keep_best, provider_order};
+use super::readiness;
 use super::udaf::Pick;
 use super::udf::{DatePartUdf, DateTrunc};
 use crate::engine::lang::request::{
@@ -61,7 +64,7 @@ pub fn compile(
         .queries
         .get(query_index)
         .ok_or_else(|| EngineError::Internal(format!("no query {query_index}")))?;
-    let scan = scan(q, catalog)?;
+    let scan = scan(req, q, catalog)?;
     let rows = RowExprs {
         source: &q.source,
         zone: catalog.user.fallback_time_zone,
@@ -71,16 +74,25 @@ pub fn compile(
     Ok(plan)
 }
 
-fn dataset_of(q: &Query) -> Dataset {
+/// The stored dataset a query reads (its first resource); none for a derived table.
+fn dataset_of(q: &Query) -> Option<Dataset> {
     match &q.source {
-        QuerySource::Table(t) => Dataset::Table(*t),
-        QuerySource::Timeseries(rs) => Dataset::Timeseries(rs[0]),
+        QuerySource::Table(t) => Some(Dataset::Table(*t)),
+        QuerySource::Timeseries(rs) => rs.first().map(|r| Dataset::Timeseries(*r)),
+        QuerySource::Derived(_) => None,
     }
 }
 
-fn scan(q: &Query, catalog: &Catalog) -> Result<LogicalPlanBuilder, EngineError> {
+fn scan(
+    req: &ValidRequest,
+    q: &Query,
+    catalog: &Catalog,
+) -> Result<LogicalPlanBuilder, EngineError> {
     let df = |source| EngineError::Planning { source };
     match &q.source {
+        QuerySource::Derived(Derived::Readiness) => {
+            readiness::plan(req, catalog).map(LogicalPlanBuilder::from)
+        }
         QuerySource::Table(t) => {
             LogicalPlanBuilder::scan(t.name(), catalog.source(Dataset::Table(*t))?, None)
                 .map_err(df)
@@ -142,8 +154,13 @@ fn window_filter(req: &ValidRequest, q: &Query, catalog: &Catalog, rows: &RowExp
     else {
         return lit(false);
     };
-    match &q.source {
-        QuerySource::Table(t @ (Table::Activity | Table::Meal)) => {
+    let date_index = match &q.source {
+        QuerySource::Table(t @ (Table::Activity | Table::Meal)) => Some(t.index_column()),
+        QuerySource::Derived(d) => Some(d.index_column()),
+        _ => None,
+    };
+    match date_index {
+        Some(index) => {
             // A date is its midnight: midnight ≥ start ⇔ date ≥ ⌈start⌉ (same for end).
             let ceil = |t: chrono::NaiveDateTime| {
                 let d = t.date();
@@ -160,12 +177,12 @@ fn window_filter(req: &ValidRequest, q: &Query, catalog: &Catalog, rows: &RowExp
                     i32::try_from(days).ok(),
                 ))
             };
-            let c = ident(t.index_column());
+            let c = ident(index);
             c.clone()
                 .gt_eq(date(ceil(start)))
                 .and(c.lt(date(ceil(end))))
         }
-        _ => {
+        None => {
             let idx = rows.index_ts();
             idx.clone()
                 .gt_eq(floating_lit(time::micros(start)))
@@ -342,10 +359,8 @@ fn bucket_spec(
 
 /// The team's provider order for the query's data type.
 fn team_order(q: &Query, catalog: &Catalog) -> Vec<String> {
-    catalog
-        .user
-        .team_priorities
-        .get(data_type_of(dataset_of(q)))
+    dataset_of(q)
+        .and_then(|d| catalog.user.team_priorities.get(data_type_of(d)))
         .cloned()
         .unwrap_or_default()
 }
@@ -367,7 +382,7 @@ fn row_level(q: &Query, rows: &RowExprs<'_>, plan: LogicalPlanBuilder) -> DfResu
     let tiebreak = match &q.source {
         QuerySource::Table(_) => Some("id"),
         QuerySource::Timeseries(rs) if rs.len() > 1 => Some("resource"),
-        QuerySource::Timeseries(_) => None,
+        QuerySource::Timeseries(_) | QuerySource::Derived(_) => None,
     };
     if let Some(t) = tiebreak {
         proj.push(ident(t).alias("__tiebreak"));
@@ -377,6 +392,7 @@ fn row_level(q: &Query, rows: &RowExprs<'_>, plan: LogicalPlanBuilder) -> DfResu
     let raw = match &q.source {
         QuerySource::Table(t) => t.index_column(),
         QuerySource::Timeseries(_) => "timestamp",
+        QuerySource::Derived(d) => d.index_column(),
     };
     proj.push(ident(raw).alias("__instant"));
     order.push("__instant");

@@ -36,7 +36,7 @@ impl RowExprs<'_> {
     fn table(&self) -> Option<Table> {
         match self.source {
             QuerySource::Table(t) => Some(*t),
-            QuerySource::Timeseries(_) => None,
+            QuerySource::Timeseries(_) | QuerySource::Derived(_) => None,
         }
     }
 
@@ -57,6 +57,9 @@ impl RowExprs<'_> {
 
     /// The index as a floating timestamp: what windows, buckets and ordering use.
     pub fn index_ts(&self) -> Expr {
+        if let QuerySource::Derived(d) = self.source {
+            return cast(ident(d.index_column()), floating_type());
+        }
         match self.table() {
             None => self.instant("timestamp"),
             Some(t @ (Table::Activity | Table::Meal | Table::Profile)) => {
@@ -68,6 +71,9 @@ impl RowExprs<'_> {
 
     /// The index as it is output: a date, a floating datetime or (profile) a UTC datetime.
     pub fn index_out(&self) -> Expr {
+        if let QuerySource::Derived(d) = self.source {
+            return ident(d.index_column());
+        }
         match self.table() {
             Some(t @ (Table::Activity | Table::Meal | Table::Profile)) => ident(t.index_column()),
             _ => self.index_ts(),
@@ -78,7 +84,7 @@ impl RowExprs<'_> {
     pub fn operand(&self, op: &Operand) -> Expr {
         match op {
             Operand::Column(_, name, Kind::Instant) => self.instant(name),
-            Operand::Column(_, name, _) => ident(*name),
+            Operand::Column(_, name, _) | Operand::Derived(_, name, _) => ident(*name),
             Operand::Field(r, f) => {
                 let base = self.field(f);
                 if self.multi() {
@@ -92,7 +98,8 @@ impl RowExprs<'_> {
             }
             Operand::Index => self.index_out(),
             Operand::Source(s)
-                if self.table().is_some() && matches!(*s, "source_workout_id" | "source_sport") =>
+                if !matches!(self.source, QuerySource::Timeseries(_))
+                    && matches!(*s, "source_workout_id" | "source_sport") =>
             {
                 lit(ScalarValue::Utf8(None))
             }

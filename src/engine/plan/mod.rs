@@ -1,7 +1,7 @@
 //! The engine's planner: a validated query to a DataFusion logical plan over the user's data
 //! ([`compile::compile`]), with the functions, aggregates and the physical operator of our own
 //! that the plans use (time UDFs, `oldest`/`newest`, `best`, the time-bucket aggregate, ALIGN's gap filling) and the
-//! provider-priority plan shape.
+//! provider-priority plan shape; `readiness` computes the `derived_readiness` table.
 
 pub(super) mod align;
 pub(super) mod best;
@@ -12,5 +12,6 @@ pub(super) mod expr;
 pub mod macros;
 pub(super) mod ordered;
 pub(super) mod priority;
+pub(super) mod readiness;
 pub(super) mod udaf;
 pub(super) mod udf;

@@ -134,7 +134,7 @@ impl Ctx<'_> {
 
     pub fn operand(&self, row: &Row, op: &Operand) -> RV {
         match op {
-            Operand::Column(_, name, _) => self.column(row, name),
+            Operand::Column(_, name, _) | Operand::Derived(_, name, _) => self.column(row, name),
             Operand::Field(r, f) => match row.get("resource") {
                 Some(Val::S(res)) if res != r.name => RV::Null,
                 _ => self.column(row, f),
@@ -205,6 +205,8 @@ impl Ctx<'_> {
 fn rows_of(q: &Query, data: &Data) -> Vec<Row> {
     match &q.source {
         QuerySource::Table(t) => data.get(&Dataset::Table(*t)).cloned().unwrap_or_default(),
+        // The random requests never read a derived table (`readiness.rs` tests it by hand).
+        QuerySource::Derived(_) => Vec::new(),
         QuerySource::Timeseries(rs) => rs
             .iter()
             .flat_map(|r| {
@@ -308,6 +310,7 @@ fn q_index_column(q: &Query) -> &'static str {
     match &q.source {
         QuerySource::Table(t) => t.index_column(),
         QuerySource::Timeseries(_) => "timestamp",
+        QuerySource::Derived(d) => d.index_column(),
     }
 }
 
@@ -420,6 +423,7 @@ pub fn evaluate(req: &ValidRequest, user: &UserContext, data: &Data) -> Value {
                 let data_type = wearhouse::engine::data_type_of(match &q.source {
                     QuerySource::Table(t) => Dataset::Table(*t),
                     QuerySource::Timeseries(rs) => Dataset::Timeseries(rs[0]),
+                    QuerySource::Derived(_) => unreachable!("a derived table is never prioritised"),
                 });
                 let team = user
                     .team_priorities

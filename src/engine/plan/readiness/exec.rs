@@ -1,0 +1,273 @@
+//! The readiness node and its operator: [`ReadinessNode`] in the logical plan (six inputs, the
+//! derived table's schema), [`ReadinessExec`] in the physical one, which collects each input
+//! as one partition and answers one batch.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::Session;
+use datafusion::common::{DFSchemaRef, Result, internal_err};
+use datafusion::execution::TaskContext;
+use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::{
+    Expr, LogicalPlan, UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
+};
+use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, ExecutionPlanProperties,
+    Partitioning, PlanProperties, SendableRecordBatchStream,
+};
+use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
+use futures::TryStreamExt;
+
+use super::Spec;
+use super::days::{Inputs, compute};
+
+/// Inputs of the node, in order.
+const INPUTS: [&str; 6] = [
+    "sleep",
+    "activity",
+    "workout",
+    "heartrate",
+    "hrv",
+    "profile",
+];
+
+/// The logical node: the derived rows of `spec`'s days from its six inputs.
+#[derive(Debug, Clone)]
+pub struct ReadinessNode {
+    inputs: Vec<LogicalPlan>,
+    spec: Spec,
+    schema: DFSchemaRef,
+}
+
+impl ReadinessNode {
+    /// The node over the inputs of `inputs::plans`.
+    pub fn new(inputs: Vec<LogicalPlan>, spec: Spec, schema: DFSchemaRef) -> Self {
+        ReadinessNode {
+            inputs,
+            spec,
+            schema,
+        }
+    }
+}
+
+impl PartialEq for ReadinessNode {
+    fn eq(&self, other: &Self) -> bool {
+        self.inputs == other.inputs && self.spec == other.spec
+    }
+}
+impl Eq for ReadinessNode {}
+impl Hash for ReadinessNode {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.inputs.hash(state);
+        self.spec.hash(state);
+    }
+}
+impl PartialOrd for ReadinessNode {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        (self == other).then_some(std::cmp::Ordering::Equal)
+    }
+}
+
+fn describe(spec: &Spec) -> String {
+    match spec.bounds {
+        Some(b) => format!(
+            "days {}..{} (epoch days), baseline from {}",
+            b.first_day, b.end_day, b.load_first_day
+        ),
+        None => "empty window".to_owned(),
+    }
+}
+
+impl UserDefinedLogicalNodeCore for ReadinessNode {
+    fn name(&self) -> &str {
+        "DerivedReadiness"
+    }
+    fn inputs(&self) -> Vec<&LogicalPlan> {
+        self.inputs.iter().collect()
+    }
+    fn schema(&self) -> &DFSchemaRef {
+        &self.schema
+    }
+    fn expressions(&self) -> Vec<Expr> {
+        Vec::new()
+    }
+    fn fmt_for_explain(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "DerivedReadiness: {}", describe(&self.spec))
+    }
+    fn with_exprs_and_inputs(&self, _exprs: Vec<Expr>, inputs: Vec<LogicalPlan>) -> Result<Self> {
+        if inputs.len() != INPUTS.len() {
+            return internal_err!("DerivedReadiness takes {} inputs", INPUTS.len());
+        }
+        Ok(ReadinessNode {
+            inputs,
+            ..self.clone()
+        })
+    }
+}
+
+/// Plans [`ReadinessNode`]s as [`ReadinessExec`]s.
+#[derive(Debug)]
+pub struct ReadinessPlanner;
+
+#[async_trait]
+impl ExtensionPlanner for ReadinessPlanner {
+    async fn plan_extension(
+        &self,
+        _planner: &dyn PhysicalPlanner,
+        node: &dyn UserDefinedLogicalNode,
+        _logical_inputs: &[&LogicalPlan],
+        physical_inputs: &[Arc<dyn ExecutionPlan>],
+        _session: &dyn Session,
+        _ctx: &PhysicalPlanningContext,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let Some(node) = node.as_any().downcast_ref::<ReadinessNode>() else {
+            return Ok(None);
+        };
+        let schema = Arc::new(node.schema.as_arrow().clone());
+        Ok(Some(Arc::new(ReadinessExec::new(
+            physical_inputs.to_vec(),
+            node.spec.clone(),
+            schema,
+        )?)))
+    }
+}
+
+/// The physical operator: every input collected, one output batch.
+#[derive(Debug)]
+pub struct ReadinessExec {
+    inputs: Vec<Arc<dyn ExecutionPlan>>,
+    spec: Spec,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl ReadinessExec {
+    fn new(inputs: Vec<Arc<dyn ExecutionPlan>>, spec: Spec, schema: SchemaRef) -> Result<Self> {
+        if inputs.len() != INPUTS.len() {
+            return internal_err!("ReadinessExec takes {} inputs", INPUTS.len());
+        }
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        ));
+        Ok(ReadinessExec {
+            inputs,
+            spec,
+            schema,
+            properties,
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+}
+
+impl DisplayAs for ReadinessExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "ReadinessExec: {}", describe(&self.spec))
+    }
+}
+
+/// Every partition of `input` as one batch (the planner gives one partition, as required).
+async fn collect(input: Arc<dyn ExecutionPlan>, context: Arc<TaskContext>) -> Result<RecordBatch> {
+    let schema = input.schema();
+    let mut batches: Vec<RecordBatch> = Vec::new();
+    for p in 0..input.output_partitioning().partition_count() {
+        let part: Vec<RecordBatch> = input.execute(p, context.clone())?.try_collect().await?;
+        batches.extend(part);
+    }
+    Ok(concat_batches(&schema, &batches)?)
+}
+
+impl ExecutionPlan for ReadinessExec {
+    fn name(&self) -> &str {
+        "ReadinessExec"
+    }
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+    fn required_input_distribution(&self) -> Vec<Distribution> {
+        vec![Distribution::SinglePartition; INPUTS.len()]
+    }
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false; INPUTS.len()]
+    }
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        self.inputs.iter().collect()
+    }
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(
+            &Arc<dyn datafusion::physical_plan::PhysicalExpr>,
+        ) -> Result<datafusion::common::tree_node::TreeNodeRecursion>,
+    ) -> Result<datafusion::common::tree_node::TreeNodeRecursion> {
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    }
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(ReadinessExec::new(
+            children,
+            self.spec.clone(),
+            self.schema.clone(),
+        )?))
+    }
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return internal_err!("ReadinessExec has one partition, not {partition}");
+        }
+        let inputs = self.inputs.clone();
+        let reservation = MemoryConsumer::new("ReadinessExec").register(context.memory_pool());
+        let baseline = BaselineMetrics::new(&self.metrics, partition);
+        let (spec, schema) = (self.spec.clone(), self.schema.clone());
+        let output = futures::stream::once(async move {
+            let mut got = Vec::with_capacity(inputs.len());
+            for input in inputs {
+                got.push(collect(input, context.clone()).await?);
+            }
+            let Ok([sleep, activity, workout, heartrate, hrv, profile]) =
+                <[RecordBatch; 6]>::try_from(got)
+            else {
+                return internal_err!("ReadinessExec collected the wrong number of inputs");
+            };
+            let timer = baseline.elapsed_compute().timer();
+            let inputs = Inputs {
+                sleep,
+                activity,
+                workout,
+                heartrate,
+                hrv,
+                profile,
+            };
+            let out = compute(&inputs, &spec, schema)?;
+            reservation.try_grow(out.get_array_memory_size())?;
+            timer.done();
+            baseline.record_output(out.num_rows());
+            Ok(out)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            output,
+        )))
+    }
+}
