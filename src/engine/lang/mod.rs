@@ -8,4 +8,5 @@ pub(super) mod parse;
 pub(super) mod parse_expr;
 pub(super) mod request;
 pub(super) mod rules;
+pub(super) mod subquery;
 pub(super) mod where_clause;

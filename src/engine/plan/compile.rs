@@ -21,9 +21,7 @@ use datafusion::functions_aggregate::expr_fn::{avg, count, max, median, min, std
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, Projection, cast, ident};
 use datafusion::prelude::{Expr, lit};
 
-use crate::schema::{
-    Dataset, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, Table, timeseries_schema,
-};
+use crate::schema::{Dataset, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, timeseries_schema};
 
 use super::align;
 use super::bucket::{self, BucketNode, BucketSpec};
@@ -143,7 +141,7 @@ fn window_filter(req: &ValidRequest, q: &Query, catalog: &Catalog, rows: &RowExp
         return lit(false);
     };
     match &q.source {
-        QuerySource::Table(t @ (Table::Activity | Table::Meal)) => {
+        QuerySource::Table(t) if t.index_is_date() => {
             // A date is its midnight: midnight ≥ start ⇔ date ≥ ⌈start⌉ (same for end).
             let ceil = |t: chrono::NaiveDateTime| {
                 let d = t.date();

@@ -13,6 +13,7 @@ use datafusion::prelude::{Expr, in_list, lit};
 
 use crate::schema::{Kind, TIMEZONE_OFFSET, Table};
 
+use super::list_reduce::ListReduce;
 use super::macros::{MacroArgs, SleepMacro};
 use super::udf::{FloatingTime, floating_type};
 use crate::engine::lang::request::{Operand, QuerySource, ValueMacro};
@@ -59,7 +60,7 @@ impl RowExprs<'_> {
     pub fn index_ts(&self) -> Expr {
         match self.table() {
             None => self.instant("timestamp"),
-            Some(t @ (Table::Activity | Table::Meal | Table::Profile)) => {
+            Some(t @ (Table::Activity | Table::Meal | Table::MenstrualCycle | Table::Profile)) => {
                 cast(ident(t.index_column()), floating_type())
             }
             Some(t) => self.instant(t.index_column()),
@@ -69,7 +70,9 @@ impl RowExprs<'_> {
     /// The index as it is output: a date, a floating datetime or (profile) a UTC datetime.
     pub fn index_out(&self) -> Expr {
         match self.table() {
-            Some(t @ (Table::Activity | Table::Meal | Table::Profile)) => ident(t.index_column()),
+            Some(t @ (Table::Activity | Table::Meal | Table::MenstrualCycle | Table::Profile)) => {
+                ident(t.index_column())
+            }
             _ => self.index_ts(),
         }
     }
@@ -98,6 +101,12 @@ impl RowExprs<'_> {
             }
             Operand::Source(s) => ident(*s),
             Operand::Macro(m) => self.sleep_macro(*m),
+            Operand::Subquery(sq) => {
+                let predicate = sq.filter.as_ref().map(|w| self.where_expr(w));
+                ListReduce::call(sq, predicate, ident(sq.list.name))
+            }
+            // Only a subquery's where names element fields: a column of its element batch.
+            Operand::ElementField(f, _) => column(f),
         }
     }
 
