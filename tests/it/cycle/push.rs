@@ -334,15 +334,45 @@ async fn a_columnar_row_breaking_a_rule_is_named_like_its_json_record() {
     );
 }
 
-#[tokio::test]
-async fn a_push_emits_the_tables_daily_events() {
-    let app = TestApp::new().await;
-    let user = user_with_cycles(&app, "cycles-events").await;
-    let types = app.event_types(&user).await;
-    assert!(
-        types
-            .iter()
-            .any(|t| t == "daily.data.menstrual_cycle.created"),
-        "{types:?}"
+/// On the real binary (its job runner announces pushes): the push's
+/// `daily.data.menstrual_cycle.created` event carries the cycles as the getter renders them,
+/// and a re-push of a changed cycle is announced as `updated`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_emits_the_tables_daily_events_rendered_as_the_getter() {
+    use crate::events_support::{Server, WAIT};
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[], None);
+    let user = server.user("cycles-events").await;
+    let path = format!("/v2/user/{user}/data");
+    server
+        .post(
+            &path,
+            json!({"provider": PROVIDER, "menstrual_cycle": cycles()}),
+        )
+        .await;
+    let query = format!("&user_id={user}&event_type=daily.data.menstrual_cycle.created");
+    let created = server.events_until(&query, 1, WAIT).await;
+    let rendered = server
+        .get(&format!(
+            "/v2/summary/menstrual_cycle/{user}?start_date=2025-01-01&end_date=2025-03-31"
+        ))
+        .await;
+    assert_eq!(
+        created[0]["data"]["data"], rendered["menstrual_cycle"],
+        "event data = getter rendering: {}",
+        created[0]
     );
+    let mut changed = cycles()[0].clone();
+    changed["basal_body_temperature"][0]["value"] = json!(36.5);
+    server
+        .post(
+            &path,
+            json!({"provider": PROVIDER, "menstrual_cycle": [changed]}),
+        )
+        .await;
+    let query = format!("&user_id={user}&event_type=daily.data.menstrual_cycle.updated");
+    let updated = server.events_until(&query, 1, WAIT).await;
+    let data = updated[0]["data"]["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "only the changed cycle: {}", updated[0]);
+    assert_eq!(data[0]["basal_body_temperature"][0]["value"], 36.5);
 }
