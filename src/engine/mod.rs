@@ -81,6 +81,7 @@ pub use lang::request::{
     DatePart, Func, GroupBy, Operand, Period, Query, QuerySource, SelectItem, SelectKind,
     Timeframe, Unit, ValidRequest, ValueMacro, ValueType,
 };
+pub use lang::subquery::{SubArg, Subquery};
 pub use lang::where_clause::{CmpOp, Literal, WhereExpr};
 pub use limits::Limits;
 pub use plan::catalog::{Catalog, UserContext, data_type_of};

@@ -32,6 +32,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(workout_summaries))
         .routes(routes!(body_summaries))
         .routes(routes!(meal_summaries))
+        .routes(routes!(menstrual_cycle_summaries))
         .routes(routes!(profile))
         .merge(super::timeseries::routes())
 }
@@ -39,7 +40,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// Push normalised data for a user; answers once it is durable.
 #[utoipa::path(post, path = "/v2/user/{user_id}/data", tag = "data",
     params(("user_id" = uuid::Uuid, Path),
-           ("resource" = Option<String>, Query, description = "Columnar bodies: the timeseries the rows belong to (required)"),
+           ("resource" = Option<String>, Query, description = "Columnar bodies: the timeseries the rows belong to, or `menstrual_cycle` for rows of that table (required)"),
            ("provider" = Option<String>, Query, description = "Columnar bodies: the provider slug, unless a source_provider column gives it"),
            ("source_type" = Option<String>, Query, description = "Columnar bodies: the source type (default: the provider's)"),
            ("source_app_id" = Option<String>, Query, description = "Columnar bodies: the source app"),
@@ -231,6 +232,14 @@ summary_getter!(
     Table::Meal,
     models::MealSummaries,
     "meal"
+);
+
+summary_getter!(
+    menstrual_cycle_summaries,
+    "/v2/summary/menstrual_cycle/{user_id}",
+    Table::MenstrualCycle,
+    models::MenstrualCycleSummaries,
+    "menstrual cycle"
 );
 
 /// The user's latest profile (newest across providers, or of `provider`).

@@ -29,6 +29,7 @@ mod meta;
 mod metrics;
 pub mod models;
 pub mod models_events;
+pub mod models_query;
 mod notify;
 mod rate_limit;
 mod sessions;

@@ -115,6 +115,8 @@ generated! {
     BodySummaries = "ClientBodyResponse" => list_under("body", Table::Body);
     /// `{"meals": [...]}`.
     MealSummaries = "ClientFacingMealResponse" => list_under("meals", Table::Meal);
+    /// `{"menstrual_cycle": [...]}`: the cycles whose `period_start` is in the range.
+    MenstrualCycleSummaries = "MenstrualCycleResponse" => list_under("menstrual_cycle", Table::MenstrualCycle);
     /// One profile.
     ProfileSummary = "ClientFacingProfile" => summary_schema(Table::Profile);
     /// One timeseries sample of any family.
@@ -159,6 +161,10 @@ fn push_body() -> Schema {
             ArrayBuilder::new().items(RefOr::T(loose(table))),
         );
     }
+    body = body.property(
+        crate::ingest::push_key(Table::MenstrualCycle),
+        ArrayBuilder::new().items(RefOr::T(loose(Table::MenstrualCycle))),
+    );
     body = body.property("profile", loose(Table::Profile)).property(
         "timeseries",
         crate::ingest::push_schema::push_series_schema(),
@@ -228,7 +234,7 @@ pub struct RelativeTimeframe {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AggregateQuery {
     /// 1 to 64 output columns.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<super::models_query::SelectExpr>)]
     pub select: Vec<serde_json::Value>,
     /// Grouping expressions (default none).
     #[schema(value_type = Option<Vec<Object>>)]

@@ -38,6 +38,7 @@ use datafusion::arrow::ipc::reader::StreamReader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
 
+use super::columnar_table::{TableSource, columnar_table, parse_table_rows};
 use super::fields::{SOURCE_TYPES, sample_range};
 use super::push::PushBatches;
 use crate::loc;
@@ -103,6 +104,9 @@ pub fn parse_push_columnar(
     target: &ColumnarTarget,
     now: DateTime<Utc>,
 ) -> Result<PushBatches, Invalid> {
+    if let Some(table) = target.resource.as_deref().and_then(columnar_table) {
+        return table_push(body, format, target, table, now);
+    }
     let resource = target_resource(target)?;
     let dataset = Dataset::Timeseries(resource);
     let storage = dataset.schema();
@@ -165,6 +169,60 @@ pub fn parse_push_columnar(
         Rows::new(&input, resource, &columns, &storage)?.into_storage(&storage, &sources)?;
     out.batches.push((dataset, batch));
     Ok(out)
+}
+
+/// A summary table's rows (`columnar_table.rs`), the source read as for a timeseries.
+fn table_push(
+    body: Bytes,
+    format: Columnar,
+    target: &ColumnarTarget,
+    table: crate::schema::Table,
+    now: DateTime<Utc>,
+) -> Result<PushBatches, Invalid> {
+    let input = decode(body, format)?;
+    let provider = source_value(
+        &input,
+        "source_provider",
+        target.provider.as_deref(),
+        "provider",
+    )?
+    .ok_or_else(|| {
+        Violation::new(
+            loc!["query", "provider"],
+            "missing",
+            "the provider slug is required: a `provider` query parameter or a \
+                 `source_provider` column",
+        )
+    })?;
+    let Some(entry) = providers::provider(&provider) else {
+        return Err(
+            Violation::new(loc!["query", "provider"], "enum", "Unknown provider slug")
+                .with_input(Value::from(provider))
+                .into(),
+        );
+    };
+    let source = TableSource {
+        provider: entry.slug.to_owned(),
+        source_type: source_value(
+            &input,
+            "source_type",
+            target.source_type.as_deref(),
+            "source_type",
+        )?,
+        app_id: source_value(
+            &input,
+            "source_app_id",
+            target.app_id.as_deref(),
+            "source_app_id",
+        )?,
+        device_id: source_value(
+            &input,
+            "source_device_id",
+            target.device_id.as_deref(),
+            "source_device_id",
+        )?,
+    };
+    parse_table_rows(&input, table, source, now)
 }
 
 fn target_resource(target: &ColumnarTarget) -> Result<Resource, Violation> {

@@ -8,11 +8,13 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanBuilder, Date32Builder, Float64Builder, Int8Builder,
-    Int32Builder, Int64Builder, ListBuilder, StringBuilder, TimestampMicrosecondBuilder,
+    Int32Builder, Int64Builder, ListArray, ListBuilder, StringBuilder, StructArray,
+    TimestampMicrosecondBuilder,
 };
+use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
 use datafusion::arrow::datatypes::{
-    DataType, Date32Type, Float64Type, Int8Type, Int32Type, Int64Type, SchemaRef, TimeUnit,
-    TimestampMicrosecondType,
+    DataType, Date32Type, Field, Fields, Float64Type, Int8Type, Int32Type, Int64Type, SchemaRef,
+    TimeUnit, TimestampMicrosecondType,
 };
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -36,6 +38,8 @@ pub(crate) enum Cell {
     Micros(i64),
     /// `List(Int8)`: the sleep hypnogram.
     Stages(Vec<i8>),
+    /// `List(Struct)`: entries of a list column, each its fields' cells in storage order.
+    Entries(Vec<Vec<Cell>>),
 }
 
 impl Cell {
@@ -77,6 +81,8 @@ enum ColumnBuilder {
     Date32(Date32Builder),
     Micros(TimestampMicrosecondBuilder, Option<Arc<str>>),
     Stages(ListBuilder<Int8Builder>),
+    /// A list of structs: rows kept as cells, laid out at the end (few rows, short lists).
+    Entries(Fields, Vec<Option<Vec<Vec<Cell>>>>),
 }
 
 impl ColumnBuilder {
@@ -91,7 +97,10 @@ impl ColumnBuilder {
             DataType::Timestamp(TimeUnit::Microsecond, tz) => {
                 ColumnBuilder::Micros(TimestampMicrosecondBuilder::new(), tz.clone())
             }
-            DataType::List(_) => ColumnBuilder::Stages(ListBuilder::new(Int8Builder::new())),
+            DataType::List(item) => match item.data_type() {
+                DataType::Struct(fields) => ColumnBuilder::Entries(fields.clone(), Vec::new()),
+                _ => ColumnBuilder::Stages(ListBuilder::new(Int8Builder::new())),
+            },
             other => {
                 return Err(ArrowError::NotYetImplemented(format!(
                     "column {name}: type {other}"
@@ -123,12 +132,26 @@ impl ColumnBuilder {
                 b.values().append_slice(stages);
                 b.append(true);
             }
+            (ColumnBuilder::Entries(_, rows), Cell::Null) => rows.push(None),
+            (ColumnBuilder::Entries(fields, rows), Cell::Entries(entries)) => {
+                if entries.iter().any(|e| e.len() != fields.len()) {
+                    return Err(mismatch(name, cell));
+                }
+                rows.push(Some(entries.clone()));
+            }
             (_, other) => return Err(mismatch(name, other)),
         }
         Ok(())
     }
 
-    fn finish(self) -> ArrayRef {
+    fn finish(self) -> Result<ArrayRef, ArrowError> {
+        Ok(match self {
+            ColumnBuilder::Entries(fields, rows) => entries_array(fields, rows)?,
+            other => other.finish_flat(),
+        })
+    }
+
+    fn finish_flat(self) -> ArrayRef {
         match self {
             ColumnBuilder::Utf8(mut b) => Arc::new(b.finish()),
             ColumnBuilder::Int64(mut b) => Arc::new(b.finish()),
@@ -138,8 +161,48 @@ impl ColumnBuilder {
             ColumnBuilder::Date32(mut b) => Arc::new(b.finish()),
             ColumnBuilder::Micros(mut b, tz) => Arc::new(b.finish().with_timezone_opt(tz)),
             ColumnBuilder::Stages(mut b) => Arc::new(b.finish()),
+            ColumnBuilder::Entries(fields, _) => {
+                datafusion::arrow::array::new_empty_array(&DataType::Struct(fields))
+            }
         }
     }
+}
+
+/// A `List(Struct(fields))` array from rows of entries (null rows are null lists).
+fn entries_array(
+    fields: Fields,
+    rows: Vec<Option<Vec<Vec<Cell>>>>,
+) -> Result<ArrayRef, ArrowError> {
+    let mut children = fields
+        .iter()
+        .map(|f| ColumnBuilder::new(f.name(), f.data_type()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut offsets = vec![0i32];
+    let mut valid = Vec::with_capacity(rows.len());
+    for row in &rows {
+        valid.push(row.is_some());
+        for entry in row.iter().flatten() {
+            for ((child, field), cell) in children.iter_mut().zip(fields.iter()).zip(entry) {
+                child.append(field.name(), cell)?;
+            }
+        }
+        let len = row.as_ref().map_or(0, Vec::len);
+        let last = offsets.last().copied().unwrap_or(0);
+        offsets.push(last + i32::try_from(len).map_err(|_| mismatch("list", &Cell::Null))?);
+    }
+    let arrays = children
+        .into_iter()
+        .map(ColumnBuilder::finish)
+        .collect::<Result<Vec<_>, _>>()?;
+    let values = StructArray::try_new(fields.clone(), arrays, None)?;
+    let item = Arc::new(Field::new("item", DataType::Struct(fields), true));
+    let list = ListArray::try_new(
+        item,
+        OffsetBuffer::new(offsets.into()),
+        Arc::new(values),
+        Some(NullBuffer::from(valid)),
+    )?;
+    Ok(Arc::new(list))
 }
 
 /// Accumulates rows for one schema straight into Arrow builders (no per-cell copy is kept).
@@ -216,7 +279,7 @@ impl BatchBuilder {
         for (field, column) in self.schema.fields().iter().zip(self.columns) {
             let name = field.name();
             let array = match column {
-                Some(column) => column.finish(),
+                Some(column) => column.finish()?,
                 None => {
                     let value = constants
                         .iter()
@@ -226,7 +289,7 @@ impl BatchBuilder {
                     for _ in 0..self.rows {
                         column.append(name, value)?;
                     }
-                    column.finish()
+                    column.finish()?
                 }
             };
             arrays.push(array);
@@ -253,6 +316,21 @@ pub(crate) fn cell(array: &dyn Array, row: usize) -> Cell {
         DataType::Date32 => Cell::Date(array.as_primitive::<Date32Type>().value(row)),
         DataType::Timestamp(TimeUnit::Microsecond, _) => {
             Cell::Micros(array.as_primitive::<TimestampMicrosecondType>().value(row))
+        }
+        DataType::List(item) if matches!(item.data_type(), DataType::Struct(_)) => {
+            let values = array.as_list::<i32>().value(row);
+            let entries = values.as_struct();
+            Cell::Entries(
+                (0..entries.len())
+                    .map(|i| {
+                        entries
+                            .columns()
+                            .iter()
+                            .map(|c| cell(c.as_ref(), i))
+                            .collect()
+                    })
+                    .collect(),
+            )
         }
         DataType::List(_) => {
             let values = array.as_list::<i32>().value(row);

@@ -14,6 +14,7 @@ pub fn push_key(table: Table) -> &'static str {
         Table::Body => "body",
         Table::Meal => "meals",
         Table::Profile => "profile",
+        Table::MenstrualCycle => "menstrual_cycle",
     }
 }
 
@@ -228,6 +229,12 @@ pub(crate) fn read_only(table: Table, key: &str) -> bool {
             "data",
         ],
         Table::Profile => &[],
+        Table::MenstrualCycle => &[
+            "source_provider",
+            "source_type",
+            "source_app_id",
+            "source_device_id",
+        ],
     };
     ALL.contains(&key) || own.contains(&key)
 }

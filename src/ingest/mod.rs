@@ -2,7 +2,7 @@
 //!
 //! - [`parse_push`] validates a whole `POST /v2/user/{user_id}/data` body
 //!   (`{"provider", "source", "sleep", "activity", "workouts", "body", "meals", "profile",
-//!   "timeseries"}`) into one [`RecordBatch`](datafusion::arrow::record_batch::RecordBatch) per
+//!   "menstrual_cycle", "timeseries"}`; the cycles' entry lists are `cycle.rs`'s) into one [`RecordBatch`](datafusion::arrow::record_batch::RecordBatch) per
 //!   [`Dataset`](crate::schema::Dataset), in the schemas of [`crate::schema`], with `ingested_at`,
 //!   the source columns and the derived columns (`timezone_offset`, activity and profile ids)
 //!   filled. One bad record rejects the whole body with an [`Invalid`](crate::validation::Invalid)
@@ -11,7 +11,8 @@
 //!   body (`push_body.rs`): a push costs about its body plus its batches (measured: 3× the body
 //!   for 10^6 samples, was 16×).
 //! - [`parse_push_columnar`] does the same for the rows of one timeseries sent as an Arrow
-//!   IPC stream or a Parquet file (`columnar.rs`), for data teams.
+//!   IPC stream or a Parquet file (`columnar.rs`), for data teams, and the rows of the
+//!   `menstrual_cycle` table the same way (`columnar_table.rs`).
 //! - [`render_summaries`] and [`render_profile`] turn stored batches into the summary getters'
 //!   JSON, in the same field names a push uses, so a pushed body round-trips.
 //! - The timeseries getters answer pages: [`PageBuilder`] fills a [`SamplePage`] from time
@@ -54,7 +55,9 @@
 #![allow(clippy::result_large_err)]
 
 mod columnar;
+mod columnar_table;
 mod columns;
+mod cycle;
 mod dates;
 pub mod demo;
 pub mod ecg;

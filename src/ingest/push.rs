@@ -127,6 +127,7 @@ const TOP_LEVEL: &[&str] = &[
     "body",
     "meals",
     "profile",
+    "menstrual_cycle",
     "timeseries",
 ];
 

@@ -33,6 +33,10 @@ pub(crate) fn plain(cell: Cell) -> Value {
         Cell::Date(d) => Value::String(date_string(d)),
         Cell::Micros(m) => Value::String(format_instant(m, None)),
         Cell::Stages(s) => Value::from(s),
+        Cell::Entries(entries) => entries
+            .into_iter()
+            .map(|e| Value::Array(e.into_iter().map(plain).collect()))
+            .collect(),
     }
 }
 
@@ -184,6 +188,13 @@ fn render_row(table: Table, batch: &RecordBatch, row: usize, user_id: Uuid) -> V
         Table::Profile => {
             if obj.get("wheelchair_use") != Some(&Value::Bool(true)) {
                 obj.remove("wheelchair_use");
+            }
+        }
+        Table::MenstrualCycle => {
+            // The reference's cycle carries its source columns at the top level too.
+            super::cycle::render_members(&mut obj, |c| cell_by_name(batch, c, row));
+            for key in crate::schema::SOURCE_COLUMNS {
+                obj.insert(key.into(), plain(cell_by_name(batch, key, row)));
             }
         }
     }

@@ -153,5 +153,8 @@ fn write_cell(w: &mut impl Write, cell: Cell) -> io::Result<()> {
         Cell::Date(d) => write_str(w, &date_string(d)),
         Cell::Micros(m) => write_str(w, &format_instant(m, None)),
         Cell::Stages(s) => serde_json::to_writer(w, &s).map_err(io::Error::from),
+        c @ Cell::Entries(_) => {
+            serde_json::to_writer(w, &super::render::plain(c)).map_err(io::Error::from)
+        }
     }
 }

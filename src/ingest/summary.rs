@@ -89,6 +89,7 @@ fn own_member(table: Table, key: &str) -> bool {
             Table::Workout => matches!(key, "hr_zones" | "timezone_offset"),
             Table::Body => key == "timezone_offset",
             Table::Profile => false,
+            Table::MenstrualCycle => super::cycle::own_member(key),
         }
 }
 
@@ -222,6 +223,7 @@ pub(crate) fn parse(table: Table, value: &Value, loc: &[Loc], ctx: &Ctx) -> Resu
         Table::Activity => activity(obj, loc, ctx, &mut row)?,
         Table::Meal => meal(obj, loc, ctx, &mut row)?,
         Table::Profile => profile(obj, loc, ctx, &mut row)?,
+        Table::MenstrualCycle => super::cycle::parse(obj, loc, ctx, &mut row)?,
     }
     ctx.fill_source(&mut row);
     Ok(row)

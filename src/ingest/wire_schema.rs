@@ -175,6 +175,7 @@ pub fn summary_schema(table: Table) -> Schema {
             ("source_device_id", string(true).into()),
         ],
         Table::Profile => vec![],
+        Table::MenstrualCycle => cycle_members(),
     };
     for (key, schema) in own {
         node.insert(key, schema);
@@ -218,6 +219,15 @@ pub fn summary_schema(table: Table) -> Schema {
             "source_id",
         ]),
         Table::Profile => {}
+        Table::MenstrualCycle => {
+            required.extend([
+                "period_start",
+                "is_predicted",
+                "source_provider",
+                "source_type",
+            ]);
+            required.extend(table.list_columns().iter().map(|l| l.name));
+        }
     }
     if table != Table::Profile {
         node.insert("created_at", instant(false));
@@ -244,6 +254,53 @@ pub fn summary_schema(table: Table) -> Schema {
         schema.required.push((*key).to_owned());
     }
     Schema::Object(schema)
+}
+
+/// The menstrual cycle's own members: its entry lists (never null) and its source columns.
+fn cycle_members() -> Vec<(&'static str, Schema)> {
+    let mut out: Vec<(&'static str, Schema)> = Table::MenstrualCycle
+        .list_columns()
+        .iter()
+        .map(|list| {
+            let mut entry = ObjectBuilder::new().schema_type(Type::Object);
+            for field in list.fields() {
+                let nullable = field.name == "protection_used";
+                let mut member = match field.kind {
+                    Kind::Date => typed(Type::String, Some(KnownFormat::Date), nullable),
+                    other => of_kind(other, false).schema_type(if nullable {
+                        utoipa::openapi::schema::SchemaType::from_iter([
+                            kind_type(other),
+                            Type::Null,
+                        ])
+                    } else {
+                        utoipa::openapi::schema::SchemaType::Type(kind_type(other))
+                    }),
+                };
+                if let Some(values) = crate::schema::allowed_element_values(list.name, field.name) {
+                    member = member.enum_values(Some(values.iter().copied()));
+                }
+                entry = entry.property(field.name, member);
+                if !nullable {
+                    entry = entry.required(field.name);
+                }
+            }
+            (list.name, ArrayBuilder::new().items(entry).into())
+        })
+        .collect();
+    out.push(("source_provider", string(false).into()));
+    out.push(("source_type", string(false).into()));
+    out.push(("source_app_id", string(true).into()));
+    out.push(("source_device_id", string(true).into()));
+    out
+}
+
+fn kind_type(kind: Kind) -> Type {
+    match kind {
+        Kind::Str | Kind::Date | Kind::Instant => Type::String,
+        Kind::Int => Type::Integer,
+        Kind::Float => Type::Number,
+        Kind::Bool => Type::Boolean,
+    }
 }
 
 /// The schema of one sample of `family` as the getters render it.

@@ -15,12 +15,14 @@
 
 mod dataset;
 mod derived;
+mod lists;
 mod resources;
 mod source;
 mod tables;
 
 pub use dataset::Dataset;
 pub use derived::Derived;
+pub use lists::{Element, ListColumn, allowed_element_values};
 pub use resources::{Family, RESOURCES, Resource, resource};
 pub use source::{
     ConstantProofs, SourceRows, constant_str, repeated_str, rows_by_source, source_columns,

@@ -1,9 +1,11 @@
-//! The six summary tables of `data-model.md`: columns, types, index and record key.
+//! The summary tables of `data-model.md` (and `menstrual_cycle`, `analytics.md` §3): columns,
+//! types, index and record key. List columns are described in `lists.rs`.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 
+use super::lists::{Element, ListColumn};
 use super::{TIMEZONE_OFFSET, utc_timestamp, with_trailer};
 
 /// A summary table.
@@ -21,10 +23,12 @@ pub enum Table {
     Meal,
     /// The latest profile per provider (index `updated_at`, UTC).
     Profile,
+    /// One row per menstrual cycle (index `period_start`), with list-of-struct columns.
+    MenstrualCycle,
 }
 
 /// One column of a summary table.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Column {
     /// Its name, in storage and in the query language.
     pub name: &'static str,
@@ -232,13 +236,14 @@ const PROFILE: &[Column] = &[
 
 impl Table {
     /// Every summary table, in a fixed order.
-    pub const ALL: [Table; 6] = [
+    pub const ALL: [Table; 7] = [
         Table::Sleep,
         Table::Activity,
         Table::Workout,
         Table::Body,
         Table::Meal,
         Table::Profile,
+        Table::MenstrualCycle,
     ];
 
     /// The name used in folders and in the query language (`{"sleep": C}`).
@@ -250,6 +255,7 @@ impl Table {
             Table::Body => "body",
             Table::Meal => "meal",
             Table::Profile => "profile",
+            Table::MenstrualCycle => "menstrual_cycle",
         }
     }
 
@@ -267,7 +273,22 @@ impl Table {
             Table::Body => BODY,
             Table::Meal => MEAL,
             Table::Profile => PROFILE,
+            Table::MenstrualCycle => super::lists::MENSTRUAL_CYCLE,
         }
+    }
+
+    /// The list columns (`lists.rs`): stored, reduced by subqueries, never selected as such.
+    pub fn list_columns(self) -> &'static [ListColumn] {
+        match self {
+            Table::Sleep => super::lists::SLEEP_LISTS,
+            Table::MenstrualCycle => super::lists::MENSTRUAL_CYCLE_LISTS,
+            _ => &[],
+        }
+    }
+
+    /// Looks a list column up by name.
+    pub fn list_column(self, name: &str) -> Option<ListColumn> {
+        self.list_columns().iter().copied().find(|c| c.name == name)
     }
 
     /// Looks a queryable column up by name.
@@ -283,12 +304,13 @@ impl Table {
             Table::Body => "measured_at",
             Table::Activity | Table::Meal => "date",
             Table::Profile => "updated_at",
+            Table::MenstrualCycle => "period_start",
         }
     }
 
     /// Whether the index is a local calendar date rather than an instant.
     pub fn index_is_date(self) -> bool {
-        matches!(self, Table::Activity | Table::Meal)
+        matches!(self, Table::Activity | Table::Meal | Table::MenstrualCycle)
     }
 
     /// Whether rows carry a derived `timezone_offset` for floating time. Date-indexed tables
@@ -327,6 +349,16 @@ impl Table {
                 DataType::Int64,
                 true,
             ));
+        } else {
+            for list in self.list_columns() {
+                if let Element::Struct(elements) = list.element {
+                    fields.push(Field::new(
+                        list.name,
+                        ListColumn::struct_type(elements),
+                        true,
+                    ));
+                }
+            }
         }
         with_trailer(fields, false)
     }

@@ -74,7 +74,7 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
     let limits = Limits::default();
     let engine = Engine::new(limits.clone()).unwrap();
     let mut failures = Vec::new();
-    let (mut non_empty, mut aligned) = (0, 0);
+    let (mut non_empty, mut aligned, mut subqueries) = (0, 0, 0);
     let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
     for seed in 0..520u64 {
         if only.is_some_and(|o| o != seed) {
@@ -100,6 +100,7 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
         if first_query_rows(&want) > 0 {
             non_empty += 1;
             aligned += usize::from(req.queries[0].align.is_some());
+            subqueries += usize::from(body["queries"][0].to_string().contains("\"unnest\""));
         }
         if only.is_some() {
             println!("got  {got}\nwant {want}");
@@ -139,6 +140,10 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
     assert!(
         aligned > 40,
         "only {aligned} random queries with rows had an align clause"
+    );
+    assert!(
+        subqueries > 10,
+        "only {subqueries} random queries with rows had a subquery over a list column"
     );
 }
 

@@ -18,7 +18,7 @@ mod catalogue;
 mod list;
 mod orders;
 mod routes;
-mod shapes;
+pub(crate) mod shapes;
 mod validation;
 
 use serde_json::{Value, json};

@@ -21,6 +21,7 @@ mod api;
 mod cli;
 mod columnar_push;
 mod crash;
+mod cycle;
 mod data_api;
 mod e2e;
 mod engine;

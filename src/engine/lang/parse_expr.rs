@@ -37,10 +37,19 @@ pub(crate) enum RawExpr {
     DatePart(DatePart, IndexOf, Vec<Loc>),
 }
 
-const TABLE_KEYS: [&str; 6] = ["sleep", "activity", "workout", "body", "meal", "profile"];
+const TABLE_KEYS: [&str; 7] = [
+    "sleep",
+    "activity",
+    "workout",
+    "body",
+    "meal",
+    "profile",
+    "menstrual_cycle",
+];
 /// Derived tables (`analytics.md` §2): named like tables, in every place a table may be.
 const DERIVED_KEYS: [&str; 1] = ["derived_readiness"];
-const OTHER_KEYS: [&str; 8] = [
+const OTHER_KEYS: [&str; 9] = [
+    "select",
     "timeseries",
     "index",
     "source",
@@ -55,13 +64,13 @@ fn shapes_for(place: Place) -> &'static str {
     match place {
         Place::Select => {
             "an aggregate {\"func\", \"arg\"}, a group key, a table column, a timeseries field, \
-             an index, a source or a value macro"
+             an index, a source, a value macro or a subquery {\"select\", \"from\", \"where\"}"
         }
         Place::GroupBy => {
             "a date_trunc, a date_part, a table column, a timeseries field, a source or a value macro"
         }
         Place::AggregateArg => {
-            "a table column, a timeseries field, an index, a source or a value macro"
+            "a table column, a timeseries field, an index, a source, a value macro or a subquery"
         }
         Place::IndexArg => "an index {\"index\": T}",
     }
@@ -79,7 +88,11 @@ fn allowed(place: Place, shape: &str) -> bool {
                 )
         }
         Place::AggregateArg => {
-            table || matches!(shape, "timeseries" | "index" | "source" | "value_macro")
+            table
+                || matches!(
+                    shape,
+                    "timeseries" | "index" | "source" | "value_macro" | "select"
+                )
         }
         Place::IndexArg => shape == "index",
     }
@@ -154,6 +167,7 @@ pub(crate) fn parse_expr(
         "timeseries" => &["field"],
         "value_macro" => &["version"],
         "func" | "date_trunc" | "date_part" => &["arg"],
+        "select" => &["from", "where"],
         _ => &[],
     };
     let before = out.len();
@@ -180,6 +194,18 @@ fn parse_shape(
 ) -> Option<RawExpr> {
     if let Some(table) = Table::from_name(shape) {
         let name = str_in(obj, shape, loc).keep(out)?;
+        if table.list_column(name).is_some() {
+            out.push(
+                Violation::value(
+                    at(loc, shape),
+                    format!(
+                        "{shape}.{name} is a list column and cannot be selected directly; reduce it with a subquery {{\"select\": {{\"func\": F, \"arg\": ...}}, \"from\": {{\"unnest\": {{\"{shape}\": \"{name}\"}}}}}}"
+                    ),
+                )
+                .with_input(Value::String(name.to_owned())),
+            );
+            return None;
+        }
         let Some(col) = table.column(name) else {
             out.push(
                 Violation::value(
@@ -301,6 +327,14 @@ fn parse_shape(
                 (f, RawExpr::Operand(op, idx)) => Some(RawExpr::Aggregate(f, op, idx, arg_loc)),
                 _ => None,
             }
+        }
+        "select" => {
+            let sq = super::subquery::parse_subquery(obj, loc, out)?;
+            let table = sq.table;
+            Some(RawExpr::Operand(
+                Operand::Subquery(Box::new(sq)),
+                Some(IndexOf::Table(table)),
+            ))
         }
         "group_key" => match obj.get("group_key") {
             Some(Value::String(s)) if s == "*" => Some(RawExpr::GroupKey(None)),

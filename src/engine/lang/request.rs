@@ -168,6 +168,11 @@ pub enum Operand {
     Source(&'static str),
     /// A sleep value macro (§2.3).
     Macro(ValueMacro),
+    /// A scalar-output subquery reducing one list column per row (`analytics.md` §3).
+    Subquery(Box<super::subquery::Subquery>),
+    /// A field of a list element (or the scalar element itself, named `element`): only in a
+    /// subquery's where.
+    ElementField(&'static str, Kind),
 }
 
 /// Sleep value macros (§2.3).

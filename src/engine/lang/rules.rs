@@ -22,9 +22,8 @@ pub(crate) fn operand_type(op: &Operand, source: &QuerySource) -> ValueType {
         Operand::Derived(_, _, kind) => kind_type(Table::Activity, *kind),
         Operand::Field(_, f) => field_type(f),
         Operand::Index => match source {
-            QuerySource::Table(Table::Activity | Table::Meal) | QuerySource::Derived(_) => {
-                ValueType::Date
-            }
+            QuerySource::Table(Table::Activity | Table::Meal | Table::MenstrualCycle)
+            | QuerySource::Derived(_) => ValueType::Date,
             QuerySource::Table(Table::Profile) => ValueType::Utc,
             _ => ValueType::Floating,
         },
@@ -32,6 +31,8 @@ pub(crate) fn operand_type(op: &Operand, source: &QuerySource) -> ValueType {
         Operand::Macro(ValueMacro::Chronotype) => ValueType::Str,
         Operand::Macro(ValueMacro::AsleepAt | ValueMacro::AwakeAt) => ValueType::Floating,
         Operand::Macro(ValueMacro::Awakenings | ValueMacro::SleepScore) => ValueType::Int,
+        Operand::Subquery(sq) => sq.output_type(),
+        Operand::ElementField(_, k) => super::subquery::element_type(*k),
     }
 }
 
@@ -64,6 +65,8 @@ pub(crate) fn operand_name(op: &Operand) -> String {
         Operand::Index => "timestamp".to_owned(),
         Operand::Source(s) => (*s).to_owned(),
         Operand::Macro(m) => m.name().to_owned(),
+        Operand::Subquery(sq) => sq.name(),
+        Operand::ElementField(f, _) => (*f).to_owned(),
     }
 }
 
@@ -231,6 +234,7 @@ pub(crate) fn check_select(
         .any(|(s, _)| matches!(s.kind, SelectKind::Aggregate(..)));
     for (i, (item, loc)) in select.iter().enumerate() {
         match &item.kind {
+            SelectKind::Value(Operand::Subquery(_)) if !group_by.is_empty() => out.push(Violation::value(loc.clone(), format!("the subquery {} is inside a grouped query: wrap it in an outer aggregate, e.g. {{\"func\": \"mean\", \"arg\": <the subquery>}}", item.name))),
             SelectKind::Value(_) if !group_by.is_empty() => out.push(Violation::value(loc.clone(), format!("{} must be an aggregate or a group key because the query has a group_by", item.name))),
             SelectKind::Value(_) if aggregates => out.push(Violation::value(loc.clone(), format!("{} is a row value but other select items aggregate; add a group_by or aggregate it", item.name))),
             _ => {}

@@ -42,6 +42,7 @@ pub fn data_type_of(d: Dataset) -> &'static str {
         Dataset::Table(Table::Body) => "body",
         Dataset::Table(Table::Meal) => "meal",
         Dataset::Table(Table::Profile) => "profile",
+        Dataset::Table(Table::MenstrualCycle) => "menstrual_cycle",
         Dataset::Timeseries(_) => "timeseries",
     }
 }

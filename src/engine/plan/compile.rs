@@ -24,7 +24,7 @@ use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, Projection, cast
 use datafusion::prelude::{Expr, lit};
 
 use crate::schema::{
-    Dataset, Derived, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, Table, timeseries_schema,
+    Dataset, Derived, Family, INGESTED_AT, Resource, TIMEZONE_OFFSET, timeseries_schema,
 };
 
 use super::align;
@@ -155,7 +155,7 @@ fn window_filter(req: &ValidRequest, q: &Query, catalog: &Catalog, rows: &RowExp
         return lit(false);
     };
     let date_index = match &q.source {
-        QuerySource::Table(t @ (Table::Activity | Table::Meal)) => Some(t.index_column()),
+        QuerySource::Table(t) if t.index_is_date() => Some(t.index_column()),
         QuerySource::Derived(d) => Some(d.index_column()),
         _ => None,
     };

@@ -13,6 +13,7 @@ use datafusion::prelude::{Expr, in_list, lit};
 
 use crate::schema::{Kind, TIMEZONE_OFFSET, Table};
 
+use super::list_reduce::ListReduce;
 use super::macros::{MacroArgs, SleepMacro};
 use super::udf::{FloatingTime, floating_type};
 use crate::engine::lang::request::{Operand, QuerySource, ValueMacro};
@@ -62,7 +63,7 @@ impl RowExprs<'_> {
         }
         match self.table() {
             None => self.instant("timestamp"),
-            Some(t @ (Table::Activity | Table::Meal | Table::Profile)) => {
+            Some(t @ (Table::Activity | Table::Meal | Table::MenstrualCycle | Table::Profile)) => {
                 cast(ident(t.index_column()), floating_type())
             }
             Some(t) => self.instant(t.index_column()),
@@ -75,7 +76,9 @@ impl RowExprs<'_> {
             return ident(d.index_column());
         }
         match self.table() {
-            Some(t @ (Table::Activity | Table::Meal | Table::Profile)) => ident(t.index_column()),
+            Some(t @ (Table::Activity | Table::Meal | Table::MenstrualCycle | Table::Profile)) => {
+                ident(t.index_column())
+            }
             _ => self.index_ts(),
         }
     }
@@ -105,6 +108,12 @@ impl RowExprs<'_> {
             }
             Operand::Source(s) => ident(*s),
             Operand::Macro(m) => self.sleep_macro(*m),
+            Operand::Subquery(sq) => {
+                let predicate = sq.filter.as_ref().map(|w| self.where_expr(w));
+                ListReduce::call(sq, predicate, ident(sq.list.name))
+            }
+            // Only a subquery's where names element fields: a column of its element batch.
+            Operand::ElementField(f, _) => column(f),
         }
     }
 

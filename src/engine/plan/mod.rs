@@ -9,6 +9,7 @@ pub(super) mod bucket;
 pub(super) mod catalog;
 pub(super) mod compile;
 pub(super) mod expr;
+pub(super) mod list_reduce;
 pub mod macros;
 pub(super) mod ordered;
 pub(super) mod priority;

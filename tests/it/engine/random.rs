@@ -250,6 +250,23 @@ fn request<R: Rng>(g: &mut R, pin: bool) -> Value {
                 (json!({"sleep": "stage_deep_second"}), T::I),
                 (json!({"sleep": "session_end"}), T::Time),
                 (json!({"sleep": "id"}), T::S),
+                // Scalar-output subqueries over the hypnogram's stage codes (analytics.md §3).
+                (
+                    json!({"select": {"func": "count", "arg": null}, "from": {"unnest": {"sleep": "hypnogram"}}, "where": "element = 4"}),
+                    T::I,
+                ),
+                (
+                    json!({"select": {"func": "max", "arg": {"element": true}}, "from": {"unnest": {"sleep": "hypnogram"}}}),
+                    T::I,
+                ),
+                (
+                    json!({"select": {"func": "mean", "arg": {"element": true}}, "from": {"unnest": {"sleep": "hypnogram"}}, "where": "element IN (1, 2, 3) OR element < 0"}),
+                    T::F,
+                ),
+                (
+                    json!({"select": {"func": "newest", "arg": {"element": true}}, "from": {"unnest": {"sleep": "hypnogram"}}, "where": "NOT element BETWEEN 2 AND 3"}),
+                    T::I,
+                ),
             ],
         ),
         1 => (
@@ -338,7 +355,7 @@ fn request<R: Rng>(g: &mut R, pin: bool) -> Value {
         for _ in 0..g.gen_range(0..3) {
             let candidates: Vec<&(Value, T)> = values
                 .iter()
-                .filter(|(v, _)| v.get("index").is_none())
+                .filter(|(v, _)| v.get("index").is_none() && v.get("select").is_none())
                 .collect();
             let v = candidates[g.gen_range(0..candidates.len())].0.clone();
             if !group_by.contains(&v) {

@@ -11,7 +11,8 @@ use chrono::{Duration, NaiveDate, NaiveDateTime, Offset, TimeZone, Timelike};
 use serde_json::{Map, Value, json};
 use wearhouse::engine::macros::{ScoreInputs, awakenings, sleep_score, trailing_awake_seconds};
 use wearhouse::engine::{
-    Func, GroupBy, Operand, Query, QuerySource, SelectKind, UserContext, ValidRequest, ValueMacro,
+    Func, GroupBy, Operand, Query, QuerySource, SelectKind, SubArg, Subquery, UserContext,
+    ValidRequest, ValueMacro,
 };
 use wearhouse::providers::{SOURCE_TYPE_PRIORITY, effective_priority};
 use wearhouse::schema::{Dataset, Table};
@@ -142,6 +143,55 @@ impl Ctx<'_> {
             Operand::Index => self.index(row),
             Operand::Source(s) => self.column(row, s),
             Operand::Macro(m) => self.sleep_macro(row, *m),
+            Operand::Subquery(sq) => self.subquery(row, sq),
+            Operand::ElementField(f, _) => self.column(row, f),
+        }
+    }
+
+    /// A subquery over a list of scalars (the hypnogram, the one list the scenarios hold):
+    /// the elements passing the where, reduced; oldest/newest are the first/last of them.
+    pub fn subquery(&self, row: &Row, sq: &Subquery) -> RV {
+        let list = match row.get(sq.list.name) {
+            Some(Val::L(l)) => l.clone(),
+            _ => Vec::new(),
+        };
+        let kept: Vec<RV> = list
+            .iter()
+            .map(|x| {
+                let mut e = Row::new();
+                e.insert("element".into(), Val::I(i64::from(*x)));
+                e
+            })
+            .filter(|e| {
+                sq.filter
+                    .as_ref()
+                    .is_none_or(|w| truth(&self.where_value(e, w)) == Some(true))
+            })
+            .map(|e| self.column(&e, "element"))
+            .collect();
+        match (sq.func, sq.arg) {
+            (Func::Count, _) | (_, SubArg::Elements) => RV::I(kept.len() as i64),
+            (Func::Oldest, _) => kept.first().cloned().unwrap_or(RV::Null),
+            (Func::Newest, _) => kept.last().cloned().unwrap_or(RV::Null),
+            (f, _) => {
+                let rows: Vec<Row> = kept
+                    .iter()
+                    .map(|v| {
+                        let mut e = Row::new();
+                        if let RV::I(i) = v {
+                            e.insert("element".into(), Val::I(*i));
+                        }
+                        e
+                    })
+                    .collect();
+                let refs: Vec<&Row> = rows.iter().collect();
+                agg(
+                    f,
+                    self,
+                    &refs,
+                    &Operand::ElementField("element", wearhouse::schema::Kind::Int),
+                )
+            }
         }
     }
 

@@ -14,12 +14,12 @@ use super::{order, order_body, sandbox_test, user, walk};
 use crate::support::{TestApp, full_push};
 
 /// One answer to check: a name, the reference component and the SDK class that must parse it.
-fn case(name: &str, component: &str, sdk_model: &str, answer: &Value) -> Value {
+pub(crate) fn case(name: &str, component: &str, sdk_model: &str, answer: &Value) -> Value {
     json!({"name": name, "component": component, "sdk_model": sdk_model, "answer": answer})
 }
 
 /// Runs `tests/python/reference_models.py` over `cases`; panics with its report on a failure.
-fn check_against_reference(cases: &[Value]) {
+pub(crate) fn check_against_reference(cases: &[Value]) {
     let root = env!("CARGO_MANIFEST_DIR");
     let script = format!("{root}/tests/python/reference_models.py");
     let schemas = format!("{root}/testdata/reference/junction-openapi-models.json");
