@@ -53,7 +53,7 @@ const COMMUNICATION: &str =
     "Not implemented: wearhouse sends no e-mail or text messages to patients.";
 const ABN: &str = "Not implemented: no order here is billed to Medicare, so there is no Advance Beneficiary Notice form.";
 const APPOINTMENT_REQUEST: &str = "Not implemented: appointments are booked from availability (POST /v3/order/{order_id}/phlebotomy/appointment/book), not requested.";
-const RAW: &str = "Not implemented yet: wearhouse does not keep providers' payloads as received; read the normalised records with GET /v2/summary/{table}/{user_id}.";
+const RAW: &str = "Not implemented: wearhouse does not keep providers' payloads as received yet; read the normalised records with GET /v2/summary/{table}/{user_id}.";
 const RESEND: &str =
     "Not implemented: replay order events with POST /v2/team/webhooks/{id}/replay.";
 
