@@ -21,6 +21,7 @@ use crate::lab::model::area::PscInfo;
 use crate::lab::model::order::ResultsMetadata;
 use crate::lab::orders::{self, instructions, result_pdf, results};
 use crate::loc;
+use crate::validation::Loc;
 
 /// Documented routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -143,8 +144,8 @@ async fn order_psc_info(
     query: QueryParams,
 ) -> Result<Json<PscInfo>, ApiError> {
     let radius = area::parse_radius(query.get("radius"), loc!["query", "radius"])?;
-    let capabilities =
-        order_pscs::parse_capabilities(&query.all("capabilities"), &loc!["query", "capabilities"])?;
+    let at = [Loc::from("query"), Loc::from("capabilities")];
+    let capabilities = order_pscs::parse_capabilities(&query.all("capabilities"), &at)?;
     let order = orders::get(&state.meta, team.0.id, id).await?;
     let index = state.lab.pscs();
     Ok(Json(order_pscs::order_psc_info(
