@@ -9,7 +9,6 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::connections::path_provider;
 use super::password::PasswordLinkOutcome;
 use super::tokens::LinkTokenError;
 use crate::http::AppState;
@@ -18,9 +17,7 @@ use crate::http::extract::{ApiPath, LinkToken, Typed};
 use crate::http::models;
 use crate::link::email;
 use crate::link::tokens::LinkSession;
-use crate::loc;
 use crate::providers::{AuthType, Provider};
-use crate::validation::Violation;
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -44,20 +41,7 @@ pub(crate) fn email_provider(
     session: &LinkSession,
     slug: &str,
 ) -> Result<&'static Provider, ApiError> {
-    let catalogued = path_provider(slug)?;
-    session
-        .provider(catalogued.slug)
-        .filter(|p| p.auth_type == AuthType::Email)
-        .ok_or_else(|| {
-            ApiError::invalid(
-                Violation::new(
-                    loc!["path", "provider"],
-                    "enum",
-                    format!("{slug:?} is not an e-mail provider this link token may link"),
-                )
-                .with_input(serde_json::Value::from(slug)),
-            )
-        })
+    super::password::linkable_provider(session, slug, AuthType::Email, "an e-mail")
 }
 
 /// Link an e-mail provider: the patient has shared their data with an account this deployment

@@ -145,16 +145,27 @@ pub(crate) fn password_provider(
     session: &LinkSession,
     slug: &str,
 ) -> Result<&'static Provider, ApiError> {
+    linkable_provider(session, slug, AuthType::Password, "a password")
+}
+
+/// The provider `slug` names, if this token may link it and it links by `auth`; else a 422 at
+/// the path saying it is not `kind` provider this token may link.
+pub(crate) fn linkable_provider(
+    session: &LinkSession,
+    slug: &str,
+    auth: AuthType,
+    kind: &str,
+) -> Result<&'static Provider, ApiError> {
     let catalogued = path_provider(slug)?;
     session
         .provider(catalogued.slug)
-        .filter(|p| p.auth_type == AuthType::Password)
+        .filter(|p| p.auth_type == auth)
         .ok_or_else(|| {
             ApiError::invalid(
                 Violation::new(
                     loc!["path", "provider"],
                     "enum",
-                    format!("{slug:?} is not a password provider this link token may link"),
+                    format!("{slug:?} is not {kind} provider this link token may link"),
                 )
                 .with_input(serde_json::Value::from(slug)),
             )
