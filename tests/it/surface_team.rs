@@ -17,19 +17,12 @@ mod sign_in;
 mod team;
 mod unserved;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 
 use serde_json::{Value, json};
 
 use crate::server::{Server, create_team, http_client};
-
-/// The reference's components these answers are checked against.
-pub const SCHEMAS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/testdata/reference/junction-openapi-team-lab.json"
-);
+use crate::support::reference;
 
 /// A real server with two teams.
 pub struct Live {
@@ -128,34 +121,12 @@ impl Live {
     }
 }
 
-/// One answer to check: a name, the reference component and the SDK class that must parse it.
-pub fn case(name: &str, component: &str, sdk_model: Option<&str>, answer: &Value) -> Value {
-    json!({"name": name, "component": component, "sdk_model": sdk_model, "answer": answer})
-}
+pub use crate::support::reference::case;
 
-/// Runs `tests/python/reference_models.py` over `cases` with [`SCHEMAS`]; panics with its
-/// report on a failure.
+/// Checks `cases` against the team, sign-in, bulk and lab components
+/// (`junction-openapi-team-lab.json`).
 pub fn check_against_reference(cases: &[Value]) {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let script = format!("{root}/tests/python/reference_models.py");
-    let mut child = crate::provision::python_script(Path::new(&script))
-        .arg(SCHEMAS)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input = serde_json::to_vec(cases).unwrap();
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the reference's models refuse our answers: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(report["checked"], cases.len(), "{report}");
+    reference::check("junction-openapi-team-lab.json", cases);
 }
 
 /// The text of every page of a PDF, read back by pypdf (`tests/python/pdf_text.py`).

@@ -4,43 +4,19 @@
 //! entry of `events`; `PATCH /v3/order/{id}` answers the `{order, status, message}` wrapper; a
 //! profile's `wheelchair_use` is absent unless true.
 
-use std::io::Write;
-use std::path::Path;
-use std::process::Stdio;
-
 use serde_json::{Value, json};
 
 use super::{order, order_body, sandbox_test, user, walk};
-use crate::support::{TestApp, full_push};
+use crate::support::{TestApp, full_push, reference};
 
-/// One answer to check: a name, the reference component and the SDK class that must parse it.
+/// One answer to check against the order components (`junction-openapi-models.json`).
 pub(crate) fn case(name: &str, component: &str, sdk_model: &str, answer: &Value) -> Value {
-    json!({"name": name, "component": component, "sdk_model": sdk_model, "answer": answer})
+    reference::case(name, component, Some(sdk_model), answer)
 }
 
-/// Runs `tests/python/reference_models.py` over `cases`; panics with its report on a failure.
+/// Checks `cases` against `junction-openapi-models.json`.
 pub(crate) fn check_against_reference(cases: &[Value]) {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let script = format!("{root}/tests/python/reference_models.py");
-    let schemas = format!("{root}/testdata/reference/junction-openapi-models.json");
-    let mut child = crate::provision::python_script(Path::new(&script))
-        .arg(schemas)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input = serde_json::to_vec(cases).unwrap();
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the reference's models refuse our answers: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(report["checked"], cases.len(), "{report}");
+    reference::check("junction-openapi-models.json", cases);
 }
 
 /// `last_event` is present and equal to the newest entry of `events`.

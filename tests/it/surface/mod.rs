@@ -10,13 +10,10 @@ mod introspect;
 mod pulls_store;
 mod sessions;
 
-use std::io::Write;
-use std::path::Path;
-use std::process::Stdio;
-
 use serde_json::{Value, json};
 
 use crate::server::{Server, create_team};
+use crate::support::reference;
 
 /// A running server with two teams: `ours` (its key and a user) and `theirs` (its key).
 pub struct World {
@@ -91,33 +88,12 @@ impl World {
     }
 }
 
-/// One answer to check against the reference's component and SDK model.
+/// One answer to check against the data components (`junction-openapi-data-models.json`).
 pub fn case(name: &str, component: &str, sdk_model: &str, answer: &Value) -> Value {
-    json!({"name": name, "component": component, "sdk_model": sdk_model, "answer": answer})
+    reference::case(name, component, Some(sdk_model), answer)
 }
 
-/// Validates `cases` with `tests/python/reference_models.py` against the reference's data
-/// components; panics with its report on a failure.
+/// Checks `cases` against `junction-openapi-data-models.json`.
 pub fn check_against_reference(cases: &[Value]) {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let script = format!("{root}/tests/python/reference_models.py");
-    let schemas = format!("{root}/testdata/reference/junction-openapi-data-models.json");
-    let mut child = crate::provision::python_script(Path::new(&script))
-        .arg(schemas)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input = serde_json::to_vec(cases).unwrap();
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the reference's models refuse our answers: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(report["checked"], cases.len(), "{report}");
+    reference::check("junction-openapi-data-models.json", cases);
 }
