@@ -16,7 +16,7 @@ use super::super::extract::{ApiPath, AuthTeam, QueryParams, parse_uuid};
 use crate::lab::catalogue::markers;
 use crate::lab::model::catalogue::Marker;
 use crate::loc;
-use crate::validation::Violation;
+use crate::validation::{Invalid, Loc, Violation};
 
 #[derive(OpenApi)]
 #[openapi(paths(marker_by_provider_id))]
@@ -41,9 +41,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
     security(("api_key" = [])))]
 async fn marker_by_provider_id(
     _team: AuthTeam,
-    ApiPath((lab_id, provider_id)): ApiPath<(String, String)>,
+    path: Result<ApiPath<(String, String)>, ApiError>,
     query: QueryParams,
 ) -> Result<Json<Marker>, ApiError> {
+    let ApiPath((lab_id, provider_id)) = path.map_err(documented_names)?;
     let lab_id: i64 = lab_id.parse().map_err(|_| {
         ApiError::invalid(
             Violation::new(
@@ -61,4 +62,21 @@ async fn marker_by_provider_id(
         .cloned()
         .map(Json)
         .ok_or(ApiError::NotFound("Marker"))
+}
+
+/// A path rejection located at the document's parameter name (`lab_id`), not the router's.
+fn documented_names(error: ApiError) -> ApiError {
+    match error {
+        ApiError::Invalid(Invalid(mut violations)) => {
+            for v in &mut violations {
+                for loc in &mut v.loc {
+                    if *loc == Loc::Key("lab_test_id".to_owned()) {
+                        *loc = Loc::Key("lab_id".to_owned());
+                    }
+                }
+            }
+            ApiError::Invalid(Invalid(violations))
+        }
+        other => other,
+    }
 }
