@@ -25,6 +25,8 @@ import pydantic
 import vital
 from vital import Vital
 
+from sdk_surface import surface_calls
+
 BASE, KEY = sys.argv[1], sys.argv[2]
 client = Vital(api_key=KEY, base_url=BASE)
 raw = httpx.Client(base_url=BASE, headers={"x-service-api-key": KEY}, timeout=60)
@@ -402,13 +404,13 @@ def vitals_calls(table, ring, cgm):
 # results, the walk-in order booked at a Quest centre (the SDK asks Quest's availability), moved
 # and cancelled, and that order cancelled.
 LAB_ORDER = [
-    "get_labs", "get_markers", "get", "get_paginated", "create", "get_by_id", "update_lab_test",
+    "get_labs", "get_markers", "get_markers_by_lab_and_provider_id", "get", "get_paginated", "create", "get_by_id", "update_lab_test",
     "get_markers_for_lab_test", "get_markers_for_order_set", "get_area_info", "get_psc_info",
-    "create_order", "get_order", "get_orders",
+    "create_order", "get_order", "get_orders", "get_order_psc_info",
     "get_phlebotomy_appointment_availability", "book_phlebotomy_appointment",
     "reschedule_phlebotomy_appointment", "get_phlebotomy_appointment",
     "get_phlebotomy_appointment_cancellation_reason", "cancel_phlebotomy_appointment",
-    "simulate_order_process", "get_result_raw",
+    "simulate_order_process", "get_result_raw", "get_result_metadata",
     "get_psc_appointment_availability", "book_psc_appointment", "reschedule_psc_appointment",
     "get_psc_appointment", "get_psc_appointment_cancellation_reason", "cancel_psc_appointment",
     "cancel_order",
@@ -504,6 +506,14 @@ def lab_calls(table):
         if not got.markers or any(m.lab_id != params["lab_id"] for m in got.markers):
             raise AssertionError(f"no Quest glucose marker, or another lab's: {got.markers}")
         state["marker"] = got.markers[0].id
+        state["marker_code"] = got.markers[0].provider_id
+
+    def get_marker_by_code():
+        lab_id, code = need("quest"), need("marker_code")
+        got = lab.get_markers_by_lab_and_provider_id(code, lab_id)
+        check(got, raw.get(f"/v3/lab_tests/{lab_id}/markers/{code}").json(), True)
+        if got.id != state["marker"] or got.provider_id != code:
+            raise AssertionError(f"not the marker listed with code {code}: {got}")
 
     def get():
         got = lab.get()
@@ -611,6 +621,14 @@ def lab_calls(table):
         if [o.id for o in got.orders][:3] != fixtures:
             raise AssertionError(f"the fixture orders, oldest first, were expected: {got.orders}")
 
+    def order_psc_info():
+        order_id = need("walk_in_order")
+        got = lab.get_order_psc_info(order_id, radius="50")
+        check(got, raw.get(f"/v3/order/{order_id}/psc/info", params={"radius": "50"}).json(), True)
+        distances = [c.distance for c in got.patient_service_centers]
+        if not distances or distances != sorted(distances) or distances[-1] > 50:
+            raise AssertionError(f"the centres near the order's patient, nearest first: {got}")
+
     def phlebotomy_availability():
         got = lab.get_phlebotomy_appointment_availability(request=vital.UsAddress(**AT_HOME))
         answer = raw.post("/v3/order/phlebotomy/appointment/availability", json=AT_HOME).json()
@@ -691,6 +709,13 @@ def lab_calls(table):
         if got.metadata is None or not got.results:
             raise AssertionError(f"a completed order has results: {got}")
 
+    def get_result_metadata():
+        order_id = need("results_order")
+        got = lab.get_result_metadata(order_id)
+        results = raw.get(f"/v3/order/{order_id}/result").json()
+        check(got, raw.get(f"/v3/order/{order_id}/result/metadata").json(), True)
+        check(got, results["metadata"], True)
+
     def psc_availability():
         # The SDK always asks for Quest's centres (it sends lab=quest).
         params = {"zip_code": "85004", "radius": "25"}
@@ -714,7 +739,9 @@ def lab_calls(table):
         "update_lab_test": update_lab_test, "get_markers_for_lab_test": get_markers_for_lab_test,
         "get_markers_for_order_set": get_markers_for_order_set, "get_area_info": get_area_info,
         "get_psc_info": get_psc_info, "create_order": create_order, "get_order": get_order,
-        "get_orders": get_orders,
+        "get_orders": get_orders, "get_order_psc_info": order_psc_info,
+        "get_markers_by_lab_and_provider_id": get_marker_by_code,
+        "get_result_metadata": get_result_metadata,
         "get_phlebotomy_appointment_availability": phlebotomy_availability,
         "simulate_order_process": simulate_order_process, "get_result_raw": get_result_raw,
         "get_psc_appointment_availability": psc_availability, "cancel_order": cancel_order,
@@ -798,6 +825,7 @@ def link_calls(table):
         # Bulk import needs the team's own OAuth application; Strava has no connector, so the
         # imported connection starts no pull.
         user = client.user.create(client_user_id="sdk-bulk-1").user_id
+        state["bulk_user"] = user
         app = raw.put("/v2/team/provider/strava/credentials", json={"client_id": "sdk-bulk-client", "client_secret": "sdk-bulk-secret"})
         if app.status_code != 200:
             raise AssertionError(f"team credentials: {app.status_code} {app.text}")
@@ -819,7 +847,53 @@ def link_calls(table):
         if len(ops) != 1 or ops[0].status != "success" or (ops[0].pending, ops[0].processed) != (0, 1):
             raise AssertionError(f"the bulk import is not listed as done: {got}")
 
+    def bulk_export():
+        got = parsed_and_raw(client.link.with_raw_response.bulk_export(provider="strava"))
+        rows = [(r.user_id, r.access_token, r.refresh_token, r.provider_id) for r in got.data]
+        if rows != [(state["bulk_user"], "sdk-bulk-access", "sdk-bulk-refresh", "strava-athlete-1")] or got.next_token:
+            raise AssertionError(f"the imported connection's tokens were expected: {got}")
+
+    def bulk_trigger():
+        # Strava has no connector here: its data arrives by push, so the pull fails, named.
+        user = state["bulk_user"]
+        got = parsed_and_raw(client.link.with_raw_response.bulk_trigger_historical_pull(
+            user_ids=[user], provider="strava", wait_for_completion=True))
+        if got != {"user_ids_triggered": [], "user_ids_failed": [user]}:
+            raise AssertionError(f"a failed trigger of the one user was expected: {got}")
+        op = raw.get("/v2/link/bulk_op").json()["data"][0]
+        if op["type"] != "link_bulk_historical_trigger" or "push only" not in op["details"][0]["reason"]:
+            raise AssertionError(f"the trigger's operation does not say why: {op}")
+
+    def bulk_pause():
+        user = state["bulk_user"]
+        got = parsed_and_raw(client.link.with_raw_response.bulk_pause(user_ids=[user], provider="strava"))
+        sources = raw.get(f"/v2/user/providers/{user}").json()["providers"]
+        status = [p["status"] for p in sources if p["slug"] == "strava"]
+        if got.get("user_ids_paused") != [user] or status != ["paused"]:
+            raise AssertionError(f"the strava connection is not paused: {got} {sources}")
+
+    def complete_mfa():
+        # No LibreView sign-in waits for a code: the SDK parses the answer telling to sign in again.
+        fresh = client.link.token(user_id=target).link_token
+        got = parsed_and_raw(client.link.with_raw_response.complete_password_provider_mfa(
+            "abbott_libreview", mfa_code="123456", vital_link_token=fresh))
+        if got.connected or got.state != "error" or got.error_type != "provider_credential_error":
+            raise AssertionError(got)
+
+    def email_link():
+        # The test server has no LibreLinkUp follower account: a link error the SDK must parse.
+        fresh = client.link.token(user_id=target).link_token
+        got = parsed_and_raw(client.link.with_raw_response.connect_email_auth_provider(
+            email="patient@example.com", vital_link_token=fresh))
+        if got.get("state") != "error" or got.get("error_type") != "provider_api_error":
+            raise AssertionError(got)
+
     table[("link", "token")] = token
+    table[("link", "bulk_export")] = bulk_export
+    table[("link", "bulk_trigger_historical_pull")] = bulk_trigger
+    table[("link", "bulk_pause")] = bulk_pause
+    table[("link", "complete_password_provider_mfa")] = complete_mfa
+    table[("link", "connect_email_auth_provider")] = email_link
     table[("link", "connect_password_provider")] = password_link
     table[("link", "get_all_providers")] = providers
     table[("link", "generate_oauth_link")] = oauth_link
@@ -827,7 +901,10 @@ def link_calls(table):
     table[("user", "deregister_provider")] = deregister
     table[("link", "bulk_import")] = bulk_import
     table[("link", "list_bulk_ops")] = bulk_ops
-    return ["token", "get_all_providers", "generate_oauth_link", "bulk_import", "list_bulk_ops"]
+    return [
+        "token", "get_all_providers", "generate_oauth_link", "bulk_import", "list_bulk_ops",
+        "bulk_export", "bulk_trigger_historical_pull", "bulk_pause",
+    ]
 
 
 def main():
@@ -835,6 +912,7 @@ def main():
     vitals_calls(table, ring, cgm)
     lab_calls(table)
     link_order = link_calls(table)
+    surface_calls(table, client, raw, check)
     scope = in_scope()
     # Order: creation before use, the lab flow in its own order, deletion last.
     order = {("user", "create"): 0, ("user", "upsert_user_info"): 1, ("user", "delete"): 9}
