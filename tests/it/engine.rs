@@ -9,7 +9,7 @@ mod calendar;
 mod data;
 mod golden;
 mod random;
-mod readiness;
+pub mod readiness;
 mod reference;
 mod reference_align;
 mod reference_where;

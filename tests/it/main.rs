@@ -44,6 +44,7 @@ mod metrics;
 mod openapi;
 mod push_schema;
 mod rate_limit;
+mod readme;
 mod scale_out;
 mod schema_fuzz;
 mod sdk;

@@ -324,7 +324,8 @@ fn check(got: &BTreeMap<String, Value>, nights: &[i64], days: std::ops::Range<i6
     }
 }
 
-async fn pushed() -> (TestApp, String, Vec<i64>) {
+/// A month of the fixture's data pushed for one user (night 10 missing, arriving late in one test).
+pub async fn pushed() -> (TestApp, String, Vec<i64>) {
     let app = TestApp::new().await;
     let id = app.user("readiness").await;
     let nights: Vec<i64> = (0..DAYS).filter(|i| !MISSING.contains(i)).collect();
