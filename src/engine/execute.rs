@@ -36,6 +36,7 @@ use super::plan::catalog::{Catalog, UserContext};
 use super::plan::ordered::presorted;
 use super::plan::readiness::{self, ReadinessPlanner};
 use super::stored::StoredBatches;
+use super::task::AbortOnDrop;
 use super::{EngineError, Limits, compile, time};
 
 /// One query's result table: its output schema (§4.1 names, §4.3 types) and rows.
@@ -429,26 +430,5 @@ pub(super) async fn execute_on(
         Err(_) => Err(EngineError::Timeout {
             seconds: limits.timeout.as_secs(),
         }),
-    }
-}
-
-/// A spawned task that is aborted when its handle is dropped (a query's task here, the
-/// time-bucket operator's slices in `plan::bucket`).
-pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl<T> std::future::Future for AbortOnDrop<T> {
-    type Output = Result<T, tokio::task::JoinError>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx)
     }
 }

@@ -60,6 +60,7 @@ mod lang;
 mod limits;
 mod plan;
 mod stored;
+mod task;
 pub mod time;
 
 #[cfg(test)]

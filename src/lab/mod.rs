@@ -19,9 +19,9 @@
 pub mod appointments;
 pub mod area;
 pub mod catalogue;
-pub mod decode;
 pub mod model;
 pub mod orders;
+pub mod page;
 pub mod sandbox;
 pub mod states;
 

@@ -16,7 +16,7 @@ use super::AppState;
 use super::error::ApiError;
 use super::extract::{IntParam, QueryParams};
 use crate::lab::LabError;
-use crate::lab::decode::Page;
+use crate::lab::page::Page;
 
 /// The page number of the lab's page-numbered lists.
 pub(crate) const PAGE: IntParam = IntParam::new("page", 1, 1, i64::MAX);

@@ -7,9 +7,9 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::super::LabError;
-use super::super::decode::Page;
 use super::super::model::catalogue::{Marker, MarkersPage, OrderSetMarkersRequest};
 use super::super::model::enums::MarkerType;
+use super::super::page::Page;
 use super::{ensure_sandbox_tests, get_row, labs, markers, render};
 use crate::loc;
 use crate::store::metadata::MetadataStore;

@@ -10,11 +10,11 @@ use chrono::{DateTime, NaiveDate, Utc};
 use uuid::Uuid;
 
 use super::super::LabError;
-use super::super::decode::Page;
 use super::super::model::enums::{
     ActivationType, Direction, Interpretation, Low, Method, OrderKey,
 };
 use super::super::model::order::OrdersPage;
+use super::super::page::Page;
 use crate::loc;
 use crate::store::metadata::lab::orders::{self as store, ListQuery, Param};
 use crate::store::metadata::{MetadataStore, ts};

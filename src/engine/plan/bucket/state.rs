@@ -21,9 +21,9 @@ use crate::schema::{ConstantProofs, SourceRows, rows_by_source};
 use super::super::priority::{Interner, ranking};
 use super::slice::{Slice, SliceOf, bounds};
 use super::{BucketSpec, Columns, Slicing};
-use crate::engine::execute::AbortOnDrop;
 use crate::engine::lang::request::Period;
 use crate::engine::stored::StoredBatches;
+use crate::engine::task::AbortOnDrop;
 use crate::engine::time;
 
 /// The columns the operator reads of rows of one source.

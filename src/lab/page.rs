@@ -1,5 +1,4 @@
-//! Paging of the lab listings. (Typed request bodies are decoded by
-//! [`crate::validation::decode`](mod@crate::validation::decode).)
+//! Paging of the lab listings: a page number and size, and the rows they skip.
 
 /// A page number and size from their query values: page ≥ 1, size 1–100 (checked by the HTTP
 /// layer), and the rows to skip.
