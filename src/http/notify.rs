@@ -229,7 +229,8 @@ async fn notification(
                 ));
             }
         };
-        let queued = notify::queue_pulls(&state.meta, provider, &account, signer, Utc::now()).await?;
+        let queued =
+            notify::queue_pulls(&state.meta, provider, &account, signer, Utc::now()).await?;
         tracing::info!(provider, event_type = %event.kind, id = ?event.id,
             trace_id = ?event.trace_id, queued, "change notification");
         return Ok(Json(Queued { queued }));

@@ -299,7 +299,14 @@ mod tests {
         let got = granted(whoop, &["offline read:sleep read:recovery".to_owned()]);
         assert_eq!(
             got,
-            ["profile", "sleep", "heartrate", "hrv", "blood_oxygen", "body_temperature"]
+            [
+                "profile",
+                "sleep",
+                "heartrate",
+                "hrv",
+                "blood_oxygen",
+                "body_temperature"
+            ]
         );
 
         // A provider without its own names keeps wearhouse's.

@@ -108,7 +108,13 @@ pub fn whoop_signed_with(secret: &str, timestamp: &str, body: &[u8], signature: 
 
 /// Whether `signature` is `provider`'s signature of `timestamp` and `body` under `secret`, by
 /// the provider's own scheme (WHOOP's, else Oura's).
-pub fn verifies(provider: &str, secret: &str, timestamp: &str, body: &[u8], signature: &str) -> bool {
+pub fn verifies(
+    provider: &str,
+    secret: &str,
+    timestamp: &str,
+    body: &[u8],
+    signature: &str,
+) -> bool {
     match provider {
         "whoop_v2" => whoop_signed_with(secret, timestamp, body, signature),
         _ => signed_with(secret, timestamp, body, signature),
@@ -234,7 +240,12 @@ mod tests {
         assert!(!verifies("whoop_v2", secret, "1748241241000", body, &hex));
         assert!(!whoop_signed_with(secret, "1748241241001", body, &good));
         assert!(!whoop_signed_with(secret, "1748241241000", b"{}", &good));
-        assert!(!whoop_signed_with("another-secret", "1748241241000", body, &good));
+        assert!(!whoop_signed_with(
+            "another-secret",
+            "1748241241000",
+            body,
+            &good
+        ));
         assert!(!whoop_signed_with(secret, "1748241241000", body, ""));
     }
 

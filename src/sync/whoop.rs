@@ -200,7 +200,9 @@ impl Connector for Whoop {
         };
         let mut docs = Documents::default();
         if wanted.sleep || wanted.hrv || wanted.heartrate || wanted.blood_oxygen {
-            docs.sleeps = self.collection(token, "/v2/activity/sleep", w, true).await?;
+            docs.sleeps = self
+                .collection(token, "/v2/activity/sleep", w, true)
+                .await?;
             docs.recoveries = self.collection(token, "/v2/recovery", w, false).await?;
         }
         if has(Resource::Activity) {
@@ -212,7 +214,10 @@ impl Connector for Whoop {
                 .await?;
         }
         if has(Resource::Profile) {
-            let body = self.api.get(token, "/v2/user/measurement/body", &[]).await?;
+            let body = self
+                .api
+                .get(token, "/v2/user/measurement/body", &[])
+                .await?;
             docs.body_measurement = Some(body);
         }
         Ok(normalise(&docs, wanted))

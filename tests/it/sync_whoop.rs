@@ -43,9 +43,8 @@ async fn a_multi_page_pull_returns_every_record_exactly_once() {
     // measurement stamped with the pull's end, as its expected file is), in whatever order
     // WHOOP's pages (newest first) brought it.
     let body = &by_id(&pulled.body);
-    let expected = |file: &str, pointer: &str| {
-        by_id(&fixture(file)).pointer(pointer).cloned().unwrap()
-    };
+    let expected =
+        |file: &str, pointer: &str| by_id(&fixture(file)).pointer(pointer).cloned().unwrap();
     assert_eq!(body["sleep"], expected("sleep.expected.json", "/sleep"));
     for series in ["heartrate", "hrv", "blood_oxygen", "body_temperature"] {
         assert_eq!(
@@ -54,12 +53,18 @@ async fn a_multi_page_pull_returns_every_record_exactly_once() {
             "{series}"
         );
     }
-    assert_eq!(body["activity"], expected("cycle.expected.json", "/activity"));
+    assert_eq!(
+        body["activity"],
+        expected("cycle.expected.json", "/activity")
+    );
     assert_eq!(
         body["workouts"],
         expected("workout.expected.json", "/workouts")
     );
-    assert_eq!(body["body"], expected("body_measurement.expected.json", "/body"));
+    assert_eq!(
+        body["body"],
+        expected("body_measurement.expected.json", "/body")
+    );
     assert_eq!(
         body["profile"],
         expected("body_measurement.expected.json", "/profile")
@@ -74,8 +79,14 @@ async fn a_multi_page_pull_returns_every_record_exactly_once() {
         .collect();
     assert_eq!(sleeps.len(), 2, "{log:#?}");
     assert!(sleeps[0].contains("limit=25"), "{log:#?}");
-    assert!(sleeps[0].contains("start=2025-03-01T00:00:00.000Z"), "{log:#?}");
-    assert!(sleeps[0].contains("end=2025-03-04T00:00:00.000Z"), "{log:#?}");
+    assert!(
+        sleeps[0].contains("start=2025-03-01T00:00:00.000Z"),
+        "{log:#?}"
+    );
+    assert!(
+        sleeps[0].contains("end=2025-03-04T00:00:00.000Z"),
+        "{log:#?}"
+    );
     assert!(sleeps[1].contains("nextToken="), "{log:#?}");
 
     // And ingest takes the body as it is.
@@ -105,7 +116,11 @@ async fn records_are_cut_to_the_window_by_their_start() {
     let ids = |part: &str| -> Vec<String> {
         pulled.body[part]
             .as_array()
-            .map(|rows| rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect())
+            .map(|rows| {
+                rows.iter()
+                    .map(|r| r["id"].as_str().unwrap().to_owned())
+                    .collect()
+            })
             .unwrap_or_default()
     };
     assert_eq!(ids("sleep"), ["b1d5c0a7-93e4-4f0c-8d61-7a2e4c9f0b12"]);

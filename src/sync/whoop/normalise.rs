@@ -173,7 +173,9 @@ impl Body {
     }
 
     pub(super) fn malformed<T>(&mut self, resource: &str, record: &Value, why: &str) -> Option<T> {
-        let id = record.get("id").map_or_else(|| "?".into(), Value::to_string);
+        let id = record
+            .get("id")
+            .map_or_else(|| "?".into(), Value::to_string);
         tracing::warn!(
             provider = "whoop_v2",
             resource,
@@ -186,7 +188,12 @@ impl Body {
     }
 
     /// A record's offset, or `None` (counted as malformed) when its designator is unreadable.
-    pub(super) fn zone_of(&mut self, resource: &str, record: &Value, tzd: &str) -> Option<FixedOffset> {
+    pub(super) fn zone_of(
+        &mut self,
+        resource: &str,
+        record: &Value,
+        tzd: &str,
+    ) -> Option<FixedOffset> {
         match zone(tzd) {
             Some(z) => Some(z),
             None => self.malformed(resource, record, "timezone_offset is not ±hh:mm or Z"),
@@ -319,4 +326,3 @@ fn sport_name(slug: &str) -> String {
         None => words,
     }
 }
-

@@ -170,21 +170,27 @@ impl Body {
             };
             let at = stamp(span.end, span.zone);
             let offset = span.zone.local_minus_utc();
-            let sample = |unit: &str, value: f64| {
-                json!({"timestamp": at, "timezone_offset": offset, "unit": unit, "value": num(value)})
-            };
-            if wanted.heartrate && let Some(bpm) = score.resting_heart_rate {
+            let sample = |unit: &str, value: f64| json!({"timestamp": at, "timezone_offset": offset, "unit": unit, "value": num(value)});
+            if wanted.heartrate
+                && let Some(bpm) = score.resting_heart_rate
+            {
                 let mut s = sample("bpm", bpm);
                 s["type"] = "resting".into();
                 self.heartrate.push(s);
             }
-            if wanted.hrv && let Some(ms) = score.hrv_rmssd_milli {
+            if wanted.hrv
+                && let Some(ms) = score.hrv_rmssd_milli
+            {
                 self.hrv.push(sample("ms", ms));
             }
-            if wanted.blood_oxygen && let Some(pct) = score.spo2_percentage {
+            if wanted.blood_oxygen
+                && let Some(pct) = score.spo2_percentage
+            {
                 self.blood_oxygen.push(sample("%", pct));
             }
-            if wanted.sleep && let Some(c) = score.skin_temp_celsius {
+            if wanted.sleep
+                && let Some(c) = score.skin_temp_celsius
+            {
                 self.body_temperature.push(json!({
                     "timestamp": stamp(span.start, span.zone),
                     "end": at,
@@ -211,15 +217,16 @@ fn scored(row: &mut Map<String, Value>, score: &SleepScore) {
             seconds(st.total_in_bed_time_milli).into(),
         );
         row.insert("total".into(), (light + deep + rem).into());
-        row.insert(
-            "awake".into(),
-            seconds(st.total_awake_time_milli).into(),
-        );
+        row.insert("awake".into(), seconds(st.total_awake_time_milli).into());
         row.insert("light".into(), light.into());
         row.insert("rem".into(), rem.into());
         row.insert("deep".into(), deep.into());
     }
-    put(row, "efficiency", score.sleep_efficiency_percentage.map(num));
+    put(
+        row,
+        "efficiency",
+        score.sleep_efficiency_percentage.map(num),
+    );
     put(row, "respiratory_rate", score.respiratory_rate.map(num));
     let performance = score
         .sleep_performance_percentage

@@ -51,6 +51,9 @@ struct Grant {
     fail: Option<String>,
 }
 
+/// How a token request carried the client (`basic` or `form`), and its form's `scope`.
+pub type ClientAuth = (&'static str, Option<String>);
+
 #[derive(Clone, Default)]
 struct Fake {
     grants: Arc<Mutex<HashMap<String, Grant>>>,
@@ -67,7 +70,7 @@ struct Fake {
     hang: Arc<Mutex<Option<usize>>>,
     /// How each authenticated token request carried the client: `basic` or `form`, and the
     /// form's `scope`, if any.
-    client_auth: Arc<Mutex<Vec<(&'static str, Option<String>)>>>,
+    client_auth: Arc<Mutex<Vec<ClientAuth>>>,
 }
 
 /// A running fake server.
@@ -112,7 +115,7 @@ impl FakeOAuth {
 
     /// How each authenticated token request carried the client (`basic` or `form`), with the
     /// `scope` its form named, in order.
-    pub fn client_auth(&self) -> Vec<(&'static str, Option<String>)> {
+    pub fn client_auth(&self) -> Vec<ClientAuth> {
         self.fake.client_auth.lock().unwrap().clone()
     }
 

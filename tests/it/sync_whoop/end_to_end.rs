@@ -53,8 +53,14 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
     assert_eq!(sleep.len(), want.len(), "{sleep:#?}");
     for (got, want) in sleep.iter().zip(&want) {
         assert_eq!(got["id"], want["id"], "{got:#}");
-        assert_eq!(instant(&got["bedtime_start"]), moved(&want["bedtime_start"], days));
-        assert_eq!(instant(&got["bedtime_stop"]), moved(&want["bedtime_stop"], days));
+        assert_eq!(
+            instant(&got["bedtime_start"]),
+            moved(&want["bedtime_start"], days)
+        );
+        assert_eq!(
+            instant(&got["bedtime_stop"]),
+            moved(&want["bedtime_stop"], days)
+        );
         assert_eq!(got["state"], want["state"], "{got:#}");
         // The getter answers stages it was not given as 0 (the reference's integers).
         for field in ["total", "awake", "light", "rem", "deep"] {
@@ -85,7 +91,11 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
     // The nap as WHOOP says; the nights by their length (7 h 38 min, 6 h 37 min).
     assert_eq!(
         types,
-        [&json!("long_sleep"), &json!("acknowledged_nap"), &json!("long_sleep")]
+        [
+            &json!("long_sleep"),
+            &json!("acknowledged_nap"),
+            &json!("long_sleep")
+        ]
     );
 
     let activity = l.summary("activity", "calendar_date").await;
@@ -95,7 +105,10 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
         let day: NaiveDate = want["date"].as_str().unwrap().parse().unwrap();
         let day = (day + chrono::Duration::days(days)).to_string();
         assert_eq!(got["calendar_date"].as_str(), Some(day.as_str()), "{got}");
-        assert_eq!(got["calories_total"].as_f64(), want["calories_total"].as_f64());
+        assert_eq!(
+            got["calories_total"].as_f64(),
+            want["calories_total"].as_f64()
+        );
         for hr in ["avg_bpm", "max_bpm"] {
             assert_eq!(
                 got["heart_rate"][hr].as_f64(),
@@ -110,7 +123,10 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
     assert_eq!(workouts.len(), want.len(), "{workouts:#?}");
     for (got, want) in workouts.iter().zip(&want) {
         assert_eq!(got["id"], want["id"]);
-        assert_eq!(instant(&got["time_start"]), moved(&want["time_start"], days));
+        assert_eq!(
+            instant(&got["time_start"]),
+            moved(&want["time_start"], days)
+        );
         assert_eq!(instant(&got["time_end"]), moved(&want["time_end"], days));
         assert_eq!(got["sport"]["slug"], want["sport"]["slug"], "{got}");
         assert_eq!(got["sport"]["name"], want["sport"]["name"], "{got}");
@@ -143,12 +159,13 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
 
     let body = l.summary("body", "id").await;
     let want = expected_at(&fixture("body_measurement.expected.json"), "/body");
-    assert_eq!(body.len(), 1, "one row however many chunks read it: {body:#?}");
+    assert_eq!(
+        body.len(),
+        1,
+        "one row however many chunks read it: {body:#?}"
+    );
     assert_eq!(body[0]["weight"].as_f64(), want[0]["weight"].as_f64());
-    let a = l
-        .app
-        .get(&format!("/v2/summary/profile/{}", l.user))
-        .await;
+    let a = l.app.get(&format!("/v2/summary/profile/{}", l.user)).await;
     assert_eq!(a.status, 200, "{}", a.json);
     let height = fixture("body_measurement.expected.json")["profile"]["height"].clone();
     assert_eq!(a.json["height"].as_f64(), height.as_f64(), "{}", a.json);
@@ -162,7 +179,10 @@ async fn a_linked_whoop_user_is_pulled_and_the_getters_answer_the_fixtures() {
 
     // WHOOP wants its client in the form, and the link asked for a refresh token.
     let auth = l.oauth.client_auth();
-    assert!(!auth.is_empty() && auth.iter().all(|(how, _)| *how == "form"), "{auth:?}");
+    assert!(
+        !auth.is_empty() && auth.iter().all(|(how, _)| *how == "form"),
+        "{auth:?}"
+    );
     // The pull recorded the WHOOP user the webhooks name.
     let connection = l
         .app
@@ -195,7 +215,10 @@ async fn a_rate_limit_is_waited_out_and_a_server_error_retried() {
     let started = std::time::Instant::now();
     let done = l.run_until(JobState::Succeeded).await;
     assert_eq!(done.attempts, 1, "a wait is no failed attempt: {done:?}");
-    assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After waited out");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After waited out"
+    );
     assert_fixtures_stored(&l, offset_days()).await;
 
     // A 5xx fails the attempt; the runner's backoff retries it, and nothing is stored twice.
@@ -292,5 +315,8 @@ async fn refresh_shows_new_and_changed_records_once() {
     // The fixtures' own records are as the historical pull left them.
     let first = &l.summary("sleep", "bedtime_start").await[0];
     let want = &expected_at(&fixture("sleep.expected.json"), "/sleep")[0];
-    assert_eq!(instant(&first["bedtime_start"]), moved(&want["bedtime_start"], days));
+    assert_eq!(
+        instant(&first["bedtime_start"]),
+        moved(&want["bedtime_start"], days)
+    );
 }

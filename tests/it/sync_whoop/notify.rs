@@ -111,7 +111,10 @@ async fn a_signed_webhook_queues_the_users_pull_and_a_forged_one_is_refused() {
     // Signed, for a WHOOP user nobody linked; signed but not a webhook.
     let other = event(json!(777));
     let a = notify(app, &other, Some(sign(CLIENT_SECRET, &ts, &other)), &ts).await;
-    assert_eq!((a.status.as_u16(), a.json.clone()), (200, json!({"queued": 0})));
+    assert_eq!(
+        (a.status.as_u16(), a.json.clone()),
+        (200, json!({"queued": 0}))
+    );
     for bad in [
         br#"{"type": "sleep.updated"}"#.to_vec(),
         event(json!(null)),
@@ -123,7 +126,12 @@ async fn a_signed_webhook_queues_the_users_pull_and_a_forged_one_is_refused() {
 
     // WHOOP has no subscription handshake.
     let a = app
-        .send("GET", "/v2/provider/whoop_v2/notify?challenge=c", None, None)
+        .send(
+            "GET",
+            "/v2/provider/whoop_v2/notify?challenge=c",
+            None,
+            None,
+        )
         .await;
     assert_eq!(a.status, 422, "{}", a.json);
 }
