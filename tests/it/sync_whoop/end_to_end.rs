@@ -320,3 +320,90 @@ async fn refresh_shows_new_and_changed_records_once() {
         moved(&want["bedtime_start"], days)
     );
 }
+
+/// `POST /aggregate/v1/user/{user}/query` with `body`, answered 200.
+async fn aggregate(l: &Linked, body: &Value) -> Value {
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri(format!("/aggregate/v1/user/{}/query", l.user))
+        .header("x-service-api-key", &l.app.key)
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let a = l.app.raw(req).await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    a.json
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_aggregate_query_answers_the_fixtures_totals() {
+    let whoop = fake_whoop().await;
+    let l = pulled(&whoop).await;
+    let total = |file: &str, pointer: &str, field: &str| -> f64 {
+        expected_at(&fixture(file), pointer)
+            .iter()
+            .filter_map(|r| r[field].as_f64())
+            .sum()
+    };
+    let per_provider = |arg: Value| {
+        json!({"select": [{"group_key": "*"}, {"func": "sum", "arg": arg.clone()},
+                          {"func": "count", "arg": arg}],
+               "group_by": [{"source": "source_provider"}]})
+    };
+    let body = json!({
+        "timeframe": {"type": "relative", "anchor": Utc::now().date_naive().to_string(),
+                      "past": {"value": 100, "unit": "day"}},
+        "queries": [
+            per_provider(json!({"workout": "calories"})),
+            per_provider(json!({"sleep": "stage_asleep_second"})),
+            per_provider(json!({"activity": "calories_total"})),
+            per_provider(json!({"timeseries": "hrv", "field": "value"})),
+        ]
+    });
+    let answer = aggregate(&l, &body).await;
+    let results = answer["results"].as_array().unwrap();
+    let want = [
+        (total("workout.expected.json", "/workouts", "calories"), 2),
+        (total("sleep.expected.json", "/sleep", "total"), 2),
+        (
+            total("cycle.expected.json", "/activity", "calories_total"),
+            2,
+        ),
+        (
+            total("recovery.expected.json", "/timeseries/hrv", "value"),
+            1,
+        ),
+    ];
+    for (result, (sum, count)) in results.iter().zip(want) {
+        let table = result["table"].as_object().unwrap();
+        assert_eq!(table["group_key.0"], json!(["whoop_v2"]), "{result}");
+        let column = |prefix: &str| {
+            table
+                .iter()
+                .find(|(k, _)| k.starts_with(prefix))
+                .map(|(_, v)| v[0].clone())
+                .unwrap_or_else(|| panic!("no {prefix}: {result}"))
+        };
+        let got = column("sum.").as_f64().unwrap();
+        assert!((got - sum).abs() < 1e-6, "sum {got} ≠ {sum}: {result}");
+        assert_eq!(column("count.").as_i64(), Some(count), "{result}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_access_token_is_refreshed_as_whoop_wants() {
+    let whoop = fake_whoop().await;
+    let connector = Arc::new(Whoop::new(&whoop.base).unwrap());
+    let l = Linked::link_with(connector, &[("x_account", "")]).await;
+    // The link's access token has expired: WHOOP answers 401 to it.
+    whoop.accept_when(l.issued_tokens(Some(l.oauth.issued()[0].clone())));
+    let done = l.run_until(JobState::Succeeded).await;
+    assert_eq!(done.attempts, 1, "{done:?}");
+    assert_eq!(l.oauth.issued().len(), 2, "one refresh");
+    // The code exchange and the refresh, both with the client in the form; the refresh asks
+    // `offline` again, for a new refresh token.
+    let auth = l.oauth.client_auth();
+    assert_eq!(auth.len(), 2, "{auth:?}");
+    assert_eq!(auth[1], ("form", Some("offline".to_owned())), "{auth:?}");
+    assert_fixtures_stored(&l, offset_days()).await;
+}

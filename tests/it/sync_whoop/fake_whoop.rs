@@ -1,6 +1,11 @@
 //! A fake WHOOP API v2 for the connector tests: an axum server on a loopback port that stands
 //! in for `api.prod.whoop.com/developer`. It shares no code with `wearhouse::sync`, only the
-//! wire format of WHOOP's OpenAPI document (`developer.whoop.com/api`):
+//! wire format, as WHOOP documents it: the API reference and its OpenAPI document
+//! (`developer.whoop.com/api`, `api.prod.whoop.com/developer/doc/openapi.json`; read in the
+//! archived copy `api-evangelist/whoop`, `openapi/_original/whoop-openapi.yml`) for the paths,
+//! parameters, schemas and statuses, and `developer.whoop.com/docs/developing/rate-limiting`
+//! for the 429 and its `X-RateLimit-*` headers (the webhooks' signature, from
+//! `developer.whoop.com/docs/developing/webhooks`, is computed in `notify.rs`):
 //! - `GET /developer/v2/{cycle, recovery, activity/sleep, activity/workout}` with `limit`
 //!   (default 10, at most 25: more is a 400), `start` (inclusive), `end` (exclusive) and
 //!   `nextToken`, answering `{"records": [...], "next_token"}` newest first, `next_token` absent
