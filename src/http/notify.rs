@@ -75,6 +75,24 @@ pub struct ChangeNotification {
     pub user_id: String,
 }
 
+/// A WHOOP webhook (API v2).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct WhoopNotification {
+    /// The user's WHOOP id (an int64 on the wire; a string is read the same).
+    #[schema(value_type = i64)]
+    pub user_id: serde_json::Value,
+    /// The object that changed: a sleep's or workout's UUID, a recovery's cycle id.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Option<serde_json::Value>,
+    /// `sleep.updated`, `recovery.updated`, `workout.updated`, or their `.deleted`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// WHOOP's trace id of the event.
+    #[serde(default)]
+    pub trace_id: Option<String>,
+}
+
 /// What a verified notification queued.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Queued {
@@ -107,7 +125,7 @@ fn notifying(slug: &str) -> Result<&str, ApiError> {
 /// deployment's (`verification_token` of the provider's application in `--oauth-apps`) or a
 /// team's own (`PUT /v2/team/provider/{provider}/credentials` with `verification_token`).
 #[utoipa::path(get, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings)"), Handshake),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2)"), Handshake),
     responses((status = 200, description = "Oura: the challenge, echoed. Withings (its HEAD check): null", body = Challenge),
               (status = 401, description = "Not the configured verification token", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a parameter missing", body = models::ValidationError)))]
@@ -119,6 +137,16 @@ async fn subscription_handshake(
     let provider = notifying(&slug)?;
     if provider == "withings" {
         return Ok(Json(Challenge { challenge: None }));
+    }
+    if !notify::takes_verification_token(provider) {
+        return Err(ApiError::invalid(
+            Violation::new(
+                loc!["path", "provider"],
+                "enum",
+                format!("{provider:?} subscriptions have no handshake"),
+            )
+            .with_input(serde_json::Value::from(provider)),
+        ));
     }
     let required = |name: &'static str| {
         query.get(name).map(str::to_owned).ok_or_else(|| {
@@ -146,12 +174,16 @@ async fn subscription_handshake(
 /// `x-oura-signature`, the upper-case hex HMAC-SHA256 of `x-oura-timestamp` and the raw body
 /// under the client secret of the deployment's application or of a team's own), then the
 /// incremental pull of every connected user with that provider account is queued now (a team's
-/// application speaks for that team's users only). An unverifiable call answers 401 and queues
-/// nothing.
+/// application speaks for that team's users only). WHOOP's (`{user_id, id, type, trace_id}`)
+/// is verified the same way with its own scheme: `x-whoop-signature`, the base64 HMAC-SHA256
+/// of `x-whoop-signature-timestamp` and the raw body. An unverifiable call answers 401 and
+/// queues nothing.
 #[utoipa::path(post, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings)"),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2)"),
            ("x-oura-signature" = Option<String>, Header, description = "Oura: the notification's signature"),
-           ("x-oura-timestamp" = Option<String>, Header, description = "Oura: the signed timestamp (unix seconds)")),
+           ("x-oura-timestamp" = Option<String>, Header, description = "Oura: the signed timestamp (unix seconds)"),
+           ("x-whoop-signature" = Option<String>, Header, description = "WHOOP: the notification's signature"),
+           ("x-whoop-signature-timestamp" = Option<String>, Header, description = "WHOOP: the signed timestamp (unix milliseconds)")),
     request_body(content(
         (ChangeNotification = "application/json"),
         (WithingsNotification = "application/x-www-form-urlencoded"))),
@@ -168,13 +200,64 @@ async fn notification(
     if provider == "withings" {
         return withings_notification(&state, &body).await;
     }
+    let (signature, timestamp) = if provider == "whoop_v2" {
+        ("x-whoop-signature", "x-whoop-signature-timestamp")
+    } else {
+        ("x-oura-signature", "x-oura-timestamp")
+    };
+    let signer = verified(&state, provider, &headers, (signature, timestamp), &body).await?;
+    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::invalid(Violation::new(
+            loc!["body"],
+            "json_invalid",
+            format!("the notification is not JSON: {e}"),
+        ))
+    })?;
+    if provider == "whoop_v2" {
+        let event: WhoopNotification = decode_lenient(&value, loc!["body"])?;
+        let account = match &event.user_id {
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::String(s) if !s.trim().is_empty() => s.trim().to_owned(),
+            other => {
+                return Err(ApiError::invalid(
+                    Violation::new(
+                        loc!["body", "user_id"],
+                        "int_type",
+                        "a WHOOP notification names its user by an integer user_id",
+                    )
+                    .with_input(other.clone()),
+                ));
+            }
+        };
+        let queued =
+            notify::queue_pulls(&state.meta, provider, &account, signer, Utc::now()).await?;
+        tracing::info!(provider, event_type = %event.kind, id = ?event.id,
+            trace_id = ?event.trace_id, queued, "change notification");
+        return Ok(Json(Queued { queued }));
+    }
+    let event: ChangeNotification = decode_lenient(&value, loc!["body"])?;
+    let queued =
+        notify::queue_pulls(&state.meta, provider, &event.user_id, signer, Utc::now()).await?;
+    tracing::info!(provider, data_type = %event.data_type, event_type = %event.event_type,
+        object_id = ?event.object_id, event_time = ?event.event_time, queued, "change notification");
+    Ok(Json(Queued { queued }))
+}
+
+/// Who signed a notification, by the provider's scheme; unsigned or wrongly signed, a 401.
+async fn verified(
+    state: &AppState,
+    provider: &str,
+    headers: &HeaderMap,
+    (signature, timestamp): (&str, &str),
+    body: &[u8],
+) -> Result<notify::Signer, ApiError> {
     let header = |name: &str| {
         headers
             .get(name)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
     };
-    let (signature, timestamp) = (header("x-oura-signature"), header("x-oura-timestamp"));
+    let (signature, timestamp) = (header(signature), header(timestamp));
     let signer = if signature.is_empty() {
         None
     } else {
@@ -183,28 +266,13 @@ async fn notification(
             state.secret.as_ref(),
             &state.link.oauth_apps,
             provider,
-            (timestamp, &body, signature),
+            (timestamp, body, signature),
         )
         .await?
     };
-    let Some(signer) = signer else {
-        return Err(ApiError::Unauthorized(
-            "the notification's signature does not verify",
-        ));
-    };
-    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::invalid(Violation::new(
-            loc!["body"],
-            "json_invalid",
-            format!("the notification is not JSON: {e}"),
-        ))
-    })?;
-    let event: ChangeNotification = decode_lenient(&value, loc!["body"])?;
-    let queued =
-        notify::queue_pulls(&state.meta, provider, &event.user_id, signer, Utc::now()).await?;
-    tracing::info!(provider, data_type = %event.data_type, event_type = %event.event_type,
-        object_id = ?event.object_id, event_time = ?event.event_time, queued, "change notification");
-    Ok(Json(Queued { queued }))
+    signer.ok_or(ApiError::Unauthorized(
+        "the notification's signature does not verify",
+    ))
 }
 
 /// A Withings notification: the form's `userid` names the account whose connections' pulls are

@@ -420,6 +420,11 @@ pub async fn refresh(
     let app = super::team_apps::resolve(meta, key, &config.oauth_apps, team, provider.slug).await?;
     let answer = client(&app, config, provider.slug)?
         .exchange_refresh_token(&oauth2::RefreshToken::new(refresh_token.clone()))
+        .add_scopes(
+            token_wire::refresh_scopes(provider.slug)
+                .iter()
+                .map(|s| Scope::new((*s).to_owned())),
+        )
         .request_async(&token_wire::TokenClient::new(http, provider.slug))
         .await;
     let token = match answer {

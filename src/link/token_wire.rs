@@ -12,6 +12,10 @@
 //! anything else (invalid code, revoked refresh token, invalid parameters) as `invalid_grant`
 //! (the user has to link again). Each refresh returns a new refresh token, which the caller
 //! stores like any other.
+//!
+//! WHOOP (`developer.whoop.com/docs/developing/oauth` and its refresh tutorials) speaks RFC 6749
+//! with the client's id and secret in the form ([`client_in_body`]), and its refresh requests
+//! carry `scope=offline` ([`refresh_scopes`]), without which the answer has no new refresh token.
 
 use oauth2::{HttpClientError, HttpRequest, HttpResponse};
 use serde_json::{Value, json};
@@ -35,7 +39,16 @@ pub fn wire(provider: &str) -> TokenWire {
 
 /// Whether the provider wants the client's id and secret in the form instead of HTTP Basic.
 pub fn client_in_body(provider: &str) -> bool {
-    wire(provider) == TokenWire::Withings
+    wire(provider) == TokenWire::Withings || provider == "whoop_v2"
+}
+
+/// The scopes a provider wants named again on a refresh request (RFC 6749 §6 lets a client
+/// narrow them; WHOOP wants `offline` to send a new refresh token).
+pub fn refresh_scopes(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "whoop_v2" => &["offline"],
+        _ => &[],
+    }
 }
 
 /// The HTTP client of a provider's token requests: `http`, speaking the provider's wire.

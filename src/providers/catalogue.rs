@@ -18,6 +18,18 @@ const SLEEP_SET: &[&str] = &[
     "calories_active",
     "stress_level",
 ];
+/// What the WHOOP connector pulls (`sync::whoop`).
+const WHOOP_SET: &[&str] = &[
+    "profile",
+    "sleep",
+    "activity",
+    "workouts",
+    "body",
+    "heartrate",
+    "hrv",
+    "blood_oxygen",
+    "body_temperature",
+];
 const WATCH_SET: &[&str] = &[
     "profile",
     "activity",
@@ -192,7 +204,7 @@ pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
         p(21, "strava", "Strava", Oauth, "app", CYCLING_SET, false, "Workouts recorded with Strava."),
         p(22, "ultrahuman", "Ultrahuman", TeamOauth, "ring", SLEEP_SET, false, "Sleep, heart rate and movement from the Ultrahuman ring."),
         p(23, "wahoo", "Wahoo", Oauth, "exercise_machine", CYCLING_SET, false, "Workouts from Wahoo bike computers and trainers."),
-        p(24, "whoop_v2", "WHOOP", Oauth, "automatic", SLEEP_SET, false, "Sleep, recovery, strain and workouts from WHOOP straps."),
+        p(24, "whoop_v2", "WHOOP", Oauth, "automatic", WHOOP_SET, false, "Sleep, recovery, strain and workouts from WHOOP straps."),
         p(25, "withings", "Withings", Oauth, "scale", WITHINGS_SET, false, "Weight, body composition, blood pressure and sleep from Withings devices."),
         p(26, "zwift", "Zwift", Password, "exercise_machine", CYCLING_SET, false, "Virtual rides and runs from Zwift."),
     ]

@@ -130,6 +130,26 @@ const DEXCOM: NativeScopes = NativeScopes {
     grants: &[("offline_access", &["profile", "glucose"])],
 };
 
+/// WHOOP API v2 (`developer.whoop.com/docs/developing/oauth`): `read:recovery read:cycles
+/// read:workout read:sleep read:profile read:body_measurement`, and `offline`, without which
+/// WHOOP issues no refresh token (so every link asks for it; it grants the connection itself,
+/// `profile`).
+const WHOOP: NativeScopes = NativeScopes {
+    separator: ' ',
+    grants: &[
+        ("offline", &["profile"]),
+        ("read:profile", &["profile"]),
+        ("read:sleep", &["sleep"]),
+        (
+            "read:recovery",
+            &["hrv", "heartrate", "blood_oxygen", "body_temperature"],
+        ),
+        ("read:cycles", &["activity"]),
+        ("read:workout", &["workouts"]),
+        ("read:body_measurement", &["body"]),
+    ],
+};
+
 /// Every wearhouse scope of the provider, required first (what its links ask for).
 pub fn all_scopes(provider: &Provider) -> Vec<&'static str> {
     let wanted = scopes(provider);
@@ -143,6 +163,7 @@ pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
         "fitbit" => Some(&FITBIT),
         "withings" => Some(&WITHINGS),
         "dexcom_v3" => Some(&DEXCOM),
+        "whoop_v2" => Some(&WHOOP),
         _ => None,
     }
 }
@@ -260,6 +281,32 @@ mod tests {
         assert_eq!(
             granted(dexcom, &["offline_access".to_owned()]),
             ["profile", "glucose"]
+        );
+
+        let whoop = provider("whoop_v2").unwrap();
+        assert_eq!(
+            authorisation_scopes(whoop),
+            [
+                "offline",
+                "read:profile",
+                "read:sleep",
+                "read:recovery",
+                "read:cycles",
+                "read:workout",
+                "read:body_measurement"
+            ]
+        );
+        let got = granted(whoop, &["offline read:sleep read:recovery".to_owned()]);
+        assert_eq!(
+            got,
+            [
+                "profile",
+                "sleep",
+                "heartrate",
+                "hrv",
+                "blood_oxygen",
+                "body_temperature"
+            ]
         );
 
         // A provider without its own names keeps wearhouse's.

@@ -15,8 +15,9 @@
 //!
 //! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
 //! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
-//! [`libre`] (FreeStyle Libre through LibreLinkUp, a password provider), and [`demo`] (the demo
-//! generator, pulled for demo connections of oura, fitbit, freestyle_libre and apple_health_kit).
+//! [`libre`] (FreeStyle Libre through LibreLinkUp, a password provider), [`whoop`] (WHOOP API
+//! v2), and [`demo`] (the demo generator, pulled for demo connections of oura, fitbit,
+//! freestyle_libre and apple_health_kit).
 
 mod body;
 pub mod demo;
@@ -30,6 +31,7 @@ pub mod peloton;
 pub mod pull;
 pub mod refresh;
 pub mod registry;
+pub mod whoop;
 pub mod withings;
 
 pub use registry::{Connectors, has_connector};

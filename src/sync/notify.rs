@@ -24,15 +24,28 @@
 //!   pending incremental pull to now (one job per connection, its unique key folding a burst
 //!   into one pull), and that pull reads the provider with the connection's own token.
 //!
+//! WHOOP (API v2 webhooks, `developer.whoop.com/docs/developing/webhooks`) is the third:
+//! - subscribing: the webhook URL is set on the WHOOP application; there is no handshake;
+//! - notifying: `POST <callback>` with `{"user_id", "id", "type", "trace_id"}` (`user_id` the
+//!   user's WHOOP id, an int64: the basic profile's `user_id`, which the first historical pull
+//!   records on the connection; `type` one of `sleep.updated`, `recovery.updated`,
+//!   `workout.updated` and their `.deleted`), signed in `X-WHOOP-Signature`: the base64
+//!   (standard alphabet, padded) HMAC-SHA256, keyed with the application's client secret, of the
+//!   `X-WHOOP-Signature-Timestamp` header's value (unix milliseconds) followed by the raw body.
+//!
 //! Decisions where the spec is silent:
 //! - A notification signed with the deployment's application may name a user of any team; one
 //!   signed with a team's own application (its own subscription) queues that team's users only.
 //! - The pull queued is the connection's incremental pull of every resource (the one
 //!   `POST /v2/user/refresh` runs), not only the notified `data_type`: one job per connection,
 //!   moved earlier, so a burst of notifications costs one pull.
-//! - No freshness window on the timestamp: a replayed notification can only queue a pull that
-//!   the schedule would run anyway.
+//! - No freshness window on the timestamp (Oura's or WHOOP's): a replayed notification can only
+//!   queue a pull that the schedule would run anyway.
+//! - A WHOOP `.deleted` event queues the same incremental pull: the pull cannot remove a record
+//!   (stored data is kept, as on deregistration), but it brings the rest of the night back in
+//!   line (a deleted sleep also deletes its recovery).
 
+use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -47,7 +60,7 @@ use crate::secret::SecretKey;
 use crate::store::metadata::{MetadataError, MetadataStore, connections};
 
 /// The providers whose change notifications are accepted.
-pub const NOTIFYING: &[&str] = &["oura", "withings"];
+pub const NOTIFYING: &[&str] = &["oura", "withings", "whoop_v2"];
 
 /// Whether `provider` sends change notifications this service verifies.
 pub fn notifies(provider: &str) -> bool {
@@ -81,6 +94,33 @@ pub fn signed_with(secret: &str, timestamp: &str, body: &[u8], signature: &str) 
     bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
 }
 
+/// Whether `signature` is WHOOP's signature of `timestamp` and `body` under `secret`: the
+/// base64 of the HMAC-SHA256 of the timestamp followed by the body.
+pub fn whoop_signed_with(secret: &str, timestamp: &str, body: &[u8], signature: &str) -> bool {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else {
+        return false;
+    };
+    mac.update(timestamp.as_bytes());
+    mac.update(body);
+    let expected = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+    bool::from(expected.as_bytes().ct_eq(signature.trim().as_bytes()))
+}
+
+/// Whether `signature` is `provider`'s signature of `timestamp` and `body` under `secret`, by
+/// the provider's own scheme (WHOOP's, else Oura's).
+pub fn verifies(
+    provider: &str,
+    secret: &str,
+    timestamp: &str,
+    body: &[u8],
+    signature: &str,
+) -> bool {
+    match provider {
+        "whoop_v2" => whoop_signed_with(secret, timestamp, body, signature),
+        _ => signed_with(secret, timestamp, body, signature),
+    }
+}
+
 /// Whose application signed a notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signer {
@@ -102,7 +142,7 @@ pub async fn signer(
     if apps
         .0
         .get(provider)
-        .is_some_and(|app| signed_with(&app.client_secret, timestamp, body, signature))
+        .is_some_and(|app| verifies(provider, &app.client_secret, timestamp, body, signature))
     {
         return Ok(Some(Signer::Deployment));
     }
@@ -114,7 +154,7 @@ pub async fn signer(
     let teams = team_apps::secrets(meta, key, provider).await?;
     Ok(teams
         .into_iter()
-        .find(|(_, secret)| signed_with(secret, timestamp, body, signature))
+        .find(|(_, secret)| verifies(provider, secret, timestamp, body, signature))
         .map(|(team, _)| Signer::Team(team)))
 }
 
@@ -177,6 +217,36 @@ mod tests {
         assert!(!signed_with(secret, "1732442400", b"{}", &upper));
         assert!(!signed_with("another-secret", "1732442400", body, &upper));
         assert!(!signed_with(secret, "1732442400", body, ""));
+    }
+
+    #[test]
+    fn whoops_signature_is_the_base64_hmac_of_timestamp_then_body() {
+        let body = br#"{"user_id":10129,"id":"ecfc6a15-4661-442f-a9a4-f160dd7afae8","type":"sleep.updated","trace_id":"t"}"#;
+        let mut mac = Hmac::<Sha256>::new_from_slice(b"the-client-secret").unwrap();
+        mac.update(b"1748241241000");
+        mac.update(body);
+        let good = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+        let secret = "the-client-secret";
+        assert!(whoop_signed_with(secret, "1748241241000", body, &good));
+        assert!(verifies("whoop_v2", secret, "1748241241000", body, &good));
+        // Not Oura's scheme, and Oura's is not WHOOP's.
+        assert!(!verifies("oura", secret, "1748241241000", body, &good));
+        let hex = {
+            let mut mac = Hmac::<Sha256>::new_from_slice(b"the-client-secret").unwrap();
+            mac.update(b"1748241241000");
+            mac.update(body);
+            hex::encode_upper(mac.finalize().into_bytes())
+        };
+        assert!(!verifies("whoop_v2", secret, "1748241241000", body, &hex));
+        assert!(!whoop_signed_with(secret, "1748241241001", body, &good));
+        assert!(!whoop_signed_with(secret, "1748241241000", b"{}", &good));
+        assert!(!whoop_signed_with(
+            "another-secret",
+            "1748241241000",
+            body,
+            &good
+        ));
+        assert!(!whoop_signed_with(secret, "1748241241000", body, ""));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Connector, SyncError, dexcom, fitbit, libre, oura, peloton, withings};
+use super::{Connector, SyncError, dexcom, fitbit, libre, oura, peloton, whoop, withings};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
 pub const SLUGS: &[&str] = &[
@@ -19,6 +19,7 @@ pub const SLUGS: &[&str] = &[
     "peloton",
     "freestyle_libre",
     "abbott_libreview",
+    "whoop_v2",
 ];
 
 /// Whether `provider` has a connector (its links start pulls).
@@ -48,6 +49,7 @@ impl Connectors {
         let withings =
             withings::Withings::new(&url(withings::API_URL_ENV, withings::DEFAULT_API_URL))?;
         let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
+        let whoop = whoop::Whoop::new(&url(whoop::API_URL_ENV, whoop::DEFAULT_API_URL))?;
         let libre = libre::Libre::new(crate::link::password::libre::Hosts::from_env())?;
         let libreview =
             libre::Libre::libreview(crate::link::password::libreview::hosts_from_env())?;
@@ -58,7 +60,8 @@ impl Connectors {
             .with(Arc::new(dexcom))
             .with(Arc::new(fitbit))
             .with(Arc::new(withings))
-            .with(Arc::new(peloton)))
+            .with(Arc::new(peloton))
+            .with(Arc::new(whoop)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

@@ -45,7 +45,7 @@ pub const UNSTATABLE: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/v2/provider/{provider}/notify",
-        "the body's media type depends on the provider (JSON for Oura, a form for Withings)",
+        "the body's media type depends on the provider (JSON for Oura and WHOOP, a form for Withings)",
     ),
     (
         "PUT",

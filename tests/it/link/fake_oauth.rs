@@ -6,8 +6,9 @@
 //! query parameters steer what the code yields: `x_grant` (space-separated scopes granted;
 //! default: all asked), `x_account` (the provider user id; empty: the token answer names none, as Oura's), `x_fail` (`grant`: the token
 //! endpoint refuses the code with `invalid_grant`; `server`: it answers 500).
-//! `POST /token` checks client authentication (HTTP Basic: the deployment's client, or the
-//! team's [`TEAM_CLIENT_ID`]), the code, the redirect URI and the PKCE verifier against the S256
+//! `POST /token` checks client authentication (HTTP Basic, or RFC 6749 §2.3.1's `client_id` and
+//! `client_secret` in the form, as WHOOP's clients send them: the deployment's client, or the
+//! team's [`TEAM_CLIENT_ID`]; [`FakeOAuth::client_auth`] says which each request used), the code, the redirect URI and the PKCE verifier against the S256
 //! challenge. A refresh token is bound to the client it was issued to (RFC 6749 §6), so another
 //! client's refresh is refused with `invalid_grant`; [`FakeOAuth::grant_refresh_token`] stands
 //! for a grant made elsewhere before a bulk import. [`FakeOAuth::set_delay`] slows the token
@@ -50,6 +51,9 @@ struct Grant {
     fail: Option<String>,
 }
 
+/// How a token request carried the client (`basic` or `form`), and its form's `scope`.
+pub type ClientAuth = (&'static str, Option<String>);
+
 #[derive(Clone, Default)]
 struct Fake {
     grants: Arc<Mutex<HashMap<String, Grant>>>,
@@ -64,6 +68,9 @@ struct Fake {
     delay: Arc<Mutex<Duration>>,
     /// The token request (1-based) that never answers.
     hang: Arc<Mutex<Option<usize>>>,
+    /// How each authenticated token request carried the client: `basic` or `form`, and the
+    /// form's `scope`, if any.
+    client_auth: Arc<Mutex<Vec<ClientAuth>>>,
 }
 
 /// A running fake server.
@@ -104,6 +111,12 @@ impl FakeOAuth {
     /// Requests the token endpoint received so far.
     pub fn token_requests(&self) -> usize {
         *self.fake.requests.lock().unwrap()
+    }
+
+    /// How each authenticated token request carried the client (`basic` or `form`), with the
+    /// `scope` its form named, in order.
+    pub fn client_auth(&self) -> Vec<ClientAuth> {
+        self.fake.client_auth.lock().unwrap().clone()
     }
 
     /// Every later token request waits `delay` before it is handled.
@@ -224,14 +237,25 @@ async fn token(
             let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
             auth == Some(format!("Basic {basic}").as_str())
         })
-        .map(|(id, _)| *id);
-    let Some(client) = client else {
+        .map(|(id, _)| ("basic", *id))
+        .or_else(|| {
+            let (id, secret) = (form.get("client_id")?, form.get("client_secret")?);
+            CLIENTS
+                .iter()
+                .find(|(i, s)| i == id && s == secret)
+                .map(|(id, _)| ("form", *id))
+        });
+    let Some((how, client)) = client else {
         return (
             StatusCode::UNAUTHORIZED,
             Json(json!({"error": "invalid_client"})),
         )
             .into_response();
     };
+    fake.client_auth
+        .lock()
+        .unwrap()
+        .push((how, form.get("scope").cloned()));
     match form.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {}
         // RFC 6749 §6: a valid refresh token of this client buys new tokens (and is itself
