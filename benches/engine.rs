@@ -19,7 +19,7 @@
 //! pushes of 50,000 samples, validated and committed as `POST /v2/user/{id}/data` does them),
 //! one source after the other, then read back: the engine gets exactly the batches a cached
 //! read hands it in service, in the segment layout pushes leave, and runs them as the service
-//! does (`Engine::execute_stored`, a JSON answer). Every case reads the layout
+//! does (`Inputs::stored`, a JSON answer). Every case reads the layout
 //! after the `store.compact` job's compaction; the 1 Hz cases also read it as pushed, before
 //! any compaction (`, as pushed`).
 //!
@@ -37,7 +37,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use wearhouse::engine::{
-    Catalog, Engine, Limits, OutputFormat, UserContext, compile, encode_json_bytes, parse_request,
+    Catalog, Engine, Inputs, Limits, OutputFormat, UserContext, compile, encode_json_bytes,
+    parse_request,
 };
 use wearhouse::schema::Dataset;
 use wearhouse::store::health::StoreOptions;
@@ -116,7 +117,7 @@ fn bench_case(
         let inputs: HashMap<_, _> = [(dataset, batches.clone())].into_iter().collect();
         // As the service runs it: store batches, declared sorted by time.
         let json = OutputFormat::Json;
-        rt.block_on(engine.execute_stored(&req, &ctx, inputs, engine.deadline(), json))
+        rt.block_on(engine.execute(&req, &ctx, Inputs::stored(inputs), engine.deadline(), json))
             .unwrap()
     };
     let out = run();
@@ -197,7 +198,7 @@ fn align_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         let run = || {
             let inputs: HashMap<_, _> = [(heartrate(), batches.clone())].into_iter().collect();
             let json = OutputFormat::Json;
-            rt.block_on(engine.execute_stored(&req, &ctx, inputs, engine.deadline(), json))
+            rt.block_on(engine.execute(&req, &ctx, Inputs::stored(inputs), engine.deadline(), json))
                 .unwrap()
         };
         assert_eq!(
@@ -418,7 +419,7 @@ fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
                 .filter_map(|d| all.get(d).map(|b| (*d, b.clone())))
                 .collect();
             let json = OutputFormat::Json;
-            rt.block_on(engine.execute_stored(&req, &ctx, inputs, engine.deadline(), json))
+            rt.block_on(engine.execute(&req, &ctx, Inputs::stored(inputs), engine.deadline(), json))
                 .unwrap()
         };
         let out = run();

@@ -113,7 +113,13 @@ async fn run_until(
         inputs.insert(dataset, batches);
     }
     let results = engine
-        .execute_stored(&request, &ctx, inputs, deadline, format)
+        .execute(
+            &request,
+            &ctx,
+            engine::Inputs::stored(inputs),
+            deadline,
+            format,
+        )
         .await?;
     // Encoding large answers is CPU work: the engine does it on the blocking pool.
     Ok(Answered {

@@ -167,11 +167,35 @@ struct RequestSession {
     pool: Arc<dyn MemoryPool>,
 }
 
-/// A request's input batches, and whether their caller declared them the health store's: each
-/// timeseries batch sorted by time without nulls and of one source (see `stored.rs`).
-pub(super) struct Inputs {
+/// A request's input batches by dataset, and whether their caller declared them the health
+/// store's.
+pub struct Inputs {
     pub(super) batches: HashMap<Dataset, Vec<RecordBatch>>,
     pub(super) from_store: bool,
+}
+
+impl Inputs {
+    /// Batches of any shape: any order, any mix of sources in a batch.
+    pub fn new(batches: HashMap<Dataset, Vec<RecordBatch>>) -> Self {
+        Inputs {
+            batches,
+            from_store: false,
+        }
+    }
+
+    /// Batches as the health store's reads answer them: every timeseries batch sorted by its
+    /// time column, without nulls, and of one source
+    /// ([`HealthStore::read`](crate::store::health::HealthStore::read)). The time-bucket
+    /// operator then bounds each batch by its first and last rows and reads its source off its
+    /// first row, instead of passes over all of them (`engine::stored`). Debug builds check
+    /// the promise; release builds trust it, and a batch that breaks it may lose rows from the
+    /// answer or count them under the wrong source.
+    pub fn stored(batches: HashMap<Dataset, Vec<RecordBatch>>) -> Self {
+        Inputs {
+            batches,
+            from_store: true,
+        }
+    }
 }
 
 impl RequestSession {

@@ -96,61 +96,12 @@ impl Engine {
         Instant::now() + self.inner.limits.timeout
     }
 
-    /// Runs every query of `req` over `inputs` within the memory limit, until `deadline`, with
-    /// no cell limit (as for a Parquet answer). The work stops when the deadline passes or when
-    /// this future is dropped.
+    /// Runs every query of `req` over `inputs` within the memory limit, until `deadline`, for
+    /// an answer in `format`: for JSON, a query stops as soon as its output passes
+    /// `max_json_cells` ([`EngineError::ResultTooLarge`]) instead of running to the end for the
+    /// encoder to refuse it; a Parquet answer has no cell limit. The work stops when the
+    /// deadline passes or when this future is dropped.
     pub async fn execute(
-        &self,
-        req: &ValidRequest,
-        ctx: &UserContext,
-        inputs: HashMap<Dataset, Vec<RecordBatch>>,
-        deadline: Instant,
-    ) -> Result<Vec<QueryResult>, EngineError> {
-        self.execute_for(req, ctx, inputs, deadline, OutputFormat::ParquetTar)
-            .await
-    }
-
-    /// [`Engine::execute`] for an answer in `format`: for JSON, a query stops as soon as its
-    /// output passes `max_json_cells` ([`EngineError::ResultTooLarge`]), instead of running to
-    /// the end for the encoder to refuse it.
-    pub async fn execute_for(
-        &self,
-        req: &ValidRequest,
-        ctx: &UserContext,
-        inputs: HashMap<Dataset, Vec<RecordBatch>>,
-        deadline: Instant,
-        format: OutputFormat,
-    ) -> Result<Vec<QueryResult>, EngineError> {
-        let inputs = Inputs {
-            batches: inputs,
-            from_store: false,
-        };
-        self.run(req, ctx, inputs, deadline, format).await
-    }
-
-    /// [`Engine::execute_for`] over inputs as the health store's reads answer them: every
-    /// timeseries batch sorted by its time column, without nulls, and of one source
-    /// ([`HealthStore::read`](crate::store::health::HealthStore::read)). The time-bucket
-    /// operator then bounds each batch by its first and last rows and reads its source off its
-    /// first row, instead of passes over all of them (`engine::stored`). Debug builds check
-    /// the promise; release builds trust it, and a batch that breaks it may lose rows from
-    /// the answer or count them under the wrong source.
-    pub async fn execute_stored(
-        &self,
-        req: &ValidRequest,
-        ctx: &UserContext,
-        inputs: HashMap<Dataset, Vec<RecordBatch>>,
-        deadline: Instant,
-        format: OutputFormat,
-    ) -> Result<Vec<QueryResult>, EngineError> {
-        let inputs = Inputs {
-            batches: inputs,
-            from_store: true,
-        };
-        self.run(req, ctx, inputs, deadline, format).await
-    }
-
-    async fn run(
         &self,
         req: &ValidRequest,
         ctx: &UserContext,
@@ -196,8 +147,8 @@ impl Engine {
     }
 }
 
-/// Runs `req` on a one-off engine built from `limits`, with `limits.timeout` from now: for
-/// tests and one-shot tools. A server holds one [`Engine`] instead.
+/// Runs `req` over batches of any shape on a one-off engine built from `limits`, with
+/// `limits.timeout` from now and no cell limit: for tests and one-shot tools. A server holds one [`Engine`] instead.
 pub async fn execute(
     req: &ValidRequest,
     ctx: &UserContext,
@@ -206,7 +157,10 @@ pub async fn execute(
 ) -> Result<Vec<QueryResult>, EngineError> {
     let engine = Engine::new(limits.clone())?;
     let deadline = engine.deadline();
-    engine.execute(req, ctx, inputs, deadline).await
+    let inputs = Inputs::new(inputs);
+    engine
+        .execute(req, ctx, inputs, deadline, OutputFormat::ParquetTar)
+        .await
 }
 
 /// [`Engine::explain_analyze`] on a one-off engine built from `limits`.

@@ -74,7 +74,7 @@ pub use encode::{
     encode_parquet_tar_blocking,
 };
 pub use error::EngineError;
-pub use execute::{QueryResult, required_inputs};
+pub use execute::{Inputs, QueryResult, required_inputs};
 pub use instance::{Engine, execute, explain_analyze};
 pub use lang::align::{Align, Carry, CarryMode};
 pub use lang::parse::parse_request;

@@ -1,7 +1,7 @@
 //! What the caller of a request declared about its input batches: that they are the health
 //! store's, each sorted by time without nulls and holding one source
 //! ([`HealthStore::read`](crate::store::health::HealthStore::read)). The service says so by
-//! calling [`Engine::execute_stored`](super::Engine::execute_stored), and the time-bucket
+//! calling [`Inputs::stored`](super::Inputs::stored), and the time-bucket
 //! operator then
 //! - bounds a batch by its first and last rows instead of a pass over all of them (at 1 Hz over
 //!   90 days that pass reads 62 MB a source, a sixth of the whole query);

@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use wearhouse::engine::{
-    Catalog, Engine, EngineError, Limits, OutputFormat, UserContext, compile, encode_json,
+    Catalog, Engine, EngineError, Inputs, Limits, OutputFormat, UserContext, compile, encode_json,
     encode_parquet_tar, execute, explain_analyze, parse_request,
 };
 use wearhouse::schema::Dataset;
@@ -89,7 +89,13 @@ async fn engine_agrees_with_the_reference_on_random_queries() {
             Err(e) => panic!("seed {seed}: generated request rejected: {:?}\n{body}", e.0),
         };
         let got = engine
-            .execute(&req, &user, data::batches(&data), engine.deadline())
+            .execute(
+                &req,
+                &user,
+                Inputs::new(data::batches(&data)),
+                engine.deadline(),
+                OutputFormat::ParquetTar,
+            )
             .await
             .and_then(|r| encode_json(&r, &limits));
         let got = match got {
@@ -404,7 +410,13 @@ async fn bucket_operator_skips_owned_batches_exactly() {
         let engine = Engine::new(sliced()).unwrap();
         let inputs: HashMap<_, _> = [(dataset, batches.clone())].into_iter().collect();
         let declared = engine
-            .execute_stored(&req, &user, inputs, engine.deadline(), OutputFormat::Json)
+            .execute(
+                &req,
+                &user,
+                Inputs::stored(inputs),
+                engine.deadline(),
+                OutputFormat::Json,
+            )
             .await
             .unwrap();
         let got = encode_json(&declared, &sliced()).unwrap();
@@ -626,7 +638,13 @@ async fn a_json_answer_over_the_cell_limit_stops_the_run_early() {
     };
     let ctx = UserContext::default();
     let err = engine
-        .execute_for(&req, &ctx, inputs(), engine.deadline(), OutputFormat::Json)
+        .execute(
+            &req,
+            &ctx,
+            Inputs::new(inputs()),
+            engine.deadline(),
+            OutputFormat::Json,
+        )
         .await
         .unwrap_err();
     let EngineError::ResultTooLarge {
@@ -643,10 +661,10 @@ async fn a_json_answer_over_the_cell_limit_stops_the_run_early() {
         "stopped at the first batch past the limit, not after all 200,000 cells: {cells}"
     );
     let all = engine
-        .execute_for(
+        .execute(
             &req,
             &ctx,
-            inputs(),
+            Inputs::new(inputs()),
             engine.deadline(),
             OutputFormat::ParquetTar,
         )

@@ -46,7 +46,7 @@ impl HealthStore {
     /// (provider and source type), each sorted by time, sources in first-seen order: the
     /// aggregate engine reads runs of one source, and this way the split happens once per cold
     /// read instead of once per query. The engine relies on the order: the service runs these
-    /// batches through `Engine::execute_stored`, which bounds each by its first and last rows
+    /// batches through `engine::Inputs::stored`, which bounds each by its first and last rows
     /// and reads its source off its first row. With a window, exactly the rows whose time (a `Date32`
     /// day as midnight UTC) is in `[start, end)`.
     #[tracing::instrument(name = "store.read", skip_all, fields(dataset = %dataset.path()))]

@@ -23,7 +23,7 @@
 //!   test runs both plans on random queries and compares); `oldest`/`newest` find a run's
 //!   extreme time over the times alone, then read the value of that row only;
 //! - the bounds of each batch's floating times are found before the fold, so a slice skips the
-//!   batches outside it; batches the caller declared the store's (`Engine::execute_stored`,
+//!   batches outside it; batches the caller declared the store's (`Inputs::stored`,
 //!   see `engine::stored`: sorted by time, one source each) are bounded by their first and
 //!   last rows, and their source is read off their first row;
 //! - a big input is cut into slices of whole buckets with about as many rows each, folded on
