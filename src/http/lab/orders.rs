@@ -2,7 +2,6 @@
 //! date, list, the sandbox walk, results, requisition PDF.
 
 use axum::Json;
-use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -270,18 +269,8 @@ async fn requisition_pdf(
     PathId(id): PathId,
 ) -> Result<Response, ApiError> {
     let (order, tests) = orders::with_tests(&state.meta, team.0.id, id).await?;
-    let bytes = tokio::task::spawn_blocking(move || requisition::render(&order, &tests))
-        .await
-        .map_err(ApiError::internal)?;
-    let mut r = Response::new(Body::from(bytes));
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/pdf"),
-    );
-    r.headers_mut().insert(
-        header::CONTENT_DISPOSITION,
-        HeaderValue::from_str(&format!("inline; filename=\"requisition-{id}.pdf\""))
-            .map_err(ApiError::internal)?,
-    );
-    Ok(r)
+    super::documents::pdf_response(format!("requisition-{id}.pdf"), move || {
+        requisition::render(&order, &tests)
+    })
+    .await
 }
