@@ -15,10 +15,13 @@
 //!   [`fake_libreview`], and the token rules of the code and e-mail routes;
 //! - [`page`]: the hosted link page in a real headless Chromium, against a real server;
 //! - [`page_flows`]: its second-factor step and e-mail form, in the same browser;
-//! - [`no_secret_key`]: a deployment without `--secret-key` answers 400s naming it, never 500s.
+//! - [`no_secret_key`]: a deployment without `--secret-key` answers 400s naming it, never 500s;
+//! - [`catalogue`]: what the page, `GET /v2/link/providers` and link tokens offer (only what
+//!   connects), and `connectable` in `GET /v2/providers`.
 
 mod bulk_import;
 mod bulk_import_durable;
+mod catalogue;
 mod codes;
 mod connections;
 pub(crate) mod fake_libreview;
