@@ -6,7 +6,8 @@
 //! provider, cannot be forged, and cannot be replayed. Each provider's endpoints and client
 //! come from the deployment's OAuth application list (`--oauth-apps`), so tests point them at
 //! a local fake authorisation server; a team's own client (`team_apps`) replaces the
-//! deployment's client for that team's links.
+//! deployment's client for that team's links, on the provider's own endpoints when the
+//! deployment has no application for it (`team_apps::Endpoints`).
 
 use std::collections::HashMap;
 

@@ -150,7 +150,10 @@ impl<'a> Offer<'a> {
         config: &'a LinkConfig,
         team: Uuid,
     ) -> Result<Offer<'a>, LinkError> {
-        Ok(Offer::new(config, team_apps::providers_of(meta, team).await?))
+        Ok(Offer::new(
+            config,
+            team_apps::providers_of(meta, team).await?,
+        ))
     }
 
     /// Whether (and how) `provider` can be connected.
@@ -200,13 +203,11 @@ impl<'a> Offer<'a> {
     /// (providers of the team's own app included: they never connect by a link).
     pub fn link_route(&self, provider: &Provider) -> Result<Route, LinkError> {
         match self.of(provider) {
-            Connectability::Connectable(Route::TeamApp) => {
-                Err(LinkError::NotConnectable(format!(
-                    "{} ({}) connects through the team's own app (the mobile SDK or the push \
+            Connectability::Connectable(Route::TeamApp) => Err(LinkError::NotConnectable(format!(
+                "{} ({}) connects through the team's own app (the mobile SDK or the push \
                      API), not through a link",
-                    provider.name, provider.slug
-                )))
-            }
+                provider.name, provider.slug
+            ))),
             Connectability::Connectable(route) => Ok(route),
             Connectability::Blocked(why) => Err(LinkError::NotConnectable(why.sentence(provider))),
         }
@@ -230,7 +231,10 @@ impl<'a> Offer<'a> {
         if refusals.is_empty() {
             Ok(())
         } else {
-            Err(LinkError::NotConnectable(format!("{}.", refusals.join("; "))))
+            Err(LinkError::NotConnectable(format!(
+                "{}.",
+                refusals.join("; ")
+            )))
         }
     }
 

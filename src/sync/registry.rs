@@ -34,9 +34,21 @@ pub fn has_connector(provider: &str) -> bool {
 /// `link::LinkConfig::oauth_endpoints` at their fakes).
 pub const OAUTH_ENDPOINTS: &[(&str, &str, &str)] = &[
     ("oura", oura::OAUTH_AUTHORIZE_URL, oura::OAUTH_TOKEN_URL),
-    ("dexcom_v3", dexcom::OAUTH_AUTHORIZE_URL, dexcom::OAUTH_TOKEN_URL),
-    ("fitbit", fitbit::OAUTH_AUTHORIZE_URL, fitbit::OAUTH_TOKEN_URL),
-    ("withings", withings::OAUTH_AUTHORIZE_URL, withings::OAUTH_TOKEN_URL),
+    (
+        "dexcom_v3",
+        dexcom::OAUTH_AUTHORIZE_URL,
+        dexcom::OAUTH_TOKEN_URL,
+    ),
+    (
+        "fitbit",
+        fitbit::OAUTH_AUTHORIZE_URL,
+        fitbit::OAUTH_TOKEN_URL,
+    ),
+    (
+        "withings",
+        withings::OAUTH_AUTHORIZE_URL,
+        withings::OAUTH_TOKEN_URL,
+    ),
 ];
 
 /// The connectors by provider slug.

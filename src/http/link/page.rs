@@ -43,8 +43,8 @@ use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::http::AppState;
-use crate::link::tokens::{self, LinkSession};
 use crate::link::offer::{Offer, Route};
+use crate::link::tokens::{self, LinkSession};
 use crate::link::{Landing, LinkError, LinkErrorType, oauth, password};
 use crate::providers::{AuthType, Provider};
 

@@ -86,7 +86,13 @@ fn demo_mode_offers_the_demo_providers_without_applications() {
     let offer = Offer::new(&config, []);
     assert_eq!(
         by_link(&offer),
-        ["abbott_libreview", "fitbit", "freestyle_libre", "oura", "peloton"]
+        [
+            "abbott_libreview",
+            "fitbit",
+            "freestyle_libre",
+            "oura",
+            "peloton"
+        ]
     );
     assert_eq!(of(&offer, "oura"), Connectability::Connectable(Route::Demo));
     // Demo mode does not make a provider without a demo connectable.
@@ -99,14 +105,21 @@ fn demo_mode_offers_the_demo_providers_without_applications() {
 #[test]
 fn an_application_of_the_deployment_or_the_team_makes_a_provider_with_a_connector_linkable() {
     let config = deployment(&["oura", "garmin"]);
-    let teams = ["dexcom_v3".to_owned(), "strava".to_owned(), "oura".to_owned()];
+    let teams = [
+        "dexcom_v3".to_owned(),
+        "strava".to_owned(),
+        "oura".to_owned(),
+    ];
     let offer = Offer::new(&config, teams);
     use Connectability::{Blocked, Connectable};
     assert_eq!(of(&offer, "garmin"), Blocked(Blocker::NoConnector));
     assert_eq!(of(&offer, "strava"), Blocked(Blocker::NoConnector));
     // The team's own application wins over the deployment's.
     assert_eq!(of(&offer, "oura"), Connectable(Route::OAuth(Owner::Team)));
-    assert_eq!(of(&offer, "dexcom_v3"), Connectable(Route::OAuth(Owner::Team)));
+    assert_eq!(
+        of(&offer, "dexcom_v3"),
+        Connectable(Route::OAuth(Owner::Team))
+    );
     let other_team = Offer::new(&config, []);
     assert_eq!(
         of(&other_team, "oura"),
@@ -169,7 +182,10 @@ fn a_token_for_a_provider_that_cannot_connect_is_refused_with_the_provider_and_w
     };
     let oura = refused("oura");
     assert!(oura.contains("Oura (oura)") && oura.contains("no OAuth application"));
-    assert!(oura.contains("PUT /v2/team/provider/oura/credentials"), "{oura}");
+    assert!(
+        oura.contains("PUT /v2/team/provider/oura/credentials"),
+        "{oura}"
+    );
     assert!(refused("garmin").contains("no connector"));
     assert!(refused("manual").contains("not through a link"));
     let peloton = offer.link_route(provider("peloton").unwrap());

@@ -102,7 +102,10 @@ pub async fn get(
 }
 
 /// The providers the team has its own application for, by slug.
-pub async fn providers_of(conn: &mut AnyConnection, team: Uuid) -> Result<Vec<String>, MetadataError> {
+pub async fn providers_of(
+    conn: &mut AnyConnection,
+    team: Uuid,
+) -> Result<Vec<String>, MetadataError> {
     let rows = sqlx::query(
         "SELECT provider FROM team_provider_credentials WHERE team_id = $1 ORDER BY provider",
     )

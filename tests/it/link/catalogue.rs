@@ -150,7 +150,13 @@ async fn demo_mode_offers_the_demo_providers_too() {
     let t = token(&app, &key).await;
     assert_eq!(
         offered(&app, &t).await,
-        ["abbott_libreview", "fitbit", "freestyle_libre", "oura", "peloton"]
+        [
+            "abbott_libreview",
+            "fitbit",
+            "freestyle_libre",
+            "oura",
+            "peloton"
+        ]
     );
 }
 
@@ -190,7 +196,8 @@ async fn an_oauth_application_of_the_deployment_or_the_team_offers_a_provider_wi
     assert_eq!(a.status, 303);
     let to = a.headers["location"].to_str().unwrap();
     assert!(
-        to.starts_with("https://cloud.ouraring.com/oauth/authorize?") && to.contains("client_id=team-client"),
+        to.starts_with("https://cloud.ouraring.com/oauth/authorize?")
+            && to.contains("client_id=team-client"),
         "{to}"
     );
     let (a, html) = page(&app, &format!("/link/provider/freestyle_libre?token={t}")).await;
@@ -199,7 +206,10 @@ async fn an_oauth_application_of_the_deployment_or_the_team_offers_a_provider_wi
     let a = token_with(&app, &key, json!({"provider": "strava"})).await;
     assert_eq!(a.status, 400, "{}", a.json);
     assert!(
-        a.json["detail"].as_str().unwrap().contains("Strava (strava)"),
+        a.json["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Strava (strava)"),
         "{}",
         a.json
     );
@@ -267,12 +277,22 @@ async fn a_token_for_a_provider_that_cannot_connect_is_refused_at_creation_namin
     let app = deployment(&[], false).await;
     let key = app.key.clone();
     for (options, names) in [
-        (json!({"provider": "garmin"}), vec!["Garmin (garmin)", "no connector"]),
+        (
+            json!({"provider": "garmin"}),
+            vec!["Garmin (garmin)", "no connector"],
+        ),
         (
             json!({"provider": "oura"}),
-            vec!["Oura (oura)", "no OAuth application", "PUT /v2/team/provider/oura/credentials"],
+            vec![
+                "Oura (oura)",
+                "no OAuth application",
+                "PUT /v2/team/provider/oura/credentials",
+            ],
         ),
-        (json!({"provider": "manual"}), vec!["Manual (manual)", "not through a link"]),
+        (
+            json!({"provider": "manual"}),
+            vec!["Manual (manual)", "not through a link"],
+        ),
         (
             json!({"filter_on_providers": ["peloton", "renpho", "oura"]}),
             vec!["Renpho (renpho)", "Oura (oura)"],
@@ -296,7 +316,12 @@ async fn a_token_for_a_provider_that_cannot_connect_is_refused_at_creation_namin
     assert_eq!(a.status, 200, "{}", a.json);
     let t = a.json["link_token"].as_str().unwrap().to_owned();
     let gone = app
-        .send("DELETE", "/v2/team/provider/oura/credentials", Some(&key), None)
+        .send(
+            "DELETE",
+            "/v2/team/provider/oura/credentials",
+            Some(&key),
+            None,
+        )
         .await;
     assert_eq!(gone.status, 200, "{}", gone.json);
     let (a, html) = page(&app, &format!("/link/provider/oura?token={t}")).await;

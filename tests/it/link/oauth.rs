@@ -338,7 +338,12 @@ async fn forged_replayed_or_missing_state_is_invalid_token_and_url_rules_hold() 
         )
         .await;
     assert_eq!(a.status, 400, "{}", a.json);
-    assert!(a.json["detail"].as_str().unwrap().contains("Fitbit (fitbit)"));
+    assert!(
+        a.json["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Fitbit (fitbit)")
+    );
     let filtered = app
         .post(
             "/v2/link/token",

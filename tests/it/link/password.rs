@@ -169,7 +169,12 @@ async fn the_request_is_checked_before_the_provider_is_asked() {
     let creds = json!({"client_id": "team-client", "client_secret": "team-secret"});
     let key = app.key.clone();
     let set = app
-        .send("PUT", "/v2/team/provider/oura/credentials", Some(&key), Some(creds))
+        .send(
+            "PUT",
+            "/v2/team/provider/oura/credentials",
+            Some(&key),
+            Some(creds),
+        )
         .await;
     assert_eq!(set.status, 200, "{}", set.json);
     let only_oura = token(&app, &user, json!({"filter_on_providers": ["oura"]})).await;
