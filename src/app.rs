@@ -119,6 +119,7 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
             }
             None => crate::link::oauth::OAuthApps::default(),
         },
+        oauth_endpoints: crate::link::team_apps::Endpoints::default(),
         password: crate::link::password::PasswordLogins::from_env()
             .context("building the password providers' HTTP client")?,
         email: crate::link::email::EmailLinks::from_env()

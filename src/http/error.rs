@@ -158,6 +158,8 @@ impl From<crate::link::LinkError> for ApiError {
                 message,
             },
             LinkError::CodeRefused(message) => ApiError::BadRequest(message),
+            // Well formed, but not allowed in this deployment's (or team's) configuration.
+            LinkError::NotConnectable(sentence) => ApiError::BadRequest(sentence),
             LinkError::OAuthNotConfigured(_) => ApiError::BadRequest(err.to_string()),
             LinkError::TeamAppNotFound(_) => ApiError::NotFound("Provider credentials"),
             // A deployment without `--secret-key` (or with another one than sealed the row) is

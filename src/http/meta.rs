@@ -14,7 +14,11 @@ use utoipa_axum::routes;
 use super::AppState;
 use super::error::ApiError;
 use super::extract::{AuthTeam, QueryParams};
-use crate::providers::{CATALOGUE, Provider};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::link::offer::Offer;
+use crate::providers::Provider;
 use crate::validation::Violation;
 
 /// Documented routes of this module.
@@ -99,15 +103,33 @@ async fn health(State(state): State<AppState>) -> axum::response::Response {
     }
 }
 
-/// The provider catalogue, optionally only providers whose data has the given source type.
+/// One catalogue entry with whether this deployment can connect it for the calling team: the
+/// reference's provider fields unchanged, and `connectable` added.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CatalogueProvider {
+    /// The provider.
+    #[serde(flatten)]
+    pub provider: Provider,
+    /// Whether this deployment can connect the provider for the calling team now: an `sdk` or
+    /// `app` provider always (through the mobile SDK or the push API); a demo provider in demo
+    /// mode; otherwise only with a connector and, for OAuth, an application (the deployment's
+    /// `--oauth-apps` or the team's own credentials), for a password provider a sign-in, for an
+    /// e-mail provider its follower account. The link page and `GET /v2/link/providers` offer
+    /// the connectable ones that connect by a link (not `sdk` or `app`).
+    pub connectable: bool,
+}
+
+/// The provider catalogue, optionally only providers whose data has the given source type; each
+/// says whether this deployment can connect it for the calling team (`connectable`).
 #[utoipa::path(get, path = "/v2/providers", tag = "providers",
     params(("source_type" = Option<String>, Query, description = "e.g. ring, watch, app")),
-    responses((status = 200, description = "Array of providers", body = [Provider])),
+    responses((status = 200, description = "Array of providers", body = [CatalogueProvider])),
     security(("api_key" = [])))]
 async fn list_providers(
-    _team: AuthTeam,
+    team: AuthTeam,
+    State(state): State<AppState>,
     query: QueryParams,
-) -> Result<Json<Vec<Provider>>, ApiError> {
+) -> Result<Json<Vec<CatalogueProvider>>, ApiError> {
     let filter = query.get("source_type");
     if let Some(wanted) = filter
         && !crate::providers::SOURCE_TYPES.contains(&wanted)
@@ -120,11 +142,16 @@ async fn list_providers(
             ),
         )));
     }
+    let offer = Offer::for_team(&state.meta, &state.link, team.0.id).await?;
     Ok(Json(
-        CATALOGUE
-            .iter()
-            .filter(|p| filter.is_none_or(|t| p.default_source_type == t))
-            .cloned()
+        offer
+            .catalogue()
+            .into_iter()
+            .filter(|(p, _)| filter.is_none_or(|t| p.default_source_type == t))
+            .map(|(p, c)| CatalogueProvider {
+                provider: p.clone(),
+                connectable: c.is_connectable(),
+            })
             .collect(),
     ))
 }

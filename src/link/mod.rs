@@ -14,6 +14,7 @@ pub mod connections;
 pub mod credentials;
 pub mod email;
 pub mod oauth;
+pub mod offer;
 pub mod password;
 pub mod sign_in;
 pub mod team_apps;
@@ -35,6 +36,9 @@ pub struct LinkConfig {
     pub region: Region,
     /// The deployment's OAuth applications by provider (`--oauth-apps`).
     pub oauth_apps: oauth::OAuthApps,
+    /// The OAuth endpoints a team's own application uses for a provider the deployment has no
+    /// application for (default: the providers' own hosts).
+    pub oauth_endpoints: team_apps::Endpoints,
     /// The password providers' sign-ins (none until set: `app::open_state` sets every one).
     pub password: password::PasswordLogins,
     /// The e-mail providers' share searches (none until set: `app::open_state` sets every
@@ -52,6 +56,7 @@ impl Default for LinkConfig {
             app_url: "wearhouse://link".into(),
             region: Region::Us,
             oauth_apps: oauth::OAuthApps::default(),
+            oauth_endpoints: team_apps::Endpoints::default(),
             password: password::PasswordLogins::default(),
             email: email::EmailLinks::default(),
             demo: false,
@@ -167,6 +172,10 @@ impl Landing {
 /// Errors of the link domain.
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
+    /// The provider cannot be connected on this deployment for this team; the sentence names
+    /// it and says why (`offer::Blocker`).
+    #[error("{0}")]
+    NotConnectable(String),
     /// The user has no connection to this provider.
     #[error("the user has no {0} connection")]
     ConnectionNotFound(String),

@@ -6,7 +6,8 @@
 //! provider, cannot be forged, and cannot be replayed. Each provider's endpoints and client
 //! come from the deployment's OAuth application list (`--oauth-apps`), so tests point them at
 //! a local fake authorisation server; a team's own client (`team_apps`) replaces the
-//! deployment's client for that team's links.
+//! deployment's client for that team's links, on the provider's own endpoints when the
+//! deployment has no application for it (`team_apps::Endpoints`).
 
 use std::collections::HashMap;
 
@@ -148,7 +149,6 @@ pub fn callback_url(config: &LinkConfig, provider: &str) -> String {
 pub async fn authorize_url(
     meta: &MetadataStore,
     key: Option<&SecretKey>,
-    apps: &OAuthApps,
     config: &LinkConfig,
     session: &LinkSession,
     provider: &Provider,
@@ -156,7 +156,7 @@ pub async fn authorize_url(
 ) -> Result<String, LinkError> {
     let key = key.ok_or(SecretError::Missing)?;
     let app =
-        super::team_apps::resolve(meta, Some(key), apps, session.team_id, provider.slug).await?;
+        super::team_apps::resolve(meta, Some(key), config, session.team_id, provider.slug).await?;
     let client = client(&app, config, provider.slug)?;
     let mut id = [0u8; 16];
     rand::rngs::OsRng.fill_bytes(&mut id);
@@ -210,7 +210,6 @@ fn fail(error_type: LinkErrorType, message: impl Into<String>) -> Option<(LinkEr
 pub async fn callback(
     meta: &MetadataStore,
     key: Option<&SecretKey>,
-    apps: &OAuthApps,
     config: &LinkConfig,
     http: &reqwest::Client,
     provider: &Provider,
@@ -253,7 +252,7 @@ pub async fn callback(
         Err(e) => return Err(e),
     };
     landing.error = exchange_and_link(
-        meta, key, apps, config, http, provider, params, &row, id, &session, now,
+        meta, key, config, http, provider, params, &row, id, &session, now,
     )
     .await?;
     Ok(landing)
@@ -263,7 +262,6 @@ pub async fn callback(
 async fn exchange_and_link(
     meta: &MetadataStore,
     key: &SecretKey,
-    apps: &OAuthApps,
     config: &LinkConfig,
     http: &reqwest::Client,
     provider: &Provider,
@@ -294,7 +292,7 @@ async fn exchange_and_link(
         ));
     };
     let app =
-        super::team_apps::resolve(meta, Some(key), apps, session.team_id, provider.slug).await?;
+        super::team_apps::resolve(meta, Some(key), config, session.team_id, provider.slug).await?;
     let verifier = String::from_utf8(key.open(&row.pkce_verifier, &format!("oauth:{id}"))?)
         .map_err(|_| SecretError::Unsealable)?;
     let answer = client(&app, config, provider.slug)?
@@ -417,7 +415,7 @@ pub async fn refresh(
             provider.name
         )));
     };
-    let app = super::team_apps::resolve(meta, key, &config.oauth_apps, team, provider.slug).await?;
+    let app = super::team_apps::resolve(meta, key, config, team, provider.slug).await?;
     let answer = client(&app, config, provider.slug)?
         .exchange_refresh_token(&oauth2::RefreshToken::new(refresh_token.clone()))
         .add_scopes(

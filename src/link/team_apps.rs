@@ -1,14 +1,18 @@
 //! Teams' own OAuth applications (`linking.md` §Team provider credentials): set, shown
 //! without the secret, removed; OAuth links of the team use them instead of the deployment's
-//! client, with the deployment's endpoints.
+//! client, with the deployment's endpoints, or the provider's own when the deployment has no
+//! application for it ([`Endpoints`]).
+
+use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::LinkError;
-use super::oauth::{OAuthApp, OAuthApps};
+use super::oauth::OAuthApp;
+use super::{LinkConfig, LinkError};
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
 use crate::store::metadata::team_apps::{self, TeamApp};
+use crate::sync::registry::OAUTH_ENDPOINTS;
 
 fn context(team: Uuid, provider: &str) -> String {
     format!("team-app:{team}:{provider}")
@@ -113,31 +117,88 @@ pub async fn own_secret(
     Ok(Some((own.client_id, secret)))
 }
 
-/// The application an OAuth link of `team` uses for `provider`: the team's client (when set)
-/// on the deployment's endpoints, else the deployment's.
+/// The OAuth endpoints a team's own application is used with when the deployment configures
+/// no application for the provider (`--oauth-apps`, whose endpoints win when present): by
+/// default the providers' own hosts ([`OAUTH_ENDPOINTS`]), so that a team's credentials alone
+/// connect a provider with a connector; tests point them at their fakes.
+#[derive(Debug, Clone)]
+pub struct Endpoints(HashMap<String, (String, String)>);
+
+impl Default for Endpoints {
+    fn default() -> Self {
+        OAUTH_ENDPOINTS
+            .iter()
+            .fold(Endpoints::none(), |all, (slug, authorize, token)| {
+                all.with(slug, authorize, token)
+            })
+    }
+}
+
+impl Endpoints {
+    /// No endpoints: a team's own application then needs the deployment's.
+    pub fn none() -> Endpoints {
+        Endpoints(HashMap::new())
+    }
+
+    /// The same set with `provider`'s authorisation page and token endpoint (replacing any).
+    pub fn with(mut self, provider: &str, authorize_url: &str, token_url: &str) -> Endpoints {
+        self.0.insert(
+            provider.to_owned(),
+            (authorize_url.to_owned(), token_url.to_owned()),
+        );
+        self
+    }
+
+    /// `provider`'s (authorisation page, token endpoint).
+    pub fn get(&self, provider: &str) -> Option<(&str, &str)> {
+        self.0
+            .get(provider)
+            .map(|(authorize, token)| (authorize.as_str(), token.as_str()))
+    }
+}
+
+/// The endpoints a team's own application for `provider` is used with: the deployment's
+/// application's, else the built-in ones.
+pub fn team_endpoints<'a>(config: &'a LinkConfig, provider: &str) -> Option<(&'a str, &'a str)> {
+    match config.oauth_apps.0.get(provider) {
+        Some(app) => Some((app.authorize_url.as_str(), app.token_url.as_str())),
+        None => config.oauth_endpoints.get(provider),
+    }
+}
+
+/// The application an OAuth link of `team` uses for `provider`: the team's client (when set) on
+/// the deployment's endpoints (else the provider's own, [`Endpoints`]), else the deployment's.
 pub async fn resolve(
     meta: &MetadataStore,
     key: Option<&SecretKey>,
-    apps: &OAuthApps,
+    config: &LinkConfig,
     team: Uuid,
     provider: &str,
 ) -> Result<OAuthApp, LinkError> {
-    let deployment = apps
-        .0
-        .get(provider)
-        .ok_or_else(|| LinkError::OAuthNotConfigured(provider.to_owned()))?;
+    let not_configured = || LinkError::OAuthNotConfigured(provider.to_owned());
     let Some(own) = team_apps::get(&mut *meta.reader().await?, team, provider).await? else {
-        return Ok(deployment.clone());
+        return config
+            .oauth_apps
+            .0
+            .get(provider)
+            .cloned()
+            .ok_or_else(not_configured);
     };
+    let (authorize_url, token_url) = team_endpoints(config, provider).ok_or_else(not_configured)?;
     let key = key.ok_or(SecretError::Missing)?;
     let secret = String::from_utf8(key.open(&own.sealed_secret, &context(team, provider))?)
         .map_err(|_| SecretError::Unsealable)?;
     Ok(OAuthApp {
         client_id: own.client_id,
         client_secret: secret,
-        authorize_url: deployment.authorize_url.clone(),
-        token_url: deployment.token_url.clone(),
+        authorize_url: authorize_url.to_owned(),
+        token_url: token_url.to_owned(),
         redirect_uri: own.redirect_uri,
         verification_token: None,
     })
+}
+
+/// The providers `team` has its own application (or follower account) for.
+pub async fn providers_of(meta: &MetadataStore, team: Uuid) -> Result<Vec<String>, LinkError> {
+    Ok(team_apps::providers_of(&mut *meta.reader().await?, team).await?)
 }

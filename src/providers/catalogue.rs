@@ -199,7 +199,7 @@ pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
         p(16, "oura", "Oura", Oauth, "ring", SLEEP_SET, true, "Sleep, readiness, heart rate and HRV from the Oura ring."),
         p(17, "peloton", "Peloton", Password, "exercise_machine", CYCLING_SET, false, "Workouts from Peloton bikes and treads."),
         p(18, "polar", "Polar", Oauth, "watch", WATCH_SET, false, "Training, sleep and heart rate from Polar watches and straps."),
-        p(19, "renpho", "Renpho", Email, "scale", SCALE_SET, false, "Body composition from Renpho smart scales."),
+        p(19, "renpho", "Renpho", Password, "scale", SCALE_SET, false, "Body composition from Renpho smart scales."),
         p(20, "samsung_health", "Samsung Health", Sdk, "watch", PHONE_SET, false, "Samsung Health data through the mobile SDK."),
         p(21, "strava", "Strava", Oauth, "app", CYCLING_SET, false, "Workouts recorded with Strava."),
         p(22, "ultrahuman", "Ultrahuman", TeamOauth, "ring", SLEEP_SET, false, "Sleep, heart rate and movement from the Ultrahuman ring."),

@@ -57,6 +57,13 @@ pub const SANDBOX_API_URL: &str = "https://sandbox-api.dexcom.com";
 /// The environment variable a deployment sets to point the connector elsewhere.
 pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_DEXCOM_V3_API_URL";
 
+/// Dexcom's OAuth sign-in page (`developer.dexcom.com/docs/dexcom/authentication`: API v3
+/// keeps the `v2/oauth2` endpoints).
+pub const OAUTH_AUTHORIZE_URL: &str = "https://api.dexcom.com/v2/oauth2/login";
+
+/// Dexcom's OAuth token endpoint.
+pub const OAUTH_TOKEN_URL: &str = "https://api.dexcom.com/v2/oauth2/token";
+
 /// The longest span one EGV request may ask for, in days (Dexcom's documented limit).
 pub const MAX_WINDOW_DAYS: i64 = 30;
 

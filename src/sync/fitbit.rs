@@ -63,6 +63,12 @@ pub const DEFAULT_API_URL: &str = "https://api.fitbit.com";
 /// The environment variable a deployment sets to point the connector elsewhere.
 pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_FITBIT_API_URL";
 
+/// Fitbit's OAuth authorisation page (`dev.fitbit.com/build/reference/web-api/authorization/`).
+pub const OAUTH_AUTHORIZE_URL: &str = "https://www.fitbit.com/oauth2/authorize";
+
+/// Fitbit's OAuth token endpoint.
+pub const OAUTH_TOKEN_URL: &str = "https://api.fitbit.com/oauth2/token";
+
 /// The longest range one sleep request may ask for, in days (Get Sleep Log by Date Range).
 pub const MAX_SLEEP_RANGE_DAYS: u64 = 100;
 

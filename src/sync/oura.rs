@@ -49,6 +49,12 @@ pub const DEFAULT_API_URL: &str = "https://api.ouraring.com";
 /// The environment variable a deployment sets to point the connector elsewhere.
 pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_OURA_API_URL";
 
+/// Oura's OAuth authorisation page (`cloud.ouraring.com/docs/authentication`).
+pub const OAUTH_AUTHORIZE_URL: &str = "https://cloud.ouraring.com/oauth/authorize";
+
+/// Oura's OAuth token endpoint.
+pub const OAUTH_TOKEN_URL: &str = "https://api.ouraring.com/oauth/token";
+
 /// The most pages one request (one resource, one chunk) may answer.
 pub const MAX_PAGES: usize = 10_000;
 

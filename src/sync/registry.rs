@@ -27,6 +27,31 @@ pub fn has_connector(provider: &str) -> bool {
     SLUGS.contains(&provider)
 }
 
+/// The OAuth endpoints of the providers with a connector that link by OAuth, at the
+/// providers' own hosts: (slug, authorisation page, token endpoint). A team's own application
+/// (`PUT /v2/team/provider/{provider}/credentials`) uses these when the deployment configures no
+/// application of its own for the provider, so a team's credentials alone connect it; the
+/// deployment's `--oauth-apps` entry, when present, replaces them (and tests point
+/// `link::LinkConfig::oauth_endpoints` at their fakes).
+pub const OAUTH_ENDPOINTS: &[(&str, &str, &str)] = &[
+    ("oura", oura::OAUTH_AUTHORIZE_URL, oura::OAUTH_TOKEN_URL),
+    (
+        "dexcom_v3",
+        dexcom::OAUTH_AUTHORIZE_URL,
+        dexcom::OAUTH_TOKEN_URL,
+    ),
+    (
+        "fitbit",
+        fitbit::OAUTH_AUTHORIZE_URL,
+        fitbit::OAUTH_TOKEN_URL,
+    ),
+    (
+        "withings",
+        withings::OAUTH_AUTHORIZE_URL,
+        withings::OAUTH_TOKEN_URL,
+    ),
+];
+
 /// The connectors by provider slug.
 #[derive(Clone, Default)]
 pub struct Connectors(HashMap<&'static str, Arc<dyn Connector>>);
@@ -90,5 +115,22 @@ mod tests {
         }
         assert_eq!(all.0.len(), SLUGS.len());
         assert!(!has_connector("apple_health_kit"));
+    }
+
+    #[test]
+    fn every_oauth_provider_with_a_connector_has_its_endpoints_and_only_those_do() {
+        let oauth = |slug: &str| {
+            crate::providers::provider(slug).is_some_and(crate::providers::scopes::is_oauth)
+        };
+        for slug in SLUGS.iter().filter(|s| oauth(s)) {
+            assert!(
+                OAUTH_ENDPOINTS.iter().any(|(s, _, _)| s == slug),
+                "{slug} has no OAuth endpoints"
+            );
+        }
+        for (slug, authorize, token) in OAUTH_ENDPOINTS {
+            assert!(has_connector(slug) && oauth(slug), "{slug}");
+            assert!(authorize.starts_with("https://") && token.starts_with("https://"));
+        }
     }
 }

@@ -101,7 +101,6 @@ async fn oauth_provider(
     let oauth_url = oauth::authorize_url(
         &state.meta,
         state.secret.as_ref(),
-        &state.link.oauth_apps,
         &state.link,
         &session,
         provider,
@@ -181,7 +180,6 @@ async fn oauth_callback(
     let landing = oauth::callback(
         &state.meta,
         state.secret.as_ref(),
-        &state.link.oauth_apps,
         &state.link,
         &http,
         provider,

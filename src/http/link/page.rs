@@ -25,10 +25,9 @@
 //! - `POST /link/provider/{provider}/mfa` (form): the second-factor step of a password sign-in
 //!   (`forms.rs`); e-mail providers show the e-mail form (`forms.rs`).
 //!
-//! Decision where the spec is silent: app providers, and e-mail providers without a share
-//! search here (all but FreeStyle Libre), are listed (they are linkable by the API), but their
-//! page says that this deployment cannot link them yet, rather than showing a form that could
-//! not succeed.
+//! The list offers only what this deployment can connect for the token's team (`link::offer`:
+//! a connector and an application or sign-in, or demo mode), so every provider on it leads to a
+//! flow that can succeed; a provider page of anything else says why it is not available.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -44,6 +43,7 @@ use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::http::AppState;
+use crate::link::offer::{Offer, Route};
 use crate::link::tokens::{self, LinkSession};
 use crate::link::{Landing, LinkError, LinkErrorType, oauth, password};
 use crate::providers::{AuthType, Provider};
@@ -287,7 +287,10 @@ async fn providers_page(
             providers: Vec::new(),
         })
         .collect();
-    let offered = session.providers();
+    let offered = match Offer::for_team(&state.meta, &state.link, session.team_id).await {
+        Ok(offer) => offer.offered(&session),
+        Err(e) => return server_error(&e),
+    };
     for p in offered.iter().filter(|p| matches(p, q)) {
         groups[group_of(p.auth_type)].providers.push(Entry {
             slug: p.slug,
@@ -316,6 +319,32 @@ fn not_offered() -> Response {
     )
 }
 
+/// The provider `slug` names with how a link connects it, when the session's token may link
+/// it and this deployment can connect it; else the screen saying why not.
+async fn offered(
+    state: &AppState,
+    session: &LinkSession,
+    slug: &str,
+) -> Result<(&'static Provider, Route), Response> {
+    let Some(provider) = session.provider(slug) else {
+        return Err(not_offered());
+    };
+    let offer = Offer::for_team(&state.meta, &state.link, session.team_id)
+        .await
+        .map_err(|e| server_error(&e))?;
+    match offer.link_route(provider) {
+        Ok(route) => Ok((provider, route)),
+        Err(LinkError::NotConnectable(why)) => Err(message(
+            StatusCode::NOT_FOUND,
+            "error",
+            "Provider not available",
+            &format!("{why}. Go back and pick another provider."),
+            None,
+        )),
+        Err(e) => Err(server_error(&e)),
+    }
+}
+
 /// `GET /link/provider/{provider}?token=`.
 async fn provider_page(
     State(state): State<AppState>,
@@ -326,26 +355,20 @@ async fn provider_page(
         Ok(s) => s,
         Err(screen) => return screen,
     };
-    let Some(provider) = session.provider(&slug) else {
-        return not_offered();
+    let (provider, route) = match offered(&state, &session, &slug).await {
+        Ok(found) => found,
+        Err(screen) => return screen,
     };
     let token = query.get("token").map(String::as_str).unwrap_or_default();
-    if state.link.demo && provider.demo {
-        return demo_connect(&state, &session, provider).await;
-    }
-    match provider.auth_type {
-        AuthType::Oauth | AuthType::TeamOauth => oauth_redirect(&state, &session, provider).await,
-        AuthType::Password => password_form(&session, provider, token, None, StatusCode::OK),
-        AuthType::Email if state.link.email.get(provider.slug).is_some() => {
+    match route {
+        Route::Demo => demo_connect(&state, &session, provider).await,
+        Route::OAuth(_) => oauth_redirect(&state, &session, provider).await,
+        Route::Password => password_form(&session, provider, token, None, StatusCode::OK),
+        Route::Email(_) => {
             forms::email_form(&state, &session, provider, token, None, StatusCode::OK).await
         }
-        AuthType::Email | AuthType::App | AuthType::Sdk => message(
-            StatusCode::OK,
-            "info",
-            &format!("{} cannot be connected here yet", provider.name),
-            "This deployment does not offer this way of connecting yet. Go back and pick another provider.",
-            None,
-        ),
+        // Never a link's route (`Offer::link_route`).
+        Route::TeamApp => not_offered(),
     }
 }
 
@@ -355,7 +378,6 @@ async fn oauth_redirect(state: &AppState, session: &LinkSession, provider: &Prov
     let url = oauth::authorize_url(
         &state.meta,
         state.secret.as_ref(),
-        &state.link.oauth_apps,
         &state.link,
         session,
         provider,
@@ -369,10 +391,12 @@ async fn oauth_redirect(state: &AppState, session: &LinkSession, provider: &Prov
             land(&Landing {
                 redirect_url: session.options.redirect_url.clone(),
                 provider: provider.slug.to_owned(),
+                // Offered providers have an application, so only a broken one (an endpoint
+                // that is not a URL) or a missing secret key lands here.
                 error: Some((
                     LinkErrorType::ProviderApiError,
                     format!(
-                        "{} cannot be connected on this deployment yet.",
+                        "The sign-in at {} could not be started; please try again later.",
                         provider.name
                     ),
                 )),
@@ -480,12 +504,12 @@ async fn password_submit(
         Ok(s) => s,
         Err(screen) => return screen,
     };
-    let provider = match session.provider(&slug) {
-        Some(p) if p.auth_type == AuthType::Password => p,
-        Some(p) if p.auth_type == AuthType::Email => {
+    let provider = match offered(&state, &session, &slug).await {
+        Ok((p, Route::Password)) => p,
+        Ok((p, Route::Email(_))) => {
             return forms::email_submit(&state, &session, p, &form).await;
         }
-        Some(_) => {
+        Ok(_) => {
             return message(
                 StatusCode::BAD_REQUEST,
                 "error",
@@ -494,7 +518,7 @@ async fn password_submit(
                 None,
             );
         }
-        None => return not_offered(),
+        Err(screen) => return screen,
     };
     let token = form.get("token").map(String::as_str).unwrap_or_default();
     let field = |name: &str| form.get(name).map(String::as_str).unwrap_or_default();

@@ -13,6 +13,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::{AuthTeam, Decoded, LinkToken};
 use crate::http::models;
 use crate::http::users::team_user;
+use crate::link::offer::Offer;
 use crate::link::tokens::{self, LinkOptions, is_linkable};
 use crate::loc;
 use crate::providers::{self, AuthType};
@@ -30,14 +31,16 @@ pub fn routes() -> OpenApiRouter<AppState> {
 pub struct LinkTokenRequest {
     /// The team's user to link.
     pub user_id: uuid::Uuid,
-    /// A linkable provider slug: the hosted page goes straight to it.
+    /// A linkable provider slug: the hosted page goes straight to it. It must be connectable by
+    /// a link on this deployment for the team (else 400).
     #[serde(default)]
     pub provider: Option<String>,
     /// Absolute http(s) URL the hosted page returns to (`state`, `provider`, `error_type`,
     /// `error` in its query).
     #[serde(default)]
     pub redirect_url: Option<String>,
-    /// At least one linkable provider slug: the hosted page offers only these.
+    /// At least one linkable provider slug: the hosted page offers only these. Each must be
+    /// connectable by a link on this deployment for the team (else 400).
     #[serde(default)]
     pub filter_on_providers: Option<Vec<String>>,
     /// `redirect`: password and e-mail failures redirect to `redirect_url` (needs it).
@@ -200,9 +203,13 @@ fn check_request(req: LinkTokenRequest, mut checks: Checks) -> Result<LinkOption
 }
 
 /// Create a link token for a user: valid 60 minutes, consumed by the first connection it makes.
+/// `provider` and every member of `filter_on_providers` must be connectable by a link on this
+/// deployment for the calling team (`connectable` in `GET /v2/providers`, and not an `app`
+/// provider); otherwise the answer is a 400 naming each provider that is not, and why.
 #[utoipa::path(post, path = "/v2/link/token", tag = "link",
     request_body(content = LinkTokenRequest),
     responses((status = 200, description = "The token and the hosted page's URL", body = LinkTokenCreated),
+              (status = 400, description = "The provider, or a member of filter_on_providers, cannot be connected on this deployment for this team (no connector, no OAuth application, no sign-in, or one connected through the team's app): the sentence names each and why", body = models::ErrorDetail),
               (status = 404, description = "User not found", body = models::ErrorDetail),
               (status = 422, description = "Validation error", body = models::ValidationError)),
     security(("api_key" = [])))]
@@ -214,6 +221,9 @@ async fn create_token(
     let user_id = body.user_id;
     let options = check_request(body, checks)?;
     let user = team_user(&state, &team, user_id).await?;
+    Offer::for_team(&state.meta, &state.link, team.0.id)
+        .await?
+        .check_options(&options)?;
     let issued = tokens::issue(
         &state.meta,
         &state.link,
@@ -230,17 +240,23 @@ async fn create_token(
 }
 
 /// The providers this link token may link (its provider, else its filter, else every linkable
-/// provider).
+/// provider) that this deployment can connect for the token's team: a connector with its OAuth
+/// application (the deployment's or the team's), a password or e-mail sign-in, or a demo
+/// provider in demo mode.
 #[utoipa::path(get, path = "/v2/link/providers", tag = "link",
     responses((status = 200, description = "Linkable providers", body = Vec<LinkProvider>),
               (status = 401, description = "Missing, unknown, expired or consumed link token", body = LinkTokenError)),
     security(("link_token" = [])))]
-async fn link_providers(LinkToken(session): LinkToken) -> Json<Vec<LinkProvider>> {
-    Json(
-        session
-            .providers()
+async fn link_providers(
+    State(state): State<AppState>,
+    LinkToken(session): LinkToken,
+) -> Result<Json<Vec<LinkProvider>>, ApiError> {
+    let offer = Offer::for_team(&state.meta, &state.link, session.team_id).await?;
+    Ok(Json(
+        offer
+            .offered(&session)
             .into_iter()
             .map(LinkProvider::from)
             .collect(),
-    )
+    ))
 }

@@ -101,6 +101,20 @@ pub async fn get(
     .transpose()
 }
 
+/// The providers the team has its own application for, by slug.
+pub async fn providers_of(
+    conn: &mut AnyConnection,
+    team: Uuid,
+) -> Result<Vec<String>, MetadataError> {
+    let rows = sqlx::query(
+        "SELECT provider FROM team_provider_credentials WHERE team_id = $1 ORDER BY provider",
+    )
+    .bind(team.to_string())
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(|row| get_str(row, "provider")).collect()
+}
+
 /// Every team's application for a provider: (team, sealed client secret).
 pub async fn for_provider(
     conn: &mut AnyConnection,

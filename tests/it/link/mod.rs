@@ -15,10 +15,15 @@
 //!   [`fake_libreview`], and the token rules of the code and e-mail routes;
 //! - [`page`]: the hosted link page in a real headless Chromium, against a real server;
 //! - [`page_flows`]: its second-factor step and e-mail form, in the same browser;
-//! - [`no_secret_key`]: a deployment without `--secret-key` answers 400s naming it, never 500s.
+//! - [`page_offered`]: every provider the page offers without OAuth applications (and in demo
+//!   mode) completes, in the same browser;
+//! - [`no_secret_key`]: a deployment without `--secret-key` answers 400s naming it, never 500s;
+//! - [`catalogue`]: what the page, `GET /v2/link/providers` and link tokens offer (only what
+//!   connects), and `connectable` in `GET /v2/providers`.
 
 mod bulk_import;
 mod bulk_import_durable;
+mod catalogue;
 mod codes;
 mod connections;
 pub(crate) mod fake_libreview;
@@ -29,6 +34,7 @@ mod no_secret_key;
 pub(crate) mod oauth;
 mod page;
 mod page_flows;
+mod page_offered;
 mod password;
 mod team_apps;
 mod tokens;

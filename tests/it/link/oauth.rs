@@ -329,10 +329,25 @@ async fn forged_replayed_or_missing_state_is_invalid_token_and_url_rules_hold() 
     let a = oauth_url(&app, &token, "fitbit").await;
     assert_eq!(a.status, 400, "{}", a.json);
     assert!(a.json["detail"].as_str().unwrap().contains("fitbit"));
-    let filtered = app
+    // A token cannot be made for a provider without an application; one filtered on Oura
+    // links nothing else.
+    let a = app
         .post(
             "/v2/link/token",
             json!({"user_id": user, "filter_on_providers": ["fitbit"]}),
+        )
+        .await;
+    assert_eq!(a.status, 400, "{}", a.json);
+    assert!(
+        a.json["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Fitbit (fitbit)")
+    );
+    let filtered = app
+        .post(
+            "/v2/link/token",
+            json!({"user_id": user, "filter_on_providers": ["oura"]}),
         )
         .await
         .json["link_token"]
@@ -340,7 +355,7 @@ async fn forged_replayed_or_missing_state_is_invalid_token_and_url_rules_hold() 
         .unwrap()
         .to_owned();
     assert_422_at(
-        &oauth_url(&app, &filtered, "oura").await,
+        &oauth_url(&app, &filtered, "fitbit").await,
         &[json!("path"), json!("provider")],
     );
     assert_eq!(

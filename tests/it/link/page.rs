@@ -434,6 +434,32 @@ mod without_javascript {
     use crate::link::keyed_app;
     use crate::support::{Answer, TestApp};
 
+    /// A keyed app whose deployment has an Oura application and Peloton's sign-in (neither
+    /// is asked by these tests).
+    async fn page_app() -> TestApp {
+        let mut app = keyed_app().await;
+        let oura = wearhouse::link::oauth::OAuthApp {
+            client_id: "client".into(),
+            client_secret: "secret".into(),
+            authorize_url: "https://auth.example.test/authorize".into(),
+            token_url: "https://auth.example.test/token".into(),
+            redirect_uri: None,
+            verification_token: None,
+        };
+        let peloton =
+            wearhouse::link::password::peloton::Peloton::new("http://127.0.0.1:9").unwrap();
+        app.state = app
+            .state
+            .clone()
+            .with_link_config(wearhouse::link::LinkConfig {
+                oauth_apps: wearhouse::link::oauth::OAuthApps([("oura".to_owned(), oura)].into()),
+                password: wearhouse::link::password::PasswordLogins::default()
+                    .with(std::sync::Arc::new(peloton)),
+                ..Default::default()
+            });
+        app
+    }
+
     async fn token(app: &TestApp, options: serde_json::Value) -> String {
         let user = app.user(&uuid::Uuid::new_v4().to_string()).await;
         let mut body = json!({"user_id": user});
@@ -452,7 +478,7 @@ mod without_javascript {
 
     #[tokio::test]
     async fn search_filters_on_the_server_and_every_answer_keeps_the_token_private() {
-        let app = keyed_app().await;
+        let app = page_app().await;
         let t = token(&app, json!({})).await;
         let (a, html) = page(&app, &format!("/link?token={t}&q=PELO")).await;
         assert_eq!(a.status, 200);
@@ -477,7 +503,7 @@ mod without_javascript {
 
     #[tokio::test]
     async fn tokens_that_cannot_be_used_get_a_screen_naming_why() {
-        let app = keyed_app().await;
+        let app = page_app().await;
         let (a, html) = page(&app, "/link").await;
         assert_eq!(a.status, 400);
         assert!(html.contains("invalid_token"), "{html}");
@@ -500,21 +526,20 @@ mod without_javascript {
             html.contains(r#"id="username" name="username" value="" "#),
             "{html}"
         );
-        // A provider outside the token's filter, an e-mail provider.
+        // A provider outside the token's filter.
         let (a, _) = page(&app, &format!("/link/provider/oura?token={t}")).await;
         assert_eq!(a.status, 404);
+        // A provider this deployment cannot connect (not offered): the page says why.
         let t = token(&app, json!({})).await;
         let (a, html) = page(&app, &format!("/link/provider/renpho?token={t}")).await;
-        assert_eq!(a.status, 200);
-        assert!(
-            html.contains("Renpho cannot be connected here yet"),
-            "{html}"
-        );
+        assert_eq!(a.status, 404);
+        assert!(html.contains("Renpho (renpho)"), "{html}");
+        assert!(html.contains("no connector"), "{html}");
     }
 
     #[tokio::test]
     async fn an_incomplete_password_form_is_shown_again_without_asking_the_provider() {
-        let app = keyed_app().await;
+        let app = page_app().await;
         let t = token(&app, json!({})).await;
         let req = Request::builder()
             .method("POST")

@@ -155,14 +155,30 @@ async fn the_request_is_checked_before_the_provider_is_asked() {
         let a = sign_in(&app, &t, slug, credentials(USERNAME, PASSWORD)).await;
         assert_422_at(&a, &path("provider"));
     }
-    let only_zwift = token(&app, &user, json!({"filter_on_providers": ["zwift"]})).await;
-    let a = sign_in(
-        &app,
-        &only_zwift,
-        "peloton",
-        credentials(USERNAME, PASSWORD),
-    )
-    .await;
+    // Zwift cannot be connected here (no connector, no sign-in): no token is made for it.
+    let a = app
+        .post(
+            "/v2/link/token",
+            json!({"user_id": user, "filter_on_providers": ["zwift"]}),
+        )
+        .await;
+    assert_eq!(a.status, 400, "{}", a.json);
+    assert!(a.json["detail"].as_str().unwrap().contains("Zwift (zwift)"));
+    // A token filtered on another provider the team can connect (Oura, with the team's own
+    // application) does not sign in to Peloton.
+    let creds = json!({"client_id": "team-client", "client_secret": "team-secret"});
+    let key = app.key.clone();
+    let set = app
+        .send(
+            "PUT",
+            "/v2/team/provider/oura/credentials",
+            Some(&key),
+            Some(creds),
+        )
+        .await;
+    assert_eq!(set.status, 200, "{}", set.json);
+    let only_oura = token(&app, &user, json!({"filter_on_providers": ["oura"]})).await;
+    let a = sign_in(&app, &only_oura, "peloton", credentials(USERNAME, PASSWORD)).await;
     assert_422_at(&a, &path("provider"));
 
     // The body: members missing, of the wrong type, unknown.

@@ -40,9 +40,33 @@ fn assert_link_error(a: &Answer, error_type: &str) {
     );
 }
 
+/// An app whose deployment has an Oura application and Peloton's sign-in (neither is asked).
+async fn linking_app() -> TestApp {
+    let mut app = TestApp::new().await;
+    let oura = wearhouse::link::oauth::OAuthApp {
+        client_id: "client".into(),
+        client_secret: "secret".into(),
+        authorize_url: "https://auth.example.test/authorize".into(),
+        token_url: "https://auth.example.test/token".into(),
+        redirect_uri: None,
+        verification_token: None,
+    };
+    let peloton = wearhouse::link::password::peloton::Peloton::new("http://127.0.0.1:9").unwrap();
+    app.state = app
+        .state
+        .clone()
+        .with_link_config(wearhouse::link::LinkConfig {
+            oauth_apps: wearhouse::link::oauth::OAuthApps([("oura".to_owned(), oura)].into()),
+            password: wearhouse::link::password::PasswordLogins::default()
+                .with(std::sync::Arc::new(peloton)),
+            ..Default::default()
+        });
+    app
+}
+
 #[tokio::test]
 async fn a_token_is_issued_stored_hashed_and_lists_what_it_may_link() {
-    let app = TestApp::new().await;
+    let app = linking_app().await;
     let user = app.user("linking").await;
     let a = token(&app, json!({"user_id": user})).await;
     assert_eq!(a.status, 200, "{}", a.json);
@@ -58,12 +82,10 @@ async fn a_token_is_issued_stored_hashed_and_lists_what_it_may_link() {
     assert!(has(&tokens::hash(&t)));
     assert!(!has(&t));
 
+    // What this deployment can connect by a link: not SDK-only or app providers, nor any
+    // provider without an application or sign-in (`catalogue.rs` has the whole rule).
     let all = slugs(&providers(&app, &t).await);
-    assert!(all.contains(&"oura".to_owned()) && all.contains(&"manual".to_owned()));
-    assert!(
-        !all.contains(&"apple_health_kit".to_owned()),
-        "SDK-only is not linkable"
-    );
+    assert_eq!(all, ["oura", "peloton"]);
     // The query parameter works as the header does.
     let a = app
         .send("GET", &format!("/v2/link/providers?token={t}"), None, None)
@@ -72,19 +94,16 @@ async fn a_token_is_issued_stored_hashed_and_lists_what_it_may_link() {
 
     let a = token(
         &app,
-        json!({"user_id": user, "filter_on_providers": ["oura", "freestyle_libre"]}),
+        json!({"user_id": user, "filter_on_providers": ["peloton"]}),
     )
     .await;
     let t = a.json["link_token"].as_str().unwrap().to_owned();
-    assert_eq!(
-        slugs(&providers(&app, &t).await),
-        ["freestyle_libre", "oura"]
-    );
-    let a = token(&app, json!({"user_id": user, "provider": "manual",
+    assert_eq!(slugs(&providers(&app, &t).await), ["peloton"]);
+    let a = token(&app, json!({"user_id": user, "provider": "oura",
         "redirect_url": "https://app.example.com/done", "on_error": "redirect", "on_close": "redirect"})).await;
     assert_eq!(a.status, 200, "{}", a.json);
     let t = a.json["link_token"].as_str().unwrap().to_owned();
-    assert_eq!(slugs(&providers(&app, &t).await), ["manual"]);
+    assert_eq!(slugs(&providers(&app, &t).await), ["oura"]);
 }
 
 #[tokio::test]
