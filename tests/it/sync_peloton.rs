@@ -1,7 +1,7 @@
 //! The Peloton connector against [`FakePeloton`] (the link tests' fake: Peloton's Auth0 sign-in
 //! and its API): the fixture's workouts page by page, paging that stops once a page reaches
 //! before the window, the bearer token, and every failure kind (an expired access token, 429
-//! with `Retry-After`, 500); the sign-in and the refresh grant's answers as link outcomes.
+//! with `Retry-After`, 500). (The sign-in's own outcomes: `link::peloton_sign_in`.)
 //!
 //! End to end, against the real app and job runner: a user links Peloton with a username and
 //! password (`POST /v2/link/provider/password/peloton`: the PKCE sign-in), the
@@ -29,8 +29,7 @@ use crate::link::{password_app, password_link};
 use crate::sync_support::linked::{LONG, Linked, instant, offset_days, shifted};
 use crate::sync_support::{pull, utc};
 use wearhouse::jobs::JobState;
-use wearhouse::link::LinkErrorType;
-use wearhouse::link::password::{Login, PasswordLogin, Renewal, SignIn};
+use wearhouse::link::password::{Login, PasswordLogin, SignIn};
 use wearhouse::store::metadata::ConnectionStatus;
 use wearhouse::sync::peloton::Peloton;
 use wearhouse::sync::{Connector, Resource, SyncError};
@@ -94,68 +93,6 @@ async fn signed_in() -> (FakePeloton, String) {
         }
         other => panic!("{other:?}"),
     }
-}
-
-#[tokio::test]
-async fn the_sign_in_and_the_refresh_answer_each_outcome() {
-    let (fake, _) = signed_in().await;
-    let peloton = sign_in_at(&fake);
-    assert_eq!((fake.attempts(), fake.logins()), (1, 1));
-
-    // A wrong password: the credential error, and no code was given.
-    let refused = peloton.sign_in(login("not-it")).await;
-    assert!(
-        matches!(
-            refused,
-            SignIn::Refused(LinkErrorType::ProviderCredentialError, _)
-        ),
-        "{refused:?}"
-    );
-    assert_eq!((fake.attempts(), fake.logins()), (2, 1));
-
-    // The refresh token gives a new access token, which the API takes.
-    let Renewal::Renewed {
-        session,
-        refresh_token,
-    } = peloton.refresh(REFRESH_TOKEN).await
-    else {
-        panic!("not renewed");
-    };
-    assert_ne!(session, ACCESS_TOKEN);
-    assert_eq!(refresh_token, None, "not rotated");
-    let connector = Peloton::new(&fake.base).unwrap();
-    assert_eq!(
-        connector.account(&session).await.unwrap().as_deref(),
-        Some(USER_ID)
-    );
-    assert_eq!(peloton.refresh("rt-unknown").await, Renewal::Refused);
-    fake.revoke_refresh_tokens();
-    assert_eq!(peloton.refresh(REFRESH_TOKEN).await, Renewal::Refused);
-    assert_eq!(fake.refreshes(), (3, 1));
-
-    // Auth0 down: an API error for the sign-in, a failure to retry for the refresh; a
-    // closed auth host the same.
-    fake.sign_in_down(true);
-    let down = peloton.sign_in(login(PASSWORD)).await;
-    assert!(
-        matches!(down, SignIn::Refused(LinkErrorType::ProviderApiError, _)),
-        "{down:?}"
-    );
-    assert!(matches!(
-        peloton.refresh(REFRESH_TOKEN).await,
-        Renewal::Failed(_)
-    ));
-    let closed =
-        wearhouse::link::password::peloton::Peloton::new(&fake.base, "http://127.0.0.1:9").unwrap();
-    let unreachable = closed.sign_in(login(PASSWORD)).await;
-    assert!(
-        matches!(
-            unreachable,
-            SignIn::Refused(LinkErrorType::ProviderApiError, _)
-        ),
-        "{unreachable:?}"
-    );
-    assert!(!format!("{unreachable:?}").contains(PASSWORD));
 }
 
 #[tokio::test]
