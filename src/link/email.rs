@@ -217,6 +217,7 @@ pub async fn connect(
         SignIn::Accepted {
             provider_user_id,
             session,
+            ..
         } => (provider_user_id, session),
         SignIn::Refused(LinkErrorType::UnsupportedRegion, message) => {
             landing.error = Some((LinkErrorType::UnsupportedRegion, message));

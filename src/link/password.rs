@@ -61,6 +61,9 @@ pub enum SignIn {
         provider_user_id: String,
         /// The provider's session token (sealed with the credentials).
         session: String,
+        /// A token that renews the session without the password ([`PasswordLogin::refresh`]),
+        /// for providers that give one (Peloton's OAuth refresh token; sealed too).
+        refresh_token: Option<String>,
     },
     /// Not signed in yet: the provider sent a code (second factor) and waits for it. `state`
     /// is the provider's half-finished sign-in, which [`PasswordLogin::complete_mfa`] and
@@ -91,6 +94,33 @@ impl std::fmt::Debug for SignIn {
             SignIn::Refused(t, message) => {
                 f.debug_tuple("Refused").field(t).field(message).finish()
             }
+        }
+    }
+}
+
+/// What a refresh-token renewal answered. Its `Debug` never shows a token.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Renewal {
+    /// A new session, and the new refresh token if the provider rotated it (else the old one
+    /// stays valid).
+    Renewed {
+        /// The provider's new session token.
+        session: String,
+        /// The rotated refresh token, if any.
+        refresh_token: Option<String>,
+    },
+    /// The provider refused the refresh token (expired, revoked): sign in again.
+    Refused,
+    /// Anything else (unreachable, a 5xx): worth retrying later. The text names no secret.
+    Failed(String),
+}
+
+impl std::fmt::Debug for Renewal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Renewal::Renewed { .. } => f.debug_struct("Renewed").finish_non_exhaustive(),
+            Renewal::Refused => f.write_str("Refused"),
+            Renewal::Failed(why) => f.debug_tuple("Failed").field(why).finish(),
         }
     }
 }
@@ -133,6 +163,13 @@ pub trait PasswordLogin: Send + Sync {
         fresh
     }
 
+    /// Renews the session with the refresh token a sign-in gave, without the password. By
+    /// default refused: a provider without refresh tokens is signed in again.
+    async fn refresh(&self, refresh_token: &str) -> Renewal {
+        let _ = refresh_token;
+        Renewal::Refused
+    }
+
     /// Finishes a sign-in that answered [`SignIn::Pending`] with the code the user received: a
     /// wrong code is `Refused(IncorrectMfaCode, ..)`; the sign-in may go on being pending (a
     /// further step). A provider without a second factor refuses.
@@ -170,8 +207,7 @@ impl PasswordLogins {
     /// Every password sign-in, at the URL its environment variable names, else the provider's
     /// own host.
     pub fn from_env() -> Result<PasswordLogins, reqwest::Error> {
-        let url = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.into());
-        let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
+        let peloton = peloton::Peloton::from_env()?;
         let libre = libre::Libre::new(libre::Hosts::from_env())?;
         let libreview = libreview::LibreView::new(libreview::hosts_from_env())?;
         Ok(PasswordLogins::default()
@@ -269,10 +305,12 @@ pub async fn connect(
         SignIn::Accepted {
             provider_user_id,
             session: provider_session,
+            refresh_token,
         } => {
             let signed_in = SignedIn {
                 provider_user_id,
                 session: provider_session,
+                refresh_token,
                 username: login_with.username,
                 password: login_with.password,
             };
@@ -324,6 +362,8 @@ pub(crate) struct SignedIn<'a> {
     pub provider_user_id: String,
     /// The provider's session.
     pub session: String,
+    /// The provider's refresh token, if it gave one.
+    pub refresh_token: Option<String>,
     /// The username signed in with.
     pub username: &'a str,
     /// The password signed in with.
@@ -347,6 +387,7 @@ pub(crate) async fn connect_signed_in(
         scopes_denied: Vec::new(),
         credentials: Credentials {
             access_token: Some(signed_in.session),
+            refresh_token: signed_in.refresh_token,
             username: Some(signed_in.username.to_owned()),
             password: Some(signed_in.password.to_owned()),
             ..Default::default()

@@ -1,4 +1,4 @@
-//! The Peloton connector: its endpoints, session cookie, paging and errors. The
+//! The Peloton connector: its endpoints, bearer token, paging and errors. The
 //! payload-to-push-body mapping is `peloton/normalise.rs`.
 //!
 //! Peloton publishes no API reference. This follows the wire its web app uses, as the
@@ -6,10 +6,11 @@
 //! workout records of `jormon/peloton_api` and `allezgo`'s `PelotonActivity`, and the
 //! `{total, count, data, limit, page, page_count}` page read by the community's C# and Python
 //! clients):
-//! - A password link signs in at `POST /auth/login` (`link::password::peloton`) and keeps the
-//!   `session_id` it answers as the connection's access token. Every call here sends it as the
-//!   cookie `Cookie: peloton_session_id=<session>`, with `peloton-platform: web` and
-//!   `Accept: application/json`; an expired or unknown session answers 401.
+//! - A password link signs in through Peloton's Auth0 PKCE flow (`link::password::peloton`,
+//!   which names its steps and sources) and keeps the access token it answers as the
+//!   connection's, with its refresh token. Every call here sends it as
+//!   `Authorization: Bearer <access_token>`, with `peloton-platform: web` and
+//!   `Accept: application/json`; an expired or revoked token answers 401.
 //! - `GET /api/me` answers the signed-in user, `{"id", "username", ...}`: its `id` names the
 //!   user in the workouts path ([`Connector::account`] answers it too).
 //! - `GET /api/user/{id}/workouts?joins=ride&limit=&page=&sort_by=-created` answers
@@ -18,12 +19,13 @@
 //!   seconds; `end_time` null while in progress), `status`, `fitness_discipline`, `total_work`
 //!   (joules) and, joined, `ride` (`title`, `duration` s, ...).
 //!
-//! Errors: HTTP 401 is `Unauthorised` (the puller signs in again once), 429 `RateLimited` with
+//! Errors: HTTP 401 is `Unauthorised` (the puller renews the token once: with the refresh
+//! token, else by signing in again), 429 `RateLimited` with
 //! its `Retry-After`, 408 and 5xx and transport failures `Transient`, any other status or an
 //! answer not of the shape above `Permanent`.
 //!
 //! The base URL is [`DEFAULT_API_URL`], or the one [`API_URL_ENV`]
-//! (`WEARHOUSE_PROVIDER_PELOTON_API_URL`, the sign-in's variable) names.
+//! (`WEARHOUSE_PROVIDER_PELOTON_API_URL`, the sign-in's variable too) names.
 //!
 //! Decisions where the community's notes are silent:
 //! - Only [`Resource::Workouts`] is pulled: Peloton's other data (performance graphs, the
@@ -33,7 +35,7 @@
 //!   before the window; a pull over [`MAX_PAGES`] pages is a `Permanent` error. Peloton's
 //!   list has no date filter, so a pull of an older window pages through the newer workouts
 //!   first (a 90-day history in 30-day chunks reads its newest pages three times).
-//! - `/api/me` is asked once per pull: a connector is given only the session, not the
+//! - `/api/me` is asked once per pull: a connector is given only the access token, not the
 //!   connection's stored `provider_user_id`.
 
 mod normalise;
@@ -63,16 +65,14 @@ pub struct Peloton {
 
 impl Peloton {
     /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed), sending the session as Peloton's
-    /// cookie.
+    /// client (30 s per request, no redirects followed), sending the access token as a bearer
+    /// token.
     pub fn new(base_url: &str) -> Result<Peloton, SyncError> {
-        let api = Api::new("Peloton", base_url)?
-            .with_session_cookie("peloton_session_id")
-            .with_header("peloton-platform", "web");
+        let api = Api::new("Peloton", base_url)?.with_header("peloton-platform", "web");
         Ok(Peloton { api })
     }
 
-    /// `GET {base}{path}?{query}` with the session, answering its JSON body.
+    /// `GET {base}{path}?{query}` with the access token, answering its JSON body.
     async fn get(
         &self,
         session: &str,

@@ -18,8 +18,9 @@
 //!   record is stored once. A shutdown hands the rest to the next runner between chunks.
 //! - **Failures**: a `429` waits out its `Retry-After` (or [`RATE_LIMIT_WAIT`]) without counting
 //!   as a failed attempt; a `401` refreshes the access token once per run (a password
-//!   provider's session by signing in again with the stored username and password; stored
-//!   sealed, like the link's) and retries the chunk; a refresh (or sign-in) the provider
+//!   provider's session with its refresh token if it gave one, else, or when that is refused,
+//!   by signing in again with the stored username and password; stored sealed, like the
+//!   link's) and retries the chunk; a refresh (or sign-in) the provider
 //!   refuses puts the connection in `error` with `provider.connection.error` and ends the job;
 //!   5xx and timeouts are retried with the runner's backoff; anything else fails the job with
 //!   its reason.
@@ -341,9 +342,8 @@ impl Puller {
         Ok(screened.batches)
     }
 
-    /// Refreshes the access token (a password provider's session: signs in again with the
-    /// stored username and password) and stores the new credentials; a refusal puts the
-    /// connection in `error` and ends the job.
+    /// Refreshes the access token (a password provider's session: [`sign_in_again`]) and
+    /// stores the new credentials; a refusal puts the connection in `error` and ends the job.
     async fn refresh(
         &self,
         meta: &MetadataStore,
@@ -623,18 +623,37 @@ impl Puller {
     }
 }
 
-/// A password provider's renewal: a new session from signing in again with the stored username
-/// and password (no region: a regional provider sends the sign-in on to the account's), as a
-/// refresh answers, with the link error a refusal records. A refused username or password, a
-/// password the provider wants changed (`provider_password_expired`) and a second factor asked
-/// again (no one is there to enter the code) are refusals: only a new link fixes them; anything
-/// else the sign-in answers (an outage) is worth retrying.
+/// A password provider's renewal, as a refresh answers, with the link error a refusal records.
+/// A connection holding a refresh token (Peloton's) is renewed with it first; only when the
+/// provider refuses it (expired, revoked) is it signed in again with the stored username and
+/// password (no region: a regional provider sends the sign-in on to the account's), and an
+/// outage of the refresh is retried, not answered with the password. A refused username or
+/// password, a password the provider wants changed (`provider_password_expired`) and a second
+/// factor asked again (no one is there to enter the code) are refusals: only a new link fixes
+/// them; anything else the sign-in answers (an outage) is worth retrying.
 async fn sign_in_again(
     login: &dyn crate::link::password::PasswordLogin,
     credentials: &Credentials,
 ) -> (Refreshed, LinkErrorType) {
-    use crate::link::password::SignIn;
+    use crate::link::password::{Renewal, SignIn};
     let refused = LinkErrorType::ProviderCredentialError;
+    if let Some(refresh_token) = &credentials.refresh_token {
+        match login.refresh(refresh_token).await {
+            Renewal::Renewed {
+                session,
+                refresh_token: rotated,
+            } => {
+                let fresh = Credentials {
+                    access_token: Some(session),
+                    refresh_token: rotated.or_else(|| credentials.refresh_token.clone()),
+                    ..credentials.clone()
+                };
+                return (Refreshed::Tokens(fresh), refused);
+            }
+            Renewal::Refused => {}
+            Renewal::Failed(message) => return (Refreshed::Failed(message), refused),
+        }
+    }
     let (Some(username), Some(password)) = (&credentials.username, &credentials.password) else {
         let why = "no stored username and password to sign in again";
         return (Refreshed::Refused(why.into()), refused);
@@ -645,10 +664,15 @@ async fn sign_in_again(
         region: None,
     };
     match login.sign_in(again).await {
-        SignIn::Accepted { session, .. } => {
+        SignIn::Accepted {
+            session,
+            refresh_token,
+            ..
+        } => {
             let previous = credentials.access_token.as_deref().unwrap_or_default();
             let fresh = Credentials {
                 access_token: Some(login.renewed(previous, session)),
+                refresh_token,
                 ..credentials.clone()
             };
             (Refreshed::Tokens(fresh), refused)

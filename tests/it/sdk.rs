@@ -32,10 +32,16 @@ fn the_reference_sdk_works_against_wearhouse() {
         dir.path(),
         &["--demo", "--demo-days", "5", "--oauth-apps", apps],
         "warn",
-        &[(
-            wearhouse::link::password::peloton::API_URL_ENV,
-            "http://127.0.0.1:9",
-        )],
+        &[
+            (
+                wearhouse::link::password::peloton::API_URL_ENV,
+                "http://127.0.0.1:9",
+            ),
+            (
+                wearhouse::link::password::peloton::AUTH_URL_ENV,
+                "http://127.0.0.1:9",
+            ),
+        ],
     );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/sdk_check.py");
     let out = provision::python_script(Path::new(script))

@@ -1,14 +1,16 @@
-//! The Peloton connector against [`FakePeloton`] (the link tests' fake, which also serves
-//! `/api/me` and the workouts pages): the fixture's workouts page by page, paging that stops
-//! once a page reaches before the window, the session cookie, and every failure kind (an
-//! expired session, 429 with `Retry-After`, 500).
+//! The Peloton connector against [`FakePeloton`] (the link tests' fake: Peloton's Auth0 sign-in
+//! and its API): the fixture's workouts page by page, paging that stops once a page reaches
+//! before the window, the bearer token, and every failure kind (an expired access token, 429
+//! with `Retry-After`, 500). (The sign-in's own outcomes: `link::peloton_sign_in`.)
 //!
 //! End to end, against the real app and job runner: a user links Peloton with a username and
-//! password (`POST /v2/link/provider/password/peloton`), the `sync.historical` job pulls the
-//! fake (through a 429 and a 500) and `GET /v2/summary/workouts` answers exactly the fixture's
-//! workouts; an expired session makes the next pull sign in again and succeed; a changed
-//! password (the sign-in refused) puts the connection in `error` with its details, while a
-//! sign-in outage is only retried.
+//! password (`POST /v2/link/provider/password/peloton`: the PKCE sign-in), the
+//! `sync.historical` job pulls the fake (through a 429 and a 500) and `GET /v2/summary/workouts`
+//! answers exactly the fixture's workouts; a wrong password answers the credential error; an
+//! expired access token is renewed with the refresh token (no new sign-in); a revoked refresh
+//! token makes the pull sign in again with the sealed password; a changed password (that
+//! sign-in refused) puts the connection in `error` with its details, while an outage of the
+//! Auth0 host is only retried.
 //!
 //! The fixtures are dated March 2025; a pull covers the last 90 days, so the fake serves them
 //! moved forward by whole days ([`offset_days`]) to end ten days ago.
@@ -20,11 +22,14 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::link::fake_oauth::FakeOAuth;
-use crate::link::fake_peloton::{FakePeloton, Fault, PASSWORD, SESSION_ID, USERNAME};
+use crate::link::fake_peloton::{
+    ACCESS_TOKEN, FakePeloton, Fault, PASSWORD, REFRESH_TOKEN, USER_ID, USERNAME,
+};
 use crate::link::{password_app, password_link};
 use crate::sync_support::linked::{LONG, Linked, instant, offset_days, shifted};
 use crate::sync_support::{pull, utc};
 use wearhouse::jobs::JobState;
+use wearhouse::link::password::{Login, PasswordLogin, SignIn};
 use wearhouse::store::metadata::ConnectionStatus;
 use wearhouse::sync::peloton::Peloton;
 use wearhouse::sync::{Connector, Resource, SyncError};
@@ -58,18 +63,36 @@ fn expected(days: i64) -> Vec<Value> {
         .clone()
 }
 
-/// A fake serving the fixture (two workouts a page) and a session signed in at it.
+/// Peloton's sign-in at `fake` (both hosts).
+fn sign_in_at(fake: &FakePeloton) -> wearhouse::link::password::peloton::Peloton {
+    wearhouse::link::password::peloton::Peloton::new(&fake.base, &fake.base).unwrap()
+}
+
+fn login<'a>(password: &'a str) -> Login<'a> {
+    Login {
+        username: USERNAME,
+        password,
+        region: None,
+    }
+}
+
+/// A fake serving the fixture (two workouts a page) and an access token signed in at it.
 async fn signed_in() -> (FakePeloton, String) {
     let fake = FakePeloton::start().await;
     fake.serve(workouts(0), 2);
-    let answer = reqwest::Client::new()
-        .post(format!("{}/auth/login", fake.base))
-        .json(&json!({"username_or_email": USERNAME, "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    let session: Value = answer.json().await.unwrap();
-    (fake, session["session_id"].as_str().unwrap().to_owned())
+    match sign_in_at(&fake).sign_in(login(PASSWORD)).await {
+        SignIn::Accepted {
+            provider_user_id,
+            session,
+            refresh_token,
+        } => {
+            assert_eq!(provider_user_id, USER_ID);
+            assert_eq!(session, ACCESS_TOKEN);
+            assert_eq!(refresh_token.as_deref(), Some(REFRESH_TOKEN));
+            (fake, session)
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -136,7 +159,7 @@ async fn every_failure_has_its_kind() {
     let peloton = Peloton::new(&fake.base).unwrap();
     let march = pull(&[Resource::Workouts], utc(2025, 3, 1), utc(2025, 3, 4));
 
-    let err = peloton.pull("not-a-session", &march).await.unwrap_err();
+    let err = peloton.pull("not-a-token", &march).await.unwrap_err();
     assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
 
     fake.fail(&[Fault::RateLimited(7)]);
@@ -155,21 +178,21 @@ async fn every_failure_has_its_kind() {
     let err = peloton.pull(&session, &march).await.unwrap_err();
     assert!(matches!(err, SyncError::Transient { .. }), "{err:?}");
 
-    fake.expire_sessions();
+    fake.expire_access_tokens();
     let err = peloton.pull(&session, &march).await.unwrap_err();
     assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
     assert!(
         !err.to_string().contains(&session),
-        "the session is never in an error"
+        "the token is never in an error"
     );
 }
 
 /// The app (Peloton's sign-in and connector at `fake`), a user linked to Peloton through the
-/// link API, and the link's answer checked. The harness's authorisation server stays idle:
+/// link API (the PKCE sign-in), and the link's answer checked. The harness's authorisation server stays idle:
 /// Peloton has no OAuth.
 async fn linked(fake: &FakePeloton) -> Linked {
     let app = password_app(
-        Arc::new(wearhouse::link::password::peloton::Peloton::new(&fake.base).unwrap()),
+        Arc::new(sign_in_at(fake)),
         Arc::new(Peloton::new(&fake.base).unwrap()),
     )
     .await;
@@ -217,42 +240,95 @@ async fn pulled() -> (FakePeloton, Linked) {
     (fake, l)
 }
 
+/// The connection's stored credentials, opened.
+async fn stored(l: &Linked) -> wearhouse::link::credentials::Credentials {
+    let uuid: Uuid = l.user.parse().unwrap();
+    let state = &l.app.state;
+    wearhouse::link::connections::credentials(&state.meta, state.secret.as_ref(), uuid, "peloton")
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn a_linked_account_is_pulled_and_an_expired_session_is_renewed() {
+async fn a_wrong_password_answers_the_credential_error() {
+    let fake = FakePeloton::start().await;
+    let app = password_app(
+        Arc::new(sign_in_at(&fake)),
+        Arc::new(Peloton::new(&fake.base).unwrap()),
+    )
+    .await;
+    let user = app.user("peloton-user").await;
+    let credentials = json!({"username": USERNAME, "password": "not-the-password"});
+    let outcome = password_link(&app, &user, "peloton", credentials).await;
+    assert_eq!(outcome["state"], "error", "{outcome}");
+    assert_eq!(
+        outcome["error_type"], "provider_credential_error",
+        "{outcome}"
+    );
+    assert_eq!((fake.attempts(), fake.logins()), (1, 0));
+    let connection = app
+        .state
+        .meta
+        .connection(user.parse().unwrap(), "peloton")
+        .await
+        .unwrap();
+    assert!(connection.is_none(), "{connection:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_access_token_is_renewed_by_the_refresh_token() {
     let (fake, l) = pulled().await;
     let before = l.summary("workouts", "id").await;
+    let first = stored(&l).await;
+    assert_eq!(first.access_token.as_deref(), Some(ACCESS_TOKEN));
+    assert_eq!(first.refresh_token.as_deref(), Some(REFRESH_TOKEN));
 
-    fake.expire_sessions();
+    fake.expire_access_tokens();
     l.refreshed().await;
-    assert_eq!(fake.logins(), 2, "the pull signed in again");
+    assert_eq!(fake.refreshes(), (1, 1), "one refresh grant, accepted");
+    assert_eq!(fake.logins(), 1, "no new sign-in");
     assert_eq!(
         l.summary("workouts", "id").await,
         before,
         "re-pulls replace"
     );
 
-    // The renewed session is what the connection now holds (sealed), not the first one.
-    let uuid: Uuid = l.user.parse().unwrap();
-    let state = &l.app.state;
-    let credentials = wearhouse::link::connections::credentials(
-        &state.meta,
-        state.secret.as_ref(),
-        uuid,
-        "peloton",
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let session = credentials.access_token.unwrap();
-    assert_ne!(session, SESSION_ID);
-    assert_eq!(credentials.password.as_deref(), Some(PASSWORD));
+    // The new access token is what the connection now holds (sealed); the refresh token, not
+    // rotated, and the password stay.
+    let renewed = stored(&l).await;
+    assert_ne!(renewed.access_token, first.access_token);
+    assert_eq!(renewed.refresh_token.as_deref(), Some(REFRESH_TOKEN));
+    assert_eq!(renewed.password.as_deref(), Some(PASSWORD));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revoked_refresh_token_falls_back_to_signing_in_with_the_stored_password() {
+    let (fake, l) = pulled().await;
+    fake.expire_access_tokens();
+    fake.revoke_refresh_tokens();
+    l.refreshed().await;
+    assert_eq!(fake.refreshes(), (1, 0), "the refresh was refused");
+    assert_eq!(fake.logins(), 2, "the pull signed in again");
+
+    // The sign-in's new tokens are kept: the next expiry is renewed by the new refresh token.
+    let fresh = stored(&l).await;
+    assert_ne!(fresh.access_token.as_deref(), Some(ACCESS_TOKEN));
+    let refresh = fresh.refresh_token.clone().unwrap();
+    assert_ne!(refresh, REFRESH_TOKEN);
+    fake.expire_access_tokens();
+    l.refreshed().await;
+    assert_eq!(fake.refreshes(), (2, 1));
+    assert_eq!(fake.logins(), 2);
+    assert_eq!(stored(&l).await.refresh_token, Some(refresh));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_changed_password_puts_the_connection_in_error() {
     let (fake, l) = pulled().await;
     fake.change_password("a-new-one-the-user-chose");
-    fake.expire_sessions();
+    fake.expire_access_tokens();
+    fake.revoke_refresh_tokens();
     let attempts = fake.attempts();
 
     let runner = l.runner();
@@ -284,6 +360,7 @@ async fn a_changed_password_puts_the_connection_in_error() {
         !details.error_message.contains(PASSWORD),
         "no password in the details"
     );
+    assert_eq!(fake.refreshes(), (1, 0));
     assert_eq!(fake.attempts(), attempts + 1, "one sign-in, refused");
     assert_eq!(fake.logins(), 1);
     let types = l.event_types().await;
@@ -294,18 +371,24 @@ async fn a_changed_password_puts_the_connection_in_error() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_sign_in_outage_is_retried_and_the_connection_stays_connected() {
+async fn an_auth_outage_is_retried_and_the_connection_stays_connected() {
     let (fake, l) = pulled().await;
-    fake.expire_sessions();
+    fake.expire_access_tokens();
     fake.sign_in_down(true);
-    let attempts = fake.attempts();
 
     let runner = l.runner();
     let a = l.refresh("5").await;
     runner.shutdown().await;
     assert_eq!(a.status, 200, "{}", a.json);
     assert_eq!(a.json["success"], false, "{}", a.json);
-    assert!(fake.attempts() > attempts + 1, "retried, not given up");
+    let (asked, accepted) = fake.refreshes();
+    assert!(asked > 1, "retried, not given up: {asked}");
+    assert_eq!(accepted, 0);
+    assert_eq!(
+        fake.attempts(),
+        1,
+        "an outage never falls back to the password"
+    );
     let uuid: Uuid = l.user.parse().unwrap();
     let connection = l
         .app
@@ -318,8 +401,9 @@ async fn a_sign_in_outage_is_retried_and_the_connection_stays_connected() {
     assert_eq!(connection.status, ConnectionStatus::Connected);
     assert!(connection.error_details.is_none(), "{connection:?}");
 
-    // Peloton is back: the next pull signs in and succeeds.
+    // Auth0 is back: the next pull refreshes and succeeds.
     fake.sign_in_down(false);
     l.refreshed().await;
-    assert_eq!(fake.logins(), 2);
+    assert_eq!(fake.refreshes().1, 1);
+    assert_eq!(fake.logins(), 1);
 }

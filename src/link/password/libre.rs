@@ -269,6 +269,7 @@ impl PasswordLogin for Libre {
                     return SignIn::Accepted {
                         provider_user_id: id.to_owned(),
                         session: session.encode(),
+                        refresh_token: None,
                     };
                 }
                 2 => {

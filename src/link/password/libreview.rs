@@ -132,6 +132,7 @@ impl LibreView {
         SignIn::Accepted {
             provider_user_id: id.to_owned(),
             session: session.encode(),
+            refresh_token: None,
         }
     }
 

@@ -200,11 +200,13 @@ pub async fn complete(
         SignIn::Accepted {
             provider_user_id,
             session: provider_session,
+            refresh_token,
         } => {
             forget(meta, session).await?;
             let signed_in = SignedIn {
                 provider_user_id,
                 session: provider_session,
+                refresh_token,
                 username: &waiting.username,
                 password: &waiting.password,
             };

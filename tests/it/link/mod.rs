@@ -11,6 +11,7 @@
 //!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error);
 //! - [`team_apps`]: team provider credentials and the team's client in its OAuth links;
 //! - [`password`]: password links through the link API against [`fake_peloton`];
+//! - [`peloton_sign_in`]: Peloton's PKCE sign-in and refresh grant, each answer's outcome;
 //! - [`mfa`]: Abbott LibreView's password link with its second factor against
 //!   [`fake_libreview`], and the token rules of the code and e-mail routes;
 //! - [`page`]: the hosted link page in a real headless Chromium, against a real server;
@@ -36,6 +37,7 @@ mod page;
 mod page_flows;
 mod page_offered;
 mod password;
+mod peloton_sign_in;
 mod team_apps;
 mod tokens;
 

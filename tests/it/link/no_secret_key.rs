@@ -31,8 +31,8 @@ async fn keyless_app() -> TestApp {
             verification_token: None,
         },
     );
-    let logins =
-        PasswordLogins::default().with(Arc::new(Peloton::new("http://127.0.0.1:9").unwrap()));
+    let closed = "http://127.0.0.1:9";
+    let logins = PasswordLogins::default().with(Arc::new(Peloton::new(closed, closed).unwrap()));
     app.state = app.state.clone().with_link_config(LinkConfig {
         oauth_apps: apps,
         password: logins,

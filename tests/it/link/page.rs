@@ -184,10 +184,14 @@ impl Browser {
 
 /// Peloton's sign-in at `peloton`, and pulls pointed at a closed port (these tests are about
 /// linking, not pulling).
-fn env(peloton: &FakePeloton) -> [(&'static str, &str); 2] {
+fn env(peloton: &FakePeloton) -> [(&'static str, &str); 3] {
     [
         (
             wearhouse::link::password::peloton::API_URL_ENV,
+            peloton.base.as_str(),
+        ),
+        (
+            wearhouse::link::password::peloton::AUTH_URL_ENV,
             peloton.base.as_str(),
         ),
         (wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9"),

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use wearhouse::link::LinkConfig;
 use wearhouse::link::password::{PasswordLogins, peloton::Peloton};
 
-use super::fake_peloton::{FakePeloton, PASSWORD, SESSION_ID, USER_ID, USERNAME};
+use super::fake_peloton::{ACCESS_TOKEN, FakePeloton, PASSWORD, REFRESH_TOKEN, USER_ID, USERNAME};
 use super::{entry, keyed_app, sqlite_bytes};
 use crate::support::{Answer, TestApp, assert_422_at};
 
@@ -19,7 +19,8 @@ const BACK: &str = "https://app.example.com/linked";
 async fn setup() -> (TestApp, FakePeloton) {
     let fake = FakePeloton::start().await;
     let mut app = keyed_app().await;
-    let logins = PasswordLogins::default().with(Arc::new(Peloton::new(&fake.base).unwrap()));
+    let logins =
+        PasswordLogins::default().with(Arc::new(Peloton::new(&fake.base, &fake.base).unwrap()));
     app.state = app.state.clone().with_link_config(LinkConfig {
         password: logins,
         ..Default::default()
@@ -74,7 +75,7 @@ async fn a_password_the_provider_accepts_connects_the_user_once() {
 
     // Neither the password nor the provider's session is kept in clear.
     let db = sqlite_bytes(app.dir.path());
-    for secret in [PASSWORD, SESSION_ID] {
+    for secret in [PASSWORD, ACCESS_TOKEN, REFRESH_TOKEN] {
         assert!(
             !db.windows(secret.len()).any(|w| w == secret.as_bytes()),
             "{secret} in clear"

@@ -1,28 +1,35 @@
-//! A fake of Peloton's web API for the password-link and Peloton sync tests: an axum server on
-//! a free loopback port. It shares no code with wearhouse.
+//! A fake of Peloton for the password-link and Peloton sync tests: its Auth0 tenant and its web
+//! API, both on one axum server on a free loopback port. It shares no code with wearhouse, and
+//! reproduces the wire the public clients observed (`link::password::peloton` names them).
 //!
-//! - `POST /auth/login` as Peloton's API does (JSON `{"username_or_email", "password"}` →
-//!   `200 {"session_id", "user_id", ...}` with the `peloton_session_id` cookie, or
-//!   `401 {"status": 401, "error_code": 3020, "message": "Login failed"}`). The first sign-in
-//!   gives [`SESSION_ID`], each later one a new session; every session given is valid until
-//!   [`FakePeloton::expire_sessions`].
+//! - The Auth0 sign-in ([`auth0`]): `/authorize` (PKCE S256 required) redirecting to the login
+//!   page with a transaction `state`, the page setting `_csrf`, the credentials' JSON POST to
+//!   `/usernamepassword/login` (401 `invalid_user_password` for a wrong username or password,
+//!   else the hidden `wa`/`wresult`/`wctx` form), `/login/callback` redirecting to
+//!   `/authorize/resume`, which redirects to the web app's callback with the code and the
+//!   client's `state`, and `/oauth/token`: the code exchange (single use, its `code_verifier`
+//!   checked against the `code_challenge`) and the refresh grant (403 `invalid_grant` for a
+//!   revoked refresh token). The first sign-in gives [`ACCESS_TOKEN`], later ones and refreshes
+//!   new tokens; each is valid until [`FakePeloton::expire_access_tokens`].
 //! - `GET /api/me` → `{"id", "username", ...}` and `GET /api/user/{id}/workouts?limit=&page=`
 //!   → `{"data", "page", "page_count", "total", "limit", "count", ...}`, the workouts newest
-//!   first (by `start_time`), `ride` kept only with `joins=ride`. Both want a valid session as
-//!   the `peloton_session_id` cookie, else 401.
+//!   first (by `start_time`), `ride` kept only with `joins=ride`. Both want a valid access token
+//!   as `Authorization: Bearer`, else 401.
 //! - Faults, served to the API calls (not the sign-in) before their answers: 429 with
-//!   `Retry-After`, 500. `down()` makes every call answer 503, `sign_in_down(true)` the
-//!   sign-in alone.
+//!   `Retry-After`, 500. `down()` makes every call answer 503, `sign_in_down(true)` the Auth0
+//!   host alone.
+
+pub(crate) mod auth0;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::routing::get;
 use serde_json::{Value, json};
 
 /// The one account the fake knows.
@@ -31,8 +38,10 @@ pub const USERNAME: &str = "rider@example.com";
 pub const PASSWORD: &str = "pedal-harder-7f3a";
 /// Its user id at Peloton.
 pub const USER_ID: &str = "5b4c2a0e9d8f4e3b8a1c7d6e5f4a3b2c";
-/// The session a first successful sign-in gives (no database may hold it in clear).
-pub const SESSION_ID: &str = "sess-0c9e1f7a-never-in-clear";
+/// The access token a first successful sign-in gives (no database may hold it in clear).
+pub const ACCESS_TOKEN: &str = "at-0c9e1f7a-never-in-clear";
+/// The refresh token a first successful sign-in gives (no database may hold it in clear).
+pub const REFRESH_TOKEN: &str = "rt-5d2a9c4e-never-in-clear";
 
 /// A fault served to an API call instead of its answer.
 #[derive(Debug, Clone, Copy)]
@@ -43,19 +52,39 @@ pub enum Fault {
     ServerError,
 }
 
-#[derive(Clone)]
-struct Fake {
-    attempts: Arc<AtomicUsize>,
-    logins: Arc<AtomicUsize>,
-    down: Arc<AtomicBool>,
-    sign_in_down: Arc<AtomicBool>,
-    password: Arc<Mutex<String>>,
-    sessions: Arc<Mutex<HashSet<String>>>,
+/// The fake's state, shared by its Auth0 and API routes.
+#[derive(Clone, Default)]
+pub(crate) struct Fake {
+    /// The fake's own URL (the callback form's absolute action).
+    pub base: String,
+    /// Credentials posted to `/usernamepassword/login`.
+    pub attempts: Arc<AtomicUsize>,
+    /// Code exchanges accepted: completed sign-ins.
+    pub logins: Arc<AtomicUsize>,
+    /// Refresh grants asked for, and those accepted.
+    pub refreshes: Arc<AtomicUsize>,
+    pub refreshed: Arc<AtomicUsize>,
+    pub down: Arc<AtomicBool>,
+    pub sign_in_down: Arc<AtomicBool>,
+    pub password: Arc<Mutex<String>>,
+    /// Valid access tokens and refresh tokens.
+    pub access: Arc<Mutex<HashSet<String>>>,
+    pub refresh: Arc<Mutex<HashSet<String>>>,
+    /// Auth0's half-done sign-ins, codes, and the ids it makes them with.
+    pub auth: Arc<Mutex<auth0::Transactions>>,
+    pub ids: Arc<AtomicUsize>,
     workouts: Arc<Mutex<Vec<Value>>>,
     page_size: Arc<AtomicUsize>,
     faults: Arc<Mutex<VecDeque<Fault>>>,
     /// Pages of workouts answered.
     pages: Arc<AtomicUsize>,
+}
+
+impl Fake {
+    /// A new id with `prefix`.
+    pub fn id(&self, prefix: &str) -> String {
+        format!("{prefix}-{}", self.ids.fetch_add(1, Ordering::SeqCst))
+    }
 }
 
 /// A running fake.
@@ -67,25 +96,18 @@ pub struct FakePeloton {
 impl FakePeloton {
     /// A fake with no workouts, ten a page.
     pub async fn start() -> FakePeloton {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
         let fake = Fake {
-            attempts: Arc::default(),
-            logins: Arc::default(),
-            down: Arc::default(),
-            sign_in_down: Arc::default(),
+            base: base.clone(),
             password: Arc::new(Mutex::new(PASSWORD.to_owned())),
-            sessions: Arc::default(),
-            workouts: Arc::default(),
             page_size: Arc::new(AtomicUsize::new(10)),
-            faults: Arc::default(),
-            pages: Arc::default(),
+            ..Fake::default()
         };
-        let app = Router::new()
-            .route("/auth/login", post(login))
+        let app = auth0::routes()
             .route("/api/me", get(me))
             .route("/api/user/{user}/workouts", get(workouts))
             .with_state(fake.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
@@ -100,14 +122,22 @@ impl FakePeloton {
             .store(page_size.max(1), Ordering::SeqCst);
     }
 
-    /// Sign-in attempts received so far.
+    /// Credentials posted so far (sign-in attempts).
     pub fn attempts(&self) -> usize {
         self.fake.attempts.load(Ordering::SeqCst)
     }
 
-    /// Sign-ins accepted so far.
+    /// Sign-ins completed so far (codes exchanged for tokens).
     pub fn logins(&self) -> usize {
         self.fake.logins.load(Ordering::SeqCst)
+    }
+
+    /// Refresh grants asked for so far, and how many were accepted.
+    pub fn refreshes(&self) -> (usize, usize) {
+        (
+            self.fake.refreshes.load(Ordering::SeqCst),
+            self.fake.refreshed.load(Ordering::SeqCst),
+        )
     }
 
     /// Pages of workouts answered so far.
@@ -120,14 +150,19 @@ impl FakePeloton {
         self.fake.down.store(true, Ordering::SeqCst);
     }
 
-    /// While `down`, the sign-in alone answers 503 (the API still answers).
+    /// While `down`, every Auth0 route answers 503 (the API still answers).
     pub fn sign_in_down(&self, down: bool) {
         self.fake.sign_in_down.store(down, Ordering::SeqCst);
     }
 
-    /// Every session given so far stops being valid (the next API call answers 401).
-    pub fn expire_sessions(&self) {
-        self.fake.sessions.lock().unwrap().clear();
+    /// Every access token given so far stops being valid (the next API call answers 401).
+    pub fn expire_access_tokens(&self) {
+        self.fake.access.lock().unwrap().clear();
+    }
+
+    /// Every refresh token given so far is revoked (a refresh grant answers `invalid_grant`).
+    pub fn revoke_refresh_tokens(&self) {
+        self.fake.refresh.lock().unwrap().clear();
     }
 
     /// The account's password is now `password` (the stored one is refused).
@@ -145,50 +180,8 @@ impl FakePeloton {
     }
 }
 
-async fn login(State(fake): State<Fake>, body: Json<Value>) -> Response {
-    let n = fake.attempts.fetch_add(1, Ordering::SeqCst);
-    if fake.down.load(Ordering::SeqCst) || fake.sign_in_down.load(Ordering::SeqCst) {
-        return (StatusCode::SERVICE_UNAVAILABLE, "upstream maintenance").into_response();
-    }
-    let (Some(user), Some(password)) = (
-        body.get("username_or_email").and_then(Value::as_str),
-        body.get("password").and_then(Value::as_str),
-    ) else {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"status": 400, "error_code": 3000, "message": "Bad request"})),
-        )
-            .into_response();
-    };
-    if user != USERNAME || password != *fake.password.lock().unwrap() {
-        return (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"status": 401, "error_code": 3020, "message": "Login failed", "subcode": ""})),
-        )
-            .into_response();
-    }
-    let session = match fake.logins.fetch_add(1, Ordering::SeqCst) {
-        0 => SESSION_ID.to_owned(),
-        _ => format!("sess-{n}-renewed"),
-    };
-    fake.sessions.lock().unwrap().insert(session.clone());
-    (
-        [(
-            header::SET_COOKIE,
-            format!("peloton_session_id={session}; Path=/; HttpOnly"),
-        )],
-        Json(json!({
-            "session_id": session,
-            "user_id": USER_ID,
-            "pubsub_session": {},
-            "user_data": {"username": "rider", "email": USERNAME},
-        })),
-    )
-        .into_response()
-}
-
 /// The refusal an API call gets instead of its answer, if any: down, a fault, or no valid
-/// session cookie.
+/// bearer token.
 fn gate(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
     if fake.down.load(Ordering::SeqCst) {
         return Some((StatusCode::SERVICE_UNAVAILABLE, "upstream maintenance").into_response());
@@ -208,17 +201,15 @@ fn gate(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
                 .into_response(),
         });
     }
-    let session = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|c| c.trim().strip_prefix("peloton_session_id="));
-    let valid = session.is_some_and(|s| fake.sessions.lock().unwrap().contains(s));
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let valid = token.is_some_and(|t| fake.access.lock().unwrap().contains(t));
     (!valid).then(|| {
         (
             StatusCode::UNAUTHORIZED,
-            Json(json!({"status": 401, "error_code": 3030, "message": "Session expired"})),
+            Json(json!({"status": 401, "message": "Unauthorized: invalid or expired token"})),
         )
             .into_response()
     })
