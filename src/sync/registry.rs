@@ -50,6 +50,11 @@ pub const OAUTH_ENDPOINTS: &[(&str, &str, &str)] = &[
         withings::OAUTH_AUTHORIZE_URL,
         withings::OAUTH_TOKEN_URL,
     ),
+    (
+        "whoop_v2",
+        whoop::OAUTH_AUTHORIZE_URL,
+        whoop::OAUTH_TOKEN_URL,
+    ),
 ];
 
 /// The connectors by provider slug.

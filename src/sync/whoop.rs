@@ -61,6 +61,12 @@ pub const DEFAULT_API_URL: &str = "https://api.prod.whoop.com/developer";
 /// The environment variable a deployment sets to point the connector elsewhere.
 pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_WHOOP_V2_API_URL";
 
+/// WHOOP's OAuth authorisation page (`developer.whoop.com/docs/developing/oauth`).
+pub const OAUTH_AUTHORIZE_URL: &str = "https://api.prod.whoop.com/oauth/oauth2/auth";
+
+/// WHOOP's OAuth token endpoint.
+pub const OAUTH_TOKEN_URL: &str = "https://api.prod.whoop.com/oauth/oauth2/token";
+
 /// The most records one page may hold (WHOOP's maximum `limit`).
 pub const PAGE_LIMIT: usize = 25;
 

@@ -38,6 +38,7 @@ fn server(dir: &std::path::Path, args: &[&str], peloton: &str, libreview: &str) 
         "warn",
         &[
             (wearhouse::link::password::peloton::API_URL_ENV, peloton),
+            (wearhouse::link::password::peloton::AUTH_URL_ENV, peloton),
             (wearhouse::link::password::libreview::API_URL_ENV, libreview),
         ],
     )

@@ -51,7 +51,11 @@ async fn linking_app() -> TestApp {
         redirect_uri: None,
         verification_token: None,
     };
-    let peloton = wearhouse::link::password::peloton::Peloton::new("http://127.0.0.1:9").unwrap();
+    let peloton = wearhouse::link::password::peloton::Peloton::new(
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9",
+    )
+    .unwrap();
     app.state = app
         .state
         .clone()
