@@ -177,7 +177,7 @@ pub struct Documents {
 
 /// Normalises the documents of a pull into its push body, as [`Oura`]'s pull does once it has
 /// fetched them (`sleep_rows` and `hrv` choose what the sleep periods give). Public so the
-/// normalisation can be measured on its own (`benches/sync.rs`).
+/// normalisation can be measured on its own (`benches/sync/oura.rs`).
 pub fn normalise(documents: &Documents, sleep_rows: bool, hrv: bool) -> Pulled {
     let mut body = Body::default();
     if sleep_rows || hrv {
