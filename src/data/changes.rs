@@ -44,8 +44,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::DataError;
-use super::connections::resource_name;
 use super::event_records::{Origin, Referred, refer};
+use super::provider_list::resource_name;
 use crate::events::{Event, EventType, EventUser};
 use crate::ingest;
 use crate::schema::{Dataset, Table};

@@ -31,7 +31,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::DataError;
-use crate::data::connections::resource_name;
+use crate::data::provider_list::resource_name;
 use crate::schema::Dataset;
 use crate::store::metadata::sync_introspect::{PullFilter, PullRow, team_pulls};
 use crate::store::metadata::{ConnectionStatus, MetadataStore};

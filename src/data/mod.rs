@@ -23,12 +23,12 @@
 
 pub mod announce;
 pub mod changes;
-pub mod connections;
 pub mod devices;
 pub mod event_records;
 pub mod introspect;
 mod limit;
 mod pages;
+pub mod provider_list;
 pub mod sessions;
 
 pub use limit::{Deadline, within};
@@ -312,7 +312,7 @@ pub(crate) async fn connection_created(
         .await?
         .into_iter()
         .chain(writing.iter().copied())
-        .map(connections::resource_name)
+        .map(provider_list::resource_name)
         .collect();
     let entry = crate::providers::provider(provider);
     let availability: serde_json::Map<String, Value> = entry

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::data::connections::ProviderEntry;
+use crate::data::provider_list::ProviderEntry;
 use crate::users::wire::DuplicateUser;
 use crate::validation::Violation;
 

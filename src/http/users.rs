@@ -237,7 +237,7 @@ async fn user_providers(
     State(state): State<AppState>,
     TeamUser(user): TeamUser,
 ) -> Result<impl IntoResponse, ApiError> {
-    let providers = crate::data::connections::provider_entries(&state.meta, &user).await?;
+    let providers = crate::data::provider_list::provider_entries(&state.meta, &user).await?;
     Ok(Json(models::UserProviders { providers }))
 }
 

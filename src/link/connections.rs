@@ -151,7 +151,7 @@ pub async fn connect_on(
     if was_connected {
         return Ok(0);
     }
-    let entry = crate::data::connections::entry(&connection);
+    let entry = crate::data::provider_list::entry(&connection);
     let about = ProviderRef::of(provider.slug);
     let event = Event {
         event_type: EventType::ConnectionCreated,

@@ -564,7 +564,7 @@ impl Puller {
             .resources
             .iter()
             .filter_map(|path| Dataset::from_path(path))
-            .map(crate::data::connections::resource_name)
+            .map(crate::data::provider_list::resource_name)
             .collect();
         let last_day = (pull.window_end - chrono::Duration::microseconds(1)).date_naive();
         let days = (pull.window_start.date_naive(), last_day);

@@ -158,7 +158,7 @@ pub async fn refresh(
         // memory (a timeseries read comes back one source per batch).
         let mut found: Vec<(&str, &'static str)> = Vec::new();
         for dataset in stored {
-            let name = crate::data::connections::resource_name(dataset);
+            let name = crate::data::provider_list::resource_name(dataset);
             if !pushed.iter().any(|p| supports(p, name)) {
                 continue;
             }
@@ -219,7 +219,12 @@ fn sources(provider: &str, paths: &[String]) -> Vec<String> {
     paths
         .iter()
         .filter_map(|p| Dataset::from_path(p))
-        .map(|d| format!("{provider}/{}", crate::data::connections::resource_name(d)))
+        .map(|d| {
+            format!(
+                "{provider}/{}",
+                crate::data::provider_list::resource_name(d)
+            )
+        })
         .collect()
 }
 

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::connections::path_provider;
+use super::path_provider;
 use super::tokens::{LinkProvider, LinkTokenError};
 use crate::http::AppState;
 use crate::http::error::ApiError;

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::connections::path_provider;
+use super::path_provider;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, AuthTeam, JsonBody};

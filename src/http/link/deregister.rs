@@ -5,6 +5,7 @@ use axum::extract::State;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::path_provider;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, AuthTeam, parse_uuid};
@@ -12,25 +13,10 @@ use crate::http::models;
 use crate::http::users::team_user;
 use crate::loc;
 use crate::users::wire::Success;
-use crate::validation::Violation;
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(deregister))
-}
-
-/// A catalogue slug from the path, or a 422 at `["path", "provider"]`.
-pub(crate) fn path_provider(slug: &str) -> Result<&'static crate::providers::Provider, ApiError> {
-    crate::providers::provider(slug).ok_or_else(|| {
-        ApiError::invalid(
-            Violation::new(
-                loc!["path", "provider"],
-                "enum",
-                format!("{slug:?} is not a provider slug of the catalogue (GET /v2/providers)"),
-            )
-            .with_input(serde_json::Value::from(slug)),
-        )
-    })
 }
 
 /// Deregister the user's connection to a provider: it becomes `deregistered`, its credentials
