@@ -313,7 +313,7 @@ fn readiness_data(rt: &tokio::runtime::Runtime) -> HashMap<Dataset, Vec<RecordBa
     let mut sleep = Vec::new();
     let (mut activity, mut workouts) = (Vec::new(), Vec::new());
     for d in 0..days {
-        let total: i64 = g.gen_range(21_600..30_000);
+        let total: i64 = g.gen_range(21_600..28_800);
         sleep.push(json!({
             "id": format!("n{d}"), "bedtime_start": at(d - 1, 23, g.gen_range(0..50)),
             "bedtime_stop": at(d, 7, g.gen_range(0..50)), "type": "long_sleep", "state": "confirmed",
