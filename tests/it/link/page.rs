@@ -441,30 +441,7 @@ mod without_javascript {
     /// A keyed app whose deployment has an Oura application and Peloton's sign-in (neither
     /// is asked by these tests).
     async fn page_app() -> TestApp {
-        let mut app = keyed_app().await;
-        let oura = wearhouse::link::oauth::OAuthApp {
-            client_id: "client".into(),
-            client_secret: "secret".into(),
-            authorize_url: "https://auth.example.test/authorize".into(),
-            token_url: "https://auth.example.test/token".into(),
-            redirect_uri: None,
-            verification_token: None,
-        };
-        let peloton = wearhouse::link::password::peloton::Peloton::new(
-            "http://127.0.0.1:9",
-            "http://127.0.0.1:9",
-        )
-        .unwrap();
-        app.state = app
-            .state
-            .clone()
-            .with_link_config(wearhouse::link::LinkConfig {
-                oauth_apps: wearhouse::link::oauth::OAuthApps([("oura".to_owned(), oura)].into()),
-                password: wearhouse::link::password::PasswordLogins::default()
-                    .with(std::sync::Arc::new(peloton)),
-                ..Default::default()
-            });
-        app
+        crate::link::tokens::with_oura_and_peloton(keyed_app().await)
     }
 
     async fn token(app: &TestApp, options: serde_json::Value) -> String {

@@ -42,7 +42,11 @@ fn assert_link_error(a: &Answer, error_type: &str) {
 
 /// An app whose deployment has an Oura application and Peloton's sign-in (neither is asked).
 async fn linking_app() -> TestApp {
-    let mut app = TestApp::new().await;
+    with_oura_and_peloton(TestApp::new().await)
+}
+
+/// `app` with a deployment Oura application and Peloton's sign-in at a closed port.
+pub(super) fn with_oura_and_peloton(mut app: TestApp) -> TestApp {
     let oura = wearhouse::link::oauth::OAuthApp {
         client_id: "client".into(),
         client_secret: "secret".into(),
