@@ -123,7 +123,7 @@ fn bench_case(
     let out = run();
     assert_eq!(out[0].num_rows(), rows, "{name}: wrong number of buckets");
     if std::env::var("ENGINE_BENCH_EXPLAIN").is_ok() {
-        explain(rt, &engine, &req, dataset, &batches);
+        explain(rt, &engine, &req, &[(dataset, batches.clone())].into());
     }
     c.bench_function(name, |b| b.iter(|| black_box(run())));
     if unit == "hour" {
@@ -142,13 +142,12 @@ fn explain(
     rt: &tokio::runtime::Runtime,
     engine: &Engine,
     req: &wearhouse::engine::ValidRequest,
-    dataset: Dataset,
-    batches: &[RecordBatch],
+    inputs: &HashMap<Dataset, Vec<RecordBatch>>,
 ) {
     for _ in 0..3 {
-        let inputs: HashMap<_, _> = [(dataset, batches.to_vec())].into_iter().collect();
+        let inputs = inputs.clone();
         let report = rt
-            .block_on(engine.explain_analyze(req, &UserContext::default(), inputs))
+            .block_on(engine.explain_analyze(req, &UserContext::default(), Inputs::stored(inputs)))
             .unwrap();
         eprintln!("{report}");
     }
@@ -206,6 +205,9 @@ fn align_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
             rows,
             "align{label}: wrong number of buckets"
         );
+        if std::env::var("ENGINE_BENCH_EXPLAIN").is_ok() {
+            explain(rt, &engine, &req, &[(heartrate(), batches.clone())].into());
+        }
         let name =
             format!("daily buckets, a year of 1/min heart rate with a day in nine missing{label}");
         c.bench_function(&name, |b| b.iter(|| black_box(run())));
@@ -424,6 +426,13 @@ fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         };
         let out = run();
         assert_eq!(out[0].num_rows(), 90, "{name}: wrong number of days");
+        if std::env::var("ENGINE_BENCH_EXPLAIN").is_ok() {
+            let inputs = needed
+                .iter()
+                .filter_map(|d| all.get(d).map(|b| (*d, b.clone())))
+                .collect();
+            explain(rt, &engine, &req, &inputs);
+        }
         let json = wearhouse::engine::encode_json(&out, engine.limits()).unwrap();
         let table = &json["results"][0]["table"];
         if let Some(recovery) = table.get("recovery_score") {

@@ -384,16 +384,12 @@ pub(super) async fn explain_analyze(
     state: &Arc<SessionState>,
     req: &ValidRequest,
     ctx: &UserContext,
-    inputs: HashMap<Dataset, Vec<RecordBatch>>,
+    inputs: Inputs,
     limits: &Limits,
 ) -> Result<String, EngineError> {
     use datafusion::physical_plan::display::DisplayableExecutionPlan;
     use std::fmt::Write;
     let t = std::time::Instant::now();
-    let inputs = Inputs {
-        batches: inputs,
-        from_store: false,
-    };
     let (catalog, session, budget) = prepare(state, ctx, inputs, limits)?;
     let mut out = format!("set-up {:?}, inputs {} bytes\n", t.elapsed(), budget.size());
     for i in 0..req.queries.len() {

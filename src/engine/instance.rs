@@ -135,7 +135,7 @@ impl Engine {
         &self,
         req: &ValidRequest,
         ctx: &UserContext,
-        inputs: HashMap<Dataset, Vec<RecordBatch>>,
+        inputs: Inputs,
     ) -> Result<String, EngineError> {
         execute::explain_analyze(&self.inner.state, req, ctx, inputs, &self.inner.limits).await
     }
@@ -171,6 +171,6 @@ pub async fn explain_analyze(
     limits: &Limits,
 ) -> Result<String, EngineError> {
     Engine::new(limits.clone())?
-        .explain_analyze(req, ctx, inputs)
+        .explain_analyze(req, ctx, Inputs::new(inputs))
         .await
 }
