@@ -269,7 +269,7 @@ const DEMO_USERS: [(&str, &str, &str, &[&str]); 3] = [
 ];
 
 /// Seeds the demo users when the demo team has none yet: each is created and connected to its
-/// providers in demo mode (`sync::demo::connect`: the connection at once, `days` days of
+/// providers in demo mode (`sync::connectors::demo::connect`: the connection at once, `days` days of
 /// history by the pull jobs; [`wait_for_history`] waits for them). Answers every user of the
 /// team (client user id and id) for printing.
 pub async fn seed_demo_users(
@@ -295,14 +295,20 @@ pub async fn seed_demo_users(
             let user = state.meta.create_user(team.id, new).await?;
             let persona = Persona::from_name(persona).context("demo persona")?;
             for provider in providers {
-                let link = crate::sync::demo::DemoLink {
+                let link = crate::sync::connectors::demo::DemoLink {
                     provider,
                     persona,
                     days,
                 };
-                crate::sync::demo::connect(&state.meta, &state.health, &user, link, now)
-                    .await
-                    .with_context(|| format!("connecting {provider} for {client_user_id}"))?;
+                crate::sync::connectors::demo::connect(
+                    &state.meta,
+                    &state.health,
+                    &user,
+                    link,
+                    now,
+                )
+                .await
+                .with_context(|| format!("connecting {provider} for {client_user_id}"))?;
             }
         }
     }

@@ -98,7 +98,7 @@ pub fn demo_generate(
     let now = Utc::now();
     for provider in providers {
         let bodies = demo::generate(provider, persona, seed, end, days)?;
-        for body in crate::sync::demo::merge_bodies(bodies) {
+        for body in crate::sync::connectors::demo::merge_bodies(bodies) {
             let parsed = ingest::parse_push(&body, &PushUser::default(), now)
                 .map_err(|e| anyhow::anyhow!("generated data failed validation: {e}"))?;
             for (dataset, batch) in parsed.batches {

@@ -1,6 +1,6 @@
 //! Oura: one day of documents as the API pages them (1,440 heart-rate samples at 1/min, one
 //! sleep period with its HRV and heart-rate series, one daily activity) normalised into a push
-//! body (`sync::oura::normalise`, checking the sample and row counts), and the 90-day pull of
+//! body (`sync::connectors::oura::normalise`, checking the sample and row counts), and the 90-day pull of
 //! the same shape (129,600 heart-rate samples, 90 sleeps, 90 activities) from the tests' fake
 //! Oura (`tests/it/sync_oura/fake_oura.rs`, 5,000 documents a page). The documents are the
 //! fixtures' (`testdata/providers/oura/`), moved day by day.
@@ -16,7 +16,7 @@ use chrono::{NaiveDate, Utc};
 use criterion::Criterion;
 use serde_json::{Value, json};
 use wearhouse::schema::Dataset;
-use wearhouse::sync::oura::{Documents, Oura, normalise};
+use wearhouse::sync::connectors::oura::{Documents, Oura, normalise};
 
 use crate::pull::{self, DAYS};
 

@@ -1,5 +1,5 @@
 //! WHOOP: one day of records as the API pages them (a cycle, a night's sleep, its recovery, a
-//! workout) normalised into a push body (`sync::whoop::normalise`, checking the row and sample
+//! workout) normalised into a push body (`sync::connectors::whoop::normalise`, checking the row and sample
 //! counts), and the 90-day pull of the same shape (90 cycles, sleeps, recoveries and workouts,
 //! and the body measurement) from the tests' fake WHOOP (`tests/it/sync_whoop/fake_whoop.rs`,
 //! 25 records a page, WHOOP's maximum). The records are the fixtures'
@@ -16,7 +16,7 @@ use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use criterion::Criterion;
 use serde_json::{Value, json};
 use wearhouse::schema::{Dataset, Table};
-use wearhouse::sync::whoop::{Documents, Wanted, Whoop, normalise};
+use wearhouse::sync::connectors::whoop::{Documents, Wanted, Whoop, normalise};
 
 use crate::pull::{self, DAYS};
 

@@ -10,7 +10,7 @@
 //! /v2/team/provider/freestyle_libre/credentials`, which wins ([`follower_account`]). The link
 //! signs in as the follower, finds the share whose patient has the e-mail address (a pending
 //! invitation, which it accepts, or a connection already made), and connects the user to that
-//! patient; the pulls are LibreLinkUp's (`sync::libre`). The wire is in [`librelinkup`].
+//! patient; the pulls are LibreLinkUp's (`sync::connectors::libre`). The wire is in [`librelinkup`].
 //!
 //! Decisions where the spec is silent:
 //! - A patient who has not shared yet answers `provider_credential_error` with what to do
@@ -30,9 +30,6 @@
 //!   in again by itself when the session expires. After the follower's password changes, the
 //!   next renewal fails and the connection goes to `error`; linking again fixes it.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 
 use super::connections::{Linked, finish_link};
@@ -44,79 +41,13 @@ use crate::providers::Provider;
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
 
-pub mod librelinkup;
+pub use crate::sync::access::{EmailLink, Follower, Share};
+pub use crate::sync::registry::EmailLinks;
 
 /// Whether `provider` is linked by e-mail through an account configured like an OAuth
 /// application (so `--oauth-apps` and team credentials accept it).
 pub fn uses_account(provider: &str) -> bool {
     provider == "freestyle_libre"
-}
-
-/// What a share search found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Share {
-    /// The patient's id at the provider (the share is accepted).
-    Found(String),
-    /// No share from that address: the sentence says what the patient must do.
-    NotShared(String),
-    /// The provider failed (the reason is for the log).
-    Failed(String),
-}
-
-/// One e-mail provider's share search.
-#[async_trait::async_trait]
-pub trait EmailLink: Send + Sync {
-    /// The provider slug.
-    fn provider(&self) -> &'static str;
-
-    /// Whether the provider serves `region` (lower case).
-    fn serves(&self, region: &str) -> bool;
-
-    /// Finds (and accepts, when it is an invitation) the share of the patient with `email`,
-    /// as the follower account (`follower.session`: what its sign-in gave).
-    async fn find_share(&self, follower: &Follower<'_>, email: &str) -> Share;
-}
-
-/// The follower account a share search signs in as.
-#[derive(Clone, Copy)]
-pub struct Follower<'a> {
-    /// Its session (what its sign-in gave; secret).
-    pub session: &'a str,
-    /// Its id at the provider.
-    pub id: &'a str,
-    /// Its e-mail address (the patient shares with it, so the sentence names it).
-    pub email: &'a str,
-}
-
-/// The e-mail links of this process by provider slug.
-#[derive(Clone, Default)]
-pub struct EmailLinks(HashMap<&'static str, Arc<dyn EmailLink>>);
-
-impl std::fmt::Debug for EmailLinks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut slugs: Vec<_> = self.0.keys().collect();
-        slugs.sort();
-        f.debug_tuple("EmailLinks").field(&slugs).finish()
-    }
-}
-
-impl EmailLinks {
-    /// Every e-mail link, at the URL its environment variable names, else the provider's host.
-    pub fn from_env() -> Result<EmailLinks, reqwest::Error> {
-        let llu = librelinkup::LibreLinkUp::new(password::libre::Hosts::from_env())?;
-        Ok(EmailLinks::default().with(Arc::new(llu)))
-    }
-
-    /// The same set with `link` added (replacing one of the same provider).
-    pub fn with(mut self, link: Arc<dyn EmailLink>) -> EmailLinks {
-        self.0.insert(link.provider(), link);
-        self
-    }
-
-    /// The provider's e-mail link.
-    pub fn get(&self, provider: &str) -> Option<&Arc<dyn EmailLink>> {
-        self.0.get(provider)
-    }
 }
 
 /// The follower account `team` links `provider` with: the team's own (client id and secret of
@@ -244,7 +175,8 @@ pub async fn connect(
             return Ok(Outcome::of(landing, None));
         }
     };
-    let Some(mut kept) = password::libre::Session::decode(&follower_session) else {
+    let Some(mut kept) = crate::sync::connectors::libre::access::Session::decode(&follower_session)
+    else {
         not_here(&mut landing, "the follower's session is not LibreLinkUp's");
         return Ok(Outcome::of(landing, None));
     };

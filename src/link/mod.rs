@@ -23,6 +23,7 @@ pub mod tokens;
 
 use crate::secret::SecretError;
 use crate::store::metadata::MetadataError;
+pub use crate::sync::access::LinkErrorType;
 
 /// Deployment settings of linking: where the hosted page lives, the mobile app's URL, the
 /// region link codes carry.
@@ -79,52 +80,6 @@ impl Region {
         match self {
             Region::Us => "us",
             Region::Eu => "eu",
-        }
-    }
-}
-
-/// The link errors of `linking.md`, as `error_type` names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkErrorType {
-    /// No such link token.
-    InvalidToken,
-    /// The token's 60 minutes are over.
-    TokenExpired,
-    /// The token already made a connection.
-    TokenConsumed,
-    /// The provider refused the credentials.
-    ProviderCredentialError,
-    /// The provider asks the user to change the password first.
-    ProviderPasswordExpired,
-    /// The provider failed.
-    ProviderApiError,
-    /// The provider does not serve the region asked for.
-    UnsupportedRegion,
-    /// The provider account is already connected to another user of the team.
-    DuplicateConnection,
-    /// The grant lacks a required scope.
-    RequiredScopesNotGranted,
-    /// The MFA code was wrong.
-    IncorrectMfaCode,
-    /// The user closed the widget.
-    UserCancelled,
-}
-
-impl LinkErrorType {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LinkErrorType::InvalidToken => "invalid_token",
-            LinkErrorType::TokenExpired => "token_expired",
-            LinkErrorType::TokenConsumed => "token_consumed",
-            LinkErrorType::ProviderCredentialError => "provider_credential_error",
-            LinkErrorType::ProviderPasswordExpired => "provider_password_expired",
-            LinkErrorType::ProviderApiError => "provider_api_error",
-            LinkErrorType::UnsupportedRegion => "unsupported_region",
-            LinkErrorType::DuplicateConnection => "duplicate_connection",
-            LinkErrorType::RequiredScopesNotGranted => "required_scopes_not_granted",
-            LinkErrorType::IncorrectMfaCode => "incorrect_mfa_code",
-            LinkErrorType::UserCancelled => "user_cancelled",
         }
     }
 }

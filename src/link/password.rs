@@ -20,9 +20,6 @@
 //!   provider; the next attempt is refused with `provider_credential_error` before the
 //!   provider is asked, and the user needs a new link.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 
 use super::connections::{Linked, finish_link};
@@ -33,200 +30,24 @@ use crate::providers::Provider;
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
 
-pub mod libre;
-pub mod libreview;
 pub mod mfa;
-pub mod peloton;
 
-pub use mfa::{Mfa, MfaMethod};
+pub use crate::sync::access::{Login, Mfa, MfaMethod, PasswordLogin, Renewal, SignIn};
+pub use crate::sync::registry::PasswordLogins;
 
 /// The regions a provider's accounts live in, as the link page offers them (code, name); empty
 /// for a provider without regions.
 pub fn regions(provider: &str) -> &'static [(&'static str, &'static str)] {
     match provider {
-        "freestyle_libre" | "abbott_libreview" => libre::REGION_NAMES,
+        "freestyle_libre" | "abbott_libreview" => {
+            crate::sync::connectors::libre::access::REGION_NAMES
+        }
         _ => &[],
     }
 }
 
 /// How many password sign-ins one link token allows.
 pub const MAX_SIGN_INS: i64 = 5;
-
-/// What a provider answered a sign-in. Its `Debug` never shows a session or a pending state.
-#[derive(Clone, PartialEq, Eq)]
-pub enum SignIn {
-    /// Signed in: the user's id at the provider and the session to call its API with.
-    Accepted {
-        /// The user's id at the provider.
-        provider_user_id: String,
-        /// The provider's session token (sealed with the credentials).
-        session: String,
-        /// A token that renews the session without the password ([`PasswordLogin::refresh`]),
-        /// for providers that give one (Peloton's OAuth refresh token; sealed too).
-        refresh_token: Option<String>,
-    },
-    /// Not signed in yet: the provider sent a code (second factor) and waits for it. `state`
-    /// is the provider's half-finished sign-in, which [`PasswordLogin::complete_mfa`] and
-    /// [`PasswordLogin::resend_mfa`] take back (secret: it is stored sealed only).
-    Pending {
-        /// Where the code went.
-        mfa: Mfa,
-        /// The provider's half-finished sign-in.
-        state: String,
-    },
-    /// Not signed in: the link error and a sentence for the user.
-    Refused(LinkErrorType, String),
-}
-
-impl std::fmt::Debug for SignIn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SignIn::Accepted {
-                provider_user_id, ..
-            } => f
-                .debug_struct("Accepted")
-                .field("provider_user_id", provider_user_id)
-                .finish_non_exhaustive(),
-            SignIn::Pending { mfa, .. } => f
-                .debug_struct("Pending")
-                .field("mfa", mfa)
-                .finish_non_exhaustive(),
-            SignIn::Refused(t, message) => {
-                f.debug_tuple("Refused").field(t).field(message).finish()
-            }
-        }
-    }
-}
-
-/// What a refresh-token renewal answered. Its `Debug` never shows a token.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Renewal {
-    /// A new session, and the new refresh token if the provider rotated it (else the old one
-    /// stays valid).
-    Renewed {
-        /// The provider's new session token.
-        session: String,
-        /// The rotated refresh token, if any.
-        refresh_token: Option<String>,
-    },
-    /// The provider refused the refresh token (expired, revoked): sign in again.
-    Refused,
-    /// Anything else (unreachable, a 5xx): worth retrying later. The text names no secret.
-    Failed(String),
-}
-
-impl std::fmt::Debug for Renewal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Renewal::Renewed { .. } => f.debug_struct("Renewed").finish_non_exhaustive(),
-            Renewal::Refused => f.write_str("Refused"),
-            Renewal::Failed(why) => f.debug_tuple("Failed").field(why).finish(),
-        }
-    }
-}
-
-/// What a user signs in with.
-#[derive(Clone, Copy)]
-pub struct Login<'a> {
-    /// The username (or e-mail address) at the provider.
-    pub username: &'a str,
-    /// The password (never logged).
-    pub password: &'a str,
-    /// The account's region, for providers with regional accounts: where to sign in first.
-    pub region: Option<&'a str>,
-}
-
-impl std::fmt::Debug for Login<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Login")
-            .field("username", &self.username)
-            .field("region", &self.region)
-            .finish_non_exhaustive()
-    }
-}
-
-/// One provider's username-and-password sign-in.
-#[async_trait::async_trait]
-pub trait PasswordLogin: Send + Sync {
-    /// The provider slug.
-    fn provider(&self) -> &'static str;
-
-    /// Signs in at the provider. Every answer the provider can give is a [`SignIn`]; the
-    /// sign-in never fails otherwise (an unreachable provider is `provider_api_error`).
-    async fn sign_in(&self, login: Login<'_>) -> SignIn;
-
-    /// The session a renewal keeps (a pull signing in again): by default the fresh one; a
-    /// provider whose session carries more than the sign-in gives (LibreLinkUp's chosen
-    /// patient) carries it over from the `previous` one.
-    fn renewed(&self, previous: &str, fresh: String) -> String {
-        let _ = previous;
-        fresh
-    }
-
-    /// Renews the session with the refresh token a sign-in gave, without the password. By
-    /// default refused: a provider without refresh tokens is signed in again.
-    async fn refresh(&self, refresh_token: &str) -> Renewal {
-        let _ = refresh_token;
-        Renewal::Refused
-    }
-
-    /// Finishes a sign-in that answered [`SignIn::Pending`] with the code the user received: a
-    /// wrong code is `Refused(IncorrectMfaCode, ..)`; the sign-in may go on being pending (a
-    /// further step). A provider without a second factor refuses.
-    async fn complete_mfa(&self, state: &str, code: &str) -> SignIn {
-        let _ = (state, code);
-        SignIn::Refused(
-            LinkErrorType::ProviderApiError,
-            "This provider does not ask for a second factor.".into(),
-        )
-    }
-
-    /// Asks the provider to send a new code for a pending sign-in; answers the new state.
-    async fn resend_mfa(&self, state: &str) -> Result<String, (LinkErrorType, String)> {
-        let _ = state;
-        Err((
-            LinkErrorType::ProviderApiError,
-            "This provider does not ask for a second factor.".into(),
-        ))
-    }
-}
-
-/// The password sign-ins of this process by provider slug.
-#[derive(Clone, Default)]
-pub struct PasswordLogins(HashMap<&'static str, Arc<dyn PasswordLogin>>);
-
-impl std::fmt::Debug for PasswordLogins {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut slugs: Vec<_> = self.0.keys().collect();
-        slugs.sort();
-        f.debug_tuple("PasswordLogins").field(&slugs).finish()
-    }
-}
-
-impl PasswordLogins {
-    /// Every password sign-in, at the URL its environment variable names, else the provider's
-    /// own host.
-    pub fn from_env() -> Result<PasswordLogins, reqwest::Error> {
-        let peloton = peloton::Peloton::from_env()?;
-        let libre = libre::Libre::new(libre::Hosts::from_env())?;
-        let libreview = libreview::LibreView::new(libreview::hosts_from_env())?;
-        Ok(PasswordLogins::default()
-            .with(Arc::new(peloton))
-            .with(Arc::new(libre))
-            .with(Arc::new(libreview)))
-    }
-
-    /// The same set with `login` added (replacing one of the same provider).
-    pub fn with(mut self, login: Arc<dyn PasswordLogin>) -> PasswordLogins {
-        self.0.insert(login.provider(), login);
-        self
-    }
-
-    /// The provider's sign-in.
-    pub fn get(&self, provider: &str) -> Option<&Arc<dyn PasswordLogin>> {
-        self.0.get(provider)
-    }
-}
 
 /// What a password (or e-mail) link answered: where it lands, the user's id at the provider once
 /// connected, and where the code went when the provider waits for a second factor.

@@ -18,7 +18,7 @@ const SLEEP_SET: &[&str] = &[
     "calories_active",
     "stress_level",
 ];
-/// What the WHOOP connector pulls (`sync::whoop`).
+/// What the WHOOP connector pulls (`sync::connectors::whoop`).
 const WHOOP_SET: &[&str] = &[
     "profile",
     "sleep",

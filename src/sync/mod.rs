@@ -13,26 +13,20 @@
 //!   (`RateLimited`), refresh the token (`Unauthorised`), retry with backoff (`Transient`) or
 //!   give up (`Permanent`).
 //!
-//! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
-//! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
-//! [`libre`] (FreeStyle Libre through LibreLinkUp, a password provider), [`whoop`] (WHOOP API
-//! v2), and [`demo`] (the demo generator, pulled for demo connections of oura, fitbit,
-//! freestyle_libre and apple_health_kit).
+//! - Each provider is one folder, [`connectors`]`/<slug>/`: its access (OAuth specifics,
+//!   password or e-mail sign-ins, implementing [`access`]'s seams), its pull and its
+//!   normalisers; [`registry`] holds the connectors and sign-ins this process has. `link`
+//!   drives sign-ins and starts pulls through this room; nothing here imports `link`'s
+//!   provider code.
 
+pub mod access;
 mod body;
-pub mod demo;
-pub mod dexcom;
-pub mod fitbit;
+pub mod connectors;
 pub mod http;
-pub mod libre;
 pub mod notify;
-pub mod oura;
-pub mod peloton;
 pub mod pull;
 pub mod refresh;
 pub mod registry;
-pub mod whoop;
-pub mod withings;
 
 pub use registry::{Connectors, has_connector};
 

@@ -33,8 +33,8 @@
 //! later. `POST /v2/user/refresh` moves the pending job to now (`refresh.rs`). It waits while
 //! the historical pull is incomplete. Both kinds record their last failure on the sync row.
 //!
-//! **Demo connections** (`sync::demo`) are pulled the same way: their sync row names a persona,
-//! and [`super::demo::Demo`], which runs the demo generator, stands in for the connector (no
+//! **Demo connections** (`sync::connectors::demo`) are pulled the same way: their sync row names a persona,
+//! and [`super::connectors::demo::Demo`], which runs the demo generator, stands in for the connector (no
 //! credentials, no token to refresh).
 //!
 //! Decisions where the spec is silent: the window's end is fixed when the link is made (data
@@ -128,7 +128,7 @@ pub async fn start_on(
 }
 
 /// [`start_on`] over `window`, for the provider's connector (`demo` None) or the demo
-/// generator living `demo`'s persona (`sync::demo`). A pull of the other kind, or a demo pull,
+/// generator living `demo`'s persona (`sync::connectors::demo`). A pull of the other kind, or a demo pull,
 /// recorded before is started again over the new window, even while it runs: the run notices
 /// before its next write and ends, and the job runs again for the new pull.
 pub(crate) async fn begin_on(
@@ -270,7 +270,9 @@ impl Puller {
         let (connector, credentials) = match &sync.demo_persona {
             Some(name) => {
                 let demo = crate::ingest::demo::Persona::from_name(name)
-                    .and_then(|persona| super::demo::Demo::new(provider, persona, user.id))
+                    .and_then(|persona| {
+                        super::connectors::demo::Demo::new(provider, persona, user.id)
+                    })
                     .ok_or_else(|| permanent(format!("no demo of {provider} as {name:?}")))?;
                 let connector: Arc<dyn Connector> = Arc::new(demo);
                 (connector, Credentials::default())

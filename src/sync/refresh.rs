@@ -6,7 +6,7 @@
 //! 30-minute schedule never pull the same connection twice at once, and a refresh the wait gives
 //! up on still finishes in the background. Each provider is then reported from its sync row:
 //! refreshed once its last success is after the request began, failed once its last failure
-//! is, in progress otherwise. Demo connections are pulled the same way (`sync::demo`).
+//! is, in progress otherwise. Demo connections are pulled the same way (`sync::connectors::demo`).
 //! Providers whose data arrives by push (SDK, app) are listed as refreshed for each resource the
 //! user has data of.
 //!

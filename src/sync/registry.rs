@@ -1,4 +1,5 @@
-//! Which connectors this process has, by provider slug, and where they point.
+//! Which connectors, password sign-ins and e-mail links this process has, by provider slug,
+//! and where they point.
 //!
 //! Adding a provider is adding its module and one line in [`Connectors::from_env`] and
 //! [`SLUGS`]. Base URLs come from `WEARHOUSE_PROVIDER_<SLUG>_API_URL`, defaulting to the
@@ -8,7 +9,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Connector, SyncError, dexcom, fitbit, libre, oura, peloton, whoop, withings};
+use super::access::{EmailLink, PasswordLogin};
+use super::connectors::{dexcom, fitbit, libre, oura, peloton, whoop, withings};
+use super::{Connector, SyncError};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
 pub const SLUGS: &[&str] = &[
@@ -80,9 +83,8 @@ impl Connectors {
             withings::Withings::new(&url(withings::API_URL_ENV, withings::DEFAULT_API_URL))?;
         let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
         let whoop = whoop::Whoop::new(&url(whoop::API_URL_ENV, whoop::DEFAULT_API_URL))?;
-        let libre = libre::Libre::new(crate::link::password::libre::Hosts::from_env())?;
-        let libreview =
-            libre::Libre::libreview(crate::link::password::libreview::hosts_from_env())?;
+        let libre = libre::Libre::new(libre::access::Hosts::from_env())?;
+        let libreview = libre::Libre::libreview(libre::libreview::hosts_from_env())?;
         Ok(Connectors::default()
             .with(Arc::new(libre))
             .with(Arc::new(libreview))
@@ -137,5 +139,73 @@ mod tests {
             assert!(has_connector(slug) && oauth(slug), "{slug}");
             assert!(authorize.starts_with("https://") && token.starts_with("https://"));
         }
+    }
+}
+
+/// The password sign-ins of this process by provider slug.
+#[derive(Clone, Default)]
+pub struct PasswordLogins(HashMap<&'static str, Arc<dyn PasswordLogin>>);
+
+impl std::fmt::Debug for PasswordLogins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut slugs: Vec<_> = self.0.keys().collect();
+        slugs.sort();
+        f.debug_tuple("PasswordLogins").field(&slugs).finish()
+    }
+}
+
+impl PasswordLogins {
+    /// Every password sign-in, at the URL its environment variable names, else the provider's
+    /// own host.
+    pub fn from_env() -> Result<PasswordLogins, reqwest::Error> {
+        let peloton = peloton::access::Peloton::from_env()?;
+        let libre = libre::access::Libre::new(libre::access::Hosts::from_env())?;
+        let libreview = libre::libreview::LibreView::new(libre::libreview::hosts_from_env())?;
+        Ok(PasswordLogins::default()
+            .with(Arc::new(peloton))
+            .with(Arc::new(libre))
+            .with(Arc::new(libreview)))
+    }
+
+    /// The same set with `login` added (replacing one of the same provider).
+    pub fn with(mut self, login: Arc<dyn PasswordLogin>) -> PasswordLogins {
+        self.0.insert(login.provider(), login);
+        self
+    }
+
+    /// The provider's sign-in.
+    pub fn get(&self, provider: &str) -> Option<&Arc<dyn PasswordLogin>> {
+        self.0.get(provider)
+    }
+}
+
+/// The e-mail links of this process by provider slug.
+#[derive(Clone, Default)]
+pub struct EmailLinks(HashMap<&'static str, Arc<dyn EmailLink>>);
+
+impl std::fmt::Debug for EmailLinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut slugs: Vec<_> = self.0.keys().collect();
+        slugs.sort();
+        f.debug_tuple("EmailLinks").field(&slugs).finish()
+    }
+}
+
+impl EmailLinks {
+    /// Every e-mail link, at the URL its environment variable names, else the provider's host.
+    pub fn from_env() -> Result<EmailLinks, reqwest::Error> {
+        let llu = libre::share::LibreLinkUp::new(libre::access::Hosts::from_env())?;
+        Ok(EmailLinks::default().with(Arc::new(llu)))
+    }
+
+    /// The same set with `link` added (replacing one of the same provider).
+    pub fn with(mut self, link: Arc<dyn EmailLink>) -> EmailLinks {
+        self.0.insert(link.provider(), link);
+        self
+    }
+
+    /// The provider's e-mail link.
+    pub fn get(&self, provider: &str) -> Option<&Arc<dyn EmailLink>> {
+        self.0.get(provider)
     }
 }

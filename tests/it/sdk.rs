@@ -34,11 +34,11 @@ fn the_reference_sdk_works_against_wearhouse() {
         "warn",
         &[
             (
-                wearhouse::link::password::peloton::API_URL_ENV,
+                wearhouse::sync::connectors::peloton::access::API_URL_ENV,
                 "http://127.0.0.1:9",
             ),
             (
-                wearhouse::link::password::peloton::AUTH_URL_ENV,
+                wearhouse::sync::connectors::peloton::access::AUTH_URL_ENV,
                 "http://127.0.0.1:9",
             ),
         ],

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::support::TestApp;
 use wearhouse::ingest::demo::{Persona, generate};
 use wearhouse::store::metadata::sync_pulls::{self, ConnectionSync};
-use wearhouse::sync::demo::{merge_bodies, seed_for};
+use wearhouse::sync::connectors::demo::{merge_bodies, seed_for};
 
 /// Nights the generator makes for `user` that end in `(start, end]`: what a demo pull of that
 /// window stores.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::sync_support::{all_march, pull, utc};
 use fake_dexcom::{EGVS_PATH, FakeDexcom, Fault, TOKEN, fixture, fixture_records};
 use wearhouse::ingest::PushUser;
-use wearhouse::sync::dexcom::Dexcom;
+use wearhouse::sync::connectors::dexcom::Dexcom;
 use wearhouse::sync::{Connector, Resource, SyncError, screen};
 
 /// An EGV record as Dexcom's iOS app sends it: `systemTime` in UTC, `displayTime` in −05:00.

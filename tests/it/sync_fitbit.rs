@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::sync_support::{all_march, pull, utc};
 use fake_fitbit::{Data, FakeFitbit, Fault, TOKEN, fixture, fixture_data};
 use wearhouse::ingest::PushUser;
-use wearhouse::sync::fitbit::Fitbit;
+use wearhouse::sync::connectors::fitbit::Fitbit;
 use wearhouse::sync::{Connector, Resource, SyncError, screen};
 
 #[tokio::test]

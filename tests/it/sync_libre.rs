@@ -13,7 +13,7 @@
 //! `provider_api_error`. An expired session is renewed by signing in again.
 //!
 //! The fake's invitations (`GET /llu/invitations/receiver/{accountId}`, `POST
-//! /llu/invitations/accept/{id}`) are the listed, unpublished calls `link::email::librelinkup`
+//! /llu/invitations/accept/{id}`) are the listed, unpublished calls `sync::connectors::libre::share`
 //! names; their members beyond `id` are that module's assumption.
 
 use std::collections::HashSet;
@@ -37,10 +37,10 @@ use crate::sync_support::linked::Linked;
 use wearhouse::jobs::JobState;
 use wearhouse::link::LinkConfig;
 use wearhouse::link::email::EmailLinks;
-use wearhouse::link::email::librelinkup::LibreLinkUp;
 use wearhouse::link::oauth::{OAuthApp, OAuthApps};
 use wearhouse::link::password::PasswordLogins;
-use wearhouse::link::password::libre::Hosts;
+use wearhouse::sync::connectors::libre::access::Hosts;
+use wearhouse::sync::connectors::libre::share::LibreLinkUp;
 
 /// The deployment's LibreLinkUp follower account.
 pub(crate) const FOLLOWER: &str = "follower@clinic.example";
@@ -297,15 +297,14 @@ async fn app(fake: &FakeLibre, follower: bool) -> (TestApp, String) {
                 OAuthApps::default()
             },
             password: PasswordLogins::default().with(Arc::new(
-                wearhouse::link::password::libre::Libre::new(hosts.clone()).unwrap(),
+                wearhouse::sync::connectors::libre::access::Libre::new(hosts.clone()).unwrap(),
             )),
             email: EmailLinks::default().with(Arc::new(LibreLinkUp::new(hosts.clone()).unwrap())),
             ..Default::default()
         })
-        .with_connectors(
-            wearhouse::sync::Connectors::default()
-                .with(Arc::new(wearhouse::sync::libre::Libre::new(hosts).unwrap())),
-        );
+        .with_connectors(wearhouse::sync::Connectors::default().with(Arc::new(
+            wearhouse::sync::connectors::libre::Libre::new(hosts).unwrap(),
+        )));
     let user = app.user("libre-user").await;
     (app, user)
 }

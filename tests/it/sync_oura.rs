@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::sync_support::{all_march, pull, utc};
 use fake_oura::{FakeOura, Fault, TOKEN, fixture, fixture_collections};
 use wearhouse::ingest::PushUser;
-use wearhouse::sync::oura::Oura;
+use wearhouse::sync::connectors::oura::Oura;
 use wearhouse::sync::{Connector, Resource, SyncError, screen};
 
 #[tokio::test]

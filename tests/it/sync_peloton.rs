@@ -31,7 +31,7 @@ use crate::sync_support::{pull, utc};
 use wearhouse::jobs::JobState;
 use wearhouse::link::password::{Login, PasswordLogin, SignIn};
 use wearhouse::store::metadata::ConnectionStatus;
-use wearhouse::sync::peloton::Peloton;
+use wearhouse::sync::connectors::peloton::Peloton;
 use wearhouse::sync::{Connector, Resource, SyncError};
 
 fn fixture(name: &str) -> Value {
@@ -64,8 +64,8 @@ fn expected(days: i64) -> Vec<Value> {
 }
 
 /// Peloton's sign-in at `fake` (both hosts).
-fn sign_in_at(fake: &FakePeloton) -> wearhouse::link::password::peloton::Peloton {
-    wearhouse::link::password::peloton::Peloton::new(&fake.base, &fake.base).unwrap()
+fn sign_in_at(fake: &FakePeloton) -> wearhouse::sync::connectors::peloton::access::Peloton {
+    wearhouse::sync::connectors::peloton::access::Peloton::new(&fake.base, &fake.base).unwrap()
 }
 
 fn login<'a>(password: &'a str) -> Login<'a> {

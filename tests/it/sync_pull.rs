@@ -23,7 +23,7 @@ use crate::support::TestApp;
 use crate::sync_oura::fake_oura::{FakeOura, Fault, fixture, fixture_collections, shifted};
 use crate::sync_support::linked::{LONG, Linked, offset_days, window};
 use wearhouse::jobs::JobState;
-use wearhouse::sync::oura::Oura;
+use wearhouse::sync::connectors::oura::Oura;
 
 /// A fake Oura serving the fixtures, moved into the pull's window.
 pub(crate) async fn fake_oura() -> FakeOura {
@@ -424,7 +424,10 @@ async fn a_pull_killed_midway_completes_after_restart_with_every_record_once() {
     let server = oauth.serve(
         dir.path(),
         &[],
-        &[(wearhouse::sync::oura::API_URL_ENV, oura.base.as_str())],
+        &[(
+            wearhouse::sync::connectors::oura::API_URL_ENV,
+            oura.base.as_str(),
+        )],
     );
     let client = reqwest::Client::new();
     let created: Value = client
@@ -449,7 +452,10 @@ async fn a_pull_killed_midway_completes_after_restart_with_every_record_once() {
     let server = oauth.serve(
         dir.path(),
         &[],
-        &[(wearhouse::sync::oura::API_URL_ENV, oura.base.as_str())],
+        &[(
+            wearhouse::sync::connectors::oura::API_URL_ENV,
+            oura.base.as_str(),
+        )],
     );
     let get = |path: String| {
         let (client, url, key) = (client.clone(), server.url(&path), key.clone());

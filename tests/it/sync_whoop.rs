@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::sync_support::{all_march, pull, utc};
 use fake_whoop::{FakeWhoop, Fault, TOKEN, fixture, fixture_collections};
 use wearhouse::ingest::PushUser;
-use wearhouse::sync::whoop::Whoop;
+use wearhouse::sync::connectors::whoop::Whoop;
 use wearhouse::sync::{Connector, Resource, SyncError, screen};
 
 /// A push body with its tables' rows sorted by `id`.

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::sync_support::{all_march, pull, utc};
 use fake_withings::{Data, FakeWithings, Fault, TOKEN, fixture, fixture_data};
 use wearhouse::ingest::PushUser;
-use wearhouse::sync::withings::Withings;
+use wearhouse::sync::connectors::withings::Withings;
 use wearhouse::sync::{Connector, Pull, Resource, SyncError, screen};
 
 async fn pull_all(page_size: usize) -> (FakeWithings, Result<wearhouse::sync::Pulled, SyncError>) {

@@ -2,7 +2,7 @@
 //! synthetic data from a demo-capable provider (`data-model.md` §Providers).
 //!
 //! Like the reference, the answer comes once the connection is made; the history is pulled by
-//! the connection's pull job (`sync::demo`), as for a real provider, and announced by
+//! the connection's pull job (`sync::connectors::demo`), as for a real provider, and announced by
 //! `historical.data.<resource>.created` when it is stored (seconds for 90 days).
 
 use axum::Json;
@@ -20,7 +20,7 @@ use crate::http::models::DemoConnectRequest;
 use crate::http::users::team_user;
 use crate::ingest::demo::{MAX_DAYS, Persona, is_demo_provider};
 use crate::loc;
-use crate::sync::demo;
+use crate::sync::connectors::demo;
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {

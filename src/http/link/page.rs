@@ -407,7 +407,7 @@ async fn oauth_redirect(state: &AppState, session: &LinkSession, provider: &Prov
 }
 
 /// Demo mode: consume the token and connect the provider; its synthetic history is pulled by
-/// the connection's jobs (`sync::demo`).
+/// the connection's jobs (`sync::connectors::demo`).
 async fn demo_connect(state: &AppState, session: &LinkSession, provider: &Provider) -> Response {
     let now = Utc::now();
     let mut landing = Landing {
@@ -442,12 +442,13 @@ async fn demo_connect(state: &AppState, session: &LinkSession, provider: &Provid
         }
         Err(e) => return server_error(&e),
     }
-    let link = crate::sync::demo::DemoLink {
+    let link = crate::sync::connectors::demo::DemoLink {
         provider: provider.slug,
         persona: crate::ingest::demo::Persona::Regular,
-        days: crate::sync::demo::DEFAULT_DAYS,
+        days: crate::sync::connectors::demo::DEFAULT_DAYS,
     };
-    let connected = crate::sync::demo::connect_on(&mut tx, &state.health, &user, link, now).await;
+    let connected =
+        crate::sync::connectors::demo::connect_on(&mut tx, &state.health, &user, link, now).await;
     if let Err(e) = connected {
         return server_error(&e);
     }

@@ -28,6 +28,7 @@ use crate::providers::Provider;
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
 use crate::store::metadata::pending_sign_ins::{self, PendingSignIn};
+use crate::sync::access::Mfa;
 
 /// How long a pending sign-in takes its code.
 pub const LIFETIME: Duration = Duration::minutes(10);
@@ -35,35 +36,6 @@ pub const LIFETIME: Duration = Duration::minutes(10);
 pub const MAX_TRIES: i64 = 5;
 /// How many new codes a pending sign-in may ask for.
 pub const MAX_RESENDS: i64 = 3;
-
-/// How the provider sent the code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MfaMethod {
-    /// A text message.
-    Sms,
-    /// An e-mail.
-    Email,
-}
-
-impl MfaMethod {
-    /// The wire name (`sms`, `email`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MfaMethod::Sms => "sms",
-            MfaMethod::Email => "email",
-        }
-    }
-}
-
-/// Where the code went: the method and the provider's masked address or number.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mfa {
-    /// SMS or e-mail.
-    pub method: MfaMethod,
-    /// The masked phone number or e-mail address, as the provider shows it.
-    pub hint: String,
-}
 
 /// A sign-in waiting for its code, as it is sealed.
 #[derive(Clone, Serialize, Deserialize)]

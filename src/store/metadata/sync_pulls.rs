@@ -34,7 +34,7 @@ pub struct ConnectionSync {
     pub synced_resources: Vec<String>,
     /// When the last pull (of either kind) failed, and why.
     pub failed: Option<(DateTime<Utc>, String)>,
-    /// A demo connection's persona (`sync::demo`): its pulls run the demo generator. `None`: a
+    /// A demo connection's persona (`sync::connectors::demo`): its pulls run the demo generator. `None`: a
     /// real provider's pull.
     pub demo_persona: Option<String>,
 }

@@ -38,7 +38,10 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
     let server = oauth.serve(
         dir.path(),
         &[],
-        &[(wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9")],
+        &[(
+            wearhouse::sync::connectors::oura::API_URL_ENV,
+            "http://127.0.0.1:9",
+        )],
     );
     let http = crate::server::http_client(30);
     let call = |server: &crate::server::Server, method: reqwest::Method, path: &str| {
@@ -99,7 +102,10 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
     let server = oauth.serve(
         dir.path(),
         &[],
-        &[(wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9")],
+        &[(
+            wearhouse::sync::connectors::oura::API_URL_ENV,
+            "http://127.0.0.1:9",
+        )],
     );
     // The dead runner's lease (60 s) runs out, then the new one finishes the operation.
     let deadline = Instant::now() + Duration::from_secs(150);

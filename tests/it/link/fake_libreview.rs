@@ -1,6 +1,6 @@
 //! A fake of Abbott LibreView's API for the second-factor tests: an axum server on a free
 //! loopback port, every region under `/{region}` (the connector's host template). It shares
-//! no code with wearhouse and serves the wire as `link::password::libreview` names its
+//! no code with wearhouse and serves the wire as `sync::connectors::libre::libreview` names its
 //! sources:
 //!
 //! - `POST /{region}/auth/login` `{"email", "password"}` → HTTP 200 and, in `status`: `2`

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use uuid::Uuid;
 use wearhouse::jobs::JobState;
-use wearhouse::link::password::libre::Hosts;
-use wearhouse::link::password::libreview::LibreView;
 use wearhouse::store::metadata::ConnectionStatus;
+use wearhouse::sync::connectors::libre::access::Hosts;
+use wearhouse::sync::connectors::libre::libreview::LibreView;
 
 use super::fake_libreview::{
     EMAIL, EMAIL_HINT, Factor, FakeLibreView, PASSWORD, PATIENT, SMS_HINT,
@@ -30,7 +30,7 @@ async fn app(fake: &FakeLibreView) -> TestApp {
     let hosts = Hosts::template(&fake.template());
     password_app(
         Arc::new(LibreView::new(hosts.clone()).unwrap()),
-        Arc::new(wearhouse::sync::libre::Libre::libreview(hosts).unwrap()),
+        Arc::new(wearhouse::sync::connectors::libre::Libre::libreview(hosts).unwrap()),
     )
     .await
 }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use serde_json::json;
 use wearhouse::link::LinkConfig;
 use wearhouse::link::oauth::{OAuthApp, OAuthApps};
-use wearhouse::link::password::{PasswordLogins, peloton::Peloton};
+use wearhouse::link::password::PasswordLogins;
+use wearhouse::sync::connectors::peloton::access::Peloton;
 
 use crate::support::{Answer, TestApp};
 

@@ -187,14 +187,17 @@ impl Browser {
 fn env(peloton: &FakePeloton) -> [(&'static str, &str); 3] {
     [
         (
-            wearhouse::link::password::peloton::API_URL_ENV,
+            wearhouse::sync::connectors::peloton::access::API_URL_ENV,
             peloton.base.as_str(),
         ),
         (
-            wearhouse::link::password::peloton::AUTH_URL_ENV,
+            wearhouse::sync::connectors::peloton::access::AUTH_URL_ENV,
             peloton.base.as_str(),
         ),
-        (wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9"),
+        (
+            wearhouse::sync::connectors::oura::API_URL_ENV,
+            "http://127.0.0.1:9",
+        ),
     ]
 }
 

@@ -30,12 +30,15 @@ async fn the_code_step_and_the_email_form_work_in_a_real_browser() {
     let llu_hosts = format!("{}/{{region}}", llu.base);
     let env = [
         (
-            wearhouse::link::password::libreview::API_URL_ENV,
+            wearhouse::sync::connectors::libre::libreview::API_URL_ENV,
             libreview.template(),
         ),
-        (wearhouse::link::password::libre::API_URL_ENV, llu_hosts),
         (
-            wearhouse::sync::oura::API_URL_ENV,
+            wearhouse::sync::connectors::libre::access::API_URL_ENV,
+            llu_hosts,
+        ),
+        (
+            wearhouse::sync::connectors::oura::API_URL_ENV,
             "http://127.0.0.1:9".into(),
         ),
     ];

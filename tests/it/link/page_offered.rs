@@ -37,9 +37,18 @@ fn server(dir: &std::path::Path, args: &[&str], peloton: &str, libreview: &str) 
         &all,
         "warn",
         &[
-            (wearhouse::link::password::peloton::API_URL_ENV, peloton),
-            (wearhouse::link::password::peloton::AUTH_URL_ENV, peloton),
-            (wearhouse::link::password::libreview::API_URL_ENV, libreview),
+            (
+                wearhouse::sync::connectors::peloton::access::API_URL_ENV,
+                peloton,
+            ),
+            (
+                wearhouse::sync::connectors::peloton::access::AUTH_URL_ENV,
+                peloton,
+            ),
+            (
+                wearhouse::sync::connectors::libre::libreview::API_URL_ENV,
+                libreview,
+            ),
         ],
     )
 }

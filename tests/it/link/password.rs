@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use wearhouse::link::LinkConfig;
-use wearhouse::link::password::{PasswordLogins, peloton::Peloton};
+use wearhouse::link::password::PasswordLogins;
+use wearhouse::sync::connectors::peloton::access::Peloton;
 
 use super::fake_peloton::{ACCESS_TOKEN, FakePeloton, PASSWORD, REFRESH_TOKEN, USER_ID, USERNAME};
 use super::{entry, keyed_app, sqlite_bytes};

@@ -1,4 +1,4 @@
-//! Peloton's sign-in (`link::password::peloton`) against [`FakePeloton`]'s Auth0 tenant, outside
+//! Peloton's sign-in (`sync::connectors::peloton::access`) against [`FakePeloton`]'s Auth0 tenant, outside
 //! the link API: each answer of the PKCE sign-in and of the refresh grant as the outcome the
 //! link and the pulls act on (accepted with both tokens, the credential error, a refused
 //! refresh token, an outage), and that no outcome shows the password.
@@ -6,9 +6,9 @@
 #![allow(clippy::unwrap_used)]
 
 use wearhouse::link::LinkErrorType;
-use wearhouse::link::password::peloton::Peloton;
 use wearhouse::link::password::{Login, PasswordLogin, Renewal, SignIn};
 use wearhouse::sync::Connector;
+use wearhouse::sync::connectors::peloton::access::Peloton;
 
 use super::fake_peloton::{ACCESS_TOKEN, FakePeloton, PASSWORD, REFRESH_TOKEN, USER_ID, USERNAME};
 
@@ -63,7 +63,7 @@ async fn the_sign_in_and_the_refresh_answer_each_outcome() {
     };
     assert_ne!(session, ACCESS_TOKEN);
     assert_eq!(refresh_token, None, "not rotated");
-    let connector = wearhouse::sync::peloton::Peloton::new(&fake.base).unwrap();
+    let connector = wearhouse::sync::connectors::peloton::Peloton::new(&fake.base).unwrap();
     assert_eq!(
         connector.account(&session).await.unwrap().as_deref(),
         Some(USER_ID)
@@ -85,8 +85,11 @@ async fn the_sign_in_and_the_refresh_answer_each_outcome() {
         peloton.refresh(REFRESH_TOKEN).await,
         Renewal::Failed(_)
     ));
-    let closed =
-        wearhouse::link::password::peloton::Peloton::new(&fake.base, "http://127.0.0.1:9").unwrap();
+    let closed = wearhouse::sync::connectors::peloton::access::Peloton::new(
+        &fake.base,
+        "http://127.0.0.1:9",
+    )
+    .unwrap();
     let unreachable = closed.sign_in(login(PASSWORD)).await;
     assert!(
         matches!(

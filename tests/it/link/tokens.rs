@@ -55,7 +55,7 @@ pub(super) fn with_oura_and_peloton(mut app: TestApp) -> TestApp {
         redirect_uri: None,
         verification_token: None,
     };
-    let peloton = wearhouse::link::password::peloton::Peloton::new(
+    let peloton = wearhouse::sync::connectors::peloton::access::Peloton::new(
         "http://127.0.0.1:9",
         "http://127.0.0.1:9",
     )

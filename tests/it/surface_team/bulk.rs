@@ -29,7 +29,10 @@ async fn bulk_export_trigger_and_pause_act_on_the_teams_own_connections_only() {
     let live = Live::start_with(
         "warn",
         &["--secret-key", SECRET],
-        &[(wearhouse::sync::oura::API_URL_ENV, "http://127.0.0.1:9")],
+        &[(
+            wearhouse::sync::connectors::oura::API_URL_ENV,
+            "http://127.0.0.1:9",
+        )],
     );
     let (key, other) = (live.key.clone(), live.other.clone());
     let creds = json!({"client_id": "team-own-client", "client_secret": "team-own-secret"});

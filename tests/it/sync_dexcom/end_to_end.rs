@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::fake_dexcom::{FakeDexcom, fixture, fixture_records};
 use crate::sync_support::linked::{Linked, expected_at, instant, offset_days, shifted};
 use wearhouse::jobs::JobState;
-use wearhouse::sync::dexcom::Dexcom;
+use wearhouse::sync::connectors::dexcom::Dexcom;
 
 /// A fake Dexcom serving the fixture's readings moved into the pull's window.
 async fn fake_dexcom() -> FakeDexcom {

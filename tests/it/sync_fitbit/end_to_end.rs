@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::fake_fitbit::{Data, FakeFitbit, fixture, fixture_data};
 use crate::sync_support::linked::{Linked, expected_at, instant, offset_days, shifted};
 use wearhouse::jobs::JobState;
-use wearhouse::sync::fitbit::Fitbit;
+use wearhouse::sync::connectors::fitbit::Fitbit;
 
 /// A fake Fitbit serving the fixtures moved into the pull's window (the profile as it is).
 async fn fake_fitbit() -> FakeFitbit {

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::fake_whoop::{FakeWhoop, Fault, fixture, fixture_collections};
 use crate::sync_support::linked::{Linked, expected_at, instant, offset_days, shifted};
 use wearhouse::jobs::JobState;
-use wearhouse::sync::whoop::Whoop;
+use wearhouse::sync::connectors::whoop::Whoop;
 
 /// A fake WHOOP serving the fixtures moved into the pull's window, two records a page.
 pub(super) async fn fake_whoop() -> FakeWhoop {

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::fake_withings::{Data, FakeWithings, Fault, fixture, fixture_data, shifted};
 use crate::sync_support::linked::{Linked, instant, offset_days};
 use wearhouse::jobs::JobState;
-use wearhouse::sync::withings::Withings;
+use wearhouse::sync::connectors::withings::Withings;
 
 /// A fake Withings serving the fixtures moved into the pull's window, two records a page.
 async fn fake_withings() -> FakeWithings {

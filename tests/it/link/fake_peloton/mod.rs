@@ -1,6 +1,6 @@
 //! A fake of Peloton for the password-link and Peloton sync tests: its Auth0 tenant and its web
 //! API, both on one axum server on a free loopback port. It shares no code with wearhouse, and
-//! reproduces the wire the public clients observed (`link::password::peloton` names them).
+//! reproduces the wire the public clients observed (`sync::connectors::peloton::access` names them).
 //!
 //! - The Auth0 sign-in ([`auth0`]): `/authorize` (PKCE S256 required) redirecting to the login
 //!   page with a transaction `state`, the page setting `_csrf`, the credentials' JSON POST to

@@ -29,7 +29,6 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use crate::data::DataError;
 use crate::events::outbox;
 use crate::ingest::demo::{self, Persona};
@@ -37,6 +36,7 @@ use crate::store::health::HealthStore;
 use crate::store::metadata::{
     self, ConnectionStatus, MetadataError, MetadataStore, User, connections,
 };
+use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
 
 /// Default history length of a demo connection, in days.
 pub const DEFAULT_DAYS: u32 = 90;
@@ -159,7 +159,7 @@ fn keep_window(parts: &mut Map<String, Value>, window: Window) {
 pub fn window(user: &User, days: u32, now: DateTime<Utc>) -> Option<Window> {
     let today = now.date_naive().and_hms_opt(0, 0, 0)?.and_utc();
     let start = today - chrono::Duration::days(i64::from(days) - 1);
-    super::pull::narrowed(user, start, now)
+    crate::sync::pull::narrowed(user, start, now)
 }
 
 /// Merges day bodies that share provider and source into one body each, keeping order.
@@ -295,7 +295,7 @@ pub async fn connect_on(
         .is_some_and(|c| c.status == ConnectionStatus::Connected);
     connections::upsert_connection(&mut *conn, user.id, provider, ConnectionStatus::Connected)
         .await?;
-    let pulling = super::pull::begin_on(
+    let pulling = crate::sync::pull::begin_on(
         &mut *conn,
         user,
         provider,

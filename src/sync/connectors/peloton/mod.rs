@@ -6,7 +6,7 @@
 //! workout records of `jormon/peloton_api` and `allezgo`'s `PelotonActivity`, and the
 //! `{total, count, data, limit, page, page_count}` page read by the community's C# and Python
 //! clients):
-//! - A password link signs in through Peloton's Auth0 PKCE flow (`link::password::peloton`,
+//! - A password link signs in through Peloton's Auth0 PKCE flow (`sync::connectors::peloton::access`,
 //!   which names its steps and sources) and keeps the access token it answers as the
 //!   connection's, with its refresh token. Every call here sends it as
 //!   `Authorization: Bearer <access_token>`, with `peloton-platform: web` and
@@ -38,6 +38,7 @@
 //! - `/api/me` is asked once per pull: a connector is given only the access token, not the
 //!   connection's stored `provider_user_id`.
 
+pub mod access;
 mod normalise;
 #[cfg(test)]
 mod tests;
@@ -45,11 +46,11 @@ mod tests;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::http::Api;
-use super::{Connector, Pull, Pulled, Resource, SyncError};
+use crate::sync::http::Api;
+use crate::sync::{Connector, Pull, Pulled, Resource, SyncError};
 use normalise::Body;
 
-pub use crate::link::password::peloton::{API_URL_ENV, DEFAULT_API_URL};
+pub use access::{API_URL_ENV, DEFAULT_API_URL};
 
 /// Workouts asked per page.
 pub const PAGE_SIZE: usize = 50;

@@ -1,7 +1,7 @@
 //! FreeStyle Libre's share search through a LibreLinkUp follower account.
 //!
 //! **Observed, not published.** Abbott publishes no LibreLinkUp API; the sign-in and the
-//! connections are the wire of `link::password::libre` (with its sources). The invitations are
+//! connections are the wire of `sync::connectors::libre::access` (with its sources). The invitations are
 //! listed in a public .NET LibreLinkUp client's API notes (`LibreGlucose.Patients`):
 //! `GET llu/invitations/receiver/{accountId}` lists the invitations the account received and
 //! `POST llu/invitations/accept/{invitationId}` accepts one. Every call sends `Authorization:
@@ -18,8 +18,8 @@
 
 use serde_json::Value;
 
-use super::{EmailLink, Follower, Share};
-use crate::link::password::libre::{Hosts, PRODUCT, Session, VERSION};
+use super::access::{Hosts, PRODUCT, Session, VERSION};
+use crate::sync::access::{EmailLink, Follower, Share};
 
 /// The LibreLinkUp share search.
 #[derive(Debug, Clone)]

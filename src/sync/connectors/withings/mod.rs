@@ -26,7 +26,7 @@
 //!   by `more`/`offset`.
 //! - The reference writes every call as a `POST` with form parameters; its own examples and
 //!   Withings' integrations also send them as a query string, which is what the shared client
-//!   ([`super::http::Api`]) does: one `GET` path for every connector.
+//!   ([`crate::sync::http::Api`]) does: one `GET` path for every connector.
 //!
 //! Status mapping ("Response Status": Withings names families of errors, not causes):
 //!
@@ -81,8 +81,8 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Days, NaiveDate, TimeDelta, Timelike, Utc};
 use serde_json::{Map, Value};
 
-use super::http::Api;
-use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
+use crate::sync::http::Api;
+use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use normalise::Body;
 
 /// Withings' production API host.

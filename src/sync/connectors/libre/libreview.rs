@@ -32,15 +32,14 @@
 //! Decisions: terms steps (`tou`, `pp`) are not accepted on the user's behalf: the link answers
 //! `provider_credential_error` asking the user to accept them in LibreView first. The
 //! connection keeps a [`Session`] (ticket, region, `account-id`, and the patient's own id as
-//! the wearer), read by `sync::libre` for the glucose pulls. Base URLs: [`API_URL_ENV`], a
+//! the wearer), read by `sync::connectors::libre` for the glucose pulls. Base URLs: [`API_URL_ENV`], a
 //! template with `{region}` as for LibreLinkUp, else LibreView's own hosts.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::libre::{Hosts, Session, account_id};
-use super::{Login, Mfa, MfaMethod, PasswordLogin, SignIn};
-use crate::link::LinkErrorType;
+use super::access::{Hosts, Session, account_id};
+use crate::sync::access::{LinkErrorType, Login, Mfa, MfaMethod, PasswordLogin, SignIn};
 
 /// Overrides the hosts (tests point it at a local fake): a URL template with `{region}`.
 pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_ABBOTT_LIBREVIEW_API_URL";

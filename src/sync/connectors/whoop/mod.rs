@@ -51,8 +51,8 @@ use std::collections::{BTreeSet, HashSet};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
-use super::http::Api;
-use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
+use crate::sync::http::Api;
+use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use normalise::Body;
 
 /// WHOOP's production API (the OpenAPI document's server).

@@ -20,7 +20,7 @@
 //!   SHA-256 (hex) of the user's id.
 //!
 //! The session the connection keeps ([`Session`], sealed like every credential) is the token,
-//! the region it is valid in and that `account-id`, so the connector (`sync::libre`) needs
+//! the region it is valid in and that `account-id`, so the connector (`sync::connectors::libre`) needs
 //! nothing else. The base URL is [`DEFAULT_API_URL`] and the regional hosts, or, when
 //! [`API_URL_ENV`] names one, a template whose `{region}` is replaced by the region (`global`
 //! for the host of every region): tests point it at a local fake.
@@ -28,8 +28,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Login, PasswordLogin, SignIn};
-use crate::link::LinkErrorType;
+use crate::sync::access::{LinkErrorType, Login, PasswordLogin, SignIn};
 
 /// Overrides the hosts (tests point it at a local fake): a URL template with `{region}`.
 pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_FREESTYLE_LIBRE_API_URL";
@@ -130,7 +129,7 @@ pub struct Session {
     /// The wearer whose readings the connection pulls, when the session says so: the patient
     /// an e-mail link found among the follower account's connections (`link::email`), or the
     /// LibreView patient themselves (`abbott_libreview`). `None`: the connector picks the
-    /// account's own wearer (`sync::libre`).
+    /// account's own wearer (`sync::connectors::libre`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patient: Option<String>,
 }

@@ -47,8 +47,7 @@ mod form;
 use serde::Deserialize;
 use url::Url;
 
-use super::{Login, PasswordLogin, Renewal, SignIn};
-use crate::link::LinkErrorType;
+use crate::sync::access::{LinkErrorType, Login, PasswordLogin, Renewal, SignIn};
 use auth0::{AuthError, Flow};
 
 /// Overrides the API host (tests point it at a local fake).

@@ -52,8 +52,8 @@ use std::collections::BTreeSet;
 use chrono::{Days, NaiveDate};
 use serde_json::Value;
 
-use super::http::Api;
-use super::{Connector, Pull, Pulled, Resource, SyncError};
+use crate::sync::http::Api;
+use crate::sync::{Connector, Pull, Pulled, Resource, SyncError};
 use normalise::Body;
 use zone::UserZone;
 

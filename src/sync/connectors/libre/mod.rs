@@ -1,5 +1,5 @@
 //! The FreeStyle Libre and Abbott LibreView connector, through LibreLinkUp's API (the sign-in
-//! and the wire's sources are in `link::password::libre` and `link::password::libreview`):
+//! and the wire's sources are in `sync::connectors::libre::access` and `sync::connectors::libre::libreview`):
 //! glucose readings of the wearer the session names.
 //!
 //! - `freestyle_libre` connections (the e-mail link, `link::email`) keep the deployment's
@@ -46,12 +46,16 @@ use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::body::{MAX_OFFSET_SECONDS, clock_offset, mmol_per_litre, pulled};
-use super::http::Api;
-use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
-use crate::link::password::libre::{Hosts, PRODUCT, Session, VERSION, account_id};
+use crate::sync::body::{MAX_OFFSET_SECONDS, clock_offset, mmol_per_litre, pulled};
+use crate::sync::http::Api;
+use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
+pub mod access;
+pub mod libreview;
+pub mod share;
 
-pub use crate::link::password::libre::{API_URL_ENV, DEFAULT_API_URL};
+use access::{Hosts, PRODUCT, Session, VERSION, account_id};
+
+pub use access::{API_URL_ENV, DEFAULT_API_URL};
 
 /// The largest glucose value ingest accepts, in mmol/L.
 const MAX_MMOL_L: f64 = 50.0;
@@ -71,7 +75,7 @@ impl Libre {
         Ok(Libre {
             slug: "freestyle_libre",
             hosts,
-            http: super::http::client()?,
+            http: crate::sync::http::client()?,
         })
     }
 

@@ -1,6 +1,6 @@
 //! Peloton's Auth0 sign-in, driven headlessly with the user's username and password: the
 //! authorization-code flow with PKCE of Peloton's web client, step by step as the public
-//! clients observed it (see `link::password::peloton` for the steps and their sources), and the
+//! clients observed it (see `sync::connectors::peloton::access` for the steps and their sources), and the
 //! refresh-token grant.
 //!
 //! Auth0 keeps the sign-in's transaction in cookies (`_csrf` for the credentials step, the

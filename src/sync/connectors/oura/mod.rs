@@ -39,8 +39,8 @@ use std::collections::{BTreeSet, HashSet};
 use chrono::{DateTime, Days, NaiveDate, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
-use super::http::Api;
-use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
+use crate::sync::http::Api;
+use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use normalise::Body;
 
 /// Oura's production API host.

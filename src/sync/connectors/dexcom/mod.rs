@@ -43,8 +43,8 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
 use serde_json::Value;
 
-use super::http::Api;
-use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
+use crate::sync::http::Api;
+use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use normalise::Body;
 
 /// Dexcom's production API host (United States).
