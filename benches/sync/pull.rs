@@ -10,10 +10,10 @@ use criterion::Criterion;
 use serde_json::json;
 use wearhouse::jobs::{JobState, Registry, Runner, RunnerConfig};
 use wearhouse::link::connections::{Linked, link_on};
-use wearhouse::link::credentials::Credentials;
 use wearhouse::schema::Dataset;
 use wearhouse::store::health::HealthStore;
 use wearhouse::store::metadata::{MetadataStore, NewUser};
+use wearhouse::sync::credentials::Credentials;
 use wearhouse::sync::pull::{HistoricalPuller, Puller, start_on};
 use wearhouse::sync::{Connector, Connectors};
 

@@ -8,7 +8,6 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::credentials::{self, Credentials};
 use super::tokens::{self, LinkSession};
 use super::{LinkError, LinkErrorType};
 use crate::events::{Event, EventType, EventUser, ProviderRef, outbox};
@@ -16,6 +15,7 @@ use crate::providers::Provider;
 use crate::secret::SecretKey;
 use crate::store::metadata::connections::{self, ErrorDetails, ErrorTransition, Grant};
 use crate::store::metadata::{self, Connection, MetadataStore, User};
+use crate::sync::credentials::{self, Credentials};
 
 /// What a successful link brings: who the user is at the provider, the scopes and the
 /// credentials.

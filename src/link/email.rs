@@ -33,13 +33,13 @@
 use chrono::{DateTime, Utc};
 
 use super::connections::{Linked, finish_link};
-use super::credentials::Credentials;
 use super::password::{self, Login, Outcome, SignIn};
 use super::tokens::LinkSession;
 use super::{LinkError, LinkErrorType, team_apps};
 use crate::providers::Provider;
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
+use crate::sync::credentials::Credentials;
 
 pub use crate::sync::access::{EmailLink, Follower, Share};
 pub use crate::sync::registry::EmailLinks;

@@ -11,7 +11,6 @@ pub mod bulk_import;
 pub mod bulk_ops;
 pub mod codes;
 pub mod connections;
-pub mod credentials;
 pub mod email;
 pub mod oauth;
 pub mod offer;

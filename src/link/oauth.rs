@@ -25,13 +25,13 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
 use super::connections::{Linked, finish_link};
-use super::credentials::Credentials;
 use super::tokens::{self, LinkSession};
 use super::{Landing, LinkConfig, LinkError, LinkErrorType, token_wire};
 use crate::providers::{self, Provider, scopes};
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
 use crate::store::metadata::link::{self, OAuthState};
+use crate::sync::credentials::Credentials;
 
 /// One provider's OAuth application: client and endpoints.
 #[derive(Clone, Deserialize)]

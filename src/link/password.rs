@@ -23,12 +23,12 @@
 use chrono::{DateTime, Utc};
 
 use super::connections::{Linked, finish_link};
-use super::credentials::Credentials;
 use super::tokens::LinkSession;
 use super::{Landing, LinkError, LinkErrorType};
 use crate::providers::Provider;
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
+use crate::sync::credentials::Credentials;
 
 pub mod mfa;
 

@@ -22,6 +22,7 @@
 pub mod access;
 mod body;
 pub mod connectors;
+pub mod credentials;
 pub mod http;
 pub mod notify;
 pub mod pull;

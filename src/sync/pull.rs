@@ -48,12 +48,12 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::access::LinkErrorType;
+use super::credentials::Credentials;
 use super::{Connector, Connectors, Pull, Resource, SyncError, Window, screen};
 use crate::events::outbox;
 use crate::ingest::PushBatches;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
-use crate::link::LinkErrorType;
-use crate::link::credentials::Credentials;
 use crate::link::oauth::Refreshed;
 use crate::schema::Dataset;
 use crate::store::health::HealthStore;
@@ -375,7 +375,7 @@ impl Puller {
         };
         match answer {
             Refreshed::Tokens(fresh) => {
-                let sealed = crate::link::credentials::seal(key, user.id, provider.slug, &fresh)
+                let sealed = super::credentials::seal(key, user.id, provider.slug, &fresh)
                     .map_err(|e| permanent(format!("sealing refreshed tokens: {e}")))?;
                 metadata::connections::set_credentials(
                     &mut *meta.writer().await?,
@@ -634,10 +634,10 @@ impl Puller {
 /// factor asked again (no one is there to enter the code) are refusals: only a new link fixes
 /// them; anything else the sign-in answers (an outage) is worth retrying.
 async fn sign_in_again(
-    login: &dyn crate::link::password::PasswordLogin,
+    login: &dyn super::access::PasswordLogin,
     credentials: &Credentials,
 ) -> (Refreshed, LinkErrorType) {
-    use crate::link::password::{Renewal, SignIn};
+    use super::access::{Renewal, SignIn};
     let refused = LinkErrorType::ProviderCredentialError;
     if let Some(refresh_token) = &credentials.refresh_token {
         match login.refresh(refresh_token).await {
@@ -660,7 +660,7 @@ async fn sign_in_again(
         let why = "no stored username and password to sign in again";
         return (Refreshed::Refused(why.into()), refused);
     };
-    let again = crate::link::password::Login {
+    let again = super::access::Login {
         username,
         password,
         region: None,

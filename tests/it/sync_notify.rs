@@ -279,7 +279,7 @@ async fn a_withings_notification_queues_the_named_accounts_pull() {
         provider_user_id: Some("363".into()),
         scopes_granted: vec!["user.metrics".into()],
         scopes_denied: Vec::new(),
-        credentials: wearhouse::link::credentials::Credentials {
+        credentials: wearhouse::sync::credentials::Credentials {
             access_token: Some("withings-access".into()),
             ..Default::default()
         },

@@ -241,7 +241,7 @@ async fn pulled() -> (FakePeloton, Linked) {
 }
 
 /// The connection's stored credentials, opened.
-async fn stored(l: &Linked) -> wearhouse::link::credentials::Credentials {
+async fn stored(l: &Linked) -> wearhouse::sync::credentials::Credentials {
     let uuid: Uuid = l.user.parse().unwrap();
     let state = &l.app.state;
     wearhouse::link::connections::credentials(&state.meta, state.secret.as_ref(), uuid, "peloton")

@@ -10,13 +10,13 @@ use uuid::Uuid;
 use super::{KIND, MAX_ATTEMPTS, OpStatus, context};
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::link::connections::{self, Linked};
-use crate::link::credentials::{self, Credentials};
 use crate::link::oauth::{self, Refreshed};
 use crate::link::{LinkConfig, LinkError};
 use crate::providers::{self, Provider, scopes};
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::bulk_imports::{self, OpRow, PendingRecipe, Settled};
 use crate::store::metadata::{MetadataError, MetadataStore, team_apps};
+use crate::sync::credentials::{self, Credentials};
 
 /// The job working operation `op` of `team`.
 pub fn job(team: Uuid, op: Uuid) -> NewJob {

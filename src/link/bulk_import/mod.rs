@@ -54,12 +54,12 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::LinkError;
-use super::credentials::{self, Credentials};
 use crate::providers::Provider;
 use crate::secret::SecretKey;
 use crate::store::metadata::MetadataStore;
 use crate::store::metadata::bulk_imports::{self, NewRecipe, OpRow};
 use crate::store::metadata::team_apps;
+use crate::sync::credentials::{self, Credentials};
 
 /// The job kind that works an operation.
 pub const KIND: &str = "link.bulk_import";

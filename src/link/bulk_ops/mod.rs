@@ -33,11 +33,11 @@ use uuid::Uuid;
 
 use super::LinkError;
 use super::bulk_import::{BulkImportError, OpStatus};
-use super::credentials;
 use crate::providers::Provider;
 use crate::secret::SecretKey;
 use crate::store::metadata::bulk_imports::{self, NewRecipe, OpRow};
 use crate::store::metadata::{MetadataStore, bulk_ops, team_apps};
+use crate::sync::credentials;
 
 /// The operation type `GET /v2/link/bulk_op` names a historical trigger with.
 pub const OP_TYPE: &str = "link_bulk_historical_trigger";

@@ -72,8 +72,8 @@ mod oauth_support {
 
 use serde_json::Value;
 use wearhouse::link::connections::Linked;
-use wearhouse::link::credentials::Credentials;
 use wearhouse::secret::SecretKey;
+use wearhouse::sync::credentials::Credentials;
 
 use crate::support::TestApp;
 

@@ -156,7 +156,8 @@ impl Session {
 
 /// The `account-id` header of the user `id`: its SHA-256 in hex, as tokens are stored.
 pub fn account_id(id: &str) -> String {
-    crate::link::tokens::hash(id)
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(id.as_bytes()))
 }
 
 /// FreeStyle Libre's sign-in.
