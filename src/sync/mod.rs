@@ -16,10 +16,12 @@
 //! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
 //! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
 //! [`libre`] (FreeStyle Libre through LibreLinkUp, a password provider), [`whoop`] (WHOOP API
-//! v2), and [`demo`] (the demo generator, pulled for demo connections of oura, fitbit,
-//! freestyle_libre and apple_health_kit).
+//! v2), [`connectors::google_health`] (the Google Health API, Fitbit's successor), and [`demo`]
+//! (the demo generator, pulled for demo connections of oura, fitbit, freestyle_libre and
+//! apple_health_kit).
 
 mod body;
+pub mod connectors;
 pub mod demo;
 pub mod dexcom;
 pub mod fitbit;
