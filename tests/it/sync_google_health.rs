@@ -6,6 +6,7 @@
 
 mod end_to_end;
 pub mod fake_google_health;
+mod notify;
 
 use chrono::Utc;
 use serde_json::{Value, json};
@@ -45,9 +46,8 @@ async fn a_multi_page_pull_returns_every_point_exactly_once() {
 
     // Every type, normalised exactly as the fixture tests expect it.
     let body = sorted(&pulled.body);
-    let expected = |file: &str, pointer: &str| {
-        sorted(&fixture(file)).pointer(pointer).cloned().unwrap()
-    };
+    let expected =
+        |file: &str, pointer: &str| sorted(&fixture(file)).pointer(pointer).cloned().unwrap();
     assert_eq!(body["sleep"], expected("sleep.expected.json", "/sleep"));
     assert_eq!(
         body["activity"],
@@ -87,12 +87,20 @@ async fn a_multi_page_pull_returns_every_point_exactly_once() {
         "{log:#?}"
     );
     // One roll-up per type over the UTC days of the window, the end exclusive.
-    for kind in ["steps", "distance", "total-calories", "active-energy-burned"] {
+    for kind in [
+        "steps",
+        "distance",
+        "total-calories",
+        "active-energy-burned",
+    ] {
         let line = format!("POST {kind}:dailyRollUp 2025-03-01..2025-03-04");
         assert_eq!(log.iter().filter(|l| **l == line).count(), 1, "{log:#?}");
     }
     // The profile's height is the newest, asked without a filter.
-    assert!(log.contains(&"GET height?pageSize=1".to_owned()), "{log:#?}");
+    assert!(
+        log.contains(&"GET height?pageSize=1".to_owned()),
+        "{log:#?}"
+    );
 
     // And ingest takes the body as it is.
     let screened = screen(pulled.body.clone(), &PushUser::default(), Utc::now()).unwrap();
@@ -160,7 +168,11 @@ async fn failures_surface_by_kind() {
         ),
         "{err:?}"
     );
-    assert_eq!(fake.log().len(), 2, "the first failing request ends the pull");
+    assert_eq!(
+        fake.log().len(),
+        2,
+        "the first failing request ends the pull"
+    );
 
     let fake = FakeGoogleHealth::start(fixture_data(), 2).await;
     let google = GoogleHealth::new(&fake.base).unwrap();

@@ -47,7 +47,7 @@ fn moved(value: &Value, days: i64) -> Value {
 }
 
 /// A fake Google Health serving the fixtures moved into the pull's window, two points a page.
-async fn fake_google() -> FakeGoogleHealth {
+pub(super) async fn fake_google() -> FakeGoogleHealth {
     let days = offset_days();
     let data = fixture_data();
     let move_all = |m: std::collections::HashMap<String, Vec<Value>>| {
@@ -65,7 +65,7 @@ async fn fake_google() -> FakeGoogleHealth {
 
 /// A user linked to Google Health (the token answer names no user, as Google's does not)
 /// whose historical pull has succeeded at its first attempt.
-async fn pulled(google: &FakeGoogleHealth) -> Linked {
+pub(super) async fn pulled(google: &FakeGoogleHealth) -> Linked {
     let connector = Arc::new(GoogleHealth::new(&google.base).unwrap());
     let l = Linked::link_with(connector, &[("x_account", "")]).await;
     google.accept_when(l.issued_tokens(None));
@@ -90,9 +90,14 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
             instant(&got["bedtime_start"]),
             later(&want["bedtime_start"], days)
         );
-        assert_eq!(instant(&got["bedtime_stop"]), later(&want["bedtime_stop"], days));
+        assert_eq!(
+            instant(&got["bedtime_stop"]),
+            later(&want["bedtime_stop"], days)
+        );
         assert_eq!(got["state"], want["state"], "{got:#}");
-        for field in ["duration", "total", "awake", "light", "rem", "deep", "latency"] {
+        for field in [
+            "duration", "total", "awake", "light", "rem", "deep", "latency",
+        ] {
             let v = |x: &Value| x[field].as_i64().unwrap_or(0);
             assert_eq!(v(got), v(want), "sleep {} {field}: {got:#}", want["id"]);
         }
@@ -117,7 +122,11 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
         let day = (day + Days::new(days as u64)).to_string();
         assert_eq!(got["calendar_date"].as_str(), Some(day.as_str()), "{got}");
         for field in ["steps", "distance", "calories_total", "calories_active"] {
-            assert_eq!(got[field].as_f64(), want[field].as_f64(), "{day} {field}: {got}");
+            assert_eq!(
+                got[field].as_f64(),
+                want[field].as_f64(),
+                "{day} {field}: {got}"
+            );
         }
     }
 
@@ -147,7 +156,10 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
     want.sort_by_key(|r| instant(&r["measured_at"]));
     assert_eq!(rows.len(), want.len(), "{rows:#?}");
     for (got, want) in rows.iter().zip(&want) {
-        assert_eq!(instant(&got["measured_at"]), later(&want["measured_at"], days));
+        assert_eq!(
+            instant(&got["measured_at"]),
+            later(&want["measured_at"], days)
+        );
         assert_eq!(got["weight"].as_f64(), want["weight"].as_f64(), "{got}");
         assert_eq!(got["fat"].as_f64(), want["fat"].as_f64(), "{got}");
     }
@@ -174,12 +186,17 @@ async fn a_linked_google_health_user_is_pulled_and_the_getters_answer_the_fixtur
     let url = url::Url::parse(&authorize_url(&l.app, &token, "google_health").await).unwrap();
     let query: Vec<(String, String)> = url.query_pairs().into_owned().collect();
     let has = |k: &str, v: &str| query.iter().any(|(a, b)| a == k && b == v);
-    assert!(has("access_type", "offline") && has("prompt", "consent"), "{url}");
+    assert!(
+        has("access_type", "offline") && has("prompt", "consent"),
+        "{url}"
+    );
     assert!(has("code_challenge_method", "S256"), "{url}");
     let scope = query.iter().find(|(k, _)| k == "scope").unwrap().1.clone();
     assert!(
-        scope.split(' ').all(|s| s.starts_with("https://www.googleapis.com/auth/googlehealth.")
-            && s.ends_with(".readonly")),
+        scope.split(' ').all(
+            |s| s.starts_with("https://www.googleapis.com/auth/googlehealth.")
+                && s.ends_with(".readonly")
+        ),
         "{scope}"
     );
     // The pull recorded the Google Health user the webhooks name.
@@ -207,7 +224,10 @@ fn at(t: DateTime<Utc>) -> String {
 /// A night ending three hours before `now`, as Google answers it while processing it and once
 /// processed (stages and a summary); the same data point either way.
 fn recent_sleep(now: DateTime<Utc>, processed: bool) -> Value {
-    let (start, end) = (now - chrono::Duration::hours(10), now - chrono::Duration::hours(3));
+    let (start, end) = (
+        now - chrono::Duration::hours(10),
+        now - chrono::Duration::hours(3),
+    );
     let interval = json!({"startTime": at(start), "startUtcOffset": "3600s",
                           "endTime": at(end), "endUtcOffset": "3600s"});
     let mut sleep = json!({
@@ -265,7 +285,11 @@ async fn refresh_shows_new_and_changed_records_once() {
     assert_eq!(last["total"], json!(23_040), "{last}");
     assert_eq!(last["deep"], json!(5_040), "{last}");
     assert_eq!(last["latency"], json!(540), "{last}");
-    assert_eq!(l.series("heartrate").await.len(), beats + 1, "nothing twice");
+    assert_eq!(
+        l.series("heartrate").await.len(),
+        beats + 1,
+        "nothing twice"
+    );
 }
 
 /// `POST /aggregate/v1/user/{user}/query` with `body`, answered 200.

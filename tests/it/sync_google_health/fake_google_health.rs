@@ -56,14 +56,24 @@ pub const LISTED: [(&str, &str, &str, &str); 7] = [
         "oxygen_saturation.sample_time.physical_time",
         "oxygen_saturation",
     ),
-    ("weight", "weight", "weight.sample_time.physical_time", "weight"),
+    (
+        "weight",
+        "weight",
+        "weight.sample_time.physical_time",
+        "weight",
+    ),
     (
         "body-fat",
         "bodyFat",
         "body_fat.sample_time.physical_time",
         "body_fat",
     ),
-    ("height", "height", "height.sample_time.physical_time", "height"),
+    (
+        "height",
+        "height",
+        "height.sample_time.physical_time",
+        "height",
+    ),
 ];
 
 /// The rolled-up data types and their fixture files.
@@ -103,9 +113,16 @@ pub struct Data {
     pub identity: Value,
 }
 
+/// A data point with its (start, filtered) times, read once.
+type Stored = (DateTime<Utc>, DateTime<Utc>, Value);
+
+/// The points by data type, each list newest first.
+type Points = HashMap<String, Vec<Stored>>;
+
 #[derive(Clone)]
 struct Fake {
     accepts: Arc<Mutex<TokenCheck>>,
+    points: Arc<Mutex<Points>>,
     data: Arc<Mutex<Data>>,
     page_size: usize,
     inner: Arc<Mutex<Inner>>,
@@ -212,8 +229,22 @@ fn parse_filter(filter: &str, field: &str) -> Result<(DateTime<Utc>, DateTime<Ut
 impl FakeGoogleHealth {
     /// Starts a fake serving `data`, at most `page_size` points a page.
     pub async fn start(data: Data, page_size: usize) -> FakeGoogleHealth {
+        let mut points = Points::new();
+        for (data_type, list) in &data.points {
+            let member = LISTED.iter().find(|(t, ..)| t == data_type).unwrap().1;
+            let mut stored: Vec<Stored> = list
+                .iter()
+                .map(|p| {
+                    let (start, at) = times(member, p);
+                    (start, at, p.clone())
+                })
+                .collect();
+            stored.sort_by_key(|(start, ..)| std::cmp::Reverse(*start));
+            points.insert(data_type.clone(), stored);
+        }
         let fake = Fake {
             accepts: Arc::new(Mutex::new(Arc::new(|t| t == TOKEN))),
+            points: Arc::new(Mutex::new(points)),
             data: Arc::new(Mutex::new(data)),
             page_size,
             inner: Arc::default(),
@@ -236,12 +267,15 @@ impl FakeGoogleHealth {
     /// Adds `point` to the data type's points, replacing one with the same `name` (the user
     /// recorded something new, or Google revised a point).
     pub fn put(&self, data_type: &str, point: Value) {
-        let mut data = self.fake.data.lock().unwrap();
-        let points = data.points.entry(data_type.to_owned()).or_default();
+        let member = LISTED.iter().find(|(t, ..)| *t == data_type).unwrap().1;
+        let mut all = self.fake.points.lock().unwrap();
+        let points = all.entry(data_type.to_owned()).or_default();
         if point.get("name").is_some() {
-            points.retain(|p| p.get("name") != point.get("name"));
+            points.retain(|(.., p)| p.get("name") != point.get("name"));
         }
-        points.push(point);
+        let (start, at) = times(member, &point);
+        points.push((start, at, point));
+        points.sort_by_key(|(start, ..)| std::cmp::Reverse(*start));
     }
 
     /// Accepts the bearer tokens `check` approves from now on.
@@ -347,7 +381,7 @@ async fn list(
     if let Some(refused) = refusal(&fake, &headers) {
         return refused;
     }
-    let Some((_, member, field, _)) = LISTED.iter().find(|(t, ..)| *t == data_type) else {
+    let Some((_, _, field, _)) = LISTED.iter().find(|(t, ..)| *t == data_type) else {
         return error(StatusCode::NOT_FOUND, "NOT_FOUND", "Unknown data type.");
     };
     if collection != "dataPoints" {
@@ -364,22 +398,16 @@ async fn list(
         Some(Ok(s)) if s > 0 => s.min(max),
         _ => return error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", "bad pageSize"),
     };
-    let all = fake
-        .data
-        .lock()
-        .unwrap()
-        .points
+    let all = fake.points.lock().unwrap();
+    let matching: Vec<&Value> = all
         .get(&data_type)
-        .cloned()
-        .unwrap_or_default();
-    let mut matching: Vec<&Value> = all
-        .iter()
-        .filter(|p| {
-            let (_, at) = times(member, p);
-            range.is_none_or(|(from, to)| from <= at && at < to)
+        .map(|list| {
+            list.iter()
+                .filter(|(_, at, _)| range.is_none_or(|(from, to)| from <= *at && *at < to))
+                .map(|(.., p)| p)
+                .collect()
         })
-        .collect();
-    matching.sort_by_key(|p| std::cmp::Reverse(times(member, p).0));
+        .unwrap_or_default();
     let filter = q.get("filter").cloned().unwrap_or_default();
     let offset = match q.get("pageToken") {
         None => 0,
@@ -394,9 +422,10 @@ async fn list(
         .take(size.min(fake.page_size))
         .map(|p| (*p).clone())
         .collect();
-    let next = offset + page.len();
+    let (next, total) = (offset + page.len(), matching.len());
+    drop(all);
     let mut token = String::new();
-    if next < matching.len() {
+    if next < total {
         let mut inner = fake.inner.lock().unwrap();
         token = format!("CiQ{:010x}", 0x51_0000 + inner.tokens.len() * 7919);
         inner
@@ -416,22 +445,42 @@ async fn rollup(
         civil_date(&body["range"]["start"]),
         civil_date(&body["range"]["end"]),
     ) else {
-        return error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", "range is required");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            "range is required",
+        );
     };
-    record(&fake, format!("POST {data_type}:dailyRollUp {start}..{end}"));
+    record(
+        &fake,
+        format!("POST {data_type}:dailyRollUp {start}..{end}"),
+    );
     if let Some(refused) = refusal(&fake, &headers) {
         return refused;
     }
     if collection != "dataPoints:dailyRollUp" {
         return error(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found.");
     }
-    let max = if data_type == "total-calories" { 14 } else { 90 };
+    let max = if data_type == "total-calories" {
+        14
+    } else {
+        90
+    };
     if end <= start || (end - start).num_days() > max {
         let why = format!("range must be 1 to {max} days");
         return error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &why);
     }
-    if body.get("windowSizeDays").and_then(Value::as_i64).unwrap_or(1) != 1 {
-        return error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", "the fake rolls up by day");
+    if body
+        .get("windowSizeDays")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+        != 1
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            "the fake rolls up by day",
+        );
     }
     let Some(points) = fake.data.lock().unwrap().rollups.get(&data_type).cloned() else {
         return error(StatusCode::NOT_FOUND, "NOT_FOUND", "Unknown data type.");

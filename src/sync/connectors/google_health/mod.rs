@@ -61,10 +61,8 @@
 //! - A `nextPageToken` seen twice in one request, or more than [`MAX_PAGES`] pages, is a
 //!   permanent failure rather than an endless loop. 408 and 5xx are transient; 403 (a scope
 //!   not granted) and every other 4xx but 401 and 429 permanent.
-//! - Webhooks (`/health/webhooks`: a subscriber endpoint receiving `{"data": {healthUserId,
-//!   dataType, operation, intervals}}` with the subscriber's `Authorization` secret and an
-//!   ECDSA P-256 `X-HEALTHAPI-SIGNATURE` over Google's published Tink keyset) are not wired to
-//!   `POST /v2/provider/google_health/notify` yet: the schedule's incremental pull covers them.
+//! - Webhooks (`webhook.rs`): verified by the subscriber's `Authorization` secret; each
+//!   queues the named user's incremental pull.
 
 pub mod access;
 mod normalise;
@@ -72,6 +70,7 @@ mod pull;
 mod sleep;
 #[cfg(test)]
 mod tests;
+pub mod webhook;
 
 use std::collections::BTreeSet;
 

@@ -64,7 +64,12 @@ pub const BODY_FAT: Kind = sample("body-fat", "bodyFat", "body_fat.sample_time.p
 pub const HEIGHT: Kind = sample("height", "height", "height.sample_time.physical_time");
 
 /// The data types rolled up per day into activity rows.
-pub const ROLLED_UP: [&str; 4] = ["steps", "distance", "total-calories", "active-energy-burned"];
+pub const ROLLED_UP: [&str; 4] = [
+    "steps",
+    "distance",
+    "total-calories",
+    "active-energy-burned",
+];
 
 /// The largest page of a sample type.
 const SAMPLE_PAGE: usize = 10_000;

@@ -29,7 +29,10 @@ fn rollups() -> Vec<(String, Vec<Value>)> {
         .iter()
         .map(|kind| {
             let file = format!("rollup_{}.json", kind.replace('-', "_"));
-            let points = fixture(&file)["rollupDataPoints"].as_array().unwrap().clone();
+            let points = fixture(&file)["rollupDataPoints"]
+                .as_array()
+                .unwrap()
+                .clone();
             ((*kind).to_owned(), points)
         })
         .collect()
@@ -201,7 +204,8 @@ fn rollups_are_asked_by_whole_utc_days_at_most_fourteen_at_a_time() {
 
 #[test]
 fn pages_must_have_the_documented_envelope() {
-    let (data, next) = envelope(json!({"dataPoints": [1, 2], "nextPageToken": "abc"}), "x").unwrap();
+    let (data, next) =
+        envelope(json!({"dataPoints": [1, 2], "nextPageToken": "abc"}), "x").unwrap();
     assert_eq!((data.len(), next.as_deref()), (2, Some("abc")));
     let (data, next) = envelope(json!({}), "x").unwrap();
     assert!(data.is_empty() && next.is_none(), "an empty list is `{{}}`");
