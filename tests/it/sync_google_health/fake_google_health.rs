@@ -29,8 +29,13 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+
+#[path = "google_wire.rs"]
+mod wire;
+pub use wire::civil_date;
+use wire::{error, parse_filter, times, unauthenticated};
 
 /// The only access token the fake accepts until told otherwise.
 pub const TOKEN: &str = "fake-google-health-access-token";
@@ -173,59 +178,6 @@ pub fn fixture_data() -> Data {
     }
 }
 
-fn error(status: StatusCode, name: &str, message: &str) -> Response {
-    let body = json!({"error": {"code": status.as_u16(), "message": message, "status": name}});
-    (status, Json(body)).into_response()
-}
-
-fn instant(v: &Value) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(v.as_str()?)
-        .ok()
-        .map(|t| t.to_utc())
-}
-
-/// A `CivilDateTime`'s (or `{"date": Date}`'s) date.
-pub fn civil_date(v: &Value) -> Option<NaiveDate> {
-    let d = v.get("date")?;
-    NaiveDate::from_ymd_opt(
-        d["year"].as_i64()? as i32,
-        d["month"].as_u64()? as u32,
-        d["day"].as_u64()? as u32,
-    )
-}
-
-/// A point's (start, filtered) times: a session's interval, a sample's physical time.
-fn times(member: &str, point: &Value) -> (DateTime<Utc>, DateTime<Utc>) {
-    let m = &point[member];
-    if member == "sleep" {
-        let i = &m["interval"];
-        (
-            instant(&i["startTime"]).unwrap(),
-            instant(&i["endTime"]).unwrap(),
-        )
-    } else {
-        let t = instant(&m["sampleTime"]["physicalTime"]).unwrap();
-        (t, t)
-    }
-}
-
-/// The `[from, to)` of a filter on `field`; `Err` when it filters by something else.
-fn parse_filter(filter: &str, field: &str) -> Result<(DateTime<Utc>, DateTime<Utc>), String> {
-    let (low, high) = filter
-        .split_once(" AND ")
-        .ok_or_else(|| format!("unsupported filter {filter:?}"))?;
-    let bound = |clause: &str, op: &str| -> Result<DateTime<Utc>, String> {
-        let rest = clause
-            .trim()
-            .strip_prefix(field)
-            .and_then(|r| r.trim().strip_prefix(op))
-            .ok_or_else(|| format!("unsupported clause {clause:?} (want {field} {op} ...)"))?;
-        let literal = rest.trim().trim_matches('"');
-        instant(&json!(literal)).ok_or_else(|| format!("bad timestamp {literal:?}"))
-    };
-    Ok((bound(low, ">=")?, bound(high, "<")?))
-}
-
 impl FakeGoogleHealth {
     /// Starts a fake serving `data`, at most `page_size` points a page.
     pub async fn start(data: Data, page_size: usize) -> FakeGoogleHealth {
@@ -347,14 +299,6 @@ fn refusal(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
         .and_then(|v| v.strip_prefix("Bearer "));
     let accepts = fake.accepts.lock().unwrap().clone();
     (!token.is_some_and(|t| accepts(t))).then(unauthenticated)
-}
-
-fn unauthenticated() -> Response {
-    error(
-        StatusCode::UNAUTHORIZED,
-        "UNAUTHENTICATED",
-        "Request had invalid authentication credentials. Expected OAuth 2 access token.",
-    )
 }
 
 fn record(fake: &Fake, line: String) {

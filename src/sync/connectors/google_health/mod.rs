@@ -37,11 +37,12 @@
 //! migration guide says a legacy token cannot be carried over ("your users must re-consent";
 //! the OAuth client, scopes and user ids all change), so a `fitbit` connection cannot become a
 //! Google Health one without the user. A legacy `fitbit` connection keeps its stored data under
-//! `fitbit`; its pulls fail at Google's turned-off host and end the connection in `error`
-//! (`provider-sync.md`), and the user re-links through `google_health`, whose historical pull
-//! brings the same Fitbit account's last 90 days (Google Health serves the account's Fitbit
-//! history) under `google_health`. `identity.legacyUserId` is the bridge a team can use to match
-//! the two.
+//! `fitbit`; its pulls fail at Google's turned-off host (a failed job each time, or the
+//! connection in `error` once Fitbit's token endpoint refuses a refresh), and the user re-links
+//! through `google_health`, whose historical pull brings the same Fitbit account's last 90 days
+//! (Google Health serves the account's Fitbit history) under `google_health`, which ranks where
+//! `fitbit` does in the default provider priority. `identity.legacyUserId` is the bridge a team
+//! can use to match the two.
 //!
 //! ## Decisions where the documentation is silent or thin
 //! - Which types a pull reads: `sleep` ([`Resource::Sleep`]); the daily roll-ups of `steps`,
