@@ -4,6 +4,8 @@
 //!
 //! - `oura.rs`: 1,440 heart-rate samples, a sleep and an activity a day; the fake pages 5,000
 //!   documents.
+//! - `google_health.rs`: a night, 1,440 heart rates, an HRV, SpO2 and weigh-in, and the four
+//!   activity roll-ups a day; the fake pages Google's maxima (10,000 samples, 25 sleeps).
 //! - `whoop.rs`: a cycle, a sleep, its recovery and a workout a day, and the body measurement;
 //!   the fake pages 25 records (WHOOP's maximum).
 //!
@@ -13,6 +15,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
+mod google_health;
 mod oura;
 mod pull;
 mod whoop;
@@ -22,6 +25,8 @@ criterion::criterion_group!(
     oura::normalise_one_day,
     oura::historical_pull,
     whoop::normalise_one_day,
-    whoop::historical_pull
+    whoop::historical_pull,
+    google_health::normalise_one_day,
+    google_health::historical_pull
 );
 criterion::criterion_main!(benches);

@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode, header};
 use bytes::Bytes;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,7 @@ use super::error::ApiError;
 use super::extract::{ApiPath, QueryParams};
 use super::models;
 use crate::loc;
+use crate::sync::connectors::google_health::webhook;
 use crate::sync::notify;
 use crate::validation::Violation;
 use crate::validation::decode_lenient;
@@ -125,7 +126,7 @@ fn notifying(slug: &str) -> Result<&str, ApiError> {
 /// deployment's (`verification_token` of the provider's application in `--oauth-apps`) or a
 /// team's own (`PUT /v2/team/provider/{provider}/credentials` with `verification_token`).
 #[utoipa::path(get, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2)"), Handshake),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health)"), Handshake),
     responses((status = 200, description = "Oura: the challenge, echoed. Withings (its HEAD check): null", body = Challenge),
               (status = 401, description = "Not the configured verification token", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a parameter missing", body = models::ValidationError)))]
@@ -179,15 +180,17 @@ async fn subscription_handshake(
 /// of `x-whoop-signature-timestamp` and the raw body. An unverifiable call answers 401 and
 /// queues nothing.
 #[utoipa::path(post, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2)"),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health)"),
            ("x-oura-signature" = Option<String>, Header, description = "Oura: the notification's signature"),
            ("x-oura-timestamp" = Option<String>, Header, description = "Oura: the signed timestamp (unix seconds)"),
            ("x-whoop-signature" = Option<String>, Header, description = "WHOOP: the notification's signature"),
-           ("x-whoop-signature-timestamp" = Option<String>, Header, description = "WHOOP: the signed timestamp (unix milliseconds)")),
+           ("x-whoop-signature-timestamp" = Option<String>, Header, description = "WHOOP: the signed timestamp (unix milliseconds)"),
+           ("authorization" = Option<String>, Header, description = "Google Health: the subscriber's secret, the whole header value")),
     request_body(content(
         (ChangeNotification = "application/json"),
         (WithingsNotification = "application/x-www-form-urlencoded"))),
     responses((status = 200, description = "Verified; the pulls queued", body = Queued),
+              (status = 201, description = "Google Health's subscriber verification, with the right secret", body = Queued),
               (status = 401, description = "Unsigned or wrongly signed", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a malformed notification", body = models::ValidationError)))]
 async fn notification(
@@ -195,10 +198,13 @@ async fn notification(
     ApiPath(slug): ApiPath<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Queued>, ApiError> {
+) -> Result<(StatusCode, Json<Queued>), ApiError> {
     let provider = notifying(&slug)?;
     if provider == "withings" {
-        return withings_notification(&state, &body).await;
+        return Ok((StatusCode::OK, withings_notification(&state, &body).await?));
+    }
+    if provider == "google_health" {
+        return google_notification(&state, &headers, &body).await;
     }
     let (signature, timestamp) = if provider == "whoop_v2" {
         ("x-whoop-signature", "x-whoop-signature-timestamp")
@@ -233,14 +239,53 @@ async fn notification(
             notify::queue_pulls(&state.meta, provider, &account, signer, Utc::now()).await?;
         tracing::info!(provider, event_type = %event.kind, id = ?event.id,
             trace_id = ?event.trace_id, queued, "change notification");
-        return Ok(Json(Queued { queued }));
+        return Ok((StatusCode::OK, Json(Queued { queued })));
     }
     let event: ChangeNotification = decode_lenient(&value, loc!["body"])?;
     let queued =
         notify::queue_pulls(&state.meta, provider, &event.user_id, signer, Utc::now()).await?;
     tracing::info!(provider, data_type = %event.data_type, event_type = %event.event_type,
         object_id = ?event.object_id, event_time = ?event.event_time, queued, "change notification");
-    Ok(Json(Queued { queued }))
+    Ok((StatusCode::OK, Json(Queued { queued })))
+}
+
+/// A Google Health webhook: its `Authorization` header must be the subscriber's secret (else
+/// 401, which is also what Google's unauthorised verification call expects); the
+/// verification answers 201, a change queues the named users' pulls.
+async fn google_notification(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(StatusCode, Json<Queued>), ApiError> {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let signer = notify::google_signer(&state.meta, &state.link.oauth_apps, authorization)
+        .await?
+        .ok_or(ApiError::Unauthorized(
+            "the notification's Authorization is not the subscriber's secret",
+        ))?;
+    let notice = webhook::parse(body)
+        .map_err(|why| ApiError::invalid(Violation::new(loc!["body"], "value_error", why)))?;
+    let users = match notice {
+        webhook::Notice::Verification => {
+            return Ok((StatusCode::CREATED, Json(Queued { queued: 0 })));
+        }
+        webhook::Notice::Changes(users) => users,
+    };
+    let mut queued = 0;
+    for user in &users {
+        queued +=
+            notify::queue_pulls(&state.meta, "google_health", user, signer, Utc::now()).await?;
+    }
+    tracing::info!(
+        provider = "google_health",
+        users = users.len(),
+        queued,
+        "change notification"
+    );
+    Ok((StatusCode::OK, Json(Queued { queued })))
 }
 
 /// Who signed a notification, by the provider's scheme; unsigned or wrongly signed, a 401.

@@ -169,15 +169,18 @@ pub async fn authorize_url(
     };
     link::insert_oauth_state(&mut *meta.writer().await?, &id, &row, now).await?;
     let state = format!("{id}.{}", key.sign(&signed(&id, &row)));
-    let (url, _) = client
+    let mut request = client
         .authorize_url(|| CsrfToken::new(state))
         .add_scopes(
             scopes::authorisation_scopes(provider)
                 .into_iter()
                 .map(Scope::new),
         )
-        .set_pkce_challenge(challenge)
-        .url();
+        .set_pkce_challenge(challenge);
+    for (name, value) in super::token_wire::authorize_params(provider.slug) {
+        request = request.add_extra_param(*name, *value);
+    }
+    let (url, _) = request.url();
     Ok(url.to_string())
 }
 

@@ -63,6 +63,17 @@ pub async fn verification_token_known(
     Ok(team_apps::verification_token_known(&mut *meta.reader().await?, provider, &hash).await?)
 }
 
+/// The teams whose own application for `provider` has `token` as its verification token
+/// (looked up by its hash).
+pub async fn verification_token_teams(
+    meta: &MetadataStore,
+    provider: &str,
+    token: &str,
+) -> Result<Vec<Uuid>, LinkError> {
+    let hash = super::tokens::hash(token);
+    Ok(team_apps::verification_token_teams(&mut *meta.reader().await?, provider, &hash).await?)
+}
+
 /// The team's application for `provider` (its secret stays sealed).
 pub async fn get(meta: &MetadataStore, team: Uuid, provider: &str) -> Result<TeamApp, LinkError> {
     team_apps::get(&mut *meta.reader().await?, team, provider)

@@ -16,6 +16,11 @@
 //! WHOOP (`developer.whoop.com/docs/developing/oauth` and its refresh tutorials) speaks RFC 6749
 //! with the client's id and secret in the form ([`client_in_body`]), and its refresh requests
 //! carry `scope=offline` ([`refresh_scopes`]), without which the answer has no new refresh token.
+//!
+//! Google (the Google Health API, `sync::connectors::google_health::access`) speaks RFC 6749
+//! with the client in the form, as Google's guide for web server applications sends it, and
+//! issues a refresh token only to an authorisation URL carrying `access_type=offline`
+//! ([`authorize_params`]).
 
 use oauth2::{HttpClientError, HttpRequest, HttpResponse};
 use serde_json::{Value, json};
@@ -39,7 +44,18 @@ pub fn wire(provider: &str) -> TokenWire {
 
 /// Whether the provider wants the client's id and secret in the form instead of HTTP Basic.
 pub fn client_in_body(provider: &str) -> bool {
-    wire(provider) == TokenWire::Withings || provider == "whoop_v2"
+    wire(provider) == TokenWire::Withings || matches!(provider, "whoop_v2" | "google_health")
+}
+
+/// The parameters a provider's authorisation URL carries besides RFC 6749's (Google's offline
+/// access).
+pub fn authorize_params(provider: &str) -> &'static [(&'static str, &'static str)] {
+    match provider {
+        crate::sync::connectors::google_health::SLUG => {
+            crate::sync::connectors::google_health::access::AUTHORIZE_PARAMS
+        }
+        _ => &[],
+    }
 }
 
 /// The scopes a provider wants named again on a refresh request (RFC 6749 §6 lets a client

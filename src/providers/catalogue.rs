@@ -30,6 +30,18 @@ const WHOOP_SET: &[&str] = &[
     "blood_oxygen",
     "body_temperature",
 ];
+/// What the Google Health API connector pulls (`sync::connectors::google_health`).
+const GOOGLE_HEALTH_SET: &[&str] = &[
+    "profile",
+    "sleep",
+    "activity",
+    "body",
+    "heartrate",
+    "hrv",
+    "blood_oxygen",
+    "weight",
+    "fat",
+];
 const WATCH_SET: &[&str] = &[
     "profile",
     "activity",
@@ -191,6 +203,7 @@ pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
         p( 8, "freestyle_libre_ble", "FreeStyle Libre (Bluetooth)", Sdk, "automatic", CGM_SET, false, "FreeStyle Libre sensors read directly over Bluetooth by the mobile SDK."),
         p( 9, "garmin", "Garmin", Oauth, "watch", WATCH_SET, false, "Activity, sleep, workouts and heart rate from Garmin devices."),
         p(10, "google_fit", "Google Fit", Oauth, "phone", PHONE_SET, false, "Activity and body data from Google Fit."),
+        p(27, "google_health", "Google Health (Fitbit)", Oauth, "watch", GOOGLE_HEALTH_SET, false, "Sleep, activity, heart rate, HRV, SpO2 and weight from Fitbit trackers and Pixel Watches through the Google Health API, the Fitbit Web API's successor."),
         p(11, "health_connect", "Health Connect", Sdk, "phone", PHONE_SET, false, "Android Health Connect data through the mobile SDK."),
         p(12, "ihealth", "iHealth", Oauth, "cuff", BP_SET, false, "Blood pressure, weight and glucose from iHealth devices."),
         p(13, "manual", "Manual", App, "manual_scan", MANUAL_SET, false, "Data the team's own app pushes through the push API."),

@@ -65,6 +65,8 @@ pub const DEFAULT_PRIORITY: &[&str] = &[
     "polar",
     "withings",
     "fitbit",
+    // Fitbit's successor (issue 37) ranks where Fitbit does; `data-model.md` predates it.
+    "google_health",
     "ultrahuman",
     "apple_health_kit",
     "health_connect",

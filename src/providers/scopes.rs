@@ -150,6 +150,31 @@ const WHOOP: NativeScopes = NativeScopes {
     ],
 };
 
+/// Google Health API (`developers.google.com/health/scopes`): URLs under
+/// `https://www.googleapis.com/auth/googlehealth`, read-only ones, space-separated
+/// (`sync::connectors::google_health::access`).
+const GOOGLE_HEALTH: NativeScopes = NativeScopes {
+    separator: ' ',
+    grants: &[
+        (
+            "https://www.googleapis.com/auth/googlehealth.profile.readonly",
+            &["profile"],
+        ),
+        (
+            "https://www.googleapis.com/auth/googlehealth.sleep.readonly",
+            &["sleep"],
+        ),
+        (
+            "https://www.googleapis.com/auth/googlehealth.activity_and_fitness.readonly",
+            &["activity"],
+        ),
+        (
+            "https://www.googleapis.com/auth/googlehealth.health_metrics_and_measurements.readonly",
+            &["heartrate", "hrv", "blood_oxygen", "body", "weight", "fat"],
+        ),
+    ],
+};
+
 /// Every wearhouse scope of the provider, required first (what its links ask for).
 pub fn all_scopes(provider: &Provider) -> Vec<&'static str> {
     let wanted = scopes(provider);
@@ -164,6 +189,7 @@ pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
         "withings" => Some(&WITHINGS),
         "dexcom_v3" => Some(&DEXCOM),
         "whoop_v2" => Some(&WHOOP),
+        "google_health" => Some(&GOOGLE_HEALTH),
         _ => None,
     }
 }
@@ -306,6 +332,31 @@ mod tests {
                 "hrv",
                 "blood_oxygen",
                 "body_temperature"
+            ]
+        );
+
+        let google = provider("google_health").unwrap();
+        let url = |s: &str| format!("https://www.googleapis.com/auth/googlehealth.{s}.readonly");
+        assert_eq!(
+            authorisation_scopes(google),
+            [
+                url("profile"),
+                url("sleep"),
+                url("activity_and_fitness"),
+                url("health_metrics_and_measurements")
+            ]
+        );
+        let got = granted(google, &[format!("{} {}", url("profile"), url("sleep"))]);
+        assert_eq!(got, ["profile", "sleep"]);
+        // The same scope names as the access module asks for.
+        use crate::sync::connectors::google_health::access;
+        assert_eq!(
+            authorisation_scopes(google),
+            [
+                access::PROFILE,
+                access::SLEEP,
+                access::ACTIVITY,
+                access::HEALTH_METRICS
             ]
         );
 

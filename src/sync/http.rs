@@ -91,12 +91,32 @@ impl Api {
         path: &str,
         query: &[(&str, String)],
     ) -> Result<Value, SyncError> {
+        let request = self.http.get(format!("{}{path}", self.base)).query(query);
+        self.send(token, path, request).await
+    }
+
+    /// `POST {base}{path}` with the JSON `body` and the credential `token`, answering its JSON
+    /// body (Google's `:dailyRollUp`, a read that takes its arguments as a body).
+    pub async fn post_json(
+        &self,
+        token: &str,
+        path: &str,
+        body: &Value,
+    ) -> Result<Value, SyncError> {
+        let request = self.http.post(format!("{}{path}", self.base)).json(body);
+        self.send(token, path, request).await
+    }
+
+    /// Sends `request` with the credential and the API's headers; its status becomes a
+    /// [`SyncError`] as the module says.
+    async fn send(
+        &self,
+        token: &str,
+        path: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Value, SyncError> {
         let name = self.name;
-        let mut request = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .query(query)
-            .header(ACCEPT, "application/json");
+        let mut request = request.header(ACCEPT, "application/json");
         request = match self.credential {
             Credential::Bearer => request.bearer_auth(token),
             Credential::Cookie(cookie) => request.header(COOKIE, format!("{cookie}={token}")),

@@ -33,6 +33,10 @@
 //!   (standard alphabet, padded) HMAC-SHA256, keyed with the application's client secret, of the
 //!   `X-WHOOP-Signature-Timestamp` header's value (unix milliseconds) followed by the raw body.
 //!
+//! Google Health (`developers.google.com/health/webhooks`) is the fourth; its scheme (the
+//! subscriber's `Authorization` secret and a `{"type": "verification"}` handshake) is
+//! `connectors::google_health::webhook`.
+//!
 //! Decisions where the spec is silent:
 //! - A notification signed with the deployment's application may name a user of any team; one
 //!   signed with a team's own application (its own subscription) queues that team's users only.
@@ -53,6 +57,7 @@ use subtle::ConstantTimeEq;
 
 use uuid::Uuid;
 
+use super::connectors::google_health;
 use super::pull::incremental_job;
 use crate::link::oauth::OAuthApps;
 use crate::link::{LinkError, team_apps};
@@ -60,7 +65,7 @@ use crate::secret::SecretKey;
 use crate::store::metadata::{MetadataError, MetadataStore, connections};
 
 /// The providers whose change notifications are accepted.
-pub const NOTIFYING: &[&str] = &["oura", "withings", "whoop_v2"];
+pub const NOTIFYING: &[&str] = &["oura", "withings", "whoop_v2", "google_health"];
 
 /// Whether `provider` sends change notifications this service verifies.
 pub fn notifies(provider: &str) -> bool {
@@ -156,6 +161,34 @@ pub async fn signer(
         .into_iter()
         .find(|(_, secret)| verifies(provider, secret, timestamp, body, signature))
         .map(|(team, _)| Signer::Team(team)))
+}
+
+/// Whose Google Health subscriber `authorization` (a notification's `Authorization` header)
+/// is the secret of ([`google_health::webhook`]): the deployment's application's
+/// `verification_token`, else the one team's own application carrying it (kept as a hash);
+/// `None` when none (or several teams) does.
+pub async fn google_signer(
+    meta: &MetadataStore,
+    apps: &OAuthApps,
+    authorization: &str,
+) -> Result<Option<Signer>, LinkError> {
+    if authorization.is_empty() {
+        return Ok(None);
+    }
+    let slug = google_health::SLUG;
+    if apps
+        .0
+        .get(slug)
+        .and_then(|app| app.verification_token.as_deref())
+        .is_some_and(|secret| google_health::webhook::authorized(secret, authorization))
+    {
+        return Ok(Some(Signer::Deployment));
+    }
+    let teams = team_apps::verification_token_teams(meta, slug, authorization).await?;
+    Ok(match teams.as_slice() {
+        [team] => Some(Signer::Team(*team)),
+        _ => None,
+    })
 }
 
 /// Queues, due `now`, the incremental pull of every `connected` connection of the provider

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::access::{EmailLink, PasswordLogin};
-use super::connectors::{dexcom, fitbit, libre, oura, peloton, whoop, withings};
+use super::connectors::{dexcom, fitbit, google_health, libre, oura, peloton, whoop, withings};
 use super::{Connector, SyncError};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
@@ -23,6 +23,7 @@ pub const SLUGS: &[&str] = &[
     "freestyle_libre",
     "abbott_libreview",
     "whoop_v2",
+    "google_health",
 ];
 
 /// Whether `provider` has a connector (its links start pulls).
@@ -58,6 +59,11 @@ pub const OAUTH_ENDPOINTS: &[(&str, &str, &str)] = &[
         whoop::OAUTH_AUTHORIZE_URL,
         whoop::OAUTH_TOKEN_URL,
     ),
+    (
+        google_health::SLUG,
+        google_health::access::OAUTH_AUTHORIZE_URL,
+        google_health::access::OAUTH_TOKEN_URL,
+    ),
 ];
 
 /// The connectors by provider slug.
@@ -83,6 +89,10 @@ impl Connectors {
             withings::Withings::new(&url(withings::API_URL_ENV, withings::DEFAULT_API_URL))?;
         let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
         let whoop = whoop::Whoop::new(&url(whoop::API_URL_ENV, whoop::DEFAULT_API_URL))?;
+        let google_health = google_health::GoogleHealth::new(&url(
+            google_health::API_URL_ENV,
+            google_health::DEFAULT_API_URL,
+        ))?;
         let libre = libre::Libre::new(libre::access::Hosts::from_env())?;
         let libreview = libre::Libre::libreview(libre::libreview::hosts_from_env())?;
         Ok(Connectors::default()
@@ -93,7 +103,8 @@ impl Connectors {
             .with(Arc::new(fitbit))
             .with(Arc::new(withings))
             .with(Arc::new(peloton))
-            .with(Arc::new(whoop)))
+            .with(Arc::new(whoop))
+            .with(Arc::new(google_health)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

@@ -58,6 +58,7 @@ mod surface_team;
 mod sync_demo;
 mod sync_dexcom;
 mod sync_fitbit;
+mod sync_google_health;
 mod sync_libre;
 mod sync_notify;
 mod sync_oura;

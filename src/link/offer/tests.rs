@@ -132,6 +132,31 @@ fn an_application_of_the_deployment_or_the_team_makes_a_provider_with_a_connecto
 }
 
 #[test]
+fn google_health_is_offered_once_an_application_is_configured() {
+    use Connectability::{Blocked, Connectable};
+    let none = deployment(&[]);
+    let offer = Offer::new(&none, []);
+    assert_eq!(
+        of(&offer, "google_health"),
+        Blocked(Blocker::NoOAuthApplication)
+    );
+    assert!(!by_link(&offer).contains(&"google_health"));
+    let config = deployment(&["google_health"]);
+    let offer = Offer::new(&config, []);
+    assert_eq!(
+        of(&offer, "google_health"),
+        Connectable(Route::OAuth(Owner::Deployment))
+    );
+    assert!(by_link(&offer).contains(&"google_health"));
+    // A team's own Google client alone, on Google's own endpoints.
+    let team = Offer::new(&none, ["google_health".to_owned()]);
+    assert_eq!(
+        of(&team, "google_health"),
+        Connectable(Route::OAuth(Owner::Team))
+    );
+}
+
+#[test]
 fn a_team_application_needs_endpoints_from_the_deployment_or_the_provider() {
     let config = LinkConfig {
         oauth_endpoints: Endpoints::none(),

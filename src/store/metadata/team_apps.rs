@@ -149,6 +149,24 @@ pub async fn verification_token_known(
     Ok(row.is_some())
 }
 
+/// The teams whose application for `provider` carries the verification token whose SHA-256
+/// (hex) is `hash` (Google Health's webhook secret: the notification names no team).
+pub async fn verification_token_teams(
+    conn: &mut AnyConnection,
+    provider: &str,
+    hash: &str,
+) -> Result<Vec<Uuid>, MetadataError> {
+    let rows = sqlx::query(
+        "SELECT team_id FROM team_provider_credentials \
+         WHERE provider = $1 AND verification_token_hash = $2",
+    )
+    .bind(provider)
+    .bind(hash)
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(|row| get_uuid(row, "team_id")).collect()
+}
+
 /// Removes the team's application; `false` when there was none.
 pub async fn delete(
     conn: &mut AnyConnection,

@@ -3,12 +3,14 @@
 //! [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
 //! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
 //! [`libre`] (FreeStyle Libre through LibreLinkUp, and Abbott LibreView, password and e-mail
-//! providers), [`whoop`] (WHOOP API v2), and [`demo`] (the demo generator, pulled for demo
+//! providers), [`whoop`] (WHOOP API v2),
+//! [`google_health`] (the Google Health API, Fitbit's successor), and [`demo`] (the demo generator, pulled for demo
 //! connections of oura, fitbit, freestyle_libre and apple_health_kit).
 
 pub mod demo;
 pub mod dexcom;
 pub mod fitbit;
+pub mod google_health;
 pub mod libre;
 pub mod oura;
 pub mod peloton;
