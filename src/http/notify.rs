@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
@@ -99,6 +100,9 @@ pub struct Queued {
     /// Connections whose incremental pull was queued (0 when no connected user has the
     /// account).
     pub queued: usize,
+    /// Strava's revocation event: connections put in `error` (absent for other events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked: Option<usize>,
 }
 
 /// The provider of the path, if it sends change notifications here.
@@ -125,18 +129,21 @@ fn notifying(slug: &str) -> Result<&str, ApiError> {
 /// deployment's (`verification_token` of the provider's application in `--oauth-apps`) or a
 /// team's own (`PUT /v2/team/provider/{provider}/credentials` with `verification_token`).
 #[utoipa::path(get, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2)"), Handshake),
-    responses((status = 200, description = "Oura: the challenge, echoed. Withings (its HEAD check): null", body = Challenge),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, strava)"), Handshake),
+    responses((status = 200, description = "Oura: the challenge, echoed. Withings (its HEAD check): null. Strava (`hub.mode`, `hub.challenge`, `hub.verify_token`): `{\"hub.challenge\": ...}`", body = Challenge),
               (status = 401, description = "Not the configured verification token", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a parameter missing", body = models::ValidationError)))]
 async fn subscription_handshake(
     State(state): State<AppState>,
     ApiPath(slug): ApiPath<String>,
     query: QueryParams,
-) -> Result<Json<Challenge>, ApiError> {
+) -> Result<Response, ApiError> {
     let provider = notifying(&slug)?;
     if provider == "withings" {
-        return Ok(Json(Challenge { challenge: None }));
+        return Ok(Json(Challenge { challenge: None }).into_response());
+    }
+    if provider == "strava" {
+        return super::notify_strava::handshake(&state, &query).await;
     }
     if !notify::takes_verification_token(provider) {
         return Err(ApiError::invalid(
@@ -167,7 +174,8 @@ async fn subscription_handshake(
     }
     Ok(Json(Challenge {
         challenge: Some(challenge),
-    }))
+    })
+    .into_response())
 }
 
 /// A provider's change notification: verified with the provider's signature (Oura:
@@ -179,7 +187,7 @@ async fn subscription_handshake(
 /// of `x-whoop-signature-timestamp` and the raw body. An unverifiable call answers 401 and
 /// queues nothing.
 #[utoipa::path(post, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2)"),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, strava)"),
            ("x-oura-signature" = Option<String>, Header, description = "Oura: the notification's signature"),
            ("x-oura-timestamp" = Option<String>, Header, description = "Oura: the signed timestamp (unix seconds)"),
            ("x-whoop-signature" = Option<String>, Header, description = "WHOOP: the notification's signature"),
@@ -188,7 +196,7 @@ async fn subscription_handshake(
         (ChangeNotification = "application/json"),
         (WithingsNotification = "application/x-www-form-urlencoded"))),
     responses((status = 200, description = "Verified; the pulls queued", body = Queued),
-              (status = 401, description = "Unsigned or wrongly signed", body = models::ErrorDetail),
+              (status = 401, description = "Unsigned or wrongly signed (Strava, which signs nothing: not the deployment's subscription, or an athlete no connection has)", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a malformed notification", body = models::ValidationError)))]
 async fn notification(
     State(state): State<AppState>,
@@ -199,6 +207,9 @@ async fn notification(
     let provider = notifying(&slug)?;
     if provider == "withings" {
         return withings_notification(&state, &body).await;
+    }
+    if provider == "strava" {
+        return super::notify_strava::event(&state, &body).await;
     }
     let (signature, timestamp) = if provider == "whoop_v2" {
         ("x-whoop-signature", "x-whoop-signature-timestamp")
@@ -233,14 +244,20 @@ async fn notification(
             notify::queue_pulls(&state.meta, provider, &account, signer, Utc::now()).await?;
         tracing::info!(provider, event_type = %event.kind, id = ?event.id,
             trace_id = ?event.trace_id, queued, "change notification");
-        return Ok(Json(Queued { queued }));
+        return Ok(Json(Queued {
+        queued,
+        revoked: None,
+    }));
     }
     let event: ChangeNotification = decode_lenient(&value, loc!["body"])?;
     let queued =
         notify::queue_pulls(&state.meta, provider, &event.user_id, signer, Utc::now()).await?;
     tracing::info!(provider, data_type = %event.data_type, event_type = %event.event_type,
         object_id = ?event.object_id, event_time = ?event.event_time, queued, "change notification");
-    Ok(Json(Queued { queued }))
+    Ok(Json(Queued {
+        queued,
+        revoked: None,
+    }))
 }
 
 /// Who signed a notification, by the provider's scheme; unsigned or wrongly signed, a 401.
@@ -300,5 +317,8 @@ async fn withings_notification(state: &AppState, body: &[u8]) -> Result<Json<Que
     )
     .await?;
     tracing::info!(provider = "withings", appli = ?form.get("appli"), queued, "change notification");
-    Ok(Json(Queued { queued }))
+    Ok(Json(Queued {
+        queued,
+        revoked: None,
+    }))
 }

@@ -16,6 +16,10 @@
 //! WHOOP (`developer.whoop.com/docs/developing/oauth` and its refresh tutorials) speaks RFC 6749
 //! with the client's id and secret in the form ([`client_in_body`]), and its refresh requests
 //! carry `scope=offline` ([`refresh_scopes`]), without which the answer has no new refresh token.
+//!
+//! Strava (`developers.strava.com/docs/authentication/`) takes the client's id and secret in the
+//! form too ([`client_in_body`]); its answers are RFC 6749's plus `expires_at` and the
+//! `athlete`, which the connector reads itself (`GET /athlete`).
 
 use oauth2::{HttpClientError, HttpRequest, HttpResponse};
 use serde_json::{Value, json};
@@ -39,7 +43,7 @@ pub fn wire(provider: &str) -> TokenWire {
 
 /// Whether the provider wants the client's id and secret in the form instead of HTTP Basic.
 pub fn client_in_body(provider: &str) -> bool {
-    wire(provider) == TokenWire::Withings || provider == "whoop_v2"
+    wire(provider) == TokenWire::Withings || matches!(provider, "whoop_v2" | "strava")
 }
 
 /// The scopes a provider wants named again on a refresh request (RFC 6749 §6 lets a client

@@ -150,6 +150,20 @@ const WHOOP: NativeScopes = NativeScopes {
     ],
 };
 
+/// Strava API v3 (`developers.strava.com/docs/authentication/`): `read` (public profile) and
+/// `activity:read_all` (every activity, private ones included, with its streams),
+/// comma-separated.
+const STRAVA: NativeScopes = NativeScopes {
+    separator: ',',
+    grants: &[
+        ("read", &["profile"]),
+        (
+            "activity:read_all",
+            &["workouts", "workout_stream", "heartrate", "distance"],
+        ),
+    ],
+};
+
 /// Every wearhouse scope of the provider, required first (what its links ask for).
 pub fn all_scopes(provider: &Provider) -> Vec<&'static str> {
     let wanted = scopes(provider);
@@ -164,6 +178,7 @@ pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
         "withings" => Some(&WITHINGS),
         "dexcom_v3" => Some(&DEXCOM),
         "whoop_v2" => Some(&WHOOP),
+        "strava" => Some(&STRAVA),
         _ => None,
     }
 }

@@ -3,7 +3,9 @@
 //! credential (an OAuth bearer token, or a password provider's session cookie) whose status
 //! becomes a [`SyncError`]: 401 `Unauthorised`, 429 `RateLimited` with the wait the provider
 //! named, 408 and 5xx `Transient`, any other status `Permanent`; a transport failure (timeout,
-//! refused or broken connection) is `Transient`.
+//! refused or broken connection) is `Transient`. A provider whose 429 names its wait in
+//! headers of its own (Strava's usage and limit pairs) reads them with
+//! [`Api::with_rate_limit_wait`].
 
 use std::time::Duration;
 
@@ -33,7 +35,12 @@ pub struct Api {
     credential: Credential,
     /// Headers every call sends besides.
     headers: Vec<(&'static str, String)>,
+    /// The provider's own reading of a 429's headers, when `Retry-After` names no wait.
+    rate_limit_wait: Option<RateLimitWait>,
 }
+
+/// Reads the seconds a 429 asks to wait from the provider's own headers, at `now`.
+pub type RateLimitWait = fn(&HeaderMap, DateTime<Utc>) -> Option<u64>;
 
 /// How an API's calls carry the user's credential.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +69,7 @@ impl Api {
             reset_header: None,
             credential: Credential::Bearer,
             headers: Vec::new(),
+            rate_limit_wait: None,
         }
     }
 
@@ -84,6 +92,12 @@ impl Api {
         self
     }
 
+    /// The same API, reading a 429's wait with `wait` when `Retry-After` names none.
+    pub fn with_rate_limit_wait(mut self, wait: RateLimitWait) -> Api {
+        self.rate_limit_wait = Some(wait);
+        self
+    }
+
     /// `GET {base}{path}?{query}` with the credential `token`, answering its JSON body.
     pub async fn get(
         &self,
@@ -91,6 +105,32 @@ impl Api {
         path: &str,
         query: &[(&str, String)],
     ) -> Result<Value, SyncError> {
+        match self.fetch(token, path, query, false).await? {
+            Some(v) => Ok(v),
+            None => Err(SyncError::Permanent {
+                reason: format!("{} answered 404 to {path}", self.name),
+            }),
+        }
+    }
+
+    /// [`Api::get`], answering `None` when the provider answers 404 (a document that is gone,
+    /// or that a record never had).
+    pub async fn get_optional(
+        &self,
+        token: &str,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<Option<Value>, SyncError> {
+        self.fetch(token, path, query, true).await
+    }
+
+    async fn fetch(
+        &self,
+        token: &str,
+        path: &str,
+        query: &[(&str, String)],
+        absent_ok: bool,
+    ) -> Result<Option<Value>, SyncError> {
         let name = self.name;
         let mut request = self
             .http
@@ -108,11 +148,18 @@ impl Api {
         let status = response.status();
         if status.is_success() {
             let bytes = response.bytes().await.map_err(|e| transport(name, e))?;
-            return serde_json::from_slice(&bytes).map_err(|e| SyncError::Permanent {
-                reason: format!("{name} answered {status} with a body that is not JSON: {e}"),
-            });
+            return serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| SyncError::Permanent {
+                    reason: format!("{name} answered {status} with a body that is not JSON: {e}"),
+                });
         }
-        let wait = retry_after(response.headers(), Utc::now(), self.reset_header);
+        if absent_ok && status.as_u16() == 404 {
+            return Ok(None);
+        }
+        let now = Utc::now();
+        let wait = retry_after(response.headers(), now, self.reset_header)
+            .or_else(|| self.rate_limit_wait.and_then(|f| f(response.headers(), now)));
         // The body only feeds the error message: a failure to read it changes nothing.
         let text = response.text().await.unwrap_or_default();
         let detail: String = text.chars().take(ERROR_BODY_CHARS).collect();

@@ -16,10 +16,11 @@
 //! Connectors: [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
 //! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
 //! [`libre`] (FreeStyle Libre through LibreLinkUp, a password provider), [`whoop`] (WHOOP API
-//! v2), and [`demo`] (the demo generator, pulled for demo connections of oura, fitbit,
+//! v2), [`connectors::strava`] (Strava API v3), and [`demo`] (the demo generator, pulled for demo connections of oura, fitbit,
 //! freestyle_libre and apple_health_kit).
 
 mod body;
+pub mod connectors;
 pub mod demo;
 pub mod dexcom;
 pub mod fitbit;

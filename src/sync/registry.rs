@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::connectors::strava;
 use super::{Connector, SyncError, dexcom, fitbit, libre, oura, peloton, whoop, withings};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
@@ -20,6 +21,7 @@ pub const SLUGS: &[&str] = &[
     "freestyle_libre",
     "abbott_libreview",
     "whoop_v2",
+    "strava",
 ];
 
 /// Whether `provider` has a connector (its links start pulls).
@@ -55,6 +57,11 @@ pub const OAUTH_ENDPOINTS: &[(&str, &str, &str)] = &[
         whoop::OAUTH_AUTHORIZE_URL,
         whoop::OAUTH_TOKEN_URL,
     ),
+    (
+        "strava",
+        strava::OAUTH_AUTHORIZE_URL,
+        strava::OAUTH_TOKEN_URL,
+    ),
 ];
 
 /// The connectors by provider slug.
@@ -80,6 +87,7 @@ impl Connectors {
             withings::Withings::new(&url(withings::API_URL_ENV, withings::DEFAULT_API_URL))?;
         let peloton = peloton::Peloton::new(&url(peloton::API_URL_ENV, peloton::DEFAULT_API_URL))?;
         let whoop = whoop::Whoop::new(&url(whoop::API_URL_ENV, whoop::DEFAULT_API_URL))?;
+        let strava = strava::Strava::new(&url(strava::API_URL_ENV, strava::DEFAULT_API_URL))?;
         let libre = libre::Libre::new(crate::link::password::libre::Hosts::from_env())?;
         let libreview =
             libre::Libre::libreview(crate::link::password::libreview::hosts_from_env())?;
@@ -91,7 +99,8 @@ impl Connectors {
             .with(Arc::new(fitbit))
             .with(Arc::new(withings))
             .with(Arc::new(peloton))
-            .with(Arc::new(whoop)))
+            .with(Arc::new(whoop))
+            .with(Arc::new(strava)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

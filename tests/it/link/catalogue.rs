@@ -29,6 +29,7 @@ async fn deployment(apps: &[&str], demo: bool) -> TestApp {
         token_url: "https://auth.example.test/token".into(),
         redirect_uri: None,
         verification_token: None,
+        subscription_id: None,
     };
     app.state = app.state.clone().with_link_config(LinkConfig {
         oauth_apps: OAuthApps(apps.iter().map(|s| ((*s).to_owned(), app_of())).collect()),
