@@ -245,9 +245,9 @@ async fn notification(
         tracing::info!(provider, event_type = %event.kind, id = ?event.id,
             trace_id = ?event.trace_id, queued, "change notification");
         return Ok(Json(Queued {
-        queued,
-        revoked: None,
-    }));
+            queued,
+            revoked: None,
+        }));
     }
     let event: ChangeNotification = decode_lenient(&value, loc!["body"])?;
     let queued =

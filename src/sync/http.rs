@@ -158,8 +158,10 @@ impl Api {
             return Ok(None);
         }
         let now = Utc::now();
-        let wait = retry_after(response.headers(), now, self.reset_header)
-            .or_else(|| self.rate_limit_wait.and_then(|f| f(response.headers(), now)));
+        let wait = retry_after(response.headers(), now, self.reset_header).or_else(|| {
+            self.rate_limit_wait
+                .and_then(|f| f(response.headers(), now))
+        });
         // The body only feeds the error message: a failure to read it changes nothing.
         let text = response.text().await.unwrap_or_default();
         let detail: String = text.chars().take(ERROR_BODY_CHARS).collect();

@@ -30,7 +30,11 @@ fn sorted(body: &Value) -> Value {
             .and_then(|t| t.get_mut(series))
             .and_then(Value::as_array_mut)
         {
-            rows.sort_by_key(|r| r["timestamp"].as_str().map(|t| DateTime::parse_from_rfc3339(t).unwrap()));
+            rows.sort_by_key(|r| {
+                r["timestamp"]
+                    .as_str()
+                    .map(|t| DateTime::parse_from_rfc3339(t).unwrap())
+            });
         }
     }
     body
@@ -100,16 +104,32 @@ async fn activities_are_cut_to_the_window_and_only_what_is_asked_is_read() {
         .map(|w| &w["id"])
         .collect();
     assert_eq!(ids, [&json!("13000000002")]);
-    assert!(pulled.body["timeseries"].get("heartrate").is_none(), "not asked");
-    assert_eq!(pulled.body["timeseries"]["distance"].as_array().unwrap().len(), 3);
+    assert!(
+        pulled.body["timeseries"].get("heartrate").is_none(),
+        "not asked"
+    );
+    assert_eq!(
+        pulled.body["timeseries"]["distance"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
     assert!(pulled.body.get("profile").is_none());
 
     // Sleep and glucose are not Strava's: nothing is asked of it.
     let before = fake.log().len();
-    let window = pull(&[Resource::Sleep, Resource::Glucose], utc(2025, 3, 1), utc(2025, 3, 4));
+    let window = pull(
+        &[Resource::Sleep, Resource::Glucose],
+        utc(2025, 3, 1),
+        utc(2025, 3, 4),
+    );
     let pulled = strava.pull(TOKEN, &window).await.unwrap();
     assert_eq!(fake.log().len(), before);
-    assert_eq!(pulled.body, json!({"provider": "strava", "source": {"type": "app"}}));
+    assert_eq!(
+        pulled.body,
+        json!({"provider": "strava", "source": {"type": "app"}})
+    );
 }
 
 #[tokio::test]
@@ -189,5 +209,11 @@ async fn an_activity_whose_streams_are_gone_keeps_its_workout() {
     assert_eq!(pulled.skipped, 0);
     assert_eq!(pulled.body["workouts"].as_array().unwrap().len(), 3);
     // Only the run's 4 heart rates are left.
-    assert_eq!(pulled.body["timeseries"]["heartrate"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        pulled.body["timeseries"]["heartrate"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
 }

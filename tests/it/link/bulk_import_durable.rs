@@ -215,7 +215,6 @@ async fn an_operation_is_stored_worked_and_listed_on_postgresql() {
             client_secret: TEAM_CLIENT_SECRET,
             redirect_uri: None,
             verification_token: None,
-            subscription_id: None,
         },
     )
     .await

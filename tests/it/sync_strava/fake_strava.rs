@@ -107,9 +107,9 @@ impl FakeStrava {
             inner: Arc::default(),
         };
         let app = Router::new()
-            .route("/api/v3/athlete", get(athlete))
-            .route("/api/v3/athlete/activities", get(activities))
-            .route("/api/v3/activities/{id}/streams", get(streams))
+            .route("/api/v3/athlete", get(serve_athlete))
+            .route("/api/v3/athlete/activities", get(serve_activities))
+            .route("/api/v3/activities/{id}/streams", get(serve_streams))
             .with_state(fake.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}/api/v3", listener.local_addr().unwrap());
@@ -204,7 +204,9 @@ async fn admit(
         Some(Fault::RateLimited) => return Err(limited(limits(LIMITS.0 + 1, used))),
         Some(Fault::DailyLimited) => return Err(limited(limits(used % LIMITS.0, LIMITS.1 + 1))),
         Some(Fault::ServerError) => {
-            return Err((StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response());
+            return Err(
+                (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()
+            );
         }
         Some(Fault::Unauthorised) => {
             return Err(error(
@@ -234,7 +236,7 @@ async fn admit(
     Ok(limits(used % LIMITS.0, used))
 }
 
-async fn athlete(
+async fn serve_athlete(
     State(fake): State<Fake>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
@@ -245,7 +247,7 @@ async fn athlete(
     }
 }
 
-async fn activities(
+async fn serve_activities(
     State(fake): State<Fake>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
@@ -255,7 +257,15 @@ async fn activities(
         Err(refused) => return refused,
     };
     let number = |k: &str| q.get(k).map(|v| v.parse::<i64>());
-    let bad = |field: &str| error(StatusCode::BAD_REQUEST, "Bad Request", "Application", field, "invalid");
+    let bad = |field: &str| {
+        error(
+            StatusCode::BAD_REQUEST,
+            "Bad Request",
+            "Application",
+            field,
+            "invalid",
+        )
+    };
     let (after, before) = match (number("after"), number("before")) {
         (Some(Err(_)), _) => return bad("after"),
         (_, Some(Err(_))) => return bad("before"),
@@ -296,7 +306,7 @@ async fn activities(
     (h, Json(Value::Array(answer))).into_response()
 }
 
-async fn streams(
+async fn serve_streams(
     State(fake): State<Fake>,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -306,7 +316,15 @@ async fn streams(
         Ok(h) => h,
         Err(refused) => return refused,
     };
-    let not_found = || error(StatusCode::NOT_FOUND, "Record Not Found", "Activity", "id", "not found");
+    let not_found = || {
+        error(
+            StatusCode::NOT_FOUND,
+            "Record Not Found",
+            "Activity",
+            "id",
+            "not found",
+        )
+    };
     let Ok(id) = id.parse::<i64>() else {
         return not_found();
     };
@@ -315,7 +333,13 @@ async fn streams(
     };
     if q.get("key_by_type").map(String::as_str) != Some("true") {
         // Only the keyed shape is reproduced here.
-        return error(StatusCode::BAD_REQUEST, "Bad Request", "Stream", "key_by_type", "invalid");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad Request",
+            "Stream",
+            "key_by_type",
+            "invalid",
+        );
     }
     let asked: Vec<&str> = q.get("keys").map_or(Vec::new(), |k| k.split(',').collect());
     let answer: serde_json::Map<String, Value> = set

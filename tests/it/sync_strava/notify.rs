@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::end_to_end::{fake_strava, pulled};
 use crate::link::oauth::VERIFICATION_TOKEN;
-use crate::sync_support::linked::{LONG, Linked, SUBSCRIPTION_ID};
 use crate::support::{Answer, TestApp};
+use crate::sync_support::linked::{LONG, Linked, SUBSCRIPTION_ID};
 use wearhouse::store::metadata::ConnectionStatus;
 use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 
@@ -20,8 +20,13 @@ use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 const ATHLETE: i64 = 98_765_432;
 
 async fn post(app: &TestApp, body: &Value) -> Answer {
-    app.send("POST", "/v2/provider/strava/notify", Some(body.clone()), None)
-        .await
+    app.send(
+        "POST",
+        "/v2/provider/strava/notify",
+        None,
+        Some(body.clone()),
+    )
+    .await
 }
 
 /// An event as Strava posts it.
@@ -103,8 +108,13 @@ async fn the_subscription_is_validated_only_with_the_configured_verify_token() {
     let get = |query: String| {
         let app = &l.app;
         async move {
-            app.send("GET", &format!("/v2/provider/strava/notify?{query}"), None, None)
-                .await
+            app.send(
+                "GET",
+                &format!("/v2/provider/strava/notify?{query}"),
+                None,
+                None,
+            )
+            .await
         }
     };
     // Strava's own example challenge.
@@ -113,14 +123,23 @@ async fn the_subscription_is_validated_only_with_the_configured_verify_token() {
     ))
     .await;
     assert_eq!(a.status, 200, "{}", a.json);
-    assert_eq!(a.json, json!({"hub.challenge": "15f7d1a91c1f40f8a748fd134752feb3"}));
+    assert_eq!(
+        a.json,
+        json!({"hub.challenge": "15f7d1a91c1f40f8a748fd134752feb3"})
+    );
 
     let a = get("hub.mode=subscribe&hub.challenge=c&hub.verify_token=guess".into()).await;
     assert_eq!(a.status, 401, "{}", a.json);
     assert!(a.json.get("hub.challenge").is_none(), "{}", a.json);
-    let a = get(format!("hub.mode=unsubscribe&hub.challenge=c&hub.verify_token={VERIFICATION_TOKEN}")).await;
+    let a = get(format!(
+        "hub.mode=unsubscribe&hub.challenge=c&hub.verify_token={VERIFICATION_TOKEN}"
+    ))
+    .await;
     assert_eq!(a.status, 422, "{}", a.json);
-    let a = get(format!("hub.mode=subscribe&hub.verify_token={VERIFICATION_TOKEN}")).await;
+    let a = get(format!(
+        "hub.mode=subscribe&hub.verify_token={VERIFICATION_TOKEN}"
+    ))
+    .await;
     assert_eq!(a.status, 422, "{}", a.json);
     assert!(a.json.to_string().contains("hub.challenge"), "{}", a.json);
 }
@@ -137,18 +156,32 @@ async fn new_and_edited_activities_arrive_through_events_once_and_forged_ones_ar
     // answers 401 and moves no pull.
     let jobs_before = incremental_jobs(app).await;
     for forged in [
-        event("activity", "create", 13000000099, ATHLETE, SUBSCRIPTION_ID + 1),
+        event(
+            "activity",
+            "create",
+            13000000099,
+            ATHLETE,
+            SUBSCRIPTION_ID + 1,
+        ),
         event("activity", "create", 13000000099, 777, SUBSCRIPTION_ID),
         json!({"object_type": "activity", "object_id": 1, "aspect_type": "create",
                "owner_id": ATHLETE, "event_time": 1}),
     ] {
         let a = post(app, &forged).await;
-        let want = if forged.get("subscription_id").is_some() { 401 } else { 422 };
+        let want = if forged.get("subscription_id").is_some() {
+            401
+        } else {
+            422
+        };
         assert_eq!(a.status, want, "{forged}: {}", a.json);
     }
-    let a = app
-        .send("POST", "/v2/provider/strava/notify", None, Some("not json"))
-        .await;
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri("/v2/provider/strava/notify")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from("not json"))
+        .unwrap();
+    let a = app.raw(req).await;
     assert_eq!(a.status, 422, "{}", a.json);
     assert_eq!(incremental_jobs(app).await, jobs_before, "nothing queued");
 
@@ -156,8 +189,15 @@ async fn new_and_edited_activities_arrive_through_events_once_and_forged_ones_ar
     let now = Utc::now().trunc_subsecs(0);
     strava.put(recent_ride(now, "Lunch Ride", "Ride"), Some(ride_streams()));
     let sent = Utc::now();
-    let a = post(app, &event("activity", "create", 13000000099, ATHLETE, SUBSCRIPTION_ID)).await;
-    assert_eq!((a.status.as_u16(), a.json.clone()), (200, json!({"queued": 1})));
+    let a = post(
+        app,
+        &event("activity", "create", 13000000099, ATHLETE, SUBSCRIPTION_ID),
+    )
+    .await;
+    assert_eq!(
+        (a.status.as_u16(), a.json.clone()),
+        (200, json!({"queued": 1}))
+    );
     let jobs = incremental_jobs(app).await;
     assert_eq!(jobs.len(), 1, "one job per connection: {jobs:?}");
     assert_eq!(jobs[0].0, json!(l.user));
@@ -178,7 +218,22 @@ async fn new_and_edited_activities_arrive_through_events_once_and_forged_ones_ar
     assert_eq!(got.len(), before.len() + 1, "replaced, not added: {got:#?}");
     let ride = got.iter().find(|w| w["id"] == "13000000099").unwrap();
     assert_eq!(ride["sport"]["slug"], "gravel_ride", "{ride}");
-    assert_eq!(l.series("heartrate").await.len(), hr_before + 3, "nothing twice");
+    assert_eq!(
+        l.series("heartrate").await.len(),
+        hr_before + 3,
+        "nothing twice"
+    );
+}
+
+async fn connection(l: &Linked) -> wearhouse::store::metadata::Connection {
+    let user = l.user.parse().unwrap();
+    l.app
+        .state
+        .meta
+        .connection(user, "strava")
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -194,21 +249,20 @@ async fn a_revocation_puts_the_connection_in_error_and_queues_nothing() {
     let mut forged = revoked.clone();
     forged["subscription_id"] = json!(1);
     assert_eq!(post(app, &forged).await.status, 401);
-    let connection = |app: &TestApp| {
-        let user = l.user.parse().unwrap();
-        async move { app.state.meta.connection(user, "strava").await.unwrap().unwrap() }
-    };
-    assert_eq!(connection(app).await.status, ConnectionStatus::Connected);
+    assert_eq!(connection(&l).await.status, ConnectionStatus::Connected);
 
     let a = post(app, &revoked).await;
     assert_eq!(a.status, 200, "{}", a.json);
     assert_eq!(a.json, json!({"queued": 0, "revoked": 1}));
-    let c = connection(app).await;
+    let c = connection(&l).await;
     assert_eq!(c.status, ConnectionStatus::Error, "{c:?}");
     assert_eq!(incremental_jobs(app).await, jobs_before, "nothing queued");
     let types = l.event_types().await;
     assert_eq!(
-        types.iter().filter(|t| *t == "provider.connection.error").count(),
+        types
+            .iter()
+            .filter(|t| *t == "provider.connection.error")
+            .count(),
         1,
         "{types:?}"
     );

@@ -182,7 +182,11 @@ impl Body {
         row.insert("sport".into(), json!({"name": name, "slug": slug}));
         put(&mut row, "moving_time", a.moving_time);
         put(&mut row, "distance", a.distance.map(num));
-        put(&mut row, "total_elevation_gain", a.total_elevation_gain.map(num));
+        put(
+            &mut row,
+            "total_elevation_gain",
+            a.total_elevation_gain.map(num),
+        );
         put(&mut row, "elev_high", a.elev_high.map(num));
         put(&mut row, "elev_low", a.elev_low.map(num));
         put(&mut row, "average_speed", a.average_speed.map(num));

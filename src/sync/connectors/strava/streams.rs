@@ -151,9 +151,10 @@ fn distance(body: &mut Body, record: &Value, session: &Session, times: &[i64], m
 /// out); `None` without any.
 fn power(watts: &[Value]) -> Option<(f64, f64)> {
     let values: Vec<f64> = watts.iter().filter_map(Value::as_f64).collect();
-    let max = values.iter().copied().fold(None, |m: Option<f64>, v| {
-        Some(m.map_or(v, |m| m.max(v)))
-    })?;
+    let max = values
+        .iter()
+        .copied()
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
     let mean = values.iter().sum::<f64>() / values.len() as f64;
     Some(((mean * 10.0).round() / 10.0, max))
 }

@@ -180,7 +180,10 @@ fn activities_are_cut_to_the_window_by_their_start() {
     assert!(starts_in(&starting("2025-03-01T08:00:00Z"), &window));
     assert!(!starts_in(&starting("2025-03-01T09:00:00Z"), &window));
     assert!(!starts_in(&starting("2025-03-01T07:59:59Z"), &window));
-    assert!(starts_in(&json!({}), &window), "kept: the normaliser counts it");
+    assert!(
+        starts_in(&json!({}), &window),
+        "kept: the normaliser counts it"
+    );
 }
 
 #[test]
