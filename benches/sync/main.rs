@@ -6,6 +6,8 @@
 //!   documents.
 //! - `whoop.rs`: a cycle, a sleep, its recovery and a workout a day, and the body measurement;
 //!   the fake pages 25 records (WHOOP's maximum).
+//! - `strava.rs`: a ride a day with an hour of 1 Hz streams (heart rate, distance, watts); the
+//!   fake pages 200 activities (Strava's maximum) and answers one streams request per activity.
 //!
 //! The pull (`pull.rs`) is the real `sync.historical` job on the durable runner (SQLite
 //! metadata, local Parquet store), timed from the runner's start to the job's success; each
@@ -15,6 +17,7 @@
 
 mod oura;
 mod pull;
+mod strava;
 mod whoop;
 
 criterion::criterion_group!(
@@ -22,6 +25,8 @@ criterion::criterion_group!(
     oura::normalise_one_day,
     oura::historical_pull,
     whoop::normalise_one_day,
-    whoop::historical_pull
+    whoop::historical_pull,
+    strava::normalise_one_day,
+    strava::historical_pull
 );
 criterion::criterion_main!(benches);

@@ -152,7 +152,8 @@ const WHOOP: NativeScopes = NativeScopes {
 
 /// Strava API v3 (`developers.strava.com/docs/authentication/`): `read` (public profile) and
 /// `activity:read_all` (every activity, private ones included, with its streams),
-/// comma-separated.
+/// comma-separated. Strava names what the athlete granted only in the callback's `scope`
+/// parameter, not in its token answer, so a Strava link counts every scope asked as granted.
 const STRAVA: NativeScopes = NativeScopes {
     separator: ',',
     grants: &[
@@ -323,6 +324,18 @@ mod tests {
                 "body_temperature"
             ]
         );
+
+        let strava = provider("strava").unwrap();
+        assert_eq!(
+            authorisation_scopes(strava),
+            ["read,activity:read_all"],
+            "comma-joined"
+        );
+        assert_eq!(
+            granted(strava, &["read,activity:read_all".to_owned()]),
+            ["profile", "workouts", "workout_stream", "heartrate", "distance"]
+        );
+        assert_eq!(granted(strava, &["read".to_owned()]), ["profile"]);
 
         // A provider without its own names keeps wearhouse's.
         let polar = crate::providers::CATALOGUE
