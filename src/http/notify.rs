@@ -26,7 +26,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(subscription_handshake, notification))
 }
 
-/// The subscription handshake's query (Oura's; Withings sends none).
+/// The subscription handshake's query (Oura's or Strava's; Withings sends none).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
@@ -35,6 +35,15 @@ struct Handshake {
     verification_token: Option<String>,
     /// What to echo back (Oura: required).
     challenge: Option<String>,
+    /// Strava: `subscribe` (required).
+    #[serde(rename = "hub.mode")]
+    hub_mode: Option<String>,
+    /// Strava: what to echo back as `{"hub.challenge": ...}` (required).
+    #[serde(rename = "hub.challenge")]
+    hub_challenge: Option<String>,
+    /// Strava: the `verify_token` the subscription was created with (required).
+    #[serde(rename = "hub.verify_token")]
+    hub_verify_token: Option<String>,
 }
 
 /// The handshake's answer.

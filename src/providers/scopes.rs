@@ -333,7 +333,13 @@ mod tests {
         );
         assert_eq!(
             granted(strava, &["read,activity:read_all".to_owned()]),
-            ["profile", "workouts", "workout_stream", "heartrate", "distance"]
+            [
+                "profile",
+                "workouts",
+                "workout_stream",
+                "heartrate",
+                "distance"
+            ]
         );
         assert_eq!(granted(strava, &["read".to_owned()]), ["profile"]);
 

@@ -43,6 +43,10 @@
 //!   athlete). The incremental pull re-reads the activities begun in its window (the last one's
 //!   end less two days): an activity's title, type or privacy changed later than that is not
 //!   re-read (a webhook's `update` names it, but pulls are windows, not records).
+//! - Cost: every incremental pull (every 30 minutes, and on each webhook event) lists the
+//!   activities begun in its window and reads the streams of each, one request per activity,
+//!   against Strava's limits per application (by default 100 read requests per 15 minutes and
+//!   1,000 a day): a deployment with many athletes needs Strava to raise them.
 //! - A 429's wait: `Retry-After` if Strava ever sends one, else, when the day's usage has
 //!   reached its limit, until midnight UTC, else until the next quarter hour.
 

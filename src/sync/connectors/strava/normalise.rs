@@ -204,10 +204,10 @@ impl Body {
             "weighted_average_watts",
             a.weighted_average_watts.map(num),
         );
-        if let Some(polyline) = a.map.and_then(|m| m.summary_polyline) {
-            if !polyline.is_empty() {
-                row.insert("map".into(), json!({ "summary_polyline": polyline }));
-            }
+        if let Some(polyline) = a.map.and_then(|m| m.summary_polyline)
+            && !polyline.is_empty()
+        {
+            row.insert("map".into(), json!({ "summary_polyline": polyline }));
         }
         row.insert("provider_id".into(), session.id.into());
         row.insert("timezone_offset".into(), zone.local_minus_utc().into());

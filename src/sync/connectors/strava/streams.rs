@@ -67,15 +67,15 @@ pub(super) fn samples(
         body.malformed("streams", record, "a stream is not as long as time");
         return None;
     }
-    if wanted.heartrate {
-        if let Some(rates) = data(set, "heartrate") {
-            heartrate(body, record, session, &times, rates);
-        }
+    if wanted.heartrate
+        && let Some(rates) = data(set, "heartrate")
+    {
+        heartrate(body, record, session, &times, rates);
     }
-    if wanted.workouts {
-        if let Some(metres) = data(set, "distance") {
-            distance(body, record, session, &times, metres);
-        }
+    if wanted.workouts
+        && let Some(metres) = data(set, "distance")
+    {
+        distance(body, record, session, &times, metres);
     }
     data(set, "watts").and_then(|w| power(w))
 }
@@ -89,7 +89,7 @@ fn heartrate(body: &mut Body, record: &Value, session: &Session, times: &[i64], 
             continue;
         }
         match rate.as_f64() {
-            Some(v) if v == 0.0 => {}
+            Some(0.0) => {}
             Some(v) if v > 0.0 && v <= MAX_BPM => {
                 last = Some(*t);
                 let mut s = sample(session, *t);

@@ -110,7 +110,7 @@ pub async fn handle(
     let owner = event.owner_id.to_string();
     let found: Vec<(Uuid, Uuid)> = {
         let mut conn = meta.reader().await?;
-        connections::connected_accounts(&mut *conn, SLUG, &owner).await?
+        connections::connected_accounts(&mut conn, SLUG, &owner).await?
     };
     if found.is_empty() {
         return Ok(None);
