@@ -8,6 +8,8 @@
 //!   activity roll-ups a day; the fake pages Google's maxima (10,000 samples, 25 sleeps).
 //! - `whoop.rs`: a cycle, a sleep, its recovery and a workout a day, and the body measurement;
 //!   the fake pages 25 records (WHOOP's maximum).
+//! - `strava.rs`: a ride a day with an hour of 1 Hz streams (heart rate, distance, watts); the
+//!   fake pages 200 activities (Strava's maximum) and answers one streams request per activity.
 //!
 //! The pull (`pull.rs`) is the real `sync.historical` job on the durable runner (SQLite
 //! metadata, local Parquet store), timed from the runner's start to the job's success; each
@@ -18,6 +20,7 @@
 mod google_health;
 mod oura;
 mod pull;
+mod strava;
 mod whoop;
 
 criterion::criterion_group!(
@@ -27,6 +30,8 @@ criterion::criterion_group!(
     whoop::normalise_one_day,
     whoop::historical_pull,
     google_health::normalise_one_day,
-    google_health::historical_pull
+    google_health::historical_pull,
+    strava::normalise_one_day,
+    strava::historical_pull
 );
 criterion::criterion_main!(benches);

@@ -31,6 +31,7 @@ pub mod models;
 pub mod models_events;
 pub mod models_query;
 mod notify;
+mod notify_strava;
 mod rate_limit;
 mod sessions;
 mod stream;

@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
@@ -26,7 +27,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(subscription_handshake, notification))
 }
 
-/// The subscription handshake's query (Oura's; Withings sends none).
+/// The subscription handshake's query (Oura's or Strava's; Withings sends none).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
@@ -35,6 +36,15 @@ struct Handshake {
     verification_token: Option<String>,
     /// What to echo back (Oura: required).
     challenge: Option<String>,
+    /// Strava: `subscribe` (required).
+    #[serde(rename = "hub.mode")]
+    hub_mode: Option<String>,
+    /// Strava: what to echo back as `{"hub.challenge": ...}` (required).
+    #[serde(rename = "hub.challenge")]
+    hub_challenge: Option<String>,
+    /// Strava: the `verify_token` the subscription was created with (required).
+    #[serde(rename = "hub.verify_token")]
+    hub_verify_token: Option<String>,
 }
 
 /// The handshake's answer.
@@ -100,6 +110,9 @@ pub struct Queued {
     /// Connections whose incremental pull was queued (0 when no connected user has the
     /// account).
     pub queued: usize,
+    /// Strava's revocation event: connections put in `error` (absent for other events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked: Option<usize>,
 }
 
 /// The provider of the path, if it sends change notifications here.
@@ -126,18 +139,21 @@ fn notifying(slug: &str) -> Result<&str, ApiError> {
 /// deployment's (`verification_token` of the provider's application in `--oauth-apps`) or a
 /// team's own (`PUT /v2/team/provider/{provider}/credentials` with `verification_token`).
 #[utoipa::path(get, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health)"), Handshake),
-    responses((status = 200, description = "Oura: the challenge, echoed. Withings (its HEAD check): null", body = Challenge),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava)"), Handshake),
+    responses((status = 200, description = "Oura: the challenge, echoed. Withings (its HEAD check): null. Strava (`hub.mode`, `hub.challenge`, `hub.verify_token`): `{\"hub.challenge\": ...}`", body = Challenge),
               (status = 401, description = "Not the configured verification token", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a parameter missing", body = models::ValidationError)))]
 async fn subscription_handshake(
     State(state): State<AppState>,
     ApiPath(slug): ApiPath<String>,
     query: QueryParams,
-) -> Result<Json<Challenge>, ApiError> {
+) -> Result<Response, ApiError> {
     let provider = notifying(&slug)?;
     if provider == "withings" {
-        return Ok(Json(Challenge { challenge: None }));
+        return Ok(Json(Challenge { challenge: None }).into_response());
+    }
+    if provider == "strava" {
+        return super::notify_strava::handshake(&state, &query).await;
     }
     if !notify::takes_verification_token(provider) {
         return Err(ApiError::invalid(
@@ -168,7 +184,8 @@ async fn subscription_handshake(
     }
     Ok(Json(Challenge {
         challenge: Some(challenge),
-    }))
+    })
+    .into_response())
 }
 
 /// A provider's change notification: verified with the provider's signature (Oura:
@@ -180,7 +197,7 @@ async fn subscription_handshake(
 /// of `x-whoop-signature-timestamp` and the raw body. An unverifiable call answers 401 and
 /// queues nothing.
 #[utoipa::path(post, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health)"),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava)"),
            ("x-oura-signature" = Option<String>, Header, description = "Oura: the notification's signature"),
            ("x-oura-timestamp" = Option<String>, Header, description = "Oura: the signed timestamp (unix seconds)"),
            ("x-whoop-signature" = Option<String>, Header, description = "WHOOP: the notification's signature"),
@@ -191,7 +208,7 @@ async fn subscription_handshake(
         (WithingsNotification = "application/x-www-form-urlencoded"))),
     responses((status = 200, description = "Verified; the pulls queued", body = Queued),
               (status = 201, description = "Google Health's subscriber verification, with the right secret", body = Queued),
-              (status = 401, description = "Unsigned or wrongly signed", body = models::ErrorDetail),
+                            (status = 401, description = "Unsigned or wrongly signed (Strava, which signs nothing: not the deployment's subscription, or an athlete no connection has)", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a malformed notification", body = models::ValidationError)))]
 async fn notification(
     State(state): State<AppState>,
@@ -205,6 +222,10 @@ async fn notification(
     }
     if provider == "google_health" {
         return google_notification(&state, &headers, &body).await;
+    }
+    if provider == "strava" {
+        let queued = super::notify_strava::event(&state, &body).await?;
+        return Ok((StatusCode::OK, queued));
     }
     let (signature, timestamp) = if provider == "whoop_v2" {
         ("x-whoop-signature", "x-whoop-signature-timestamp")
@@ -239,14 +260,26 @@ async fn notification(
             notify::queue_pulls(&state.meta, provider, &account, signer, Utc::now()).await?;
         tracing::info!(provider, event_type = %event.kind, id = ?event.id,
             trace_id = ?event.trace_id, queued, "change notification");
-        return Ok((StatusCode::OK, Json(Queued { queued })));
+        return Ok((
+            StatusCode::OK,
+            Json(Queued {
+                queued,
+                revoked: None,
+            }),
+        ));
     }
     let event: ChangeNotification = decode_lenient(&value, loc!["body"])?;
     let queued =
         notify::queue_pulls(&state.meta, provider, &event.user_id, signer, Utc::now()).await?;
     tracing::info!(provider, data_type = %event.data_type, event_type = %event.event_type,
         object_id = ?event.object_id, event_time = ?event.event_time, queued, "change notification");
-    Ok((StatusCode::OK, Json(Queued { queued })))
+    Ok((
+        StatusCode::OK,
+        Json(Queued {
+            queued,
+            revoked: None,
+        }),
+    ))
 }
 
 /// A Google Health webhook: its `Authorization` header must be the subscriber's secret (else
@@ -270,7 +303,13 @@ async fn google_notification(
         .map_err(|why| ApiError::invalid(Violation::new(loc!["body"], "value_error", why)))?;
     let users = match notice {
         webhook::Notice::Verification => {
-            return Ok((StatusCode::CREATED, Json(Queued { queued: 0 })));
+            return Ok((
+                StatusCode::CREATED,
+                Json(Queued {
+                    queued: 0,
+                    revoked: None,
+                }),
+            ));
         }
         webhook::Notice::Changes(users) => users,
     };
@@ -285,7 +324,13 @@ async fn google_notification(
         queued,
         "change notification"
     );
-    Ok((StatusCode::OK, Json(Queued { queued })))
+    Ok((
+        StatusCode::OK,
+        Json(Queued {
+            queued,
+            revoked: None,
+        }),
+    ))
 }
 
 /// Who signed a notification, by the provider's scheme; unsigned or wrongly signed, a 401.
@@ -345,5 +390,8 @@ async fn withings_notification(state: &AppState, body: &[u8]) -> Result<Json<Que
     )
     .await?;
     tracing::info!(provider = "withings", appli = ?form.get("appli"), queued, "change notification");
-    Ok(Json(Queued { queued }))
+    Ok(Json(Queued {
+        queued,
+        revoked: None,
+    }))
 }

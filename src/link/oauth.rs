@@ -54,6 +54,11 @@ pub struct OAuthApp {
     /// `verification_token`; never logged). Without it, the subscription handshake fails.
     #[serde(default)]
     pub verification_token: Option<String>,
+    /// The id of the provider's webhook subscription for this application (Strava's
+    /// `subscription_id`, which its events carry and which verifies them:
+    /// `sync::connectors::strava::webhook`). Without it, Strava's events are refused.
+    #[serde(default)]
+    pub subscription_id: Option<i64>,
 }
 
 impl std::fmt::Debug for OAuthApp {

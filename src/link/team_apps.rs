@@ -206,6 +206,7 @@ pub async fn resolve(
         token_url: token_url.to_owned(),
         redirect_uri: own.redirect_uri,
         verification_token: None,
+        subscription_id: None,
     })
 }
 

@@ -21,6 +21,9 @@
 //! with the client in the form, as Google's guide for web server applications sends it, and
 //! issues a refresh token only to an authorisation URL carrying `access_type=offline`
 //! ([`authorize_params`]).
+//! Strava (`developers.strava.com/docs/authentication/`) takes the client's id and secret in the
+//! form too ([`client_in_body`]); its answers are RFC 6749's plus `expires_at` and the
+//! `athlete`, which the connector reads itself (`GET /athlete`).
 
 use oauth2::{HttpClientError, HttpRequest, HttpResponse};
 use serde_json::{Value, json};
@@ -44,7 +47,8 @@ pub fn wire(provider: &str) -> TokenWire {
 
 /// Whether the provider wants the client's id and secret in the form instead of HTTP Basic.
 pub fn client_in_body(provider: &str) -> bool {
-    wire(provider) == TokenWire::Withings || matches!(provider, "whoop_v2" | "google_health")
+    wire(provider) == TokenWire::Withings
+        || matches!(provider, "whoop_v2" | "google_health" | "strava")
 }
 
 /// The parameters a provider's authorisation URL carries besides RFC 6749's (Google's offline

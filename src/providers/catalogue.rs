@@ -42,6 +42,14 @@ const GOOGLE_HEALTH_SET: &[&str] = &[
     "weight",
     "fat",
 ];
+/// What the Strava connector pulls (`sync::connectors::strava`).
+const STRAVA_SET: &[&str] = &[
+    "profile",
+    "workouts",
+    "workout_stream",
+    "heartrate",
+    "distance",
+];
 const WATCH_SET: &[&str] = &[
     "profile",
     "activity",
@@ -214,7 +222,7 @@ pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
         p(18, "polar", "Polar", Oauth, "watch", WATCH_SET, false, "Training, sleep and heart rate from Polar watches and straps."),
         p(19, "renpho", "Renpho", Password, "scale", SCALE_SET, false, "Body composition from Renpho smart scales."),
         p(20, "samsung_health", "Samsung Health", Sdk, "watch", PHONE_SET, false, "Samsung Health data through the mobile SDK."),
-        p(21, "strava", "Strava", Oauth, "app", CYCLING_SET, false, "Workouts recorded with Strava."),
+        p(21, "strava", "Strava", Oauth, "app", STRAVA_SET, false, "Workouts recorded with Strava, with their heart rate and distance."),
         p(22, "ultrahuman", "Ultrahuman", TeamOauth, "ring", SLEEP_SET, false, "Sleep, heart rate and movement from the Ultrahuman ring."),
         p(23, "wahoo", "Wahoo", Oauth, "exercise_machine", CYCLING_SET, false, "Workouts from Wahoo bike computers and trainers."),
         p(24, "whoop_v2", "WHOOP", Oauth, "automatic", WHOOP_SET, false, "Sleep, recovery, strain and workouts from WHOOP straps."),

@@ -175,6 +175,21 @@ const GOOGLE_HEALTH: NativeScopes = NativeScopes {
     ],
 };
 
+/// Strava API v3 (`developers.strava.com/docs/authentication/`): `read` (public profile) and
+/// `activity:read_all` (every activity, private ones included, with its streams),
+/// comma-separated. Strava names what the athlete granted only in the callback's `scope`
+/// parameter, not in its token answer, so a Strava link counts every scope asked as granted.
+const STRAVA: NativeScopes = NativeScopes {
+    separator: ',',
+    grants: &[
+        ("read", &["profile"]),
+        (
+            "activity:read_all",
+            &["workouts", "workout_stream", "heartrate", "distance"],
+        ),
+    ],
+};
+
 /// Every wearhouse scope of the provider, required first (what its links ask for).
 pub fn all_scopes(provider: &Provider) -> Vec<&'static str> {
     let wanted = scopes(provider);
@@ -190,6 +205,7 @@ pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
         "dexcom_v3" => Some(&DEXCOM),
         "whoop_v2" => Some(&WHOOP),
         "google_health" => Some(&GOOGLE_HEALTH),
+        "strava" => Some(&STRAVA),
         _ => None,
     }
 }
@@ -359,6 +375,23 @@ mod tests {
                 access::HEALTH_METRICS
             ]
         );
+        let strava = provider("strava").unwrap();
+        assert_eq!(
+            authorisation_scopes(strava),
+            ["read,activity:read_all"],
+            "comma-joined"
+        );
+        assert_eq!(
+            granted(strava, &["read,activity:read_all".to_owned()]),
+            [
+                "profile",
+                "workouts",
+                "workout_stream",
+                "heartrate",
+                "distance"
+            ]
+        );
+        assert_eq!(granted(strava, &["read".to_owned()]), ["profile"]);
 
         // A provider without its own names keeps wearhouse's.
         let polar = crate::providers::CATALOGUE

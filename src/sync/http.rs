@@ -3,7 +3,9 @@
 //! credential (an OAuth bearer token, or a password provider's session cookie) whose status
 //! becomes a [`SyncError`]: 401 `Unauthorised`, 429 `RateLimited` with the wait the provider
 //! named, 408 and 5xx `Transient`, any other status `Permanent`; a transport failure (timeout,
-//! refused or broken connection) is `Transient`.
+//! refused or broken connection) is `Transient`. A provider whose 429 names its wait in
+//! headers of its own (Strava's usage and limit pairs) reads them with
+//! [`Api::with_rate_limit_wait`].
 
 use std::time::Duration;
 
@@ -33,7 +35,12 @@ pub struct Api {
     credential: Credential,
     /// Headers every call sends besides.
     headers: Vec<(&'static str, String)>,
+    /// The provider's own reading of a 429's headers, when `Retry-After` names no wait.
+    rate_limit_wait: Option<RateLimitWait>,
 }
+
+/// Reads the seconds a 429 asks to wait from the provider's own headers, at `now`.
+pub type RateLimitWait = fn(&HeaderMap, DateTime<Utc>) -> Option<u64>;
 
 /// How an API's calls carry the user's credential.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +69,7 @@ impl Api {
             reset_header: None,
             credential: Credential::Bearer,
             headers: Vec::new(),
+            rate_limit_wait: None,
         }
     }
 
@@ -84,6 +92,12 @@ impl Api {
         self
     }
 
+    /// The same API, reading a 429's wait with `wait` when `Retry-After` names none.
+    pub fn with_rate_limit_wait(mut self, wait: RateLimitWait) -> Api {
+        self.rate_limit_wait = Some(wait);
+        self
+    }
+
     /// `GET {base}{path}?{query}` with the credential `token`, answering its JSON body.
     pub async fn get(
         &self,
@@ -92,7 +106,23 @@ impl Api {
         query: &[(&str, String)],
     ) -> Result<Value, SyncError> {
         let request = self.http.get(format!("{}{path}", self.base)).query(query);
-        self.send(token, path, request).await
+        self.send(token, path, request, false)
+            .await?
+            .ok_or_else(|| SyncError::Permanent {
+                reason: format!("{} answered 404 to {path}", self.name),
+            })
+    }
+
+    /// [`Api::get`], answering `None` when the provider answers 404 (a document that is gone,
+    /// or that a record never had).
+    pub async fn get_optional(
+        &self,
+        token: &str,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<Option<Value>, SyncError> {
+        let request = self.http.get(format!("{}{path}", self.base)).query(query);
+        self.send(token, path, request, true).await
     }
 
     /// `POST {base}{path}` with the JSON `body` and the credential `token`, answering its JSON
@@ -104,17 +134,22 @@ impl Api {
         body: &Value,
     ) -> Result<Value, SyncError> {
         let request = self.http.post(format!("{}{path}", self.base)).json(body);
-        self.send(token, path, request).await
+        self.send(token, path, request, false)
+            .await?
+            .ok_or_else(|| SyncError::Permanent {
+                reason: format!("{} answered 404 to {path}", self.name),
+            })
     }
 
     /// Sends `request` with the credential and the API's headers; its status becomes a
-    /// [`SyncError`] as the module says.
+    /// [`SyncError`] as the module says, except a 404 when `absent_ok` (then `None`).
     async fn send(
         &self,
         token: &str,
         path: &str,
         request: reqwest::RequestBuilder,
-    ) -> Result<Value, SyncError> {
+        absent_ok: bool,
+    ) -> Result<Option<Value>, SyncError> {
         let name = self.name;
         let mut request = request.header(ACCEPT, "application/json");
         request = match self.credential {
@@ -128,11 +163,20 @@ impl Api {
         let status = response.status();
         if status.is_success() {
             let bytes = response.bytes().await.map_err(|e| transport(name, e))?;
-            return serde_json::from_slice(&bytes).map_err(|e| SyncError::Permanent {
-                reason: format!("{name} answered {status} with a body that is not JSON: {e}"),
-            });
+            return serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| SyncError::Permanent {
+                    reason: format!("{name} answered {status} with a body that is not JSON: {e}"),
+                });
         }
-        let wait = retry_after(response.headers(), Utc::now(), self.reset_header);
+        if absent_ok && status.as_u16() == 404 {
+            return Ok(None);
+        }
+        let now = Utc::now();
+        let wait = retry_after(response.headers(), now, self.reset_header).or_else(|| {
+            self.rate_limit_wait
+                .and_then(|f| f(response.headers(), now))
+        });
         // The body only feeds the error message: a failure to read it changes nothing.
         let text = response.text().await.unwrap_or_default();
         let detail: String = text.chars().take(ERROR_BODY_CHARS).collect();

@@ -36,6 +36,8 @@
 //! Google Health (`developers.google.com/health/webhooks`) is the fourth; its scheme (the
 //! subscriber's `Authorization` secret and a `{"type": "verification"}` handshake) is
 //! `connectors::google_health::webhook`.
+//! Strava (Webhook Events API) is the fifth; its handshake and unsigned events are
+//! `sync::connectors::strava::webhook`.
 //!
 //! Decisions where the spec is silent:
 //! - A notification signed with the deployment's application may name a user of any team; one
@@ -65,17 +67,17 @@ use crate::secret::SecretKey;
 use crate::store::metadata::{MetadataError, MetadataStore, connections};
 
 /// The providers whose change notifications are accepted.
-pub const NOTIFYING: &[&str] = &["oura", "withings", "whoop_v2", "google_health"];
+pub const NOTIFYING: &[&str] = &["oura", "withings", "whoop_v2", "google_health", "strava"];
 
 /// Whether `provider` sends change notifications this service verifies.
 pub fn notifies(provider: &str) -> bool {
     NOTIFYING.contains(&provider)
 }
 
-/// Whether `provider`'s subscriptions carry a verification token (Oura's handshake); Withings'
-/// do not.
+/// Whether `provider`'s subscriptions carry a verification token (Oura's and Strava's
+/// handshakes); Withings' do not.
 pub fn takes_verification_token(provider: &str) -> bool {
-    provider == "oura"
+    matches!(provider, "oura" | "strava")
 }
 
 /// The subscription handshake: whether `token` is the verification token of the provider's
@@ -230,6 +232,7 @@ mod tests {
             token_url: "https://example.com/t".into(),
             redirect_uri: None,
             verification_token: Some("verify-me".into()),
+            subscription_id: None,
         };
         OAuthApps([("oura".to_owned(), app)].into_iter().collect())
     }

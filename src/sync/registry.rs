@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::access::{EmailLink, PasswordLogin};
-use super::connectors::{dexcom, fitbit, google_health, libre, oura, peloton, whoop, withings};
+use super::connectors::{
+    dexcom, fitbit, google_health, libre, oura, peloton, strava, whoop, withings,
+};
 use super::{Connector, SyncError};
 
 /// Providers with a connector: a link to one of them starts a historical pull.
@@ -24,6 +26,7 @@ pub const SLUGS: &[&str] = &[
     "abbott_libreview",
     "whoop_v2",
     "google_health",
+    "strava",
 ];
 
 /// Whether `provider` has a connector (its links start pulls).
@@ -64,6 +67,11 @@ pub const OAUTH_ENDPOINTS: &[(&str, &str, &str)] = &[
         google_health::access::OAUTH_AUTHORIZE_URL,
         google_health::access::OAUTH_TOKEN_URL,
     ),
+    (
+        "strava",
+        strava::OAUTH_AUTHORIZE_URL,
+        strava::OAUTH_TOKEN_URL,
+    ),
 ];
 
 /// The connectors by provider slug.
@@ -93,6 +101,7 @@ impl Connectors {
             google_health::API_URL_ENV,
             google_health::DEFAULT_API_URL,
         ))?;
+        let strava = strava::Strava::new(&url(strava::API_URL_ENV, strava::DEFAULT_API_URL))?;
         let libre = libre::Libre::new(libre::access::Hosts::from_env())?;
         let libreview = libre::Libre::libreview(libre::libreview::hosts_from_env())?;
         Ok(Connectors::default()
@@ -104,7 +113,8 @@ impl Connectors {
             .with(Arc::new(withings))
             .with(Arc::new(peloton))
             .with(Arc::new(whoop))
-            .with(Arc::new(google_health)))
+            .with(Arc::new(google_health))
+            .with(Arc::new(strava)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

@@ -64,6 +64,7 @@ mod sync_notify;
 mod sync_oura;
 mod sync_peloton;
 mod sync_pull;
+mod sync_strava;
 mod sync_support;
 mod sync_whoop;
 mod sync_withings;

@@ -277,6 +277,7 @@ pub(crate) fn follower_app() -> OAuthApps {
             token_url: String::new(),
             redirect_uri: None,
             verification_token: None,
+            subscription_id: None,
         },
     );
     apps

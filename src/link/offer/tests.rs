@@ -15,6 +15,7 @@ fn app() -> OAuthApp {
         token_url: "https://auth.example.com/token".into(),
         redirect_uri: None,
         verification_token: None,
+        subscription_id: None,
     }
 }
 
@@ -113,7 +114,8 @@ fn an_application_of_the_deployment_or_the_team_makes_a_provider_with_a_connecto
     let offer = Offer::new(&config, teams);
     use Connectability::{Blocked, Connectable};
     assert_eq!(of(&offer, "garmin"), Blocked(Blocker::NoConnector));
-    assert_eq!(of(&offer, "strava"), Blocked(Blocker::NoConnector));
+    // Strava has a connector (`sync::connectors::strava`): the team's application links it.
+    assert_eq!(of(&offer, "strava"), Connectable(Route::OAuth(Owner::Team)));
     // The team's own application wins over the deployment's.
     assert_eq!(of(&offer, "oura"), Connectable(Route::OAuth(Owner::Team)));
     assert_eq!(

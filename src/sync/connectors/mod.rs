@@ -4,7 +4,7 @@
 //! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
 //! [`libre`] (FreeStyle Libre through LibreLinkUp, and Abbott LibreView, password and e-mail
 //! providers), [`whoop`] (WHOOP API v2),
-//! [`google_health`] (the Google Health API, Fitbit's successor), and [`demo`] (the demo generator, pulled for demo
+//! [`google_health`] (the Google Health API, Fitbit's successor), [`strava`] (Strava API v3), and [`demo`] (the demo generator, pulled for demo
 //! connections of oura, fitbit, freestyle_libre and apple_health_kit).
 
 pub mod demo;
@@ -14,5 +14,6 @@ pub mod google_health;
 pub mod libre;
 pub mod oura;
 pub mod peloton;
+pub mod strava;
 pub mod whoop;
 pub mod withings;

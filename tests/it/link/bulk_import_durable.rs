@@ -270,6 +270,7 @@ async fn an_operation_is_stored_worked_and_listed_on_postgresql() {
             token_url: format!("{}/token", fake.base),
             redirect_uri: None,
             verification_token: None,
+            subscription_id: None,
         },
     );
     let link = wearhouse::link::LinkConfig {

@@ -29,6 +29,7 @@ async fn deployment(apps: &[&str], demo: bool) -> TestApp {
         token_url: "https://auth.example.test/token".into(),
         redirect_uri: None,
         verification_token: None,
+        subscription_id: None,
     };
     app.state = app.state.clone().with_link_config(LinkConfig {
         oauth_apps: OAuthApps(apps.iter().map(|s| ((*s).to_owned(), app_of())).collect()),
@@ -172,8 +173,9 @@ async fn an_oauth_application_of_the_deployment_or_the_team_offers_a_provider_wi
     );
 
     // The team's own: Oura (a connector: offered to this team only, on Oura's own endpoints),
-    // FreeStyle Libre's follower account, Strava (no connector: never offered).
-    for provider in ["oura", "freestyle_libre", "strava"] {
+    // FreeStyle Libre's follower account, Strava (a connector, on Strava's own endpoints),
+    // Garmin (no connector: never offered).
+    for provider in ["oura", "freestyle_libre", "strava", "garmin"] {
         set_credentials(&app, &key, provider).await;
     }
     let t = token(&app, &key).await;
@@ -184,7 +186,8 @@ async fn an_oauth_application_of_the_deployment_or_the_team_offers_a_provider_wi
             "dexcom_v3",
             "freestyle_libre",
             "oura",
-            "peloton"
+            "peloton",
+            "strava"
         ]
     );
     let theirs = token(&app, &other).await;
@@ -203,13 +206,13 @@ async fn an_oauth_application_of_the_deployment_or_the_team_offers_a_provider_wi
     let (a, html) = page(&app, &format!("/link/provider/freestyle_libre?token={t}")).await;
     assert_eq!(a.status, 200, "{html}");
     assert!(html.contains("Connect FreeStyle Libre"), "{html}");
-    let a = token_with(&app, &key, json!({"provider": "strava"})).await;
+    let a = token_with(&app, &key, json!({"provider": "garmin"})).await;
     assert_eq!(a.status, 400, "{}", a.json);
     assert!(
         a.json["detail"]
             .as_str()
             .unwrap()
-            .contains("Strava (strava)"),
+            .contains("Garmin (garmin)"),
         "{}",
         a.json
     );

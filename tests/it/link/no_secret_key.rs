@@ -30,6 +30,7 @@ async fn keyless_app() -> TestApp {
             token_url: "http://127.0.0.1:9/token".into(),
             redirect_uri: None,
             verification_token: None,
+            subscription_id: None,
         },
     );
     let closed = "http://127.0.0.1:9";

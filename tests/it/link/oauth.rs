@@ -28,6 +28,7 @@ pub async fn setup() -> (TestApp, FakeOAuth) {
             token_url: format!("{}/token", fake.base),
             redirect_uri: None,
             verification_token: Some(VERIFICATION_TOKEN.into()),
+            subscription_id: None,
         },
     );
     app.state = app.state.clone().with_link_config(LinkConfig {

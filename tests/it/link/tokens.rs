@@ -54,6 +54,7 @@ pub(super) fn with_oura_and_peloton(mut app: TestApp) -> TestApp {
         token_url: "https://auth.example.test/token".into(),
         redirect_uri: None,
         verification_token: None,
+        subscription_id: None,
     };
     let peloton = wearhouse::sync::connectors::peloton::access::Peloton::new(
         "http://127.0.0.1:9",

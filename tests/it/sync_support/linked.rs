@@ -25,6 +25,9 @@ use wearhouse::link::oauth::{OAuthApp, OAuthApps};
 use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 use wearhouse::sync::{Connector, Connectors};
 
+/// The webhook subscription id of the deployment's application (Strava's events carry it).
+pub const SUBSCRIPTION_ID: i64 = 120_475;
+
 /// How long a job may take to reach the state a test waits for (also the runner's lease).
 pub const LONG: Duration = Duration::from_secs(15);
 
@@ -126,6 +129,7 @@ impl Linked {
                 },
                 redirect_uri: None,
                 verification_token: Some(VERIFICATION_TOKEN.into()),
+                subscription_id: Some(SUBSCRIPTION_ID),
             },
         );
         app.state = app
