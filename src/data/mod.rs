@@ -145,6 +145,7 @@ pub fn push_revives(provider: &str) -> bool {
 fn push_user(user: &User) -> PushUser {
     PushUser {
         fallback_time_zone: fallback_zone(user),
+        user_id: user.id,
     }
 }
 

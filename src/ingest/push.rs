@@ -32,6 +32,9 @@ use crate::validation::{Invalid, Loc, Violation};
 pub struct PushUser {
     /// The user's fallback zone: used for the offset of records that carry no zone.
     pub fallback_time_zone: Option<Tz>,
+    /// The user's id: part of every id ingest derives, so two users' records with the same
+    /// content never share an id (nil where no user is known: the CLI's demo files).
+    pub user_id: uuid::Uuid,
 }
 
 /// A validated push body: one record batch per dataset that received rows, in the order
@@ -81,6 +84,8 @@ pub(crate) struct Ctx<'a> {
     device_id: Option<String>,
     pub(crate) fallback: Option<Tz>,
     pub(crate) now: DateTime<Utc>,
+    /// The user's id (hyphenated), the first part of every derived id.
+    pub(crate) user: String,
 }
 
 impl Ctx<'_> {
@@ -255,6 +260,7 @@ fn source<'a>(
         device_id: None,
         fallback: user.fallback_time_zone,
         now,
+        user: user.user_id.to_string(),
     };
     if let Some(src) = obj.get("source").filter(|v| !v.is_null()) {
         let sloc = at(root, "source");

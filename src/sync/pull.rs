@@ -332,6 +332,7 @@ impl Puller {
     ) -> Result<PushBatches, JobError> {
         let zone = crate::ingest::PushUser {
             fallback_time_zone: crate::data::fallback_zone(&session.user),
+            user_id: session.user.id,
         };
         let screened = screen(body, &zone, now).map_err(|e| {
             permanent(format!(

@@ -23,6 +23,7 @@ mod columnar_push;
 mod crash;
 mod cycle;
 mod data_api;
+mod derived_ids;
 mod e2e;
 mod engine;
 mod engine_memory;
