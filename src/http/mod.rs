@@ -30,8 +30,10 @@ mod metrics;
 pub mod models;
 pub mod models_events;
 pub mod models_query;
+pub mod models_raw;
 mod notify;
 mod rate_limit;
+mod raw;
 mod sessions;
 mod stream;
 mod team_profile;
@@ -359,6 +361,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(jobs::routes())
         .merge(webhooks::routes())
         .merge(data::routes())
+        .merge(raw::routes())
         .merge(sessions::routes())
         .merge(introspect::routes())
         .merge(aggregate::routes())

@@ -108,6 +108,7 @@ pub(crate) fn parse_table_rows(
     let user = PushUser {
         fallback_time_zone: None,
         user_id,
+        pulled: false,
     };
     parse_push(&Value::Object(body), &user, now)
 }

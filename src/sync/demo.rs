@@ -29,7 +29,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::{Connector, Pull, Pulled, Resource, SyncError, Window};
+use super::{Connector, Payload, Pull, Pulled, Resource, SyncError, Window};
 use crate::data::DataError;
 use crate::events::outbox;
 use crate::ingest::demo::{self, Persona};
@@ -100,8 +100,35 @@ impl Connector for Demo {
             }
             keep_window(parts, pull.window);
         }
-        Ok(Pulled { body, skipped: 0 })
+        let payloads = generated_payloads(&body);
+        Ok(Pulled {
+            body,
+            skipped: 0,
+            payloads,
+        })
     }
+}
+
+/// The demo's payloads: each generated summary record is what the demo "provider" sent.
+fn generated_payloads(body: &Value) -> Vec<Payload> {
+    let mut out = Vec::new();
+    for part in ["sleep", "activity", "workouts", "body"] {
+        if let Some(Value::Array(records)) = body.get(part) {
+            out.extend(records.iter().enumerate().map(|(index, r)| Payload {
+                part: part.to_owned(),
+                index,
+                document: r.clone(),
+            }));
+        }
+    }
+    if let Some(profile) = body.get("profile").filter(|p| p.is_object()) {
+        out.push(Payload {
+            part: "profile".to_owned(),
+            index: 0,
+            document: profile.clone(),
+        });
+    }
+    out
 }
 
 /// The first and last UTC day of `window`.

@@ -34,7 +34,11 @@ async fn ids(app: &TestApp, user: &str) -> Vec<(String, Value)> {
     assert_eq!(devices.status, 200, "{}", devices.json);
     let devices = devices.json.as_array().cloned().unwrap_or_default();
     assert!(!devices.is_empty());
-    out.extend(devices.iter().map(|d| ("device".to_owned(), d["id"].clone())));
+    out.extend(
+        devices
+            .iter()
+            .map(|d| ("device".to_owned(), d["id"].clone())),
+    );
     out
 }
 
@@ -48,7 +52,9 @@ async fn two_users_with_the_same_data_get_different_derived_ids() {
         body[part][0].as_object_mut().unwrap().remove("id");
     }
     for user in [&a, &b] {
-        let pushed = app.post(&format!("/v2/user/{user}/data"), body.clone()).await;
+        let pushed = app
+            .post(&format!("/v2/user/{user}/data"), body.clone())
+            .await;
         assert_eq!(pushed.status, 200, "{}", pushed.json);
     }
     let (ours, theirs) = (ids(&app, &a).await, ids(&app, &b).await);

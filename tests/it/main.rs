@@ -45,6 +45,7 @@ mod metrics;
 mod openapi;
 mod push_schema;
 mod rate_limit;
+mod raw;
 mod readme;
 mod scale_out;
 mod schema_fuzz;

@@ -27,6 +27,7 @@ fn user() -> PushUser {
     PushUser {
         fallback_time_zone: Some(chrono_tz::Europe::Berlin),
         user_id: Uuid::nil(),
+        pulled: false,
     }
 }
 

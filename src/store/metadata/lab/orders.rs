@@ -105,7 +105,8 @@ pub async fn document(
     team: Uuid,
     id: Uuid,
 ) -> Result<Option<String>, MetadataError> {
-    let sql = format!("SELECT document FROM lab_orders WHERE team_id = $1 AND id = $2 AND {LIVE_USER}");
+    let sql =
+        format!("SELECT document FROM lab_orders WHERE team_id = $1 AND id = $2 AND {LIVE_USER}");
     let row = sqlx::query(&sql)
         .bind(team.to_string())
         .bind(id.to_string())
@@ -136,7 +137,8 @@ pub async fn results(
     team: Uuid,
     id: Uuid,
 ) -> Result<Option<String>, MetadataError> {
-    let sql = format!("SELECT results FROM lab_orders WHERE team_id = $1 AND id = $2 AND {LIVE_USER}");
+    let sql =
+        format!("SELECT results FROM lab_orders WHERE team_id = $1 AND id = $2 AND {LIVE_USER}");
     let row = sqlx::query(&sql)
         .bind(team.to_string())
         .bind(id.to_string())
@@ -261,9 +263,9 @@ pub async fn transaction_documents(
          AND {LIVE_USER} ORDER BY created_at, id"
     );
     let rows = sqlx::query(&sql)
-    .bind(team.to_string())
-    .bind(transaction.to_string())
-    .fetch_all(conn)
-    .await?;
+        .bind(team.to_string())
+        .bind(transaction.to_string())
+        .fetch_all(conn)
+        .await?;
     rows.iter().map(|r| get_str(r, "document")).collect()
 }
