@@ -81,7 +81,7 @@ async fn newest(
         }
     }
     let mut out: Vec<RawDocument> = latest.into_values().collect();
-    out.sort_by(|a, b| (a.at, key(a)).cmp(&(b.at, key(b))));
+    out.sort_by_key(|d| (d.at, key(d)));
     Ok(out)
 }
 
