@@ -18,6 +18,8 @@
 //!   changed is taken before the write, the events are made after it by a durable job
 //!   ([`announce`], which also resolves a crash in between); a demo connection emits `provider.connection.created` and one
 //!   `historical.data.<resource>.created` per resource, not daily events;
+//! - each summary record's payload as received (the record as pushed, a pulled record's
+//!   provider document) is kept after the push commits, for the raw getters ([`raw`]);
 //! - `ingestion_start`/`ingestion_end` do not reject pushed records; they bound the window the
 //!   aggregate engine reads.
 
@@ -29,6 +31,7 @@ pub mod introspect;
 mod limit;
 mod pages;
 pub mod provider_list;
+pub mod raw;
 pub mod sessions;
 
 pub use limit::{Deadline, within};
@@ -145,6 +148,8 @@ pub fn push_revives(provider: &str) -> bool {
 fn push_user(user: &User) -> PushUser {
     PushUser {
         fallback_time_zone: fallback_zone(user),
+        user_id: user.id,
+        pulled: false,
     }
 }
 
@@ -159,10 +164,11 @@ pub async fn store_push(
     meta: &MetadataStore,
     store: &HealthStore,
     user: &User,
-    parsed: PushBatches,
+    mut parsed: PushBatches,
     now: DateTime<Utc>,
 ) -> Result<Value, DataError> {
     let counts = parsed.counts();
+    let payloads = std::mem::take(&mut parsed.raw);
     let provider = parsed.provider.clone();
     let written: Vec<Dataset> = parsed.batches.iter().map(|(dataset, _)| *dataset).collect();
     let (opener, gate) = crate::store::health::gate();
@@ -190,6 +196,7 @@ pub async fn store_push(
         }
         return Err(e.into());
     }
+    raw::keep(store, user, payloads).await;
     // One transaction for everything after the write: a push costs two commits, as it did
     // before it had events (the compaction's and the connection's).
     let mut tx = meta.begin().await?;
@@ -288,6 +295,7 @@ pub async fn write_parsed(
     store
         .write_push(user.team_id, user.id, parsed.batches)
         .await?;
+    raw::keep(store, user, parsed.raw).await;
     // Compaction only tidies what is already durable: failing to ask for it loses nothing.
     let delay = store.compaction_delay();
     if let Err(error) =

@@ -83,6 +83,7 @@ async fn push_data(
                 source_type: param("source_type"),
                 app_id: param("source_app_id"),
                 device_id: param("source_device_id"),
+                user_id: user.id,
             };
             let now = Utc::now();
             let parsed = data::parse_columnar(body, format, target, now).await?;

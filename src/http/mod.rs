@@ -30,9 +30,11 @@ mod metrics;
 pub mod models;
 pub mod models_events;
 pub mod models_query;
+pub mod models_raw;
 mod notify;
 mod notify_strava;
 mod rate_limit;
+mod raw;
 mod sessions;
 mod stream;
 mod team_profile;
@@ -360,6 +362,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(jobs::routes())
         .merge(webhooks::routes())
         .merge(data::routes())
+        .merge(raw::routes())
         .merge(sessions::routes())
         .merge(introspect::routes())
         .merge(aggregate::routes())

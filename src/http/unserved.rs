@@ -14,8 +14,6 @@
 //!   kits, order import, on-site draws and labels, patient communication settings, ABN forms,
 //!   appointment requests): there is no lab contract, no result arrives for an order placed
 //!   elsewhere, no patient is messaged, and no order is billed to Medicare;
-//! - **raw provider payloads** (`/v2/summary/{table}/{user_id}/raw`): not yet kept; the
-//!   normalised records are served (issue 42 leaves this open);
 //! - **continuous queries** (`/aggregate/v1/user/{user_id}/continuous_query/...`): not yet
 //!   built (`analytics.md`).
 //!
@@ -53,7 +51,6 @@ const COMMUNICATION: &str =
     "Not implemented: wearhouse sends no e-mail or text messages to patients.";
 const ABN: &str = "Not implemented: no order here is billed to Medicare, so there is no Advance Beneficiary Notice form.";
 const APPOINTMENT_REQUEST: &str = "Not implemented: appointments are booked from availability (POST /v3/order/{order_id}/phlebotomy/appointment/book), not requested.";
-const RAW: &str = "Not implemented: wearhouse does not keep providers' payloads as received yet; read the normalised records with GET /v2/summary/{table}/{user_id}.";
 const RESEND: &str =
     "Not implemented: replay order events with POST /v2/team/webhooks/{id}/replay.";
 
@@ -213,37 +210,6 @@ pub const OPERATIONS: &[(&str, &str, &str, &str)] = &[
         "/v3/order/resend_events",
         "Resend Order Webhook",
         RESEND,
-    ),
-    (
-        "GET",
-        "/v2/summary/sleep/{user_id}/raw",
-        "Get Sleep Raw",
-        RAW,
-    ),
-    (
-        "GET",
-        "/v2/summary/activity/{user_id}/raw",
-        "Get Activity Raw",
-        RAW,
-    ),
-    (
-        "GET",
-        "/v2/summary/workouts/{user_id}/raw",
-        "Get Workouts Raw",
-        RAW,
-    ),
-    ("GET", "/v2/summary/body/{user_id}/raw", "Get Body Raw", RAW),
-    (
-        "GET",
-        "/v2/summary/profile/{user_id}/raw",
-        "Get Profile Raw",
-        RAW,
-    ),
-    (
-        "GET",
-        "/v2/summary/devices/{user_id}/raw",
-        "Get Devices Raw",
-        RAW,
     ),
 ];
 

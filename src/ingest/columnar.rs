@@ -95,6 +95,8 @@ pub struct ColumnarTarget {
     pub app_id: Option<String>,
     /// `source_device_id`.
     pub device_id: Option<String>,
+    /// The user the rows belong to: part of the ids derived for table rows.
+    pub user_id: uuid::Uuid,
 }
 
 /// Validates a columnar push body into the batch the store keeps (see the module docs).
@@ -222,7 +224,7 @@ fn table_push(
             "source_device_id",
         )?,
     };
-    parse_table_rows(&input, table, source, now)
+    parse_table_rows(&input, table, source, target.user_id, now)
 }
 
 fn target_resource(target: &ColumnarTarget) -> Result<Resource, Violation> {

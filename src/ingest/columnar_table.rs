@@ -42,6 +42,7 @@ pub(crate) fn parse_table_rows(
     input: &RecordBatch,
     table: Table,
     source: TableSource,
+    user_id: uuid::Uuid,
     now: DateTime<Utc>,
 ) -> Result<PushBatches, Invalid> {
     let schema = input.schema();
@@ -106,6 +107,8 @@ pub(crate) fn parse_table_rows(
     body.insert(super::push_key(table).into(), records);
     let user = PushUser {
         fallback_time_zone: None,
+        user_id,
+        pulled: false,
     };
     parse_push(&Value::Object(body), &user, now)
 }

@@ -5,7 +5,7 @@
 //! Decisions where the spec is silent:
 //! - `period_start` is required; `period_end` and `cycle_end` may not be before it.
 //!   `is_predicted` defaults to `false` (the reference's default).
-//! - The id is derived from (provider, source type, `period_start`) when not given, so
+//! - The id is derived from (user, provider, source type, `period_start`) when not given, so
 //!   re-pushing a cycle replaces it.
 //! - Every entry needs its `date` and, except `sexual_activity.protection_used`, its value (the
 //!   reference's required fields); enumerated values are the reference's closed sets; a basal
@@ -60,6 +60,7 @@ pub(crate) fn parse(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<
         Some(id) if !id.is_empty() => id.to_owned(),
         Some(_) => return Err(Violation::value(at(loc, "id"), "id must not be empty")),
         None => derive_id(&[
+            &ctx.user,
             ctx.provider,
             &ctx.source_type,
             "menstrual_cycle",

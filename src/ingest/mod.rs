@@ -33,9 +33,10 @@
 //! by its own (query-language) name, the shape pushes had before.
 //! Decisions where the spec is silent (each is detailed on the private module that takes it:
 //! `push`, `push_body`, `summary`, `sample`, `render`, `page`, `grouped`, `dates`):
-//! - summary `id` is optional on push and then derived from (provider, source type, table,
-//!   index time) with [`derive_id`]; activity ids always come from (provider, source type,
-//!   date), profile ids are the provider slug;
+//! - summary `id` is optional on push and then derived from (user, provider, source type,
+//!   table, index time) with [`derive_id`]; activity ids always come from (user, provider,
+//!   source type, date), profile ids from (user, provider): derived ids never collide between
+//!   users;
 //! - a record's zone is `±HH:MM`, `Z`, an IANA name or seconds east of UTC; the stored
 //!   `timezone_offset` is its offset at the row's index instant, else null (the fallback zone
 //!   is applied at query time, never stored);
@@ -68,6 +69,7 @@ mod page;
 mod push;
 mod push_body;
 pub mod push_schema;
+pub mod raw;
 mod render;
 mod sample;
 mod sample_json;
@@ -88,5 +90,5 @@ pub use hypnogram::{hypnogram_grouped, hypnogram_plain};
 pub use page::{Cursor, PageBuilder, PageLimits, SamplePage};
 pub use push::{PushBatches, PushUser, parse_push, parse_push_json};
 pub(crate) use render::source as render_source;
-pub use render::{render_profile, render_samples, render_summaries};
+pub use render::{render_profile, render_samples, render_summaries, sport_id};
 pub use summary::derive_id;

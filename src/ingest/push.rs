@@ -19,6 +19,7 @@ use serde::de::DeserializeSeed;
 use super::columns::{BatchBuilder, Cell, Row};
 use super::fields::{SOURCE_TYPES, push_key};
 use super::push_body::{BodySeed, Collected};
+use super::raw;
 use super::summary;
 use super::zone::Zone;
 use crate::loc;
@@ -32,6 +33,12 @@ use crate::validation::{Invalid, Loc, Violation};
 pub struct PushUser {
     /// The user's fallback zone: used for the offset of records that carry no zone.
     pub fallback_time_zone: Option<Tz>,
+    /// The user's id: part of every id ingest derives, so two users' records with the same
+    /// content never share an id (nil where no user is known: the CLI's demo files).
+    pub user_id: uuid::Uuid,
+    /// Whether the body is a connector's (a pull): its records may carry their provider
+    /// document under [`super::raw::PAYLOAD_MEMBER`] (see `raw.rs`).
+    pub pulled: bool,
 }
 
 /// A validated push body: one record batch per dataset that received rows, in the order
@@ -42,6 +49,8 @@ pub struct PushBatches {
     pub batches: Vec<(Dataset, RecordBatch)>,
     /// The provider slug the body named.
     pub provider: String,
+    /// The raw payload of each summary record, in body order (see `raw.rs`).
+    pub raw: Vec<super::raw::RawPayload>,
 }
 
 impl PushBatches {
@@ -81,6 +90,8 @@ pub(crate) struct Ctx<'a> {
     device_id: Option<String>,
     pub(crate) fallback: Option<Tz>,
     pub(crate) now: DateTime<Utc>,
+    /// The user's id (hyphenated), the first part of every derived id.
+    pub(crate) user: String,
 }
 
 impl Ctx<'_> {
@@ -215,15 +226,27 @@ fn assemble(
         };
         let ploc = at(&root, key);
         let mut builder = BatchBuilder::new(table.schema());
-        if table == Table::Profile {
-            builder
-                .push(summary::parse(table, part, &ploc, &ctx)?)
-                .map_err(internal)?;
+        let records: Vec<(&Value, Vec<Loc>)> = if table == Table::Profile {
+            vec![(part, ploc.clone())]
         } else {
-            for (i, record) in read::array(part, &ploc)?.iter().enumerate() {
-                let row = summary::parse(table, record, &at(&ploc, i), &ctx)?;
-                builder.push(row).map_err(internal)?;
+            read::array(part, &ploc)?
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r, at(&ploc, i)))
+                .collect()
+        };
+        for (record, rloc) in records {
+            let (stripped, data) = if raw::kept(table) {
+                raw::split(record, user.pulled)
+            } else {
+                (None, None)
+            };
+            let row = summary::parse(table, stripped.as_ref().unwrap_or(record), &rloc, &ctx)?;
+            if let Some(data) = data {
+                out.raw
+                    .push(raw::payload(table, &row, provider.slug, data, now));
             }
+            builder.push(row).map_err(internal)?;
         }
         if builder.len() > 0 {
             out.batches
@@ -255,6 +278,7 @@ fn source<'a>(
         device_id: None,
         fallback: user.fallback_time_zone,
         now,
+        user: user.user_id.to_string(),
     };
     if let Some(src) = obj.get("source").filter(|v| !v.is_null()) {
         let sloc = at(root, "source");

@@ -140,7 +140,7 @@ fn int_cell(batch: &RecordBatch, column: &str, row: usize) -> Option<i64> {
 }
 
 /// A sport's number: stable for its slug (the reference numbers its sports; ours are named).
-pub(crate) fn sport_id(slug: &str) -> u32 {
+pub fn sport_id(slug: &str) -> u32 {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(slug.as_bytes());
     u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) & 0x7fff_ffff

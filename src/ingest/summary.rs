@@ -2,10 +2,13 @@
 //! of its table: typed, range-checked, and with its derived columns filled.
 //!
 //! Decisions where the spec is silent:
-//! - `id` is optional on push; when absent it is derived from (provider, source type, table,
-//!   index time) so re-pushing the same record replaces it. Activity ids are always derived from
-//!   (provider, source type, date) and profile ids are the provider slug; a pushed `id` there is
-//!   ignored.
+//! - `id` is optional on push; when absent it is derived from (user, provider, source type,
+//!   table, index time) so re-pushing the same record replaces it. Activity ids are always
+//!   derived from (user, provider, source type, date) and profile ids from (user, provider); a
+//!   pushed `id` there is ignored. The user is part of every derived id, so two users with the
+//!   same data never share an id (ids answered by the getters and named by events and
+//!   `GET /v2/summary/...` are unique across users, as the reference's are). Records stored
+//!   before the user was part of it keep their ids (`ingest` never rewrites stored rows).
 //! - Sleep `duration` defaults to `bedtime_stop − bedtime_start`, `total` to light + deep + rem,
 //!   `type` to `long_sleep` (≥ 3 h) or `short_sleep`.
 //! - The zone of a sleep (`timezone_offset`), workout or body record (`time_zone`) is `±HH:MM`,
@@ -386,7 +389,7 @@ fn record_id(obj: &Obj, loc: &[Loc], ctx: &Ctx, parts: &[&str]) -> Result<String
         Some(id) if !id.is_empty() => Ok(id.to_owned()),
         Some(_) => Err(Violation::value(at(loc, "id"), "id must not be empty")),
         None => {
-            let mut all = vec![ctx.provider, ctx.source_type.as_str()];
+            let mut all = vec![ctx.user.as_str(), ctx.provider, ctx.source_type.as_str()];
             all.extend_from_slice(parts);
             Ok(derive_id(&all))
         }
@@ -539,6 +542,7 @@ fn activity(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Viol
         );
     }
     let id = derive_id(&[
+        &ctx.user,
         ctx.provider,
         &ctx.source_type,
         "activity",
@@ -576,6 +580,9 @@ fn profile(obj: &Obj, loc: &[Loc], ctx: &Ctx, row: &mut Row) -> Result<(), Viola
             row.set(column, Cell::Micros(ctx.now.timestamp_micros()));
         }
     }
-    row.set("id", Cell::Str(ctx.provider.to_owned()));
+    row.set(
+        "id",
+        Cell::Str(derive_id(&[&ctx.user, ctx.provider, "profile"])),
+    );
     Ok(())
 }

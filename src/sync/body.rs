@@ -3,7 +3,31 @@
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value, json};
 
-use super::Pulled;
+use super::{Payload, Pulled};
+use crate::ingest::raw::PAYLOAD_MEMBER;
+
+/// `record` (a JSON object) carrying the provider `document` it was made from; [`pulled`]
+/// takes it off again into [`Pulled::payloads`].
+pub(crate) fn with_payload(mut record: Value, document: &Value) -> Value {
+    if let Value::Object(obj) = &mut record {
+        obj.insert(PAYLOAD_MEMBER.to_owned(), document.clone());
+    }
+    record
+}
+
+/// Takes the provider document off a record, if it carries one.
+fn take_payload(record: &mut Value, part: &str, index: usize, into: &mut Vec<Payload>) {
+    if let Some(document) = record
+        .as_object_mut()
+        .and_then(|o| o.remove(PAYLOAD_MEMBER))
+    {
+        into.push(Payload {
+            part: part.to_owned(),
+            index,
+            document,
+        });
+    }
+}
 
 /// Inserts `value` under `key` when there is one.
 pub(crate) fn put<T: Into<Value>>(obj: &mut Map<String, Value>, key: &str, value: Option<T>) {
@@ -32,13 +56,21 @@ pub(crate) fn pulled(
     skipped: usize,
 ) -> Pulled {
     let mut body = Map::new();
+    let mut payloads = Vec::new();
     body.insert("provider".into(), provider.into());
     body.insert("source".into(), json!({ "type": source_type }));
-    for (key, rows) in tables {
+    for (key, mut rows) in tables {
+        for (i, row) in rows.iter_mut().enumerate() {
+            take_payload(row, key, i, &mut payloads);
+        }
         if !rows.is_empty() {
             body.insert(key.into(), Value::Array(rows));
         }
     }
+    let profile = profile.map(|mut p| {
+        take_payload(&mut p, "profile", 0, &mut payloads);
+        p
+    });
     put(&mut body, "profile", profile);
     let series: Map<String, Value> = series
         .into_iter()
@@ -51,6 +83,7 @@ pub(crate) fn pulled(
     Pulled {
         body: Value::Object(body),
         skipped,
+        payloads,
     }
 }
 

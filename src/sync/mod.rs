@@ -7,6 +7,10 @@
 //!   [`Pulled`]: a push body (`data-model.md` §Reading and writing, the shape
 //!   `POST /v2/user/{user_id}/data` takes) plus how many provider records it skipped.
 //! - Pulled data goes through [`crate::ingest::parse_push`] like any push: one validation path.
+//!   The provider document behind each summary record travels beside the body
+//!   ([`Pulled::payloads`]: a normaliser puts it on the record with [`body::with_payload`] and
+//!   [`body::pulled`] takes it off, so bodies read as before) and rejoins it for parsing
+//!   ([`Pulled::body_with_payloads`]), which keeps it for the raw getters.
 //!   [`screen`] does that and drops, record by record, whatever ingest refuses, so that one odd
 //!   provider value never costs the rest of the pull.
 //! - A failure is a [`SyncError`], typed by what the caller should do next: wait
@@ -117,6 +121,40 @@ pub struct Pulled {
     pub body: Value,
     /// Provider records that could not be normalised (each logged with `tracing::warn!`).
     pub skipped: usize,
+    /// The provider document each summary record was made from, as the API answered it (kept
+    /// for the raw getters; see `crate::data::raw`).
+    pub payloads: Vec<Payload>,
+}
+
+/// The provider document behind one record of a pulled body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload {
+    /// The body part (`sleep`, `activity`, `workouts`, `body`, `profile`).
+    pub part: String,
+    /// The record's index in the part (0 for the profile).
+    pub index: usize,
+    /// The document.
+    pub document: Value,
+}
+
+impl Pulled {
+    /// The body with each record's provider document under
+    /// [`crate::ingest::raw::PAYLOAD_MEMBER`], as parsing a pull takes it
+    /// ([`crate::ingest::PushUser::pulled`]).
+    pub fn body_with_payloads(self) -> Value {
+        let mut body = self.body;
+        for p in self.payloads {
+            let record = match body.get_mut(&p.part) {
+                Some(Value::Array(records)) => records.get_mut(p.index),
+                Some(profile @ Value::Object(_)) if p.index == 0 => Some(profile),
+                _ => None,
+            };
+            if let Some(Value::Object(record)) = record {
+                record.insert(crate::ingest::raw::PAYLOAD_MEMBER.to_owned(), p.document);
+            }
+        }
+        body
+    }
 }
 
 /// A failed pull, by what the caller should do about it.

@@ -316,7 +316,10 @@ impl Puller {
         loop {
             let token = session.credentials.access_token.clone().unwrap_or_default();
             match session.connector.pull(&token, &asked).await {
-                Ok(pulled) => return self.screened(session, pulled.body, now).map_err(Err),
+                Ok(pulled) => {
+                    let body = pulled.body_with_payloads();
+                    return self.screened(session, body, now).map_err(Err);
+                }
                 Err(SyncError::Unauthorised) if !session.refreshed => {
                     session.refreshed = true;
                     session.credentials = self.refresh(&ctx.meta, session).await.map_err(Err)?;
@@ -334,6 +337,8 @@ impl Puller {
     ) -> Result<PushBatches, JobError> {
         let zone = crate::ingest::PushUser {
             fallback_time_zone: crate::data::fallback_zone(&session.user),
+            user_id: session.user.id,
+            pulled: true,
         };
         let screened = screen(body, &zone, now).map_err(|e| {
             permanent(format!(

@@ -123,6 +123,81 @@ async fn delete_hides_everything_and_undo_brings_it_all_back() {
     }
 }
 
+/// What the team's lab routes show of an order: the order, the list (all and by user), its
+/// and its transaction.
+async fn order_views(app: &TestApp, user: &str, order: &str, transaction: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for uri in [
+        format!("/v3/order/{order}"),
+        "/v3/orders".to_owned(),
+        format!("/v3/orders?user_id={user}"),
+        format!("/v3/order_transaction/{transaction}"),
+    ] {
+        let a = app.get(&uri).await;
+        out.push(json!({"uri": uri, "status": a.status.as_u16(), "body": a.json}));
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_deleted_users_lab_orders_vanish_and_come_back_with_the_undo() {
+    let app = TestApp::new().await;
+    let id = app.user("orders-undo").await;
+    let keep = app.user("orders-keep").await;
+    let order = crate::lab::order(&app, &id, "testkit").await;
+    let kept = crate::lab::order(&app, &keep, "testkit").await;
+    let (order_id, transaction) = (
+        order["id"].as_str().unwrap().to_owned(),
+        order["order_transaction"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    let before = order_views(&app, &id, &order_id, &transaction).await;
+    for view in &before {
+        assert_eq!(view["status"], 200, "{view}");
+    }
+    assert_eq!(before[1]["body"]["total"], 2, "{}", before[1]);
+
+    let gone = app
+        .send("DELETE", &format!("/v2/user/{id}"), Some(&app.key), None)
+        .await;
+    assert_eq!(gone.json, json!({"success": true}));
+    let during = order_views(&app, &id, &order_id, &transaction).await;
+    for i in [0, 3] {
+        assert_eq!(during[i]["status"], 404, "{}", during[i]);
+    }
+    // The list keeps the other user's order only.
+    let listed = &during[1]["body"];
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(listed["orders"][0]["id"], kept["id"], "{listed}");
+    assert_eq!(during[2]["body"]["total"], 0, "{}", during[2]);
+    // Nor can the order be changed meanwhile.
+    let cancel = app
+        .send(
+            "POST",
+            &format!("/v3/order/{order_id}/cancel"),
+            Some(&app.key),
+            None,
+        )
+        .await;
+    assert_eq!(cancel.status, StatusCode::NOT_FOUND, "{}", cancel.json);
+
+    let undo = app
+        .send(
+            "POST",
+            &format!("/v2/user/undo_delete?user_id={id}"),
+            Some(&app.key),
+            None,
+        )
+        .await;
+    assert_eq!(undo.status, StatusCode::OK, "{}", undo.json);
+    assert_eq!(
+        order_views(&app, &id, &order_id, &transaction).await,
+        before
+    );
+}
+
 /// The soft delete and its undo in the metadata store alone.
 async fn exercise(meta: &MetadataStore) {
     let (team, _) = meta.create_team("acme").await.unwrap();

@@ -1,6 +1,7 @@
 """The SDK calls of the reference surface that landed after sdk_check.py's first tables: the
 session-derived reads (sleep cycles, session streams, electrocardiograms, menstrual cycles),
-devices, introspection, the team's own reads and sign-in tokens.
+devices, introspection, the team's own reads, sign-in tokens and the raw summaries (each
+payload exactly as pushed).
 
 Each call goes through the SDK as a new user would and is compared field by field with the
 raw answer of the same request (`check`); each also asserts what the answer must hold, so an
@@ -34,6 +35,9 @@ def surface_calls(table, client, raw, check):
             "time_end": (run + dt.timedelta(minutes=10)).isoformat(),
             "sport": {"name": "Running", "slug": "running"},
         }],
+        "activity": [{"date": day.isoformat(), "steps": 4321, "calories_total": 2100.5}],
+        "body": [{"measured_at": (night + dt.timedelta(hours=8)).isoformat(), "weight": 70.25}],
+        "profile": {"height": 181, "sex": "female"},
         "timeseries": {
             "heartrate": [at(night + dt.timedelta(minutes=10), 55.0), at(run + dt.timedelta(minutes=5), 150.0)],
             "electrocardiogram_voltage": [
@@ -161,7 +165,36 @@ def surface_calls(table, client, raw, check):
         if answer.data.user_id != user or exchanged.status_code != 200:
             raise AssertionError(f"the SDK's sign-in token does not exchange: {exchanged.text}")
 
+    def raw_summary(kind):
+        def call():
+            got = getattr(client, kind).get_raw(user, **window)
+            answer = raw_get(f"/v2/summary/{kind}/{user}/raw", **window)
+            check(got, answer, True)
+            if [r["data"] for r in answer[kind]] != ring[kind]:
+                raise AssertionError(f"the {kind} payloads are not what was pushed: {answer}")
+        return call
+
+    def raw_profile():
+        got = client.profile.get_raw(user)
+        answer = raw_get(f"/v2/summary/profile/{user}/raw")
+        check(got, answer, True)
+        if answer["profile"]["data"] != ring["profile"]:
+            raise AssertionError(f"the profile payload is not what was pushed: {answer}")
+
+    def raw_devices():
+        got = client.devices.get_raw(user)
+        answer = raw_get(f"/v2/summary/devices/{user}/raw")
+        check(got, answer, True)
+        if {"type": "ring", "device_id": "sdk-ring-1"} not in [d["data"] for d in answer["devices"]]:
+            raise AssertionError(f"the pushed ring's source is not a raw device: {answer}")
+
     table.update({
+        ("sleep", "get_raw"): raw_summary("sleep"),
+        ("activity", "get_raw"): raw_summary("activity"),
+        ("workouts", "get_raw"): raw_summary("workouts"),
+        ("body", "get_raw"): raw_summary("body"),
+        ("profile", "get_raw"): raw_profile,
+        ("devices", "get_raw"): raw_devices,
         ("sleep_cycle", "get"): sleep_cycle,
         ("sleep", "get_stream_by_sleep_id"): sleep_stream,
         ("workouts", "get_by_workout_id"): workout_stream,

@@ -61,6 +61,10 @@ pub enum StoreError {
     /// the data failed, so the data was not made visible.
     #[error("write abandoned before it was made visible")]
     Abandoned,
+    /// A raw-payload file could not be encoded or decoded, or named an unknown part (see
+    /// `raw.rs`); what went wrong.
+    #[error("raw payloads: {0}")]
+    Raw(String),
 }
 
 impl StoreError {

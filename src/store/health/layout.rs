@@ -24,6 +24,10 @@
 //!
 //! Writers first write `_tmp-{uuid}.partial` in the same folder; only a completed, fsynced file
 //! is renamed to a segment name. Anything not matching the pattern is ignored by readers.
+//!
+//! A user folder may also hold `_raw/<part>/`: the payloads behind its summaries as received,
+//! `{seq:020}-{nonce:08x}.{min}.{max}.{count}.jsonl.gz` (see `raw.rs`). Segment listings never
+//! enter it.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::{AtomicU64, Ordering};

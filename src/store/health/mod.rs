@@ -17,6 +17,9 @@
 //!   `commit.rs`).
 //! - **Compaction** ([`HealthStore::compact`], [`HealthStore::compact_due`]) merges runs of
 //!   small segments, dropping replaced versions (see `compact.rs`).
+//! - **Raw payloads** ([`HealthStore::write_raw`], [`HealthStore::read_raw`]): the documents
+//!   behind summary records as received, gzip-compressed JSON Lines in the user's `_raw/`
+//!   folder, written after the push's segments and removed with the user (see `raw.rs`).
 //! - **Start-up recovery** ([`HealthStore::open`]) removes what a crash left: temp files,
 //!   segments of uncommitted pushes, interrupted user deletions (see `recover.rs`).
 //! - **Cold-read cost** is dominated by materialising string columns; columns whose Parquet
@@ -67,6 +70,7 @@ mod layout;
 mod metrics;
 mod options;
 mod push;
+mod raw;
 mod read;
 mod recover;
 mod retire;
@@ -90,6 +94,7 @@ pub use extent::Extent;
 pub use gate::{Gate, Opener, gate};
 pub use metrics::MetricsSnapshot;
 pub use options::{CompactionReport, StoreOptions, WriteReceipt};
+pub use raw::{RAW_PARTS, RawDocument};
 pub use shared::{SharedError, SharedVersions};
 
 use crate::schema::Dataset;

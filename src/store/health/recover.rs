@@ -14,7 +14,8 @@
 //! Recovery first renames the folders of a store written before Hive-style folder names (see
 //! `layout.rs`), then walks every team / user / dataset folder once and removes
 //! - `_deleted-*` user folders (a `delete_user` interrupted by the crash);
-//! - `_tmp-*` files in dataset and `_commits` folders (a write interrupted before its rename);
+//! - `_tmp-*` files in dataset, `_commits` and `_raw` folders (a write interrupted before its
+//!   rename);
 //! - marked segments whose commit record does not exist (a push interrupted before its commit;
 //!   see `commit.rs`);
 //! - commit records none of whose segments exists any more (compaction merged them away).
@@ -169,6 +170,17 @@ fn recover_user(dir: &Path, team: Uuid, user: Uuid, out: &mut Recovered) -> Resu
     for entry in read_dir(dir)? {
         let name = file_name(&entry);
         if !entry.is_dir() || name == COMMITS_DIR {
+            continue;
+        }
+        if name == super::raw::RAW_DIR {
+            for part in read_dir(&entry)?.into_iter().filter(|p| p.is_dir()) {
+                for path in read_dir(&part)? {
+                    if file_name(&path).starts_with(TEMP_PREFIX) {
+                        remove(&path)?;
+                        out.temp_files += 1;
+                    }
+                }
+            }
             continue;
         }
         if dataset_from_path(&[&name]).is_some() {

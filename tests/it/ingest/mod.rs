@@ -26,6 +26,8 @@ fn now() -> DateTime<Utc> {
 fn user() -> PushUser {
     PushUser {
         fallback_time_zone: Some(chrono_tz::Europe::Berlin),
+        user_id: Uuid::nil(),
+        pulled: false,
     }
 }
 

@@ -34,7 +34,9 @@ fn every_table_and_family_round_trips() {
     )
     .unwrap();
     assert_round_trip(&body["profile"], &profile, "profile");
-    assert_eq!(profile["id"], "manual");
+    // A profile's id is derived from its user and provider (`user()` is the nil user).
+    let profile_id = wearhouse::ingest::derive_id(&[&user_id.to_string(), "manual", "profile"]);
+    assert_eq!(profile["id"], profile_id.as_str());
     for (name, samples) in body["timeseries"].as_object().unwrap() {
         let res = resource(name).unwrap();
         let rendered = render_samples(res, &batches_of(&parsed, Dataset::Timeseries(res)));

@@ -1,5 +1,9 @@
 //! `lab_orders`: orders as documents plus the columns the list filters and sorts on. The
 //! lab domain renders the document; this file never parses it.
+//!
+//! The orders of a user deleted within the undo window (`deleted_users.rs`) are invisible to
+//! every read here, as the rest of the user's data is, and come back with the undo: each read
+//! holds [`LIVE_USER`].
 
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
@@ -7,6 +11,11 @@ use sqlx::any::AnyRow;
 use uuid::Uuid;
 
 use super::super::{MetadataError, get_opt_str, get_str, placeholders, ts};
+
+/// The condition every read holds: the order's user is not soft-deleted. `$1` is the team;
+/// the team's deleted users are few, so the subquery is small and evaluated once.
+const LIVE_USER: &str =
+    "user_id NOT IN (SELECT id FROM users WHERE team_id = $1 AND deleted_at IS NOT NULL)";
 
 /// An order's row.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +105,9 @@ pub async fn document(
     team: Uuid,
     id: Uuid,
 ) -> Result<Option<String>, MetadataError> {
-    let row = sqlx::query("SELECT document FROM lab_orders WHERE team_id = $1 AND id = $2")
+    let sql =
+        format!("SELECT document FROM lab_orders WHERE team_id = $1 AND id = $2 AND {LIVE_USER}");
+    let row = sqlx::query(&sql)
         .bind(team.to_string())
         .bind(id.to_string())
         .fetch_optional(conn)
@@ -126,7 +137,9 @@ pub async fn results(
     team: Uuid,
     id: Uuid,
 ) -> Result<Option<String>, MetadataError> {
-    let row = sqlx::query("SELECT results FROM lab_orders WHERE team_id = $1 AND id = $2")
+    let sql =
+        format!("SELECT results FROM lab_orders WHERE team_id = $1 AND id = $2 AND {LIVE_USER}");
+    let row = sqlx::query(&sql)
         .bind(team.to_string())
         .bind(id.to_string())
         .fetch_optional(conn)
@@ -186,7 +199,7 @@ pub async fn list(
     team: Uuid,
     query: &ListQuery,
 ) -> Result<(Vec<String>, i64), MetadataError> {
-    let mut filter = String::from("team_id = $1");
+    let mut filter = format!("team_id = $1 AND {LIVE_USER}");
     for c in &query.conditions {
         filter.push_str(" AND (");
         filter.push_str(c);
@@ -245,13 +258,14 @@ pub async fn transaction_documents(
     team: Uuid,
     transaction: Uuid,
 ) -> Result<Vec<String>, MetadataError> {
-    let rows = sqlx::query(
+    let sql = format!(
         "SELECT document FROM lab_orders WHERE team_id = $1 AND transaction_id = $2 \
-         ORDER BY created_at, id",
-    )
-    .bind(team.to_string())
-    .bind(transaction.to_string())
-    .fetch_all(conn)
-    .await?;
+         AND {LIVE_USER} ORDER BY created_at, id"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(team.to_string())
+        .bind(transaction.to_string())
+        .fetch_all(conn)
+        .await?;
     rows.iter().map(|r| get_str(r, "document")).collect()
 }

@@ -36,7 +36,7 @@ use crate::store::health::HealthStore;
 use crate::store::metadata::{
     self, ConnectionStatus, MetadataError, MetadataStore, User, connections,
 };
-use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
+use crate::sync::{Connector, Payload, Pull, Pulled, Resource, SyncError, Window};
 
 /// Default history length of a demo connection, in days.
 pub const DEFAULT_DAYS: u32 = 90;
@@ -100,8 +100,35 @@ impl Connector for Demo {
             }
             keep_window(parts, pull.window);
         }
-        Ok(Pulled { body, skipped: 0 })
+        let payloads = generated_payloads(&body);
+        Ok(Pulled {
+            body,
+            skipped: 0,
+            payloads,
+        })
     }
+}
+
+/// The demo's payloads: each generated summary record is what the demo "provider" sent.
+fn generated_payloads(body: &Value) -> Vec<Payload> {
+    let mut out = Vec::new();
+    for part in ["sleep", "activity", "workouts", "body"] {
+        if let Some(Value::Array(records)) = body.get(part) {
+            out.extend(records.iter().enumerate().map(|(index, r)| Payload {
+                part: part.to_owned(),
+                index,
+                document: r.clone(),
+            }));
+        }
+    }
+    if let Some(profile) = body.get("profile").filter(|p| p.is_object()) {
+        out.push(Payload {
+            part: "profile".to_owned(),
+            index: 0,
+            document: profile.clone(),
+        });
+    }
+    out
 }
 
 /// The first and last UTC day of `window`.

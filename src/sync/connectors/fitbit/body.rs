@@ -47,7 +47,7 @@ struct Profile {
 impl Body {
     /// Weight and body-fat logs of the date-range answers.
     pub(crate) fn body_logs(&mut self, weights: &[Value], fats: &[Value]) {
-        let mut fat_logs: Vec<(FatLog, DateTime<FixedOffset>)> = Vec::new();
+        let mut fat_logs: Vec<(FatLog, DateTime<FixedOffset>, &Value)> = Vec::new();
         for document in fats {
             let Some(f) = self.read::<FatLog>("fat", document) else {
                 continue;
@@ -57,10 +57,11 @@ impl Body {
                 continue;
             }
             if let Some(at) = self.instant("fat", document, f.date.and_time(f.time)) {
-                fat_logs.push((f, at));
+                fat_logs.push((f, at, document));
             }
         }
-        let fat_of: HashMap<u64, f64> = fat_logs.iter().map(|(f, _)| (f.log_id, f.fat)).collect();
+        let fat_of: HashMap<u64, f64> =
+            fat_logs.iter().map(|(f, _, _)| (f.log_id, f.fat)).collect();
         let mut weighed = HashSet::new();
         for document in weights {
             let Some(w) = self.read::<WeightLog>("weight", document) else {
@@ -81,11 +82,11 @@ impl Body {
                 .fat
                 .filter(|f| (0.0..=100.0).contains(f))
                 .or_else(|| fat_of.get(&w.log_id).copied());
-            self.body_row(w.log_id, at, Some(w.weight), fat, w.bmi);
+            self.body_row(w.log_id, at, (Some(w.weight), fat, w.bmi), document);
         }
-        for (f, at) in fat_logs {
+        for (f, at, document) in fat_logs {
             if !weighed.contains(&f.log_id) && self.in_window(at) {
-                self.body_row(f.log_id, at, None, Some(f.fat), None);
+                self.body_row(f.log_id, at, (None, Some(f.fat), None), document);
             }
         }
     }
@@ -94,9 +95,8 @@ impl Body {
         &mut self,
         id: u64,
         at: DateTime<FixedOffset>,
-        weight: Option<f64>,
-        fat: Option<f64>,
-        bmi: Option<f64>,
+        (weight, fat, bmi): (Option<f64>, Option<f64>, Option<f64>),
+        document: &Value,
     ) {
         let mut row = Map::new();
         row.insert("id".into(), id.to_string().into());
@@ -105,7 +105,10 @@ impl Body {
         put(&mut row, "fat", fat.map(num));
         put(&mut row, "body_mass_index", bmi.map(num));
         row.insert("time_zone".into(), self.zone.label().into());
-        self.body.push(Value::Object(row));
+        self.body.push(crate::sync::body::with_payload(
+            Value::Object(row),
+            document,
+        ));
         let sample = |unit: &str, value: f64| {
             json!({
                 "timestamp": stamp(at),
@@ -145,7 +148,10 @@ impl Body {
         });
         put(&mut profile, "gender", gender);
         if !profile.is_empty() {
-            self.profile = Some(Value::Object(profile));
+            self.profile = Some(crate::sync::body::with_payload(
+                Value::Object(profile),
+                document,
+            ));
         }
     }
 }

@@ -41,6 +41,7 @@ use serde_json::{Map, Value, json};
 
 use super::sleep::{self, SleepLog};
 use super::zone::{UserZone, offset, stamp};
+use crate::sync::body::with_payload;
 pub(super) use crate::sync::body::{num, put};
 use crate::sync::{Pulled, Window};
 
@@ -189,7 +190,7 @@ impl Body {
             }
             if self.in_window(end) {
                 let row = sleep::row(&log, &self.zone, start, end);
-                self.sleep.push(row);
+                self.sleep.push(with_payload(row, document));
             }
         }
     }
@@ -230,7 +231,8 @@ impl Body {
             row.insert("heart_rate".into(), json!({"resting_bpm": resting}));
         }
         row.insert("time_zone".into(), self.zone.label().into());
-        self.activity.push(Value::Object(row));
+        self.activity
+            .push(with_payload(Value::Object(row), document));
     }
 
     /// The readings of one day's intraday answer under `member`, as (instant, value).

@@ -42,6 +42,7 @@ use serde_json::{Map, Value, json};
 
 use super::sleep::{self, Sleep};
 use crate::sync::Pulled;
+use crate::sync::body::with_payload;
 pub(super) use crate::sync::body::{num, put};
 
 /// A push body being filled, part by part.
@@ -176,7 +177,7 @@ impl Body {
             }
             if rows {
                 let row = sleep::row(&s, kind);
-                self.sleep.push(row);
+                self.sleep.push(with_payload(row, document));
             }
         }
     }
@@ -201,7 +202,8 @@ impl Body {
             row.insert("medium".into(), minutes(a.medium_activity_time));
             row.insert("high".into(), minutes(a.high_activity_time));
             row.insert("timezone_offset".into(), offset(a.timestamp).into());
-            self.activity.push(Value::Object(row));
+            self.activity
+                .push(with_payload(Value::Object(row), document));
         }
     }
 
@@ -228,7 +230,8 @@ impl Body {
             put(&mut row, "distance", w.distance.map(num));
             row.insert("provider_id".into(), w.id.into());
             row.insert("timezone_offset".into(), offset(w.start_datetime).into());
-            self.workouts.push(Value::Object(row));
+            self.workouts
+                .push(with_payload(Value::Object(row), document));
         }
     }
 
@@ -291,7 +294,7 @@ impl Body {
             sex.filter(|s| matches!(s.as_str(), "female" | "male" | "other")),
         );
         if !profile.is_empty() {
-            self.profile = Some(Value::Object(profile));
+            self.profile = Some(with_payload(Value::Object(profile), document));
         }
     }
 

@@ -167,7 +167,8 @@ impl Body {
             row.insert("moving_time".into(), moving.into());
             put(&mut row, "average_watts", power.map(num));
             row.insert("provider_id".into(), w.id.into());
-            self.workouts.push(Value::Object(row));
+            self.workouts
+                .push(crate::sync::body::with_payload(Value::Object(row), record));
         }
     }
 

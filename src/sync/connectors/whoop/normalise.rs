@@ -45,6 +45,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::sync::Pulled;
+use crate::sync::body::with_payload;
 pub(super) use crate::sync::body::{num, put};
 
 /// kJ per kcal (the thermochemical calorie).
@@ -224,7 +225,7 @@ impl Body {
                 row.insert("heart_rate".into(), Value::Object(hr));
             }
             row.insert("timezone_offset".into(), tz.local_minus_utc().into());
-            self.activity.push(Value::Object(row));
+            self.activity.push(with_payload(Value::Object(row), record));
         }
     }
 
@@ -273,7 +274,7 @@ impl Body {
             }
             row.insert("provider_id".into(), w.id.into());
             row.insert("timezone_offset".into(), tz.local_minus_utc().into());
-            self.workouts.push(Value::Object(row));
+            self.workouts.push(with_payload(Value::Object(row), record));
         }
     }
 
@@ -284,14 +285,15 @@ impl Body {
         };
         let height = m.height_meter.and_then(|h| round(h * 100.0));
         if let Some(cm) = height {
-            self.profile = Some(json!({ "height": cm }));
+            self.profile = Some(with_payload(json!({ "height": cm }), document));
         }
         if let Some(kg) = m.weight_kilogram.filter(|w| w.is_finite()) {
-            self.body.push(json!({
+            let row = json!({
                 "id": BODY_ROW_ID,
                 "measured_at": at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
                 "weight": num(kg),
-            }));
+            });
+            self.body.push(with_payload(row, document));
         }
     }
 

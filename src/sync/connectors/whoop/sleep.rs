@@ -136,7 +136,8 @@ impl Body {
                 put(&mut row, "skin_temperature", r.skin_temp_celsius.map(num));
             }
             row.insert("timezone_offset".into(), span.zone.local_minus_utc().into());
-            self.sleep.push(Value::Object(row));
+            self.sleep
+                .push(crate::sync::body::with_payload(Value::Object(row), record));
         }
     }
 

@@ -133,7 +133,8 @@ impl Body {
             row.insert("id".into(), g.grpid.to_string().into());
             row.insert("measured_at".into(), stamp(at).into());
             row.insert("time_zone".into(), zone.name().into());
-            self.body.push(Value::Object(row));
+            self.body
+                .push(crate::sync::body::with_payload(Value::Object(row), record));
             if let Some(w) = weight {
                 self.weight.push(Body::sample(at, "kg", w));
             }

@@ -39,6 +39,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::sync::body::with_payload;
 pub(super) use crate::sync::body::{num, put};
 use crate::sync::{Pulled, Window};
 
@@ -281,7 +282,7 @@ impl Body {
             put(&mut row, "score", score);
             row.insert("timezone_offset".into(), offset(end).into());
             self.nights.push((self.sleep.len(), s.startdate, s.enddate));
-            self.sleep.push(Value::Object(row));
+            self.sleep.push(with_payload(Value::Object(row), record));
         }
     }
 
@@ -360,7 +361,7 @@ impl Body {
                 row.insert("heart_rate".into(), Value::Object(hr));
             }
             row.insert("time_zone".into(), zone.name().into());
-            self.activity.push(Value::Object(row));
+            self.activity.push(with_payload(Value::Object(row), record));
         }
     }
 

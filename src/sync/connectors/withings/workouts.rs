@@ -154,7 +154,8 @@ impl Body {
             put(&mut row, "max_hr", bpm(d.hr_max));
             row.insert("provider_id".into(), w.id.to_string().into());
             row.insert("time_zone".into(), zone.name().into());
-            self.workouts.push(Value::Object(row));
+            self.workouts
+                .push(crate::sync::body::with_payload(Value::Object(row), record));
         }
     }
 }
