@@ -151,7 +151,8 @@ pub fn webhook_hint(addr: &std::net::SocketAddr, key: &str, args: &ServeArgs) ->
 
 /// The job kinds this process runs: compaction, announcing pushes, webhook delivery, event
 /// retention, the asynchronous wait of lab appointment bookings, the activation of scheduled
-/// lab orders, historical pulls from providers, bulk imports of connections.
+/// lab orders, historical pulls from providers, bulk imports of connections, continuous-query
+/// evaluations and their backfills.
 pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
     let registry = crate::jobs::Registry::new()
         .register(crate::jobs::compaction::Compaction::new(
@@ -165,7 +166,12 @@ pub fn job_registry(state: &AppState) -> crate::jobs::Registry {
         .register(crate::events::retention::Pruner)
         .register(crate::jobs::prune::Pruner)
         .register(crate::lab::appointments::confirm::Confirmer)
-        .register(crate::lab::orders::activation::Activator);
+        .register(crate::lab::orders::activation::Activator)
+        .register(crate::continuous::Evaluator::new(
+            state.health.clone(),
+            state.engine.clone(),
+        ))
+        .register(crate::continuous::Backfill);
     let registry = match crate::sync::pull::Puller::new(
         state.health.clone(),
         state.connectors.clone(),

@@ -27,6 +27,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod continuous;
 pub mod data;
 pub mod engine;
 pub mod events;

@@ -7,8 +7,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::data::fallback_zone;
-use crate::engine::{self, Engine, EngineError, OutputFormat, UserContext};
+use crate::engine::{
+    self, Engine, EngineError, OutputFormat, QueryResult, UserContext, ValidRequest,
+};
 use crate::store::health::{HealthStore, StoreError};
 use crate::store::metadata::{MetadataError, MetadataStore, User};
 
@@ -90,11 +91,36 @@ async fn run_until(
     engine: &Engine,
     deadline: tokio::time::Instant,
 ) -> Result<Answered, QueryError> {
-    let limits = engine.limits();
     // Every rule is checked before any data is read.
-    let request = engine::parse_request(body, limits).map_err(EngineError::from)?;
+    let request = engine::parse_request(body, engine.limits()).map_err(EngineError::from)?;
+    let run = (engine, format, deadline);
+    let (results, input_bytes) = execute(meta, store, user, &request, run).await?;
+    // Encoding large answers is CPU work: the engine does it on the blocking pool.
+    Ok(Answered {
+        output: tracing::Instrument::instrument(
+            engine::encode_blocking(results, format, engine.limits()),
+            tracing::info_span!("query.encode"),
+        )
+        .await?,
+        input_bytes,
+    })
+}
+
+/// Loads what a validated request reads from `user`'s data and runs it on `engine`, answering
+/// the result tables (not encoded, limited as an answer in `format` is) and the bytes of
+/// stored data loaded, within `deadline`. "Now" (ALIGN's clamp)
+/// is the wall clock. Continuous queries (`crate::continuous`) run through here too, so their
+/// tables are exactly what the per-user endpoint answers.
+pub async fn execute(
+    meta: &MetadataStore,
+    store: &HealthStore,
+    user: &User,
+    request: &ValidRequest,
+    (engine, format, deadline): (&Engine, OutputFormat, tokio::time::Instant),
+) -> Result<(Vec<QueryResult>, usize), QueryError> {
+    let limits = engine.limits();
     let ctx = UserContext {
-        fallback_time_zone: fallback_zone(user),
+        fallback_time_zone: user.fallback_zone(),
         ingestion_start: user.ingestion_start,
         ingestion_end: user.ingestion_end,
         team_priorities: meta.team_priorities(user.team_id).await?,
@@ -103,7 +129,7 @@ async fn run_until(
     // The loaded batches count against the request's memory limit: a request whose data does
     // not fit is refused at the dataset that crosses it, not after loading every dataset.
     let (mut inputs, mut held) = (HashMap::new(), engine::InputSize::default());
-    for (dataset, window) in engine::required_inputs(&request, &ctx) {
+    for (dataset, window) in engine::required_inputs(request, &ctx) {
         let batches = store
             .read(user.team_id, user.id, dataset, Some(window))
             .await?;
@@ -114,20 +140,12 @@ async fn run_until(
     }
     let results = engine
         .execute(
-            &request,
+            request,
             &ctx,
             engine::Inputs::stored(inputs),
             deadline,
             format,
         )
         .await?;
-    // Encoding large answers is CPU work: the engine does it on the blocking pool.
-    Ok(Answered {
-        output: tracing::Instrument::instrument(
-            engine::encode_blocking(results, format, limits),
-            tracing::info_span!("query.encode"),
-        )
-        .await?,
-        input_bytes: held.bytes(),
-    })
+    Ok((results, held.bytes()))
 }

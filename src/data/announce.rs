@@ -26,6 +26,7 @@ use super::changes::{EventStream, Plan, changed_records};
 use super::event_records::materialize_overlapping;
 use crate::events::outbox;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
+use crate::schema::Dataset;
 use crate::store::health::HealthStore;
 use crate::store::metadata::push_events::{delete_pending, oldest_pending};
 use crate::store::metadata::{self, MetadataError, MetadataStore};
@@ -61,6 +62,8 @@ pub struct Announced {
     pub events: usize,
     /// Deliveries written.
     pub deliveries: usize,
+    /// Continuous-query evaluations asked for.
+    pub evaluations: usize,
     /// When the oldest row left (unreleased, unexpired) expires.
     pub next: Option<chrono::DateTime<chrono::Utc>>,
 }
@@ -148,6 +151,14 @@ pub async fn announce(
                     )
                     .await?;
                 }
+                // Continuous queries reading what the push changed re-evaluate it.
+                let changes: Vec<_> = plan
+                    .entries
+                    .iter()
+                    .filter_map(|e| Some((Dataset::from_path(&e.dataset)?, e.span?)))
+                    .collect();
+                out.evaluations +=
+                    crate::continuous::record_changes(&mut tx, &user, &changes, now).await?;
                 out.events += refs.len();
                 out.deliveries += outbox::fan_out(&mut tx, user.team_id, refs, now)
                     .await?
@@ -162,7 +173,7 @@ pub async fn announce(
                 "resolved a push whose writer did not finish");
         }
     }
-    if out.deliveries > 0 {
+    if out.deliveries + out.evaluations > 0 {
         meta.jobs_wake().notify_waiters();
     }
     Ok(out)

@@ -97,6 +97,10 @@ pub struct Entry {
     /// (`event_records`). Absent in plans written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlap: Option<(i64, i64)>,
+    /// The UTC span (µs, inclusive) of the pushed rows' times: what continuous queries
+    /// re-evaluate (`crate::continuous`). Absent in plans written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<(i64, i64)>,
 }
 
 /// What a push changed, taken before its write; made into events after it.
@@ -412,6 +416,7 @@ pub async fn plan(
                 source_type,
                 changed,
                 overlap,
+                span: crate::continuous::span_of(*dataset, batch),
             });
         }
     }

@@ -85,9 +85,7 @@ pub enum DataError {
 
 /// The user's fallback zone, parsed (stored zones were validated on the way in).
 pub fn fallback_zone(user: &User) -> Option<chrono_tz::Tz> {
-    user.fallback_time_zone
-        .as_ref()
-        .and_then(|z| z.value.parse().ok())
+    user.fallback_zone()
 }
 
 /// Validates a push body and stores it durably; answers the counts per table.
@@ -283,8 +281,9 @@ async fn forget(meta: &MetadataStore, id: Uuid) {
     }
 }
 
-/// Writes a parsed push all-or-nothing and asks for compaction of what it wrote; emits
-/// nothing (pulls emit their own events when the pull completes). Answers the datasets written.
+/// Writes a parsed push all-or-nothing, asks for compaction of what it wrote and for the
+/// re-evaluation of the continuous queries reading it; emits no event (pulls emit their own
+/// when the pull completes). Answers the datasets written.
 pub async fn write_parsed(
     meta: &MetadataStore,
     store: &HealthStore,
@@ -292,10 +291,23 @@ pub async fn write_parsed(
     parsed: PushBatches,
 ) -> Result<Vec<Dataset>, DataError> {
     let written: Vec<Dataset> = parsed.batches.iter().map(|(dataset, _)| *dataset).collect();
+    let changes: Vec<_> = parsed
+        .batches
+        .iter()
+        .filter_map(|(d, b)| Some((*d, crate::continuous::span_of(*d, b)?)))
+        .collect();
     store
         .write_push(user.team_id, user.id, parsed.batches)
         .await?;
     raw::keep(store, user, parsed.raw).await;
+    // Continuous queries must hear of it: a failure fails the pull's step, which is retried.
+    let mut tx = meta.begin().await?;
+    let marked =
+        crate::continuous::record_changes(&mut tx, user, &changes, metadata::now()).await?;
+    tx.commit().await.map_err(MetadataError::from)?;
+    if marked > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
     // Compaction only tidies what is already durable: failing to ask for it loses nothing.
     let delay = store.compaction_delay();
     if let Err(error) =

@@ -89,4 +89,5 @@ pub use plan::catalog::{Catalog, UserContext, data_type_of};
 pub use plan::compile::compile;
 pub use plan::macros;
 pub use plan::priority::provider_order;
+pub use plan::readiness::BASELINE_DAYS as READINESS_BASELINE_DAYS;
 pub use plan::udf::{DatePartUdf, DateTrunc, FloatingTime};

@@ -43,9 +43,11 @@ pub enum EventType {
     AppointmentUpdated,
     /// `labtest.result.critical`
     ResultCritical,
+    /// `continuous_query.result_table.changed`: a user's continuous-query table changed.
+    ContinuousQueryChanged,
 }
 
-const FIXED: [(EventType, &str); 7] = [
+const FIXED: [(EventType, &str); 8] = [
     (EventType::ConnectionCreated, "provider.connection.created"),
     (EventType::ConnectionError, "provider.connection.error"),
     (EventType::OrderCreated, "labtest.order.created"),
@@ -53,6 +55,10 @@ const FIXED: [(EventType, &str); 7] = [
     (EventType::AppointmentCreated, "labtest.appointment.created"),
     (EventType::AppointmentUpdated, "labtest.appointment.updated"),
     (EventType::ResultCritical, "labtest.result.critical"),
+    (
+        EventType::ContinuousQueryChanged,
+        "continuous_query.result_table.changed",
+    ),
 ];
 
 impl EventType {

@@ -16,6 +16,7 @@
 //!    the `x-ratelimit-*` headers when its key was charged (`rate_limit.rs`).
 
 mod aggregate;
+mod continuous;
 mod data;
 mod doc_rules;
 pub mod error;
@@ -366,6 +367,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(sessions::routes())
         .merge(introspect::routes())
         .merge(aggregate::routes())
+        .merge(continuous::routes())
         .merge(link::routes())
         .merge(notify::routes())
         .merge(lab::routes())

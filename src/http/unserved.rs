@@ -13,9 +13,7 @@
 //!   accounts, unmatched results, lab report parsing, test kit registration and unregistered
 //!   kits, order import, on-site draws and labels, patient communication settings, ABN forms,
 //!   appointment requests): there is no lab contract, no result arrives for an order placed
-//!   elsewhere, no patient is messaged, and no order is billed to Medicare;
-//! - **continuous queries** (`/aggregate/v1/user/{user_id}/continuous_query/...`): not yet
-//!   built (`analytics.md`).
+//!   elsewhere, no patient is messaged, and no order is billed to Medicare.
 //!
 //! Each takes the team key (401 without it), so an unauthenticated caller learns nothing more
 //! than from any other route; other methods on these paths answer 405 with `Allow`.
@@ -43,7 +41,6 @@ const COMPENDIUM: &str = "Not implemented: wearhouse keeps one marker catalogue 
 const LAB_ACCOUNT: &str = "Not implemented: wearhouse has no lab accounts; every team orders from the deployment's labs (GET /v3/lab_tests/labs).";
 const UNMATCHED: &str = "Not implemented: wearhouse receives results only for its own orders, so no result is ever unmatched.";
 const LAB_REPORT: &str = "Not implemented: wearhouse does not parse lab report documents.";
-const CONTINUOUS: &str = "Not implemented: continuous queries are not served yet; run the query with POST /aggregate/v1/user/{user_id}/query.";
 const TESTKIT: &str = "Not implemented: test kits are ordered with POST /v3/order (collection method testkit) and need no registration.";
 const ORDER_IMPORT: &str = "Not implemented: wearhouse does not import orders placed elsewhere; create them with POST /v3/order.";
 const ON_SITE: &str = "Not implemented: wearhouse serves no on-site collection (testkit, walk-in and at-home phlebotomy only).";
@@ -153,18 +150,6 @@ pub const OPERATIONS: &[(&str, &str, &str, &str)] = &[
         "/lab_report/v1/parser/job/{job_id}",
         "Get Lab Report Parser Job",
         LAB_REPORT,
-    ),
-    (
-        "GET",
-        "/aggregate/v1/user/{user_id}/continuous_query/{query_id_or_slug}/result_table",
-        "Get Result Table For Query",
-        CONTINUOUS,
-    ),
-    (
-        "GET",
-        "/aggregate/v1/user/{user_id}/continuous_query/{query_id_or_slug}/task_history",
-        "Get Task History For Query",
-        CONTINUOUS,
     ),
     (
         "POST",

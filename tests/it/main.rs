@@ -20,6 +20,7 @@ mod aggregate_cancel;
 mod api;
 mod cli;
 mod columnar_push;
+mod continuous;
 mod crash;
 mod cycle;
 mod data_api;

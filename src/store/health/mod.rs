@@ -17,6 +17,8 @@
 //!   `commit.rs`).
 //! - **Compaction** ([`HealthStore::compact`], [`HealthStore::compact_due`]) merges runs of
 //!   small segments, dropping replaced versions (see `compact.rs`).
+//! - **Continuous-query result tables** ([`HealthStore::write_result`], `results.rs`): one
+//!   Parquet file per (query, user) version in the user's `_cq/` folder.
 //! - **Raw payloads** ([`HealthStore::write_raw`], [`HealthStore::read_raw`]): the documents
 //!   behind summary records as received, gzip-compressed JSON Lines in the user's `_raw/`
 //!   folder, written after the push's segments and removed with the user (see `raw.rs`).
@@ -73,6 +75,7 @@ mod push;
 mod raw;
 mod read;
 mod recover;
+mod results;
 mod retire;
 mod rows;
 mod segment_read;

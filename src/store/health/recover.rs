@@ -172,7 +172,7 @@ fn recover_user(dir: &Path, team: Uuid, user: Uuid, out: &mut Recovered) -> Resu
         if !entry.is_dir() || name == COMMITS_DIR {
             continue;
         }
-        if name == super::raw::RAW_DIR {
+        if name == super::raw::RAW_DIR || name == super::results::RESULTS_DIR {
             for part in read_dir(&entry)?.into_iter().filter(|p| p.is_dir()) {
                 for path in read_dir(&part)? {
                     if file_name(&path).starts_with(TEMP_PREFIX) {

@@ -25,6 +25,7 @@
 pub mod bulk_imports;
 pub mod bulk_ops;
 pub mod connections;
+pub mod continuous;
 pub mod dataset_versions;
 pub mod deleted_users;
 pub mod deliveries;

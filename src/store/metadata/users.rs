@@ -44,6 +44,15 @@ pub struct User {
     pub ingestion_end: Option<NaiveDate>,
 }
 
+impl User {
+    /// The fallback zone, parsed (stored zones were validated on the way in).
+    pub fn fallback_zone(&self) -> Option<chrono_tz::Tz> {
+        self.fallback_time_zone
+            .as_ref()
+            .and_then(|z| z.value.parse().ok())
+    }
+}
+
 /// The fields of a new user (already validated).
 #[derive(Debug, Clone, Default)]
 pub struct NewUser {
@@ -349,7 +358,12 @@ pub async fn delete_user(
     team: Uuid,
     id: Uuid,
 ) -> Result<bool, MetadataError> {
-    for table in ["user_info", "connections"] {
+    for table in [
+        "user_info",
+        "connections",
+        "continuous_query_users",
+        "continuous_query_tasks",
+    ] {
         sqlx::query(&format!(
             "DELETE FROM {table} WHERE user_id IN \
              (SELECT id FROM users WHERE team_id = $1 AND id = $2)"

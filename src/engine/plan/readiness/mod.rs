@@ -78,6 +78,8 @@ mod exec;
 mod inputs;
 mod score;
 
+pub use score::BASELINE_DAYS;
+
 use std::sync::Arc;
 
 use datafusion::common::DFSchema;

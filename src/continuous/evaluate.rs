@@ -1,0 +1,323 @@
+//! One evaluation of one (query, user): the `continuous.evaluate` job.
+//!
+//! 1. Skip what needs nothing (an archived query, a deleted user, no change waiting) and wait
+//!    out the minimum gap since the last evaluation.
+//! 2. Mark the task `started` (its own commit, so the history shows work in progress).
+//! 3. Re-run the query over the days the waiting changes can touch ([`Shape::days`]; every day
+//!    from the user's first data to today for a whole evaluation) through the per-user query
+//!    path, and merge the fresh buckets into the stored table ([`super::table::merge`]).
+//! 4. Write the new table, if it differs, as a new file (unnamed until 5 commits).
+//! 5. One transaction, fenced by the table version read in 3: the new file's name, the
+//!    changes seen cleared (changes recorded meanwhile stay and are scheduled again), the
+//!    event of the changed rows, the task's end. Then the previous files are removed.
+//!
+//! A run cut anywhere before 5 is repeated whole and announces nothing twice; two runs of one
+//! pair never both commit (the job runner runs one at a time, and the version fences a stale
+//! one that outlived its lease).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::definition::Definition;
+use super::shape::Shape;
+use super::{ContinuousError, table};
+use crate::engine::{Engine, OutputFormat, QueryResult, encode_json};
+use crate::events::{Event, EventType, EventUser, outbox};
+use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
+use crate::schema::Dataset;
+use crate::store::health::HealthStore;
+use crate::store::metadata::continuous::{self as rows, Evaluated, StoredQuery, UserState};
+use crate::store::metadata::{MetadataError, MetadataStore, User};
+
+/// The kind's name.
+pub const KIND: &str = "continuous.evaluate";
+
+/// The job's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Payload {
+    /// The team.
+    pub team: Uuid,
+    /// The query.
+    pub query: Uuid,
+    /// The user.
+    pub user: Uuid,
+}
+
+/// The evaluation job of (query, user), due at `at`: one pending per pair, so changes waiting
+/// for it are coalesced into one run.
+pub fn job(p: Payload, at: DateTime<Utc>) -> NewJob {
+    NewJob::new(KIND, json!(p))
+        .for_team(p.team)
+        .at(at)
+        .unique(format!("{KIND}:{}:{}", p.query, p.user))
+}
+
+/// Most cells one event carries (its body stays far below the 1 MiB limit).
+const CELLS_PER_EVENT: usize = 20_000;
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evaluation {
+    /// Nothing to do (the reason).
+    Skipped(&'static str),
+    /// The minimum gap has not passed: run again then.
+    Wait(DateTime<Utc>),
+    /// Another run committed first; this one changed nothing.
+    Superseded,
+    /// Committed: the rows that changed and the events written.
+    Done {
+        /// New or changed rows.
+        changed_rows: usize,
+        /// Events written.
+        events: usize,
+    },
+}
+
+/// Evaluates (query, user) now (the job's work; tests call it directly).
+pub async fn evaluate(
+    meta: &MetadataStore,
+    health: &HealthStore,
+    engine: &Engine,
+    p: Payload,
+    now: DateTime<Utc>,
+) -> Result<Evaluation, ContinuousError> {
+    let mut conn = meta.reader().await?;
+    let query = rows::query(&mut conn, p.team, &p.query.to_string()).await?;
+    let state = rows::user_state(&mut conn, p.query, p.user).await?;
+    drop(conn);
+    let user = meta.user(p.team, p.user).await?;
+    let (Some(query), Some(state), Some(user)) = (query, state, user) else {
+        return finish_skipped(meta, p, now, "no such query, user or change").await;
+    };
+    if query.status != "active" {
+        return finish_skipped(meta, p, now, "the query is archived").await;
+    }
+    if !state.is_dirty() {
+        return finish_skipped(meta, p, now, "no change waiting").await;
+    }
+    let definition: Definition = serde_json::from_str(&query.definition)
+        .map_err(|e| ContinuousError::Table(format!("stored definition: {e}")))?;
+    if let Some(last) = state.last_evaluated_at {
+        let due = last + definition.gap();
+        if due > now {
+            return Ok(Evaluation::Wait(due));
+        }
+    }
+    let task = {
+        let mut conn = meta.writer().await?;
+        let task = rows::schedule_task(&mut conn, (p.query, p.team, p.user), now).await?;
+        rows::set_task(&mut conn, task.id, "started", Some(now), None, None).await?;
+        task
+    };
+    let validated = super::definition::shape_of(engine, &definition)?;
+    let days = days_to_evaluate(health, &query, &user, &validated, &state, now).await?;
+    let request = definition
+        .request(days, engine)
+        .map_err(|e| ContinuousError::Table(format!("stored query no longer valid: {e}")))?;
+    let run = (engine, OutputFormat::ParquetTar, engine.deadline());
+    let (results, _) = crate::query::execute(meta, health, &user, &request, run).await?;
+    let fresh = match results.first() {
+        Some(r) => table::one_batch(&r.schema, &r.batches)?,
+        None => return Err(ContinuousError::Table("the query answered no table".into())),
+    };
+    let ids = (p.team, p.user, p.query);
+    let old = match &state.result_file {
+        Some(name) => health
+            .read_result(ids, name)
+            .await?
+            .map(table::from_parquet)
+            .transpose()?,
+        None => None,
+    };
+    let range = (days.0 * DAY, days.1 * DAY);
+    let shape = &validated;
+    let merged = table::merge(
+        old.as_ref(),
+        &fresh,
+        (&shape.bucket_column, &shape.keys),
+        range,
+    )?;
+    let write = merged.differs || state.result_file.is_none();
+    let result_file = if write {
+        let bytes = table::to_parquet(&merged.table)?;
+        Some(health.write_result(ids, state.version + 1, bytes).await?)
+    } else {
+        state.result_file.clone()
+    };
+    let events = if definition.export_preferences.data_events.enabled {
+        changed_events(&query, &user, &merged.changed, engine)?
+    } else {
+        Vec::new()
+    };
+    let end = now;
+    let mut tx = meta.begin().await?;
+    let committed = rows::commit_evaluation(
+        &mut tx,
+        (p.query, p.user),
+        &Evaluated {
+            read_version: state.version,
+            result_file: result_file.clone(),
+            changed: write,
+            seen_seq: state.dirty_seq,
+            at: end,
+        },
+    )
+    .await?;
+    if !committed {
+        return Ok(Evaluation::Superseded);
+    }
+    let written = outbox::enqueue(&mut tx, p.team, &events, end).await?;
+    rows::set_task(&mut tx, task.id, "completed", None, Some(end), None).await?;
+    // Changes recorded while this run worked are evaluated after the gap.
+    if let Some(after) = rows::user_state(&mut tx, p.query, p.user).await?
+        && after.is_dirty()
+    {
+        rows::schedule_task(&mut tx, (p.query, p.team, p.user), end).await?;
+        crate::jobs::enqueue(&mut tx, &job(p, end + definition.gap())).await?;
+    }
+    tx.commit().await.map_err(MetadataError::from)?;
+    if written.deliveries > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
+    if let Err(error) = health.remove_results(ids, result_file.as_deref()).await {
+        tracing::warn!(%error, query = %p.query, user = %p.user,
+            "could not remove superseded result files; the next evaluation will");
+    }
+    Ok(Evaluation::Done {
+        changed_rows: merged.changed.num_rows(),
+        events: events.len(),
+    })
+}
+
+const DAY: i64 = crate::engine::time::MICROS_PER_DAY;
+
+/// The days to re-run: those the waiting changes can touch, or, for a whole evaluation, from
+/// the user's first stored row of a dependency to today.
+async fn days_to_evaluate(
+    health: &HealthStore,
+    query: &StoredQuery,
+    user: &User,
+    shape: &Shape,
+    state: &UserState,
+    now: DateTime<Utc>,
+) -> Result<(i64, i64), ContinuousError> {
+    let today = now.timestamp_micros();
+    if let (Some(dirty), false, false) = (state.dirty, state.dirty_all, shape.whole) {
+        return Ok(shape.days(dirty));
+    }
+    let paths: Vec<String> = serde_json::from_str(&query.resource_dependencies)
+        .map_err(|e| ContinuousError::Table(format!("stored dependencies: {e}")))?;
+    let mut span: Option<(i64, i64)> = None;
+    for dataset in paths.iter().filter_map(|p| Dataset::from_path(p)) {
+        for e in health.extents(user.team_id, user.id, dataset).await? {
+            span = Some(span.map_or((e.start, e.end), |(s, t)| (s.min(e.start), t.max(e.end))));
+        }
+    }
+    let (start, end) = span.unwrap_or((today, today));
+    Ok(shape.days((start, end.max(today))))
+}
+
+/// The `continuous_query.result_table.changed` events of `changed` rows, split so no event
+/// carries more than [`CELLS_PER_EVENT`] cells; none when no row changed.
+fn changed_events(
+    query: &StoredQuery,
+    user: &User,
+    changed: &datafusion::arrow::array::RecordBatch,
+    engine: &Engine,
+) -> Result<Vec<Event>, ContinuousError> {
+    let columns = changed.num_columns().max(1);
+    let per_event = (CELLS_PER_EVENT / columns).max(1);
+    let mut events = Vec::new();
+    let mut offset = 0;
+    while offset < changed.num_rows() {
+        let len = per_event.min(changed.num_rows() - offset);
+        let slice = changed.slice(offset, len);
+        let result = QueryResult {
+            schema: slice.schema(),
+            batches: vec![slice],
+        };
+        let encoded = encode_json(&[result], engine.limits())
+            .map_err(|e| ContinuousError::Table(format!("encoding changed rows: {e}")))?;
+        let table = encoded
+            .pointer("/results/0/table")
+            .cloned()
+            .unwrap_or(Value::Null);
+        events.push(Event {
+            event_type: EventType::ContinuousQueryChanged,
+            user: Some(EventUser::of(user)),
+            data: json!([{ "query_id": query.id, "query_slug": query.slug, "data": table }]),
+        });
+        offset += len;
+    }
+    Ok(events)
+}
+
+/// Ends the open task as `skipped` (or records a skipped run when none is open).
+async fn finish_skipped(
+    meta: &MetadataStore,
+    p: Payload,
+    now: DateTime<Utc>,
+    why: &'static str,
+) -> Result<Evaluation, ContinuousError> {
+    let mut conn = meta.writer().await?;
+    if let Some(task) = rows::open_task(&mut conn, p.query, p.user).await? {
+        rows::set_task(
+            &mut conn,
+            task.id,
+            "skipped",
+            Some(now),
+            Some(now),
+            Some(why),
+        )
+        .await?;
+    }
+    Ok(Evaluation::Skipped(why))
+}
+
+/// The `continuous.evaluate` handler.
+#[derive(Clone)]
+pub struct Evaluator {
+    health: HealthStore,
+    engine: Engine,
+}
+
+impl Evaluator {
+    /// A handler reading and writing `health`, running queries on `engine`.
+    pub fn new(health: HealthStore, engine: Engine) -> Self {
+        Evaluator { health, engine }
+    }
+}
+
+#[async_trait::async_trait]
+impl JobHandler for Evaluator {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
+        let p: Payload = serde_json::from_value(payload.clone())
+            .map_err(|_| JobError::Permanent(format!("malformed payload {payload}")))?;
+        match evaluate(&ctx.meta, &self.health, &self.engine, p, ctx.now()).await {
+            Ok(Evaluation::Wait(at)) => Ok(Outcome::RetryAt(at)),
+            Ok(_) => Ok(Outcome::Done),
+            Err(e) => {
+                let details = e.to_string();
+                if let Ok(mut conn) = ctx.meta.writer().await
+                    && let Ok(Some(task)) = rows::open_task(&mut conn, p.query, p.user).await
+                {
+                    let now = Some(ctx.now());
+                    let _ = rows::set_task(&mut conn, task.id, "error", None, now, Some(&details))
+                        .await;
+                }
+                Err(match e {
+                    ContinuousError::Invalid(_) | ContinuousError::Table(_) => {
+                        JobError::Permanent(details)
+                    }
+                    _ => JobError::Retry(details),
+                })
+            }
+        }
+    }
+}
