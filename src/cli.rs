@@ -1,5 +1,6 @@
 //! The command-line operations besides `serve`: importing a push file, generating demo data as
-//! Parquet, running an aggregate request against a data dir, and managing a team's API keys.
+//! Parquet, running an aggregate request against a data dir, managing a team's API keys and
+//! inspecting its continuous queries.
 //! Each goes through the same code path as its HTTP counterpart.
 
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::app::{open_health, open_metadata};
-use crate::config::{KeysCommand, StoreArgs};
+use crate::config::{CqCommand, KeysCommand, StoreArgs};
 use crate::data;
 use crate::engine::OutputFormat;
 use crate::engine::{Engine, Limits};
@@ -273,4 +274,77 @@ pub async fn keys(command: KeysCommand) -> anyhow::Result<String> {
         Err(KeysError::KeyNotFound) => bail!("no such key in team {} ({})", team.name, team.id),
         Err(e) => Err(e.into()),
     }
+}
+
+/// `wearhouse cq list|show|validate`: the team's continuous queries through the same functions
+/// as `/aggregate/v1/continuous_query`; the text to print (JSON for show and validate).
+pub async fn cq(command: CqCommand) -> anyhow::Result<String> {
+    use crate::continuous::{ContinuousError, manage};
+    let rejected = |e: ContinuousError| match e {
+        ContinuousError::Invalid(invalid) => anyhow::anyhow!(
+            "rejected: {}",
+            invalid
+                .0
+                .iter()
+                .map(|v| format!("{}: {}", loc_text(&v.loc), v.msg))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        e => anyhow::anyhow!(e),
+    };
+    match command {
+        CqCommand::Validate { file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let body: Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not JSON", file.display()))?;
+            let engine = Engine::new(Limits::default())?;
+            let answer = manage::validate(&engine, &body).await.map_err(rejected)?;
+            Ok(serde_json::to_string_pretty(&answer)?)
+        }
+        CqCommand::List { team, store } => {
+            let meta = open_metadata(&store).await?;
+            let team = find_team(&meta, &team).await?;
+            let list = manage::list(&meta, team.id).await.map_err(rejected);
+            meta.close().await;
+            Ok(list?
+                .iter()
+                .map(|q| {
+                    format!(
+                        "{}\t{}\t{}\t{}/{}\t{}",
+                        q.id, q.slug, q.status, q.evaluation.evaluated, q.evaluation.users, q.title
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n"))
+        }
+        CqCommand::Show { team, query, store } => {
+            let meta = open_metadata(&store).await?;
+            let team = find_team(&meta, &team).await?;
+            let shown = manage::get(&meta, team.id, &query).await;
+            meta.close().await;
+            match shown {
+                Ok(q) => Ok(serde_json::to_string_pretty(&q)?),
+                Err(ContinuousError::NotFound) => {
+                    bail!(
+                        "no continuous query {query:?} in team {} ({})",
+                        team.name,
+                        team.id
+                    )
+                }
+                Err(e) => Err(rejected(e)),
+            }
+        }
+    }
+}
+
+/// A violation's location as `body.query.select.1`.
+fn loc_text(loc: &[crate::validation::Loc]) -> String {
+    loc.iter()
+        .map(|l| match l {
+            crate::validation::Loc::Key(k) => k.clone(),
+            crate::validation::Loc::Index(i) => i.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
 }

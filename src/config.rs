@@ -30,6 +30,12 @@ pub enum Command {
         #[command(subcommand)]
         command: TeamCommand,
     },
+    /// Inspect a team's continuous queries (`cq list|show|validate`).
+    Cq {
+        /// The operation.
+        #[command(subcommand)]
+        command: CqCommand,
+    },
     /// Manage a team's API keys (the secret is printed by create and rotate only).
     Keys {
         /// The key operation.
@@ -123,6 +129,37 @@ pub enum LabCommand {
         /// Where the data lives.
         #[command(flatten)]
         store: StoreArgs,
+    },
+}
+
+/// Continuous-query operations (`analytics.md` §4), printing what the API answers.
+#[derive(Debug, Subcommand)]
+pub enum CqCommand {
+    /// The team's continuous queries, one per line: id, slug, status, evaluated/users, title.
+    List {
+        /// Team id or name.
+        #[arg(long)]
+        team: String,
+        /// Where the data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// One continuous query (by id or slug) as `GET /aggregate/v1/continuous_query/{id}` shows it.
+    Show {
+        /// Team id or name.
+        #[arg(long)]
+        team: String,
+        /// The query's id or slug.
+        query: String,
+        /// Where the data lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Dry-runs a registration body from a JSON file: its result table schema and dependencies,
+    /// or what is wrong with it.
+    Validate {
+        /// The `POST /aggregate/v1/continuous_query` body.
+        file: PathBuf,
     },
 }
 

@@ -125,6 +125,9 @@ async fn main() -> anyhow::Result<()> {
                 println!("{lab}\t{n} centres");
             }
         }
+        Command::Cq { command } => {
+            println!("{}", wearhouse::cli::cq(command).await?);
+        }
         Command::Keys { command } => {
             println!("{}", wearhouse::cli::keys(command).await?);
         }

@@ -178,3 +178,66 @@ fn demo_generate_writes_readable_parquet_per_dataset() {
     .unwrap();
     assert_eq!(text, again);
 }
+
+#[tokio::test]
+async fn continuous_queries_are_listed_shown_and_validated_through_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    wearhouse(dir.path(), &["team", "create", "acme"]);
+    let body = serde_json::json!({
+        "slug": "daily-hr", "title": "Daily heart rate",
+        "query": {
+            "select": [{"group_key": "*"}, {"func": "max", "arg": {"timeseries": "heartrate", "field": "value"}}],
+            "group_by": [{"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "timeseries"}}]
+        }
+    });
+    let file = dir.path().join("cq.json");
+    std::fs::write(&file, body.to_string()).unwrap();
+    let validated = run(&["cq", "validate", file.to_str().unwrap()]);
+    let answer: Value = serde_json::from_slice(&validated.stdout).unwrap();
+    assert_eq!(
+        answer["result_table_schema"]["max.heartrate.value"],
+        "float64"
+    );
+    assert_eq!(
+        answer["resource_dependencies"],
+        serde_json::json!(["heartrate"])
+    );
+
+    // A query breaking a continuous rule: a non-zero exit naming where.
+    let mut bad = body.clone();
+    bad["query"]["group_by"] = serde_json::json!([{"source": "source_provider"}]);
+    std::fs::write(&file, bad.to_string()).unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_wearhouse"))
+        .args(["cq", "validate", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("body.query.group_by"), "{stderr}");
+
+    // Registered through the API's own function on the binary's database, then listed.
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("wearhouse.db").display()
+    );
+    let meta = MetadataStore::connect(&url).await.unwrap();
+    let team = meta.team_by_name("acme").await.unwrap().unwrap();
+    let engine = wearhouse::engine::Engine::new(Default::default()).unwrap();
+    let q = wearhouse::continuous::manage::create(&meta, &engine, team.id, &body)
+        .await
+        .unwrap();
+    meta.close().await;
+    let listed =
+        String::from_utf8(wearhouse(dir.path(), &["cq", "list", "--team", "acme"]).stdout).unwrap();
+    assert!(
+        listed.starts_with(&format!(
+            "{}\tdaily-hr\tactive\t0/0\tDaily heart rate",
+            q.id
+        )),
+        "{listed}"
+    );
+    let shown = wearhouse(dir.path(), &["cq", "show", "--team", "acme", "daily-hr"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["id"], q.id.to_string());
+    assert_eq!(shown["query"], body["query"]);
+}
