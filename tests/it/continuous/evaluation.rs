@@ -294,3 +294,63 @@ async fn an_archived_query_is_no_longer_evaluated_but_its_table_stays() {
         .await;
     assert_eq!(again.status, 200, "{}", again.json);
 }
+
+#[tokio::test]
+async fn a_deleted_users_tables_vanish_with_it() {
+    let app = TestApp::new().await;
+    let user = app.user("cq-gone").await;
+    push(&app, &user, first_push()).await;
+    let (team, query) = register(&app, "gone", registration("gone", daily_heart_rate())).await;
+    settle(&app).await;
+    let files = |dir: &std::path::Path| -> usize {
+        walk(dir).iter().filter(|p| p.to_string_lossy().contains("/_cq/")).count()
+    };
+    let health = app.dir.path().join("health");
+    assert_eq!(files(&health), 1, "one result file");
+    let before = table(&app, &user, "gone").await;
+
+    // Deleted: invisible at once, back with the undo.
+    let (team_id, user_id) = (team.parse().unwrap(), user.parse().unwrap());
+    let hour = std::time::Duration::from_secs(3600);
+    assert!(wearhouse::data::delete_user(&app.state.meta, team_id, user_id, hour).await.unwrap());
+    let hidden = app
+        .get(&format!("/aggregate/v1/user/{user}/continuous_query/gone/result_table"))
+        .await;
+    assert_eq!(hidden.status, 404, "{}", hidden.json);
+    let undone = app.post(&format!("/v2/user/undo_delete?user_id={user}"), json!({})).await;
+    assert_eq!(undone.status, 200, "{}", undone.json);
+    assert_eq!(table(&app, &user, "gone").await, before);
+
+    // Deleted for good: its table, state and history go with its data.
+    let now = std::time::Duration::ZERO;
+    assert!(wearhouse::data::delete_user(&app.state.meta, team_id, user_id, now).await.unwrap());
+    settle(&app).await;
+    assert_eq!(files(&health), 0);
+    let mut conn = app.state.meta.reader().await.unwrap();
+    for table in ["continuous_query_users", "continuous_query_tasks"] {
+        let left: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table} WHERE user_id = $1"))
+            .bind(&user)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "{table}");
+    }
+    drop(conn);
+    assert_eq!(
+        evaluate_at(&app, (&team, &query), &user, Utc::now()).await,
+        Evaluation::Skipped("no such query, user or change")
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

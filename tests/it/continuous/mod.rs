@@ -76,8 +76,8 @@ pub async fn evaluate_at(
     .unwrap()
 }
 
-/// Runs the app's job runner until no continuous-query or announcing job is due (panics after
-/// a minute).
+/// Runs the app's job runner until no continuous-query, announcing or erasing job is due
+/// (panics after a minute).
 pub async fn settle(app: &TestApp) {
     let registry = wearhouse::app::job_registry(&app.state);
     let config = crate::jobs_support::config("cq", Duration::from_secs(30));
@@ -87,7 +87,7 @@ pub async fn settle(app: &TestApp) {
         let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         let mut conn = app.state.meta.reader().await.unwrap();
         let busy: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM jobs WHERE (kind LIKE 'continuous.%' OR kind = 'events.push') \
+            "SELECT COUNT(*) FROM jobs WHERE (kind LIKE 'continuous.%' OR kind IN ('events.push', 'store.delete_user')) \
              AND ((state = 'pending' AND run_at <= $1) OR state = 'running')",
         )
         .bind(now)
