@@ -272,8 +272,8 @@ pub async fn validate(
             return Err(Invalid(out));
         }
     };
-    if let Err(v) = continuous_rules(&request) {
-        out.push(v);
+    if let Err(Invalid(mut v)) = continuous_rules(&request) {
+        out.append(&mut v);
         return Err(Invalid(out));
     }
     if !out.is_empty() {
@@ -299,16 +299,13 @@ pub fn shape_of(engine: &Engine, definition: &Definition) -> Result<Shape, super
     let request = definition
         .request((0, 2), engine)
         .map_err(|e| broken(e.to_string()))?;
-    continuous_rules(&request).map_err(|v| broken(v.msg))
+    continuous_rules(&request).map_err(|v| broken(v.to_string()))
 }
 
 /// The continuous rules of §4: exactly one `date_trunc`, every group key selected.
-fn continuous_rules(request: &ValidRequest) -> Result<Shape, Violation> {
+fn continuous_rules(request: &ValidRequest) -> Result<Shape, Invalid> {
     let Some(query) = request.queries.first() else {
-        return Err(Violation::value(
-            crate::loc!["body", "query"],
-            "a query is required",
-        ));
+        return Err(Violation::value(crate::loc!["body", "query"], "a query is required").into());
     };
     let truncs: Vec<(usize, crate::engine::Period)> = query
         .group_by
@@ -326,7 +323,8 @@ fn continuous_rules(request: &ValidRequest) -> Result<Shape, Violation> {
                 "a continuous query groups by exactly one date_trunc; this one has {}",
                 truncs.len()
             ),
-        ));
+        )
+        .into());
     };
     let key_column = |i: usize| {
         query.select.iter().find_map(|s| match s.kind {
@@ -344,7 +342,8 @@ fn continuous_rules(request: &ValidRequest) -> Result<Shape, Violation> {
                     format!(
                         "a continuous query selects every group key (add {{\"group_key\": \"*\"}}); group key {i} is not selected"
                     ),
-                ));
+                )
+                .into());
             }
         }
     }

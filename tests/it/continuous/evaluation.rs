@@ -303,7 +303,10 @@ async fn a_deleted_users_tables_vanish_with_it() {
     let (team, query) = register(&app, "gone", registration("gone", daily_heart_rate())).await;
     settle(&app).await;
     let files = |dir: &std::path::Path| -> usize {
-        walk(dir).iter().filter(|p| p.to_string_lossy().contains("/_cq/")).count()
+        walk(dir)
+            .iter()
+            .filter(|p| p.to_string_lossy().contains("/_cq/"))
+            .count()
     };
     let health = app.dir.path().join("health");
     assert_eq!(files(&health), 1, "one result file");
@@ -312,27 +315,40 @@ async fn a_deleted_users_tables_vanish_with_it() {
     // Deleted: invisible at once, back with the undo.
     let (team_id, user_id) = (team.parse().unwrap(), user.parse().unwrap());
     let hour = std::time::Duration::from_secs(3600);
-    assert!(wearhouse::data::delete_user(&app.state.meta, team_id, user_id, hour).await.unwrap());
+    assert!(
+        wearhouse::data::delete_user(&app.state.meta, team_id, user_id, hour)
+            .await
+            .unwrap()
+    );
     let hidden = app
-        .get(&format!("/aggregate/v1/user/{user}/continuous_query/gone/result_table"))
+        .get(&format!(
+            "/aggregate/v1/user/{user}/continuous_query/gone/result_table"
+        ))
         .await;
     assert_eq!(hidden.status, 404, "{}", hidden.json);
-    let undone = app.post(&format!("/v2/user/undo_delete?user_id={user}"), json!({})).await;
+    let undone = app
+        .post(&format!("/v2/user/undo_delete?user_id={user}"), json!({}))
+        .await;
     assert_eq!(undone.status, 200, "{}", undone.json);
     assert_eq!(table(&app, &user, "gone").await, before);
 
     // Deleted for good: its table, state and history go with its data.
     let now = std::time::Duration::ZERO;
-    assert!(wearhouse::data::delete_user(&app.state.meta, team_id, user_id, now).await.unwrap());
+    assert!(
+        wearhouse::data::delete_user(&app.state.meta, team_id, user_id, now)
+            .await
+            .unwrap()
+    );
     settle(&app).await;
     assert_eq!(files(&health), 0);
     let mut conn = app.state.meta.reader().await.unwrap();
     for table in ["continuous_query_users", "continuous_query_tasks"] {
-        let left: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table} WHERE user_id = $1"))
-            .bind(&user)
-            .fetch_one(&mut *conn)
-            .await
-            .unwrap();
+        let left: i64 =
+            sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table} WHERE user_id = $1"))
+                .bind(&user)
+                .fetch_one(&mut *conn)
+                .await
+                .unwrap();
         assert_eq!(left, 0, "{table}");
     }
     drop(conn);
@@ -353,4 +369,42 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+#[tokio::test]
+async fn a_provider_pull_is_evaluated_like_a_push() {
+    let app = TestApp::new().await;
+    register(&app, "pulled", registration("pulled", daily_heart_rate())).await;
+    let user = app.user("cq-pull").await;
+    // The demo Oura connection's historical pull writes through the pull path.
+    app.demo_connect(&user, "oura", 3).await;
+    settle(&app).await;
+    let t = table(&app, &user, "pulled").await;
+    let days = column(&t, "group_key.0");
+    assert!(days.len() >= 3, "{t}");
+    // Whatever today is, the table is the per-user query's answer over the same days.
+    let first = days[0].as_str().unwrap()[..10].to_owned();
+    let last = days[days.len() - 1].as_str().unwrap()[..10].to_owned();
+    let span = (chrono::NaiveDate::parse_from_str(&last, "%Y-%m-%d").unwrap()
+        - chrono::NaiveDate::parse_from_str(&first, "%Y-%m-%d").unwrap())
+    .num_days();
+    let body = json!({
+        "timeframe": {"anchor": last, "past": {"value": span.max(1), "unit": "day"}},
+        "queries": [daily_heart_rate()]
+    });
+    let a = app
+        .post(&format!("/aggregate/v1/user/{user}/query"), body)
+        .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(a.json["results"][0]["table"], t);
+    let announced: usize = changes(&app, &user)
+        .await
+        .iter()
+        .map(|e| column(e, "group_key.0").len())
+        .sum();
+    assert!(
+        announced >= days.len(),
+        "every row announced: {announced} < {}",
+        days.len()
+    );
 }
