@@ -5,6 +5,7 @@
 
 mod api;
 mod evaluation;
+mod store;
 
 use std::time::Duration;
 

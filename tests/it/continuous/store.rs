@@ -1,0 +1,212 @@
+//! The continuous-query tables on SQLite and PostgreSQL: changes widen one range and count,
+//! an evaluation clears only the changes it saw and is fenced by the version it read, one open
+//! task per pair, slugs unique among active queries, progress and history paging.
+
+use chrono::{Duration, Utc};
+use uuid::Uuid;
+use wearhouse::store::metadata::continuous::{self as rows, Evaluated, StoredQuery};
+use wearhouse::store::metadata::{MetadataStore, NewUser};
+
+use crate::postgres::ScratchDb;
+
+fn query(team: Uuid, slug: &str) -> StoredQuery {
+    let now = Utc::now();
+    StoredQuery {
+        id: Uuid::new_v4(),
+        team_id: team,
+        slug: slug.to_owned(),
+        title: "t".to_owned(),
+        status: "active".to_owned(),
+        definition: "{}".to_owned(),
+        result_table_schema: "{}".to_owned(),
+        resource_dependencies: "[\"timeseries/heartrate\"]".to_owned(),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+async fn exercise(meta: &MetadataStore) {
+    let (team, _) = meta.create_team("acme").await.unwrap();
+    let (other, _) = meta.create_team("globex").await.unwrap();
+    let user = meta
+        .create_user(
+            team.id,
+            NewUser {
+                client_user_id: "u".into(),
+                ..NewUser::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut conn = meta.writer().await.unwrap();
+    let mut q = query(team.id, "daily");
+    assert!(rows::insert_query(&mut conn, &q).await.unwrap());
+    assert!(
+        !rows::insert_query(&mut conn, &query(team.id, "daily"))
+            .await
+            .unwrap(),
+        "slug taken"
+    );
+    let ids = (q.id, team.id, user.id);
+
+    let s = rows::mark_dirty(&mut conn, ids, Some((100, 200)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (s.dirty, s.dirty_all, s.dirty_seq, s.version),
+        (Some((100, 200)), false, 1, 0)
+    );
+    let s = rows::mark_dirty(&mut conn, ids, Some((50, 150)))
+        .await
+        .unwrap();
+    assert_eq!((s.dirty, s.dirty_seq), (Some((50, 200)), 2));
+    let s = rows::mark_dirty(&mut conn, ids, Some((300, 400)))
+        .await
+        .unwrap();
+    assert_eq!(s.dirty, Some((50, 400)));
+
+    let t1 = rows::schedule_task(&mut conn, ids, Utc::now())
+        .await
+        .unwrap();
+    let t2 = rows::schedule_task(&mut conn, ids, Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(t1.id, t2.id, "one open task per pair");
+
+    // An evaluation that saw seq 3 while a fourth change arrived keeps the change pending.
+    let seen = s.dirty_seq;
+    rows::mark_dirty(&mut conn, ids, None).await.unwrap();
+    let e = Evaluated {
+        read_version: 0,
+        result_file: Some("f1".into()),
+        changed: true,
+        seen_seq: seen,
+        at: Utc::now(),
+    };
+    assert!(
+        rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
+            .await
+            .unwrap()
+    );
+    let s = rows::user_state(&mut conn, q.id, user.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((s.version, s.result_file.as_deref()), (1, Some("f1")));
+    assert!(s.is_dirty(), "the change after the snapshot stays");
+    // A stale evaluation (it read version 0) cannot commit over version 1.
+    assert!(
+        !rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
+            .await
+            .unwrap()
+    );
+    let e = Evaluated {
+        read_version: 1,
+        seen_seq: s.dirty_seq,
+        result_file: Some("f2".into()),
+        ..e
+    };
+    assert!(
+        rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
+            .await
+            .unwrap()
+    );
+    let s = rows::user_state(&mut conn, q.id, user.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!s.is_dirty());
+    assert_eq!(s.version, 2);
+    let p = rows::progress(&mut conn, q.id).await.unwrap();
+    assert_eq!((p.users, p.evaluated, p.pending), (1, 1, 0));
+
+    // History: 5 tasks, paged newest first.
+    rows::set_task(
+        &mut conn,
+        t1.id,
+        "completed",
+        Some(Utc::now()),
+        Some(Utc::now()),
+        None,
+    )
+    .await
+    .unwrap();
+    for i in 0..4 {
+        let t = rows::schedule_task(&mut conn, ids, Utc::now() + Duration::seconds(i))
+            .await
+            .unwrap();
+        rows::set_task(&mut conn, t.id, "skipped", None, None, Some("why"))
+            .await
+            .unwrap();
+    }
+    let page = rows::tasks(&mut conn, (q.id, user.id), None, 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        page.iter().map(|t| t.seq).collect::<Vec<_>>(),
+        vec![5, 4, 3]
+    );
+    let rest = rows::tasks(&mut conn, (q.id, user.id), Some(3), 3)
+        .await
+        .unwrap();
+    assert_eq!(rest.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![2, 1]);
+    assert_eq!(rest[1].status, "completed");
+
+    // Archived: the slug is free again; by slug the active one wins.
+    q.status = "archived".to_owned();
+    rows::update_query(&mut conn, &q).await.unwrap();
+    let again = query(team.id, "daily");
+    assert!(rows::insert_query(&mut conn, &again).await.unwrap());
+    let found = rows::query(&mut conn, team.id, "daily")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.id, again.id);
+    assert_eq!(
+        rows::queries(&mut conn, team.id, true).await.unwrap().len(),
+        1
+    );
+    assert_eq!(
+        rows::queries(&mut conn, team.id, false)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        rows::query(&mut conn, other.id, &q.id.to_string())
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        rows::team_user_ids(&mut conn, team.id, None, 10)
+            .await
+            .unwrap(),
+        vec![user.id]
+    );
+    assert_eq!(
+        rows::team_user_ids(&mut conn, team.id, Some(user.id), 10)
+            .await
+            .unwrap(),
+        Vec::<Uuid>::new()
+    );
+}
+
+#[tokio::test]
+async fn continuous_rows_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
+    let meta = MetadataStore::connect(&url).await.unwrap();
+    exercise(&meta).await;
+    meta.close().await;
+}
+
+#[tokio::test]
+async fn continuous_rows_on_postgres() {
+    let db = ScratchDb::create("wearhouse_cq").await;
+    let meta = MetadataStore::connect(&db.url).await.unwrap();
+    exercise(&meta).await;
+    meta.close().await;
+    db.drop_db().await;
+}
