@@ -86,12 +86,16 @@ async fn evaluate_now(pushed: &Pushed, engine: &Engine, user: &User, query: Uuid
         .expect("evaluated")
 }
 
-fn one_user(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+fn one_user(c: &mut Criterion) {
+    let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::new(Limits::default()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(40);
@@ -193,11 +197,7 @@ fn one_user(c: &mut Criterion) {
 const USERS: usize = 1_000;
 
 fn many_users(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::new(Limits::default()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(41);

@@ -42,12 +42,25 @@ impl FromRequest<AppState> for QueryBody {
 /// `application/json` give JSON; the Parquet media type gives the tarball; the first
 /// supported entry of a list wins (q-values are not weighed); anything else is a 406.
 pub fn negotiate(headers: &HeaderMap) -> Result<OutputFormat, ApiError> {
+    Ok(match accepted(headers, &[PARQUET_TAR_MEDIA_TYPE])? {
+        Some(_) => OutputFormat::ParquetTar,
+        None => OutputFormat::Json,
+    })
+}
+
+/// The first entry of `Accept` this route can answer: `None` for JSON (absent, `*/*`,
+/// `application/*`, `application/json`), or the one of `others` it names. Q-values are not
+/// weighed; nothing supported is a 406 listing what is.
+pub(super) fn accepted(
+    headers: &HeaderMap,
+    others: &[&'static str],
+) -> Result<Option<&'static str>, ApiError> {
     let Some(accept) = headers.get(ACCEPT) else {
-        return Ok(OutputFormat::Json);
+        return Ok(None);
     };
     let accept = accept.to_str().unwrap_or("");
     if accept.trim().is_empty() {
-        return Ok(OutputFormat::Json);
+        return Ok(None);
     }
     for entry in accept.split(',') {
         let media = entry
@@ -56,14 +69,16 @@ pub fn negotiate(headers: &HeaderMap) -> Result<OutputFormat, ApiError> {
             .unwrap_or("")
             .trim()
             .to_ascii_lowercase();
-        match media.as_str() {
-            "*/*" | "application/*" | "application/json" => return Ok(OutputFormat::Json),
-            m if m == PARQUET_TAR_MEDIA_TYPE => return Ok(OutputFormat::ParquetTar),
-            _ => {}
+        if matches!(media.as_str(), "*/*" | "application/*" | "application/json") {
+            return Ok(None);
+        }
+        if let Some(other) = others.iter().find(|o| **o == media) {
+            return Ok(Some(other));
         }
     }
     Err(ApiError::NotAcceptable(format!(
-        "cannot produce {accept:?}; supported: application/json, {PARQUET_TAR_MEDIA_TYPE}"
+        "cannot produce {accept:?}; supported: application/json, {}",
+        others.join(", ")
     )))
 }
 

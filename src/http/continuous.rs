@@ -7,7 +7,7 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use serde::Serialize;
@@ -151,32 +151,9 @@ async fn archive_query(
     Ok(Json(manage::archive(&state.meta, team.0.id, &key).await?))
 }
 
-/// Whether `Accept` asks for Parquet: absent, `*/*`, `application/*` or `application/json`
-/// give JSON; the first supported entry wins; anything else is a 406.
+/// Whether `Accept` asks for Parquet (JSON otherwise; anything else is a 406).
 fn wants_parquet(headers: &HeaderMap) -> Result<bool, ApiError> {
-    let accept = headers
-        .get(ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if accept.trim().is_empty() {
-        return Ok(false);
-    }
-    for entry in accept.split(',') {
-        let media = entry
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match media.as_str() {
-            "*/*" | "application/*" | "application/json" => return Ok(false),
-            PARQUET_MEDIA_TYPE => return Ok(true),
-            _ => {}
-        }
-    }
-    Err(ApiError::NotAcceptable(format!(
-        "cannot produce {accept:?}; supported: {JSON_MEDIA_TYPE}, {PARQUET_MEDIA_TYPE}"
-    )))
+    Ok(super::aggregate::accepted(headers, &[PARQUET_MEDIA_TYPE])?.is_some())
 }
 
 /// A user's result table, as `{"table": {<column>: [...]}}` or one Parquet file
