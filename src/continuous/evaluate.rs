@@ -105,6 +105,7 @@ pub async fn evaluate(
             return Ok(Evaluation::Wait(due));
         }
     }
+    let clock = std::time::Instant::now();
     let task = {
         let mut conn = meta.writer().await?;
         let task = rows::schedule_task(&mut conn, (p.query, p.team, p.user), now).await?;
@@ -169,7 +170,11 @@ pub async fn evaluate(
         return Ok(Evaluation::Superseded);
     }
     let written = outbox::enqueue(&mut tx, p.team, &events, end).await?;
-    rows::set_task(&mut tx, task.id, "completed", None, Some(end), None).await?;
+    // The task ends when the work did (it used to end at `now`, its start, so every task in
+    // the history lasted no time and overlapping runs could not show); the gap still counts
+    // from `now`, the instant the evaluation read its data at.
+    let ended = now + chrono::Duration::from_std(clock.elapsed()).unwrap_or_default();
+    rows::set_task(&mut tx, task.id, "completed", None, Some(ended), None).await?;
     // Changes recorded while this run worked are evaluated after the gap.
     if let Some(after) = rows::user_state(&mut tx, p.query, p.user).await?
         && after.is_dirty()

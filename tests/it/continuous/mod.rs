@@ -4,6 +4,7 @@
 //! task history, the Parquet table.
 
 mod api;
+mod e2e;
 mod evaluation;
 mod store;
 
