@@ -35,6 +35,7 @@
 
 mod definition;
 pub mod evaluate;
+pub mod fhir;
 pub mod manage;
 pub mod schedule;
 mod shape;
