@@ -37,22 +37,25 @@
 //!   produced the value.
 
 mod codes;
+mod time;
 
-use chrono::{DateTime, NaiveDateTime, Offset, TimeZone};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, TimestampMicrosecondType};
+use datafusion::arrow::datatypes::{
+    DataType, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType,
+};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use serde_json::{Map, Number, Value, json};
 use uuid::Uuid;
 
 use super::ContinuousError;
 use super::shape::Shape;
-use crate::engine::time::{MICROS_PER_DAY, bucket_end};
+use crate::engine::time::bucket_end;
 use crate::engine::{Func, GroupBy, Operand, Period, Query, SelectKind, Unit};
 use crate::events::{Event, EventType, EventUser};
 use crate::store::metadata::User;
 use crate::store::metadata::continuous::StoredQuery;
+use time::{date, floating, instant, period_text};
 
 /// Most bytes of Observations one event's bundle carries (events stay far below 1 MiB).
 pub const BUNDLE_BYTES: usize = 256 * 1024;
@@ -124,8 +127,10 @@ pub fn observations(
             .ok_or_else(|| ContinuousError::Table(format!("no column {name:?}")))
     };
     let buckets = column(&shape.bucket_column)?;
-    let DataType::Timestamp(_, _) = buckets.data_type() else {
-        return Err(ContinuousError::Table("the bucket is not a timestamp".into()));
+    let DataType::Timestamp(TimeUnit::Microsecond, _) = buckets.data_type() else {
+        return Err(ContinuousError::Table(
+            "the bucket is not a timestamp".into(),
+        ));
     };
     let buckets = buckets.as_primitive::<TimestampMicrosecondType>().clone();
     let (keys, values) = columns(q, shape);
@@ -181,9 +186,10 @@ fn columns(q: &Query, shape: &Shape) -> (Vec<KeyColumn>, Vec<ValueColumn>) {
                 let (name, source) = match q.group_by.get(*i) {
                     Some(GroupBy::Value(Operand::Source(s))) => ((*s).to_owned(), Some(*s)),
                     Some(GroupBy::Value(op)) => (operand_label(op), None),
-                    Some(GroupBy::DatePart(p)) => {
-                        (format!("date_part.{}", format!("{p:?}").to_lowercase()), None)
-                    }
+                    Some(GroupBy::DatePart(p)) => (
+                        format!("date_part.{}", format!("{p:?}").to_lowercase()),
+                        None,
+                    ),
                     Some(GroupBy::DateTrunc(_)) | None => (item.name.clone(), None),
                 };
                 keys.push(KeyColumn {
@@ -375,55 +381,6 @@ impl Row<'_> {
             }),
         }
     }
-}
-
-/// `1 day`, `15 minutes`.
-fn period_text(p: Period) -> String {
-    let unit = Unit::ALL
-        .iter()
-        .find(|(_, u)| *u == p.unit)
-        .map_or("", |(n, _)| *n);
-    if p.value == 1 {
-        format!("1 {unit}")
-    } else {
-        format!("{} {unit}s", p.value)
-    }
-}
-
-fn naive(micros: i64) -> NaiveDateTime {
-    DateTime::from_timestamp_micros(micros)
-        .unwrap_or_default()
-        .naive_utc()
-}
-
-/// Floating time as the result table renders it.
-fn floating(micros: i64) -> String {
-    naive(micros).format("%Y-%m-%dT%H:%M:%S%.f").to_string()
-}
-
-/// The calendar day of floating time `micros`.
-fn date(micros: i64) -> String {
-    let day = micros.div_euclid(MICROS_PER_DAY) * MICROS_PER_DAY;
-    naive(day).format("%Y-%m-%d").to_string()
-}
-
-/// Floating time `micros` as a FHIR dateTime: with `zone`'s offset at that local time, else
-/// `Z`.
-fn instant(micros: i64, zone: Option<chrono_tz::Tz>) -> String {
-    let local = naive(micros);
-    let text = local.format("%Y-%m-%dT%H:%M:%S");
-    let Some(tz) = zone else {
-        return format!("{text}Z");
-    };
-    let offset = tz
-        .offset_from_local_datetime(&local)
-        .earliest()
-        .map(|o| o.fix())
-        .unwrap_or_else(|| tz.offset_from_utc_datetime(&local).fix());
-    let seconds = offset.local_minus_utc();
-    let sign = if seconds < 0 { '-' } else { '+' };
-    let abs = seconds.unsigned_abs();
-    format!("{text}{sign}{:02}:{:02}", abs / 3600, abs % 3600 / 60)
 }
 
 #[cfg(test)]

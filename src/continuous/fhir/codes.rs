@@ -275,7 +275,10 @@ mod tests {
             assert_eq!(loinc(f, &hr), None, "{f:?}");
         }
         // Steps add up.
-        assert_eq!(loinc(Func::Sum, &field("steps")).map(|m| m.loinc), Some("55423-8"));
+        assert_eq!(
+            loinc(Func::Sum, &field("steps")).map(|m| m.loinc),
+            Some("55423-8")
+        );
         // RMSSD and glucose stay uncoded.
         assert_eq!(loinc(Func::Mean, &field("hrv")), None);
         assert_eq!(loinc(Func::Mean, &field("glucose")), None);

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::*;
+use crate::engine::time::MICROS_PER_DAY;
 use crate::engine::{Limits, parse_request};
 use crate::events::envelope::MAX_BODY_BYTES;
 use crate::store::metadata::users::Stamped;
@@ -185,7 +186,13 @@ fn sub_day_buckets_carry_the_fallback_zones_offset() {
     );
     // A null group key: no value in its extension, no device.
     assert!(berlin[0].get("device").is_none());
-    assert_eq!(berlin[0]["extension"][0]["extension"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        berlin[0]["extension"][0]["extension"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     let utc = observations(&stored(), &user(None), (&q, &s), &rows).unwrap();
     assert_eq!(utc[0]["effectivePeriod"]["start"], "2025-03-01T08:00:00Z");
 }

