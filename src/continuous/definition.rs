@@ -93,7 +93,8 @@ pub struct ExportPreferences {
     /// The changed rows as events.
     #[serde(default)]
     pub data_events: DataEvents,
-    /// The changed rows as FHIR R4 Observations too (not delivered yet: see the module docs).
+    /// The changed rows as FHIR R4 Observations too, in `continuous_query.fhir_observations.changed`
+    /// events (LOINC coded where a mapping exists; see `continuous::fhir`). Default false.
     #[serde(default)]
     pub fhir_observations: bool,
 }

@@ -147,11 +147,17 @@ pub async fn evaluate(
     } else {
         state.result_file.clone()
     };
-    let events = if definition.export_preferences.data_events.enabled {
+    let mut events = if definition.export_preferences.data_events.enabled {
         changed_events(&query, &user, &merged.changed, engine)?
     } else {
         Vec::new()
     };
+    if definition.export_preferences.fhir_observations
+        && let Some(q) = request.queries.first()
+    {
+        let fhir = super::fhir::fhir_events(&query, &user, (q, shape), &merged.changed)?;
+        events.extend(fhir);
+    }
     let end = now;
     let mut tx = meta.begin().await?;
     let committed = rows::commit_evaluation(

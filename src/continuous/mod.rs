@@ -9,7 +9,8 @@
 //! buckets the changes can touch through the per-user query path (`crate::query::execute`),
 //! merges them into the stored result table ([`table`]), writes the new table as a new Parquet
 //! file in the user's folder, and commits, in one transaction fenced by the table's version:
-//! the new file's name, the changes it covered, the event of the changed rows and the task's
+//! the new file's name, the changes it covered, the events of the changed rows (and, with
+//! `export_preferences.fhir_observations`, their FHIR R4 Observations: [`fhir`]) and the task's
 //! end. A crash before that commit leaves an unnamed file and repeats the evaluation (nothing
 //! was announced); after it, nothing is repeated: each change is announced exactly once.
 //!
@@ -29,12 +30,17 @@
 //!   runner takes it. Changes inside the gap are coalesced into one evaluation.
 //! - Slugs are unique among a team's *active* queries; archiving frees the slug. An archived
 //!   query is no longer evaluated; its tables stay readable.
+//! - `fhir_observations: true` exports each changed row as FHIR R4 Observations (one per
+//!   numeric aggregate cell) in `continuous_query.fhir_observations.changed` events, a type of
+//!   its own beside `result_table.changed` and independent of `data_events.enabled`; LOINC
+//!   codes, time, identity and the place of the other group keys are decided in [`fhir`].
 //! - A new query is evaluated for every existing user of the team by a `continuous.backfill`
 //!   job (pages of users, each page's marks and jobs in one transaction, then the next page's
 //!   job); its progress is the query's `evaluation` member.
 
 mod definition;
 pub mod evaluate;
+pub mod fhir;
 pub mod manage;
 pub mod schedule;
 mod shape;

@@ -45,9 +45,12 @@ pub enum EventType {
     ResultCritical,
     /// `continuous_query.result_table.changed`: a user's continuous-query table changed.
     ContinuousQueryChanged,
+    /// `continuous_query.fhir_observations.changed`: the changed rows of a user's continuous-query
+    /// table as FHIR R4 Observations (`export_preferences.fhir_observations`).
+    ContinuousQueryFhirObservations,
 }
 
-const FIXED: [(EventType, &str); 8] = [
+const FIXED: [(EventType, &str); 9] = [
     (EventType::ConnectionCreated, "provider.connection.created"),
     (EventType::ConnectionError, "provider.connection.error"),
     (EventType::OrderCreated, "labtest.order.created"),
@@ -58,6 +61,10 @@ const FIXED: [(EventType, &str); 8] = [
     (
         EventType::ContinuousQueryChanged,
         "continuous_query.result_table.changed",
+    ),
+    (
+        EventType::ContinuousQueryFhirObservations,
+        "continuous_query.fhir_observations.changed",
     ),
 ];
 

@@ -1,11 +1,12 @@
 //! Continuous queries (issue 40, `analytics.md` §4) against the in-process app: registration
 //! and its rules, tenancy, the result table kept equal to a fresh per-user query after every
 //! change, events carrying exactly the new or changed rows, coalescing inside the minimum gap,
-//! task history, the Parquet table.
+//! task history, the Parquet table, the FHIR R4 export.
 
 mod api;
 mod e2e;
 mod evaluation;
+mod fhir;
 mod store;
 
 use std::time::Duration;

