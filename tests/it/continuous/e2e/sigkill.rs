@@ -20,12 +20,10 @@ use crate::events_support::{self, Receiver};
 /// Tasks of the server's data dir left `started` (read while the process is dead).
 async fn started_tasks(dir: &std::path::Path) -> i64 {
     let meta = events_support::server_meta(dir).await;
-    let n =
-        sqlx::query_scalar("SELECT COUNT(*) FROM continuous_query_tasks WHERE status = 'started'")
-            .fetch_one(&mut *meta.reader().await.unwrap())
-            .await
-            .unwrap();
-    n
+    sqlx::query_scalar("SELECT COUNT(*) FROM continuous_query_tasks WHERE status = 'started'")
+        .fetch_one(&mut *meta.reader().await.unwrap())
+        .await
+        .unwrap()
 }
 
 /// Waits (bounded) until the user's newest task of `query` is `started`; whether it was seen.
