@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::definition::Definition;
 use super::shape::Shape;
 use super::{ContinuousError, table};
-use crate::engine::{Engine, OutputFormat, QueryResult, encode_json};
+use crate::engine::{Engine, OutputFormat};
 use crate::events::{Event, EventType, EventUser, outbox};
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::schema::Dataset;
@@ -244,17 +244,7 @@ fn changed_events(
     let mut offset = 0;
     while offset < changed.num_rows() {
         let len = per_event.min(changed.num_rows() - offset);
-        let slice = changed.slice(offset, len);
-        let result = QueryResult {
-            schema: slice.schema(),
-            batches: vec![slice],
-        };
-        let encoded = encode_json(&[result], engine.limits())
-            .map_err(|e| ContinuousError::Table(format!("encoding changed rows: {e}")))?;
-        let table = encoded
-            .pointer("/results/0/table")
-            .cloned()
-            .unwrap_or(Value::Null);
+        let table = table::to_json(&changed.slice(offset, len), engine.limits())?;
         events.push(Event {
             event_type: EventType::ContinuousQueryChanged,
             user: Some(EventUser::of(user)),

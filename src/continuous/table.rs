@@ -16,7 +16,10 @@ use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::parquet::file::properties::WriterProperties;
 
+use serde_json::Value;
+
 use super::ContinuousError;
+use crate::engine::{Limits, QueryResult, encode_json};
 
 /// What [`merge`] answers.
 #[derive(Debug, Clone)]
@@ -157,6 +160,26 @@ pub fn one_batch(
     batches: &[RecordBatch],
 ) -> Result<RecordBatch, ContinuousError> {
     Ok(concat_batches(schema, batches)?)
+}
+
+/// The rows of `table` as the per-user endpoint's JSON table (`{<column>: [...]}`, §4.2
+/// values), whatever their number (the endpoint's cell limit is for queries, not for a table
+/// already computed).
+pub fn to_json(table: &RecordBatch, limits: &Limits) -> Result<Value, ContinuousError> {
+    let limits = Limits {
+        max_json_cells: usize::MAX,
+        ..limits.clone()
+    };
+    let result = QueryResult {
+        schema: table.schema(),
+        batches: vec![table.clone()],
+    };
+    let encoded = encode_json(&[result], &limits)
+        .map_err(|e| ContinuousError::Table(format!("encoding the table: {e}")))?;
+    Ok(encoded
+        .pointer("/results/0/table")
+        .cloned()
+        .unwrap_or_default())
 }
 
 /// The table as one Parquet file.

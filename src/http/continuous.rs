@@ -19,7 +19,7 @@ use super::AppState;
 use super::error::ApiError;
 use super::extract::{ApiPath, AuthTeam, IntParam, JsonBody, QueryParams, TeamUser};
 use crate::continuous::{ContinuousError, ContinuousQuery, ValidateAnswer, manage, table};
-use crate::engine::{JSON_MEDIA_TYPE, QueryResult, encode_json};
+use crate::engine::JSON_MEDIA_TYPE;
 
 /// The media type of a result table as one Parquet file.
 pub const PARQUET_MEDIA_TYPE: &str = "application/vnd.apache.parquet";
@@ -180,19 +180,7 @@ async fn result_table(
     let (bytes, media) = if parquet {
         (table::to_parquet(&batch)?, PARQUET_MEDIA_TYPE)
     } else {
-        let result = QueryResult {
-            schema: batch.schema(),
-            batches: vec![batch],
-        };
-        let limits = crate::engine::Limits {
-            max_json_cells: usize::MAX,
-            ..state.engine.limits().clone()
-        };
-        let encoded = encode_json(&[result], &limits).map_err(ApiError::internal)?;
-        let table = encoded
-            .pointer("/results/0/table")
-            .cloned()
-            .unwrap_or_default();
+        let table = table::to_json(&batch, state.engine.limits())?;
         (
             serde_json::to_vec(&serde_json::json!({ "table": table }))
                 .map_err(ApiError::internal)?,
