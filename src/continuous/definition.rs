@@ -29,9 +29,11 @@ pub const MIN_GAP_SECONDS: i64 = 1800;
 pub struct NewContinuousQuery {
     /// `^(?!.*--)(?!.*-$)(?!-.*$)[a-z0-9-]{1,128}$`, unique among the team's active queries.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 128)]
     pub slug: Option<String>,
-    /// At most 50 characters.
+    /// 1 to 50 characters.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 50)]
     pub title: Option<String>,
     /// One query of the aggregate language (`select`, `group_by`, `where`, `align`), with
     /// exactly one `date_trunc` and every group key selected.
@@ -52,8 +54,9 @@ pub struct NewContinuousQuery {
 /// `PATCH /aggregate/v1/continuous_query/{id_or_slug}`: title and scheduling only.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct PatchContinuousQuery {
-    /// At most 50 characters.
+    /// 1 to 50 characters.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 50)]
     pub title: Option<String>,
     /// When to evaluate.
     #[serde(default)]
@@ -66,6 +69,7 @@ pub struct SchedulingPreferences {
     /// At least this many seconds (≥ 1800) between two evaluations of a user's table; null:
     /// as soon as a change arrives.
     #[serde(default)]
+    #[schema(minimum = 1800)]
     pub minimum_gap_duration_second: Option<i64>,
 }
 
@@ -190,10 +194,10 @@ fn slug_ok(slug: &str) -> bool {
         && !slug.contains("--")
 }
 
-/// Checks a title (≤ 50 characters, not blank).
+/// Checks a title (1 to 50 characters, as the OpenAPI document says).
 pub(super) fn check_title(title: &str, out: &mut Vec<Violation>) {
     let n = title.chars().count();
-    if n == 0 || n > 50 || title.trim().is_empty() {
+    if n == 0 || n > 50 {
         out.push(
             Violation::new(
                 crate::loc!["body", "title"],

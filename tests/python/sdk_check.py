@@ -19,6 +19,7 @@ import json
 import pathlib
 import re
 import sys
+import time
 
 import httpx
 import pydantic
@@ -305,6 +306,46 @@ def calls():
         got = client.aggregate.query_one(ring, timeframe=body["timeframe"], queries=body["queries"])
         check(got, raw.post(f"/aggregate/v1/user/{ring}/query", json=body).json(), True)
 
+    cq = {}
+
+    def continuous_query():
+        """Registers a continuous query over the ring user's sleep (through HTTP: the SDK has no
+        registration method), then waits for its evaluation; both SDK reads use it."""
+        if cq:
+            return cq["slug"]
+        registration = {
+            "slug": "sdk-daily-sleep", "title": "Daily sleep efficiency",
+            "query": {
+                "select": [{"group_key": "*"}, {"func": "mean", "arg": {"sleep": "efficiency"}}],
+                "group_by": [{"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "sleep"}}],
+            },
+        }
+        answer = raw.post("/aggregate/v1/continuous_query", json=registration)
+        if answer.status_code != 200:
+            raise AssertionError(f"registration: {answer.status_code} {answer.text}")
+        path = f"/aggregate/v1/user/{ring}/continuous_query/sdk-daily-sleep/result_table"
+        deadline = time.monotonic() + 60
+        while raw.get(path).status_code != 200:
+            if time.monotonic() > deadline:
+                raise AssertionError("the continuous query was not evaluated within a minute")
+            time.sleep(0.2)
+        cq["slug"] = "sdk-daily-sleep"
+        return cq["slug"]
+
+    def cq_result_table():
+        slug = continuous_query()
+        got = client.aggregate.get_result_table_for_continuous_query(ring, slug)
+        check(got, raw.get(f"/aggregate/v1/user/{ring}/continuous_query/{slug}/result_table").json(), True)
+
+    def cq_task_history():
+        slug = continuous_query()
+        got = client.aggregate.get_task_history_for_continuous_query(ring, slug, limit=10)
+        answer = raw.get(f"/aggregate/v1/user/{ring}/continuous_query/{slug}/task_history",
+                         params={"limit": 10}).json()
+        check(got, answer, True)
+        if not any(t.status == "completed" for t in got.data):
+            raise AssertionError(f"no completed evaluation in {answer}")
+
     def priorities_get():
         got = client.team.get_source_priorities(data_type="sleep")
         check(got, raw.get("/v2/team/source/priorities", params={"data_type": "sleep"}).json(), True)
@@ -337,6 +378,8 @@ def calls():
         ("providers", "get_all"): providers,
         ("link", "connect_demo_provider"): link_demo,
         ("aggregate", "query_one"): aggregate,
+        ("aggregate", "get_result_table_for_continuous_query"): cq_result_table,
+        ("aggregate", "get_task_history_for_continuous_query"): cq_task_history,
         ("team", "get_source_priorities"): priorities_get,
     }
     for kind, key, user in [
