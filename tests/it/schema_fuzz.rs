@@ -97,6 +97,16 @@ pub const UNSTATABLE: &[(&str, &str, &str)] = &[
         "/aggregate/v1/user/{user_id}/query",
         "the query language's semantic rules (which columns a table has, expression types); the golden and differential suites cover them",
     ),
+    (
+        "POST",
+        "/aggregate/v1/continuous_query",
+        "its `query` member is the query language (its semantic rules as for the aggregate query) and its slug must be free among the team's queries",
+    ),
+    (
+        "POST",
+        "/aggregate/v1/continuous_query/validate",
+        "its `query` member is the query language, with its semantic rules as for the aggregate query",
+    ),
 ];
 
 /// The environment's value of `name`, else `default` (the long run sets them).

@@ -35,7 +35,7 @@ pub(super) enum Narrow {
 
 /// The models whose validation refuses members it does not know (`additionalProperties:
 /// false`), though their Rust type does not say so.
-const CLOSED: [&str; 10] = [
+const CLOSED: [&str; 15] = [
     "UserInfoRequest",
     "AddressRequest",
     "MedicalProxyRequest",
@@ -46,6 +46,11 @@ const CLOSED: [&str; 10] = [
     "NewEndpointRequest",
     "EndpointPatchRequest",
     "NewUserRequest",
+    "NewContinuousQuery",
+    "PatchContinuousQuery",
+    "SchedulingPreferences",
+    "DataEvents",
+    "ExportPreferences",
 ];
 
 /// The members the validation requires though their model's type admits absence. (An
