@@ -11,7 +11,6 @@ use wearhouse::data::{Undo, delete_user, undo_delete};
 use wearhouse::store::metadata::deleted_users::{Purge, UserRef, any_user, purge};
 use wearhouse::store::metadata::{MetadataError, MetadataStore, NewUser};
 
-use crate::postgres::ScratchDb;
 use crate::support::{TestApp, full_push};
 
 const WINDOW: &str = "start_date=2025-03-01&end_date=2025-03-03";
@@ -287,20 +286,9 @@ async fn exercise(meta: &MetadataStore) {
     assert_ne!(again.id, user.id);
 }
 
-#[tokio::test]
-async fn soft_delete_and_undo_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
-    let meta = MetadataStore::connect(&url).await.unwrap();
-    exercise(&meta).await;
-    meta.close().await;
-}
-
-#[tokio::test]
-async fn soft_delete_and_undo_on_postgres() {
-    let db = ScratchDb::create("wearhouse_undo").await;
-    let meta = MetadataStore::connect(&db.url).await.unwrap();
-    exercise(&meta).await;
-    meta.close().await;
-    db.drop_db().await;
-}
+crate::postgres::on_both_metadata_backends!(
+    soft_delete_and_undo_on_sqlite,
+    soft_delete_and_undo_on_postgres,
+    exercise,
+    "wearhouse_undo"
+);

@@ -19,24 +19,7 @@ const COLUMN_SYSTEM: &str = "https://wearhouse.dev/fhir/CodeSystem/column";
 
 /// Every FHIR event's `data[0]` for `user`, oldest first.
 async fn fhir_events(app: &TestApp, user: &str) -> Vec<Value> {
-    let a = app
-        .get(&format!(
-            "/v2/team/events?user_id={user}&event_type={EVENT}&limit=100"
-        ))
-        .await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    a.json["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            assert_eq!(e["event_type"], EVENT, "{e}");
-            assert_eq!(e["user_id"], user, "{e}");
-            let data = e["data"].as_array().unwrap();
-            assert_eq!(data.len(), 1, "{e}");
-            data[0].clone()
-        })
-        .collect()
+    super::event_items(app, user, EVENT).await
 }
 
 /// The Observations of the events of query `slug`.

@@ -110,12 +110,11 @@ pub async fn settle(app: &TestApp) {
     runner.shutdown().await;
 }
 
-/// The `continuous_query.result_table.changed` events of `user`, oldest first: each event's
-/// changed rows, as `{column: [...]}`.
-pub async fn changes(app: &TestApp, user: &str) -> Vec<Value> {
+/// Every `event_type` event of `user`, oldest first: each event's one `data` item.
+pub async fn event_items(app: &TestApp, user: &str, event_type: &str) -> Vec<Value> {
     let a = app
         .get(&format!(
-            "/v2/team/events?user_id={user}&event_type=continuous_query.result_table.changed&limit=100"
+            "/v2/team/events?user_id={user}&event_type={event_type}&limit=100"
         ))
         .await;
     assert_eq!(a.status, 200, "{}", a.json);
@@ -124,11 +123,22 @@ pub async fn changes(app: &TestApp, user: &str) -> Vec<Value> {
         .unwrap()
         .iter()
         .map(|e| {
+            assert_eq!(e["event_type"], event_type, "{e}");
             assert_eq!(e["user_id"], user, "{e}");
             let data = e["data"].as_array().unwrap();
             assert_eq!(data.len(), 1, "{e}");
-            data[0]["data"].clone()
+            data[0].clone()
         })
+        .collect()
+}
+
+/// The `continuous_query.result_table.changed` events of `user`, oldest first: each event's
+/// changed rows, as `{column: [...]}`.
+pub async fn changes(app: &TestApp, user: &str) -> Vec<Value> {
+    event_items(app, user, "continuous_query.result_table.changed")
+        .await
+        .into_iter()
+        .map(|item| item["data"].clone())
         .collect()
 }
 

@@ -7,8 +7,6 @@ use uuid::Uuid;
 use wearhouse::store::metadata::continuous::{self as rows, Evaluated, StoredQuery};
 use wearhouse::store::metadata::{MetadataStore, NewUser};
 
-use crate::postgres::ScratchDb;
-
 fn query(team: Uuid, slug: &str) -> StoredQuery {
     let now = Utc::now();
     StoredQuery {
@@ -193,20 +191,9 @@ async fn exercise(meta: &MetadataStore) {
     );
 }
 
-#[tokio::test]
-async fn continuous_rows_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
-    let meta = MetadataStore::connect(&url).await.unwrap();
-    exercise(&meta).await;
-    meta.close().await;
-}
-
-#[tokio::test]
-async fn continuous_rows_on_postgres() {
-    let db = ScratchDb::create("wearhouse_cq").await;
-    let meta = MetadataStore::connect(&db.url).await.unwrap();
-    exercise(&meta).await;
-    meta.close().await;
-    db.drop_db().await;
-}
+crate::postgres::on_both_metadata_backends!(
+    continuous_rows_on_sqlite,
+    continuous_rows_on_postgres,
+    exercise,
+    "wearhouse_cq"
+);

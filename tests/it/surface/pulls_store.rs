@@ -9,8 +9,6 @@ use wearhouse::store::metadata::sync_introspect::{PullFilter, team_pulls};
 use wearhouse::store::metadata::sync_pulls::{self, ConnectionSync};
 use wearhouse::store::metadata::{ConnectionStatus, MetadataStore, NewUser};
 
-use crate::postgres::ScratchDb;
-
 async fn user(store: &MetadataStore, team: Uuid, name: &str) -> Uuid {
     let new = NewUser {
         client_user_id: name.into(),
@@ -119,19 +117,9 @@ async fn exercise(store: &MetadataStore) {
     );
 }
 
-#[tokio::test]
-async fn team_pulls_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
-    let store = MetadataStore::connect(&url).await.unwrap();
-    exercise(&store).await;
-}
-
-#[tokio::test]
-async fn team_pulls_on_postgres() {
-    let db = ScratchDb::create("wearhouse_surface").await;
-    let store = MetadataStore::connect(&db.url).await.unwrap();
-    exercise(&store).await;
-    store.close().await;
-    db.drop_db().await;
-}
+crate::postgres::on_both_metadata_backends!(
+    team_pulls_on_sqlite,
+    team_pulls_on_postgres,
+    exercise,
+    "wearhouse_surface"
+);
