@@ -10,6 +10,9 @@
 //!   committed without its pull.
 //! - **Window**: `[now - HISTORY, now)`, narrowed to the user's `ingestion_start` /
 //!   `ingestion_end` days; empty, nothing is pulled.
+//! - **Registration**: each run first has the connector register the user with the provider
+//!   where its API wants that ([`Connector::register`]: Polar); a failure ends the run as a
+//!   failed pull does.
 //! - **Chunks** of [`CHUNK`], oldest first, every resource the connector has. A chunk's data is
 //!   validated (`sync::screen`: a record ingest refuses is dropped and logged, its neighbours
 //!   kept), written to the health store (`data::write_parsed`: durable, no daily events), and
@@ -509,6 +512,14 @@ impl Puller {
             return Ok(Outcome::Done);
         }
         self.remember_account(meta, &session).await;
+        let token = session.credentials.access_token.clone().unwrap_or_default();
+        if let Err(error) = session
+            .connector
+            .register(&token, &session.user.id.to_string())
+            .await
+        {
+            return self.failed(ctx, &session, error).await;
+        }
         while session.sync.done_until < session.sync.window_end {
             if ctx.is_draining() {
                 return Ok(Outcome::RetryAt(ctx.now()));
