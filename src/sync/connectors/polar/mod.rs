@@ -40,7 +40,8 @@
 //!   the member id being the wearhouse user id; 409 counts as registered.
 //! - Cut to the window: an exercise by its start, a sleep by its start, an activity day by its
 //!   UTC midnight, a heart-rate sample by its instant, so adjacent chunks never share a record.
-//!   Activities are asked in ranges of at most [`MAX_RANGE_DAYS`] days; continuous heart rate
+//!   Activities are asked in ranges of at most [`MAX_RANGE_DAYS`] days, none older than
+//!   [`MAX_AGE_DAYS`] (Polar refuses the range otherwise); continuous heart rate
 //!   day by day, from the day before the window's (local days run ahead of UTC) to its last.
 //! - Which collections a pull asks: sleep and recharges for [`Resource::Sleep`] (the recharge
 //!   fills the night's heart rate, HRV and breathing), exercises for [`Resource::Workouts`],
@@ -83,6 +84,9 @@ pub const OAUTH_TOKEN_URL: &str = "https://polarremote.com/v2/oauth2/token";
 
 /// The longest range `/v3/users/activities` takes, `from` and `to` included.
 pub const MAX_RANGE_DAYS: u64 = 28;
+
+/// The oldest day `/v3/users/activities` answers, in days before today.
+pub const MAX_AGE_DAYS: u64 = 365;
 
 /// The Polar AccessLink API v3 connector.
 #[derive(Debug, Clone)]
@@ -141,11 +145,13 @@ impl Polar {
         }
     }
 
-    /// The activity summaries of the days the window touches, in ranges Polar accepts.
+    /// The activity summaries of the days the window touches, in ranges Polar accepts (none
+    /// older than [`MAX_AGE_DAYS`]).
     async fn activities(&self, token: &str, window: &Window) -> Result<Vec<Value>, SyncError> {
         let (first, last) = days(window);
+        let oldest = Utc::now().date_naive() - Days::new(MAX_AGE_DAYS);
         let mut all = Vec::new();
-        let mut from = first;
+        let mut from = first.max(oldest);
         while from <= last {
             let to = from
                 .checked_add_days(Days::new(MAX_RANGE_DAYS - 1))
