@@ -52,6 +52,7 @@
 //! - Not pulled: the profile (`GET /v3/users/{user-id}` needs the Polar user id, which a pull is
 //!   not given), physical info (transactional only), exercise samples, zones and routes.
 
+mod heart_rate;
 mod normalise;
 #[cfg(test)]
 mod tests;

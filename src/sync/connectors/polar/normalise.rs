@@ -31,17 +31,15 @@
 //!   summary that starts at the day's first activity); `calories_total` (`calories`),
 //!   `calories_active` (`active_calories`), `steps`, `distance` (`distance_from_steps`) and
 //!   `duration_active_second` (`active_duration`). No offset: Polar gives none.
-//! - Heart rate: each sample's `sample_time` is device time on the document's `date`; its
-//!   offset is the wearer's that day as Polar's other documents show it (a night's, else an
-//!   exercise's of the same local day, else the nearest earlier day's, else the nearest later
-//!   day's), else UTC.
+//! - Heart rate: `heart_rate.rs` (local device times placed with the day's offset).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::heart_rate::Zones;
 use crate::sync::body::{num, put, with_payload};
 use crate::sync::{Pulled, Window};
 
@@ -80,10 +78,10 @@ struct HeartRate {
 }
 
 #[derive(Debug, Deserialize)]
-struct Exercise {
+pub(super) struct Exercise {
     id: String,
-    start_time: NaiveDateTime,
-    start_time_utc_offset: i32,
+    pub(super) start_time: NaiveDateTime,
+    pub(super) start_time_utc_offset: i32,
     duration: String,
     calories: Option<f64>,
     distance: Option<f64>,
@@ -92,10 +90,10 @@ struct Exercise {
 }
 
 #[derive(Debug, Deserialize)]
-struct Night {
+pub(super) struct Night {
     date: NaiveDate,
     sleep_start_time: DateTime<FixedOffset>,
-    sleep_end_time: DateTime<FixedOffset>,
+    pub(super) sleep_end_time: DateTime<FixedOffset>,
     light_sleep: Option<i64>,
     deep_sleep: Option<i64>,
     rem_sleep: Option<i64>,
@@ -119,18 +117,6 @@ struct Activity {
     steps: Option<i64>,
     distance_from_steps: Option<f64>,
     active_duration: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Sample {
-    heart_rate: f64,
-    sample_time: NaiveTime,
-}
-
-#[derive(Debug, Deserialize)]
-struct ContinuousHeartRate {
-    date: NaiveDate,
-    heart_rate_samples: Vec<Sample>,
 }
 
 /// Normalises the documents of a pull into its push body, keeping what lies in `window`.
@@ -158,45 +144,8 @@ pub(super) struct Body {
     sleep: Vec<Value>,
     activity: Vec<Value>,
     workouts: Vec<Value>,
-    heartrate: Vec<Value>,
+    pub(super) heartrate: Vec<Value>,
     skipped: usize,
-}
-
-/// The wearer's offset by local day, as Polar's dated documents show it.
-#[derive(Debug, Default)]
-pub(super) struct Zones(BTreeMap<NaiveDate, i32>);
-
-impl Zones {
-    /// The offsets the nights (their ends) and exercises (their starts) show.
-    pub(super) fn of(documents: &Documents) -> Zones {
-        let mut days = BTreeMap::new();
-        for e in documents
-            .exercises
-            .iter()
-            .filter_map(|e| Exercise::deserialize(e).ok())
-        {
-            days.insert(e.start_time.date(), e.start_time_utc_offset * 60);
-        }
-        for n in documents
-            .nights
-            .iter()
-            .filter_map(|n| Night::deserialize(n).ok())
-        {
-            let end = n.sleep_end_time;
-            days.insert(end.date_naive(), end.offset().local_minus_utc());
-        }
-        Zones(days)
-    }
-
-    /// The offset of `day`: its own, else the nearest earlier day's, else the nearest later
-    /// day's, else UTC.
-    pub(super) fn on(&self, day: NaiveDate) -> i32 {
-        self.0
-            .range(..=day)
-            .next_back()
-            .or_else(|| self.0.range(day..).next())
-            .map_or(0, |(_, offset)| *offset)
-    }
 }
 
 /// An ISO 8601 duration (`PT2H44M`, `PT4S`, `PT1H0M12.5S`, `P1DT2H`) in whole seconds.
@@ -224,7 +173,7 @@ pub(super) fn iso_duration(text: &str) -> Option<i64> {
 }
 
 /// An instant as it travels: RFC 3339 in its own offset.
-fn stamp(at: DateTime<FixedOffset>) -> String {
+pub(super) fn stamp(at: DateTime<FixedOffset>) -> String {
     at.to_rfc3339_opts(SecondsFormat::AutoSi, false)
 }
 
@@ -239,7 +188,11 @@ fn sport_name(sport: &str) -> String {
 }
 
 impl Body {
-    fn read<'a, T: Deserialize<'a>>(&mut self, resource: &str, record: &'a Value) -> Option<T> {
+    pub(super) fn read<'a, T: Deserialize<'a>>(
+        &mut self,
+        resource: &str,
+        record: &'a Value,
+    ) -> Option<T> {
         match T::deserialize(record) {
             Ok(t) => Some(t),
             Err(e) => self.malformed(resource, record, &e.to_string()),
@@ -384,32 +337,6 @@ impl Body {
             let active = a.active_duration.as_deref().and_then(iso_duration);
             put(&mut row, "duration_active_second", active);
             self.activity.push(with_payload(Value::Object(row), record));
-        }
-    }
-
-    /// Continuous heart-rate samples in the window, placed with the day's offset.
-    pub(super) fn heart_rate(&mut self, documents: &[Value], zones: &Zones, window: &Window) {
-        for document in documents {
-            let Some(day) = self.read::<ContinuousHeartRate>("continuous_heart_rate", document)
-            else {
-                continue;
-            };
-            let offset = zones.on(day.date);
-            let Some(zone) = FixedOffset::east_opt(offset) else {
-                continue;
-            };
-            for s in &day.heart_rate_samples {
-                let Some(at) = zone
-                    .from_local_datetime(&day.date.and_time(s.sample_time))
-                    .single()
-                else {
-                    continue;
-                };
-                if window.contains(at.to_utc()) {
-                    self.heartrate.push(json!({"timestamp": stamp(at),
-                        "timezone_offset": offset, "unit": "bpm", "value": num(s.heart_rate)}));
-                }
-            }
         }
     }
 

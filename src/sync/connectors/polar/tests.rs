@@ -8,7 +8,8 @@ use chrono::{NaiveDate, TimeZone, Utc};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use super::normalise::{Body, Zones, iso_duration};
+use super::heart_rate::Zones;
+use super::normalise::{Body, iso_duration};
 use super::webhook::{Notice, parse, signed_with};
 use super::{Documents, normalise, rate_limit_wait};
 use crate::sync::{Window, assert_fixture, ingest_counts};
