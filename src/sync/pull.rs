@@ -332,6 +332,27 @@ impl Puller {
         }
     }
 
+    /// Has the connector register the user with the provider ([`Connector::register`]): on a
+    /// refused token, refreshes it once per run and asks again, as [`Puller::fetch`] does.
+    async fn register(
+        &self,
+        ctx: &JobContext,
+        session: &mut Session,
+    ) -> Result<(), Result<Outcome, JobError>> {
+        let member = session.user.id.to_string();
+        loop {
+            let token = session.credentials.access_token.clone().unwrap_or_default();
+            match session.connector.register(&token, &member).await {
+                Ok(()) => return Ok(()),
+                Err(SyncError::Unauthorised) if !session.refreshed => {
+                    session.refreshed = true;
+                    session.credentials = self.refresh(&ctx.meta, session).await.map_err(Err)?;
+                }
+                Err(error) => return Err(self.failed(ctx, session, error).await),
+            }
+        }
+    }
+
     fn screened(
         &self,
         session: &Session,
@@ -512,13 +533,8 @@ impl Puller {
             return Ok(Outcome::Done);
         }
         self.remember_account(meta, &session).await;
-        let token = session.credentials.access_token.clone().unwrap_or_default();
-        if let Err(error) = session
-            .connector
-            .register(&token, &session.user.id.to_string())
-            .await
-        {
-            return self.failed(ctx, &session, error).await;
+        if let Err(stop) = self.register(ctx, &mut session).await {
+            return stop;
         }
         while session.sync.done_until < session.sync.window_end {
             if ctx.is_draining() {

@@ -319,3 +319,40 @@ async fn refresh_shows_new_and_revised_records_once() {
     );
     assert_eq!(l.series("heartrate").await.len(), hr.len());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revoked_token_puts_the_connection_in_error_without_a_refresh() {
+    let polar = fake_polar().await;
+    let connector = Arc::new(Polar::new(&polar.base).unwrap());
+    let steer = [("x_account", POLAR_USER), ("x_wire", "polar")];
+    let l = Linked::link_with(connector, &steer).await;
+    // The user revoked the access: Polar answers 401, and there is no refresh token to try.
+    polar.accept_when(|_| false);
+    let done = l.run_until(JobState::Failed).await;
+    assert_eq!(
+        l.oauth.token_requests(),
+        1,
+        "the code exchange only: {done:?}"
+    );
+    let connection = l
+        .app
+        .state
+        .meta
+        .connection(l.user.parse().unwrap(), "polar")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        connection.status,
+        wearhouse::store::metadata::ConnectionStatus::Error
+    );
+    let details = connection.error_details.unwrap();
+    assert_eq!(details.error_type, "provider_credential_error");
+    assert!(details.error_message.contains("Polar"), "{details:?}");
+    assert!(polar.members().is_empty(), "never registered");
+    let types = l.event_types().await;
+    assert!(
+        types.iter().any(|t| t == "provider.connection.error"),
+        "{types:?}"
+    );
+}
