@@ -139,7 +139,7 @@ fn notifying(slug: &str) -> Result<&str, ApiError> {
 /// deployment's (`verification_token` of the provider's application in `--oauth-apps`) or a
 /// team's own (`PUT /v2/team/provider/{provider}/credentials` with `verification_token`).
 #[utoipa::path(get, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava)"), Handshake),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava, polar)"), Handshake),
     responses((status = 200, description = "Oura: the challenge, echoed. Withings (its HEAD check): null. Strava (`hub.mode`, `hub.challenge`, `hub.verify_token`): `{\"hub.challenge\": ...}`", body = Challenge),
               (status = 401, description = "Not the configured verification token", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a parameter missing", body = models::ValidationError)))]
@@ -197,12 +197,13 @@ async fn subscription_handshake(
 /// of `x-whoop-signature-timestamp` and the raw body. An unverifiable call answers 401 and
 /// queues nothing.
 #[utoipa::path(post, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava)"),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava, polar)"),
            ("x-oura-signature" = Option<String>, Header, description = "Oura: the notification's signature"),
            ("x-oura-timestamp" = Option<String>, Header, description = "Oura: the signed timestamp (unix seconds)"),
            ("x-whoop-signature" = Option<String>, Header, description = "WHOOP: the notification's signature"),
            ("x-whoop-signature-timestamp" = Option<String>, Header, description = "WHOOP: the signed timestamp (unix milliseconds)"),
-           ("authorization" = Option<String>, Header, description = "Google Health: the subscriber's secret, the whole header value")),
+           ("authorization" = Option<String>, Header, description = "Google Health: the subscriber's secret, the whole header value"),
+           ("polar-webhook-signature" = Option<String>, Header, description = "Polar: the hex HMAC-SHA256 of the body under the webhook's signing key")),
     request_body(content(
         (ChangeNotification = "application/json"),
         (WithingsNotification = "application/x-www-form-urlencoded"))),
@@ -225,6 +226,10 @@ async fn notification(
     }
     if provider == "strava" {
         let queued = super::notify_strava::event(&state, &body).await?;
+        return Ok((StatusCode::OK, queued));
+    }
+    if provider == "polar" {
+        let queued = super::notify_polar::event(&state, &headers, &body).await?;
         return Ok((StatusCode::OK, queued));
     }
     let (signature, timestamp) = if provider == "whoop_v2" {

@@ -101,8 +101,14 @@ impl OAuthApps {
 /// The provider user id some providers put beside the tokens.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ProviderUser {
-    /// The user's id at the provider (a string or a number on the wire; Withings: `userid`).
-    #[serde(default, alias = "userid", skip_serializing_if = "Option::is_none")]
+    /// The user's id at the provider (a string or a number on the wire; Withings: `userid`;
+    /// Polar: `x_user_id`).
+    #[serde(
+        default,
+        alias = "userid",
+        alias = "x_user_id",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub user_id: Option<serde_json::Value>,
 }
 

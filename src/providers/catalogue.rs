@@ -50,6 +50,8 @@ const STRAVA_SET: &[&str] = &[
     "heartrate",
     "distance",
 ];
+/// What the Polar AccessLink connector pulls (`sync::connectors::polar`).
+const POLAR_SET: &[&str] = &["profile", "sleep", "activity", "workouts", "heartrate"];
 const WATCH_SET: &[&str] = &[
     "profile",
     "activity",
@@ -219,7 +221,7 @@ pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
         p(15, "omron_ble", "Omron (Bluetooth)", Sdk, "cuff", BP_SET, false, "Omron cuffs read directly over Bluetooth by the mobile SDK."),
         p(16, "oura", "Oura", Oauth, "ring", SLEEP_SET, true, "Sleep, readiness, heart rate and HRV from the Oura ring."),
         p(17, "peloton", "Peloton", Password, "exercise_machine", CYCLING_SET, false, "Workouts from Peloton bikes and treads."),
-        p(18, "polar", "Polar", Oauth, "watch", WATCH_SET, false, "Training, sleep and heart rate from Polar watches and straps."),
+        p(18, "polar", "Polar", Oauth, "watch", POLAR_SET, false, "Training, sleep and heart rate from Polar watches and straps."),
         p(19, "renpho", "Renpho", Password, "scale", SCALE_SET, false, "Body composition from Renpho smart scales."),
         p(20, "samsung_health", "Samsung Health", Sdk, "watch", PHONE_SET, false, "Samsung Health data through the mobile SDK."),
         p(21, "strava", "Strava", Oauth, "app", STRAVA_SET, false, "Workouts recorded with Strava, with their heart rate and distance."),

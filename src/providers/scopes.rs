@@ -190,6 +190,17 @@ const STRAVA: NativeScopes = NativeScopes {
     ],
 };
 
+/// Polar AccessLink (`www.polar.com/accesslink-api/`, *Authorization endpoint*): one scope,
+/// `accesslink.read_all`, for all of a user's data. Polar's token answer names no scope, so a
+/// Polar link counts everything asked as granted.
+const POLAR: NativeScopes = NativeScopes {
+    separator: ' ',
+    grants: &[(
+        "accesslink.read_all",
+        &["profile", "sleep", "activity", "workouts", "heartrate"],
+    )],
+};
+
 /// Every wearhouse scope of the provider, required first (what its links ask for).
 pub fn all_scopes(provider: &Provider) -> Vec<&'static str> {
     let wanted = scopes(provider);
@@ -206,6 +217,7 @@ pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
         "whoop_v2" => Some(&WHOOP),
         "google_health" => Some(&GOOGLE_HEALTH),
         "strava" => Some(&STRAVA),
+        "polar" => Some(&POLAR),
         _ => None,
     }
 }
@@ -393,11 +405,18 @@ mod tests {
         );
         assert_eq!(granted(strava, &["read".to_owned()]), ["profile"]);
 
+        let polar = provider("polar").unwrap();
+        assert_eq!(authorisation_scopes(polar), ["accesslink.read_all"]);
+        assert_eq!(
+            granted(polar, &["accesslink.read_all".to_owned()]),
+            ["profile", "sleep", "activity", "workouts", "heartrate"]
+        );
+
         // A provider without its own names keeps wearhouse's.
-        let polar = crate::providers::CATALOGUE
+        let other = crate::providers::CATALOGUE
             .iter()
             .find(|p| is_oauth(p) && native(p).is_none())
             .unwrap();
-        assert_eq!(authorisation_scopes(polar)[0], "profile");
+        assert_eq!(authorisation_scopes(other)[0], "profile");
     }
 }

@@ -203,6 +203,14 @@ pub trait Connector: Send + Sync {
     async fn account(&self, _access_token: &str) -> Result<Option<String>, SyncError> {
         Ok(None)
     }
+
+    /// Registers the user with the provider, for providers whose API serves only the users a
+    /// client has registered (Polar's `POST /v3/users`); `member_id` names the user to the
+    /// provider (the wearhouse user id). Called at the start of each historical run, so it must
+    /// accept a user registered before. By default there is nothing to register.
+    async fn register(&self, _access_token: &str, _member_id: &str) -> Result<(), SyncError> {
+        Ok(())
+    }
 }
 
 /// A pulled body after ingest's validation: what was admitted and what was dropped.

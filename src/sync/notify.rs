@@ -38,6 +38,9 @@
 //! `connectors::google_health::webhook`.
 //! Strava (Webhook Events API) is the fifth; its handshake and unsigned events are
 //! `sync::connectors::strava::webhook`.
+//! Polar (AccessLink webhooks) is the sixth; its scheme (`Polar-Webhook-Signature`, the hex
+//! HMAC-SHA256 of the body under the webhook's own signing key) is
+//! `sync::connectors::polar::webhook`.
 //!
 //! Decisions where the spec is silent:
 //! - A notification signed with the deployment's application may name a user of any team; one
@@ -67,7 +70,14 @@ use crate::secret::SecretKey;
 use crate::store::metadata::{MetadataError, MetadataStore, connections};
 
 /// The providers whose change notifications are accepted.
-pub const NOTIFYING: &[&str] = &["oura", "withings", "whoop_v2", "google_health", "strava"];
+pub const NOTIFYING: &[&str] = &[
+    "oura",
+    "withings",
+    "whoop_v2",
+    "google_health",
+    "strava",
+    "polar",
+];
 
 /// Whether `provider` sends change notifications this service verifies.
 pub fn notifies(provider: &str) -> bool {

@@ -10,6 +10,9 @@
 //!   committed without its pull.
 //! - **Window**: `[now - HISTORY, now)`, narrowed to the user's `ingestion_start` /
 //!   `ingestion_end` days; empty, nothing is pulled.
+//! - **Registration**: each run first has the connector register the user with the provider
+//!   where its API wants that ([`Connector::register`]: Polar); a failure ends the run as a
+//!   failed pull does.
 //! - **Chunks** of [`CHUNK`], oldest first, every resource the connector has. A chunk's data is
 //!   validated (`sync::screen`: a record ingest refuses is dropped and logged, its neighbours
 //!   kept), written to the health store (`data::write_parsed`: durable, no daily events), and
@@ -329,6 +332,27 @@ impl Puller {
         }
     }
 
+    /// Has the connector register the user with the provider ([`Connector::register`]): on a
+    /// refused token, refreshes it once per run and asks again, as [`Puller::fetch`] does.
+    async fn register(
+        &self,
+        ctx: &JobContext,
+        session: &mut Session,
+    ) -> Result<(), Result<Outcome, JobError>> {
+        let member = session.user.id.to_string();
+        loop {
+            let token = session.credentials.access_token.clone().unwrap_or_default();
+            match session.connector.register(&token, &member).await {
+                Ok(()) => return Ok(()),
+                Err(SyncError::Unauthorised) if !session.refreshed => {
+                    session.refreshed = true;
+                    session.credentials = self.refresh(&ctx.meta, session).await.map_err(Err)?;
+                }
+                Err(error) => return Err(self.failed(ctx, session, error).await),
+            }
+        }
+    }
+
     fn screened(
         &self,
         session: &Session,
@@ -509,6 +533,9 @@ impl Puller {
             return Ok(Outcome::Done);
         }
         self.remember_account(meta, &session).await;
+        if let Err(stop) = self.register(ctx, &mut session).await {
+            return stop;
+        }
         while session.sync.done_until < session.sync.window_end {
             if ctx.is_draining() {
                 return Ok(Outcome::RetryAt(ctx.now()));

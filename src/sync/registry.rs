@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::access::{EmailLink, PasswordLogin};
 use super::connectors::{
-    dexcom, fitbit, google_health, libre, oura, peloton, strava, whoop, withings,
+    dexcom, fitbit, google_health, libre, oura, peloton, polar, strava, whoop, withings,
 };
 use super::{Connector, SyncError};
 
@@ -27,6 +27,7 @@ pub const SLUGS: &[&str] = &[
     "whoop_v2",
     "google_health",
     "strava",
+    polar::SLUG,
 ];
 
 /// Whether `provider` has a connector (its links start pulls).
@@ -72,6 +73,11 @@ pub const OAUTH_ENDPOINTS: &[(&str, &str, &str)] = &[
         strava::OAUTH_AUTHORIZE_URL,
         strava::OAUTH_TOKEN_URL,
     ),
+    (
+        polar::SLUG,
+        polar::OAUTH_AUTHORIZE_URL,
+        polar::OAUTH_TOKEN_URL,
+    ),
 ];
 
 /// The connectors by provider slug.
@@ -102,6 +108,7 @@ impl Connectors {
             google_health::DEFAULT_API_URL,
         ))?;
         let strava = strava::Strava::new(&url(strava::API_URL_ENV, strava::DEFAULT_API_URL))?;
+        let polar = polar::Polar::new(&url(polar::API_URL_ENV, polar::DEFAULT_API_URL))?;
         let libre = libre::Libre::new(libre::access::Hosts::from_env())?;
         let libreview = libre::Libre::libreview(libre::libreview::hosts_from_env())?;
         Ok(Connectors::default()
@@ -114,7 +121,8 @@ impl Connectors {
             .with(Arc::new(peloton))
             .with(Arc::new(whoop))
             .with(Arc::new(google_health))
-            .with(Arc::new(strava)))
+            .with(Arc::new(strava))
+            .with(Arc::new(polar)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

@@ -66,6 +66,7 @@ mod sync_libre;
 mod sync_notify;
 mod sync_oura;
 mod sync_peloton;
+mod sync_polar;
 mod sync_pull;
 mod sync_strava;
 mod sync_support;

@@ -3,7 +3,7 @@
 //! [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
 //! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
 //! [`libre`] (FreeStyle Libre through LibreLinkUp, and Abbott LibreView, password and e-mail
-//! providers), [`whoop`] (WHOOP API v2),
+//! providers), [`whoop`] (WHOOP API v2), [`polar`] (Polar AccessLink API v3),
 //! [`google_health`] (the Google Health API, Fitbit's successor), [`strava`] (Strava API v3), and [`demo`] (the demo generator, pulled for demo
 //! connections of oura, fitbit, freestyle_libre and apple_health_kit).
 
@@ -14,6 +14,7 @@ pub mod google_health;
 pub mod libre;
 pub mod oura;
 pub mod peloton;
+pub mod polar;
 pub mod strava;
 pub mod whoop;
 pub mod withings;

@@ -5,7 +5,10 @@
 //! `GET /authorize` issues a code and redirects to `redirect_uri` with it and `state`. Test-only
 //! query parameters steer what the code yields: `x_grant` (space-separated scopes granted;
 //! default: all asked), `x_account` (the provider user id; empty: the token answer names none, as Oura's), `x_fail` (`grant`: the token
-//! endpoint refuses the code with `invalid_grant`; `server`: it answers 500).
+//! endpoint refuses the code with `invalid_grant`; `server`: it answers 500), `x_wire`
+//! (`polar`: the token answer is Polar AccessLink's, `{access_token, token_type, expires_in,
+//! x_user_id}` with the account as a number, no refresh token and no `scope`, as
+//! `www.polar.com/accesslink-api/#token-endpoint` documents it).
 //! `POST /token` checks client authentication (HTTP Basic, or RFC 6749 §2.3.1's `client_id` and
 //! `client_secret` in the form, as WHOOP's clients send them: the deployment's client, or the
 //! team's [`TEAM_CLIENT_ID`]; [`FakeOAuth::client_auth`] says which each request used), the code, the redirect URI and the PKCE verifier against the S256
@@ -49,6 +52,8 @@ struct Grant {
     scopes: String,
     account: String,
     fail: Option<String>,
+    /// `polar`: answer in Polar's token wire.
+    wire: Option<String>,
 }
 
 /// How a token request carried the client (`basic` or `form`), and its form's `scope`.
@@ -202,6 +207,7 @@ async fn authorize(State(fake): State<Fake>, Query(q): Query<HashMap<String, Str
                 .cloned()
                 .unwrap_or_else(|| "acct-1".into()),
             fail: q.get("x_fail").cloned(),
+            wire: q.get("x_wire").cloned(),
         },
     );
     let mut url = url::Url::parse(&redirect).unwrap();
@@ -296,6 +302,9 @@ async fn token(
     if computed != grant.challenge {
         return oauth_error("invalid_grant");
     }
+    if grant.wire.as_deref() == Some("polar") {
+        return polar_issue(&fake, &grant.account);
+    }
     // An empty account: the answer names no user, as Oura's token endpoint does.
     let account = Some(grant.account.as_str()).filter(|a| !a.is_empty());
     issue(&fake, &grant.scopes, account, client)
@@ -322,6 +331,21 @@ fn issue(fake: &Fake, scopes: &str, account: Option<&str>, client: &str) -> Resp
         answer["user_id"] = json!(account);
     }
     Json(answer).into_response()
+}
+
+/// Issues an access token as Polar's token endpoint does: long-lived, no refresh token, no
+/// `scope`, the user as `x_user_id` (a long).
+fn polar_issue(fake: &Fake, account: &str) -> Response {
+    let access = format!("fake-access-{}", uuid::Uuid::new_v4().simple());
+    fake.issued.lock().unwrap().push(access.clone());
+    let user: i64 = account.parse().unwrap_or(0);
+    Json(json!({
+        "access_token": access,
+        "token_type": "bearer",
+        "expires_in": 31_535_999,
+        "x_user_id": user,
+    }))
+    .into_response()
 }
 
 /// The token endpoint in Withings' wire (see the module's doc).
