@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // tests: a panic is the failure report
 
+mod backends;
 mod events_support;
 mod jobs_support;
 mod postgres;

@@ -286,7 +286,7 @@ async fn exercise(meta: &MetadataStore) {
     assert_ne!(again.id, user.id);
 }
 
-crate::postgres::on_both_metadata_backends!(
+crate::backends::on_both_metadata_backends!(
     soft_delete_and_undo_on_sqlite,
     soft_delete_and_undo_on_postgres,
     exercise,

@@ -191,7 +191,7 @@ async fn exercise(meta: &MetadataStore) {
     );
 }
 
-crate::postgres::on_both_metadata_backends!(
+crate::backends::on_both_metadata_backends!(
     continuous_rows_on_sqlite,
     continuous_rows_on_postgres,
     exercise,

@@ -117,7 +117,7 @@ async fn exercise(store: &MetadataStore) {
     );
 }
 
-crate::postgres::on_both_metadata_backends!(
+crate::backends::on_both_metadata_backends!(
     team_pulls_on_sqlite,
     team_pulls_on_postgres,
     exercise,
