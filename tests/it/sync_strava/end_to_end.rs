@@ -144,20 +144,6 @@ async fn a_linked_strava_user_is_pulled_and_the_getters_answer_the_fixtures() {
     assert_eq!(types.iter().filter(|t| *t == name).count(), 1, "{types:?}");
 }
 
-/// `POST /aggregate/v1/user/{user}/query` with `body`, answered 200.
-async fn aggregate(l: &Linked, body: &Value) -> Value {
-    let req = axum::http::Request::builder()
-        .method("POST")
-        .uri(format!("/aggregate/v1/user/{}/query", l.user))
-        .header("x-service-api-key", &l.app.key)
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_string()))
-        .unwrap();
-    let a = l.app.raw(req).await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    a.json
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let strava = fake_strava().await;
@@ -182,7 +168,7 @@ async fn an_aggregate_query_answers_the_fixtures_totals() {
             per_provider(json!({"timeseries": "distance", "field": "value"})),
         ]
     });
-    let answer = aggregate(&l, &body).await;
+    let answer = l.aggregate(&body).await;
     let results = answer["results"].as_array().unwrap();
     let want = [
         total("/workouts", "distance"),

@@ -155,6 +155,20 @@ impl Linked {
         }
     }
 
+    /// `POST /aggregate/v1/user/{user}/query` with `body`, answered 200.
+    pub async fn aggregate(&self, body: &Value) -> Value {
+        let req = axum::http::Request::builder()
+            .method("POST")
+            .uri(format!("/aggregate/v1/user/{}/query", self.user))
+            .header("x-service-api-key", &self.app.key)
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
+        let a = self.app.raw(req).await;
+        assert_eq!(a.status, 200, "{}", a.json);
+        a.json
+    }
+
     /// A token check for the provider's fake: every access token the authorisation server
     /// issued (now or later), but `refused` (one that has expired).
     pub fn issued_tokens(
