@@ -17,8 +17,8 @@ use crate::link::fake_oauth::CLIENT_SECRET;
 use crate::link::oauth::VERIFICATION_TOKEN;
 use crate::support::{Answer, TestApp};
 use crate::sync_pull::{fake_oura, linked_with};
+use crate::sync_support::incremental_jobs;
 use wearhouse::jobs::JobState;
-use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 
 /// Oura's signature: upper-case hex HMAC-SHA256 of timestamp then body, keyed with a client
 /// secret. Written here from Oura's documentation, not taken from wearhouse.
@@ -63,27 +63,6 @@ fn event(account: &str) -> Vec<u8> {
            "event_time": "2026-11-24T06:00:00+00:00", "user_id": account})
     .to_string()
     .into_bytes()
-}
-
-/// The team's incremental pull jobs: (user, due time).
-async fn incremental_jobs(app: &TestApp) -> Vec<(Value, chrono::DateTime<Utc>)> {
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
-    let filter = JobFilter {
-        team: Some(team.id),
-        state: None,
-        kind: Some("sync.incremental".into()),
-    };
-    let mut conn = app.state.meta.writer().await.unwrap();
-    let (jobs, _) = list_jobs(&mut conn, &filter, 0, 10).await.unwrap();
-    jobs.into_iter()
-        .map(|j| (j.payload["user"].clone(), j.run_at))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

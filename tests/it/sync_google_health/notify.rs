@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::end_to_end::{fake_google, pulled};
 use crate::link::oauth::VERIFICATION_TOKEN;
 use crate::support::{Answer, TestApp};
-use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
+use crate::sync_support::incremental_jobs;
 
 async fn notify(app: &TestApp, body: &Value, authorization: Option<&str>) -> Answer {
     let mut req = Request::builder()
@@ -38,27 +38,6 @@ fn change(user: &str) -> Value {
         "intervals": [{"physicalTimeInterval": {
             "startTime": "2026-11-27T23:10:00Z", "endTime": "2026-11-28T06:48:00Z"}}]
     }}])
-}
-
-/// The team's incremental pull jobs: (user, due time).
-async fn incremental_jobs(app: &TestApp) -> Vec<(Value, chrono::DateTime<Utc>)> {
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
-    let filter = JobFilter {
-        team: Some(team.id),
-        state: None,
-        kind: Some("sync.incremental".into()),
-    };
-    let mut conn = app.state.meta.writer().await.unwrap();
-    let (jobs, _) = list_jobs(&mut conn, &filter, 0, 10).await.unwrap();
-    jobs.into_iter()
-        .map(|j| (j.payload["user"].clone(), j.run_at))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

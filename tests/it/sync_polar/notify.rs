@@ -10,7 +10,7 @@ use axum::http::Request;
 use base64::Engine as _;
 use chrono::Utc;
 use hmac::{Hmac, Mac};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::Sha256;
 
 use super::end_to_end::{POLAR_USER, fake_polar, pulled};
@@ -18,7 +18,7 @@ use super::fake_polar::fixture;
 use crate::link::fake_oauth::CLIENT_SECRET;
 use crate::link::oauth::VERIFICATION_TOKEN;
 use crate::support::{Answer, TestApp};
-use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
+use crate::sync_support::incremental_jobs;
 
 /// Polar's signature, written here from the documentation's HMAC SHA-256 example.
 fn sign(key: &str, body: &[u8]) -> String {
@@ -37,27 +37,6 @@ async fn notify(app: &TestApp, body: &[u8], signature: Option<String>, event: &s
         req = req.header("polar-webhook-signature", value);
     }
     app.raw(req.body(Body::from(body.to_vec())).unwrap()).await
-}
-
-/// The team's incremental pull jobs: (user, due time).
-async fn incremental_jobs(app: &TestApp) -> Vec<(Value, chrono::DateTime<Utc>)> {
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
-    let filter = JobFilter {
-        team: Some(team.id),
-        state: None,
-        kind: Some("sync.incremental".into()),
-    };
-    let mut conn = app.state.meta.writer().await.unwrap();
-    let (jobs, _) = list_jobs(&mut conn, &filter, 0, 10).await.unwrap();
-    jobs.into_iter()
-        .map(|j| (j.payload["user"].clone(), j.run_at))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use super::end_to_end::{fake_strava, pulled};
 use crate::link::oauth::VERIFICATION_TOKEN;
 use crate::support::{Answer, TestApp};
+use crate::sync_support::incremental_jobs;
 use crate::sync_support::linked::{LONG, Linked, SUBSCRIPTION_ID};
 use wearhouse::store::metadata::ConnectionStatus;
-use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
 
 /// The athlete of the fixtures (`athlete.json`).
 const ATHLETE: i64 = 98_765_432;
@@ -34,27 +34,6 @@ fn event(object: &str, aspect: &str, id: i64, owner: i64, subscription: i64) -> 
     json!({"object_type": object, "object_id": id, "aspect_type": aspect, "updates": {},
            "owner_id": owner, "subscription_id": subscription,
            "event_time": Utc::now().timestamp()})
-}
-
-/// The team's incremental pull jobs: (user, due time).
-async fn incremental_jobs(app: &TestApp) -> Vec<(Value, DateTime<Utc>)> {
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
-    let filter = JobFilter {
-        team: Some(team.id),
-        state: None,
-        kind: Some("sync.incremental".into()),
-    };
-    let mut conn = app.state.meta.writer().await.unwrap();
-    let (jobs, _) = list_jobs(&mut conn, &filter, 0, 10).await.unwrap();
-    jobs.into_iter()
-        .map(|j| (j.payload["user"].clone(), j.run_at))
-        .collect()
 }
 
 fn at(t: DateTime<Utc>) -> String {

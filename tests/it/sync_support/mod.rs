@@ -40,3 +40,35 @@ pub fn historical_once(events: &serde_json::Value) -> Vec<String> {
     assert_eq!(historical.len(), unique.len(), "each once: {historical:?}");
     historical
 }
+
+/// The team's jobs of `kind` (the first 10, newest first as the job list orders them).
+pub async fn team_jobs(app: &crate::support::TestApp, kind: &str) -> Vec<wearhouse::jobs::Job> {
+    let team = app
+        .state
+        .meta
+        .team_for_key(&app.key)
+        .await
+        .unwrap()
+        .unwrap();
+    let filter = wearhouse::store::metadata::jobs::JobFilter {
+        team: Some(team.id),
+        state: None,
+        kind: Some(kind.into()),
+    };
+    let mut conn = app.state.meta.writer().await.unwrap();
+    let (jobs, _) = wearhouse::store::metadata::jobs::list_jobs(&mut conn, &filter, 0, 10)
+        .await
+        .unwrap();
+    jobs
+}
+
+/// The team's incremental pull jobs: (user, due time).
+pub async fn incremental_jobs(
+    app: &crate::support::TestApp,
+) -> Vec<(serde_json::Value, DateTime<Utc>)> {
+    team_jobs(app, "sync.incremental")
+        .await
+        .into_iter()
+        .map(|j| (j.payload["user"].clone(), j.run_at))
+        .collect()
+}

@@ -15,7 +15,7 @@ use sha2::Sha256;
 use super::end_to_end::{fake_whoop, pulled};
 use crate::link::fake_oauth::CLIENT_SECRET;
 use crate::support::{Answer, TestApp};
-use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
+use crate::sync_support::incremental_jobs;
 
 /// WHOOP's signature, written here from WHOOP's webhook documentation.
 fn sign(secret: &str, timestamp: &str, body: &[u8]) -> String {
@@ -42,27 +42,6 @@ fn event(user: Value) -> Vec<u8> {
            "type": "sleep.updated", "trace_id": "e369c784-5100-49e8-8098-75d35c47b31b"})
     .to_string()
     .into_bytes()
-}
-
-/// The team's incremental pull jobs: (user, due time).
-async fn incremental_jobs(app: &TestApp) -> Vec<(Value, chrono::DateTime<Utc>)> {
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
-    let filter = JobFilter {
-        team: Some(team.id),
-        state: None,
-        kind: Some("sync.incremental".into()),
-    };
-    let mut conn = app.state.meta.writer().await.unwrap();
-    let (jobs, _) = list_jobs(&mut conn, &filter, 0, 10).await.unwrap();
-    jobs.into_iter()
-        .map(|j| (j.payload["user"].clone(), j.run_at))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
