@@ -12,7 +12,6 @@ use super::definition::{
     check_scheduling, check_title, dependency_name,
 };
 use super::schedule::backfill_job;
-use super::table;
 use crate::engine::Engine;
 use crate::loc;
 use crate::store::health::HealthStore;
@@ -186,14 +185,12 @@ pub async fn result_table(
 ) -> Result<RecordBatch, ContinuousError> {
     let q = stored(meta, team, key).await?;
     let state = rows::user_state(&mut *meta.reader().await?, q.id, user).await?;
-    let file = state
-        .and_then(|s| s.result_file)
+    let at = state
+        .and_then(|s| s.result)
         .ok_or(ContinuousError::NoTable)?;
-    let bytes = health
-        .read_result((team, user, q.id), &file)
+    super::keep::read(meta, health, (team, user, q.id), &at)
         .await?
-        .ok_or(ContinuousError::NoTable)?;
-    table::from_parquet(bytes)
+        .ok_or(ContinuousError::NoTable)
 }
 
 /// A page of the user's task history, newest first, and the cursor of the next page.

@@ -41,6 +41,7 @@
 mod definition;
 pub mod evaluate;
 pub mod fhir;
+mod keep;
 pub mod manage;
 pub mod schedule;
 mod shape;

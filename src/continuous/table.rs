@@ -1,6 +1,6 @@
 //! A user's result table: one record batch with the query's output schema, rows ordered by
-//! the group keys (ascending, nulls last, as the per-user endpoint orders them); stored as one
-//! Parquet file. [`merge`] replaces the rows of the re-evaluated buckets with fresh ones and
+//! the group keys (ascending, nulls last, as the per-user endpoint orders them); stored as an
+//! Arrow IPC stream in the metadata database when small ([`to_ipc`]), else as one Parquet file. [`merge`] replaces the rows of the re-evaluated buckets with fresh ones and
 //! answers which fresh rows are new or differ from the rows they replace.
 
 use std::collections::HashMap;
@@ -12,6 +12,8 @@ use datafusion::arrow::compute::{
     SortColumn, SortOptions, concat_batches, filter_record_batch, lexsort_to_indices, take,
 };
 use datafusion::arrow::datatypes::{DataType, SchemaRef, TimestampMicrosecondType};
+use datafusion::arrow::ipc::reader::StreamReader;
+use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::parquet::file::properties::WriterProperties;
@@ -201,6 +203,21 @@ pub fn from_parquet(bytes: Bytes) -> Result<RecordBatch, ContinuousError> {
     one_batch(&schema, &batches)
 }
 
+/// The table as an Arrow IPC stream (uncompressed: small tables, read back whole).
+pub fn to_ipc(table: &RecordBatch) -> Result<Vec<u8>, ContinuousError> {
+    let mut writer = StreamWriter::try_new(Vec::new(), &table.schema())?;
+    writer.write(table)?;
+    Ok(writer.into_inner()?)
+}
+
+/// A table back from its Arrow IPC stream.
+pub fn from_ipc(bytes: &[u8]) -> Result<RecordBatch, ContinuousError> {
+    let reader = StreamReader::try_new(bytes, None)?;
+    let schema = reader.schema();
+    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    one_batch(&schema, &batches)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,5 +312,14 @@ mod tests {
         let back = from_parquet(Bytes::from(to_parquet(&t).unwrap())).unwrap();
         assert_eq!(values(&back), values(&t));
         assert_eq!(back.schema(), t.schema());
+    }
+
+    #[test]
+    fn ipc_round_trips() {
+        let t = table(&[(1, Some(60.5)), (2, None)]);
+        let back = from_ipc(&to_ipc(&t).unwrap()).unwrap();
+        assert_eq!(values(&back), values(&t));
+        assert_eq!(back.schema(), t.schema());
+        assert!(from_ipc(b"not a stream").is_err());
     }
 }

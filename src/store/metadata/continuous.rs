@@ -1,6 +1,6 @@
-//! The continuous-query tables (`migrations/0024`): a team's registered queries, each query's
-//! state per user (its current result file, the changes not yet evaluated) and the task
-//! history. The rules are `crate::continuous`'s; this file only reads and writes rows.
+//! The continuous-query tables (`migrations/0024`, `0025`): a team's registered queries, each
+//! query's state per user (its current result table, inline or a file; the changes not yet
+//! evaluated) and the task history. The rules are `crate::continuous`'s; this file only reads and writes rows.
 //!
 //! Every lookup of a query is by (team, id or slug), so another team's query answers exactly
 //! as a missing one.
@@ -152,13 +152,31 @@ pub async fn queries(
     rows.iter().map(query_from_row).collect()
 }
 
+/// Where a user's current result table is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResultRef {
+    /// In the state's row ([`inline_result`] reads it).
+    Inline,
+    /// A Parquet file of the health store, by name.
+    File(String),
+}
+
+/// A new result table, as [`commit_evaluation`] keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewResult {
+    /// In the state's row: an Arrow IPC stream.
+    Inline(Vec<u8>),
+    /// A Parquet file of the health store, already written, by name.
+    File(String),
+}
+
 /// One query's state for one user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserState {
     /// Evaluations that changed the result table.
     pub version: i64,
-    /// The current result file's name, `None` before the first evaluation.
-    pub result_file: Option<String>,
+    /// The current result table, `None` before the first evaluation.
+    pub result: Option<ResultRef>,
     /// The UTC range (µs, inclusive) of changed data not yet evaluated.
     pub dirty: Option<(i64, i64)>,
     /// Whether everything is to be evaluated.
@@ -215,15 +233,19 @@ pub async fn mark_dirty(
         })
 }
 
-const STATE_COLUMNS: &str =
-    "version, result_file, dirty_start, dirty_end, dirty_all, dirty_seq, last_evaluated_at";
+const STATE_COLUMNS: &str = "version, result_file, dirty_start, dirty_end, dirty_all, dirty_seq, \
+    last_evaluated_at, CAST(CASE WHEN result_inline IS NULL THEN 0 ELSE 1 END AS BIGINT) AS inline";
 
 fn state_from_row(row: &AnyRow) -> Result<UserState, MetadataError> {
     let start: Option<i64> = row.try_get("dirty_start")?;
     let end: Option<i64> = row.try_get("dirty_end")?;
     Ok(UserState {
         version: row.try_get("version")?,
-        result_file: get_opt_str(row, "result_file")?,
+        result: match get_opt_str(row, "result_file")? {
+            Some(name) => Some(ResultRef::File(name)),
+            None if row.try_get::<i64, _>("inline")? != 0 => Some(ResultRef::Inline),
+            None => None,
+        },
         dirty: start.zip(end),
         dirty_all: row.try_get::<i64, _>("dirty_all")? != 0,
         dirty_seq: row.try_get("dirty_seq")?,
@@ -247,47 +269,72 @@ pub async fn user_state(
     row.as_ref().map(state_from_row).transpose()
 }
 
+/// The inline result table of (query, user): an Arrow IPC stream, `None` when the table is a
+/// file or not evaluated yet.
+pub async fn inline_result(
+    conn: &mut AnyConnection,
+    query: Uuid,
+    user: Uuid,
+) -> Result<Option<Vec<u8>>, MetadataError> {
+    let bytes: Option<Option<Vec<u8>>> = sqlx::query_scalar(
+        "SELECT result_inline FROM continuous_query_users WHERE query_id = $1 AND user_id = $2",
+    )
+    .bind(query.to_string())
+    .bind(user.to_string())
+    .fetch_optional(conn)
+    .await?;
+    Ok(bytes.flatten())
+}
+
 /// What an evaluation commits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Evaluated {
     /// The version it read (the commit fails if another evaluation moved it meanwhile).
     pub read_version: i64,
-    /// The result file now current (the same as before when nothing changed).
-    pub result_file: Option<String>,
-    /// Whether the table changed (the version then increments).
-    pub changed: bool,
+    /// The new result table, `None` when the table did not change (the version then stays).
+    pub result: Option<NewResult>,
     /// The `dirty_seq` it saw: changes recorded after it stay pending.
     pub seen_seq: i64,
     /// When it ended.
     pub at: DateTime<Utc>,
 }
 
-/// Commits an evaluation: the new result file and the changes it covered cleared, fenced by the
-/// version it read. Answers `false` (and changes nothing) when another evaluation committed
-/// first.
+/// Commits an evaluation: the new result table (when it changed) and the changes it covered
+/// cleared, fenced by the version it read. Answers `false` (and changes nothing) when another
+/// evaluation committed first.
 pub async fn commit_evaluation(
     conn: &mut AnyConnection,
     (query, user): (Uuid, Uuid),
     e: &Evaluated,
 ) -> Result<bool, MetadataError> {
-    let done = sqlx::query(
-        "UPDATE continuous_query_users SET version = version + $4, result_file = $5, \
-         last_evaluated_at = $6, \
-         dirty_start = CASE WHEN dirty_seq = $7 THEN NULL ELSE dirty_start END, \
-         dirty_end = CASE WHEN dirty_seq = $7 THEN NULL ELSE dirty_end END, \
-         dirty_all = CASE WHEN dirty_seq = $7 THEN 0 ELSE dirty_all END \
-         WHERE query_id = $1 AND user_id = $2 AND version = $3",
-    )
-    .bind(query.to_string())
-    .bind(user.to_string())
-    .bind(e.read_version)
-    .bind(i64::from(e.changed))
-    .bind(e.result_file.clone())
-    .bind(ts(e.at))
-    .bind(e.seen_seq)
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    const CLEAR: &str = "last_evaluated_at = $4, \
+         dirty_start = CASE WHEN dirty_seq = $5 THEN NULL ELSE dirty_start END, \
+         dirty_end = CASE WHEN dirty_seq = $5 THEN NULL ELSE dirty_end END, \
+         dirty_all = CASE WHEN dirty_seq = $5 THEN 0 ELSE dirty_all END";
+    const FENCE: &str = "WHERE query_id = $1 AND user_id = $2 AND version = $3";
+    let statement = match &e.result {
+        None => format!("UPDATE continuous_query_users SET {CLEAR} {FENCE}"),
+        Some(_) => format!(
+            "UPDATE continuous_query_users SET {CLEAR}, version = version + 1, \
+             result_file = $6, result_inline = $7 {FENCE}"
+        ),
+    };
+    let mut update = sqlx::query(&statement)
+        .bind(query.to_string())
+        .bind(user.to_string())
+        .bind(e.read_version)
+        .bind(ts(e.at))
+        .bind(e.seen_seq);
+    match &e.result {
+        None => {}
+        Some(NewResult::File(name)) => {
+            update = update.bind(Some(name.as_str())).bind(None::<&[u8]>)
+        }
+        Some(NewResult::Inline(bytes)) => {
+            update = update.bind(None::<&str>).bind(Some(bytes.as_slice()))
+        }
+    }
+    Ok(update.execute(conn).await?.rows_affected() == 1)
 }
 
 /// How far a query's evaluation has come over the team's users.
@@ -464,6 +511,28 @@ pub async fn set_task(
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// Ends (query, user)'s open task as `completed`, started at `started` unless its start was
+/// recorded, ended at `ended`; `false` when no task is open.
+pub async fn complete_open_task(
+    conn: &mut AnyConnection,
+    (query, user): (Uuid, Uuid),
+    started: DateTime<Utc>,
+    ended: DateTime<Utc>,
+) -> Result<bool, MetadataError> {
+    let done = sqlx::query(
+        "UPDATE continuous_query_tasks SET status = 'completed', \
+         started_at = COALESCE(started_at, $3), ended_at = $4 \
+         WHERE query_id = $1 AND user_id = $2 AND status IN ('scheduled', 'started')",
+    )
+    .bind(query.to_string())
+    .bind(user.to_string())
+    .bind(ts(started))
+    .bind(ts(ended))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
 }
 
 /// A page of (query, user)'s tasks, newest first, those before `before` (a `seq`) when given.

@@ -309,7 +309,7 @@ async fn a_deleted_users_tables_vanish_with_it() {
             .count()
     };
     let health = app.dir.path().join("health");
-    assert_eq!(files(&health), 1, "one result file");
+    assert_eq!(files(&health), 0, "a two-row table is kept inline");
     let before = table(&app, &user, "gone").await;
 
     // Deleted: invisible at once, back with the undo.
@@ -355,6 +355,59 @@ async fn a_deleted_users_tables_vanish_with_it() {
     assert_eq!(
         evaluate_at(&app, (&team, &query), &user, Utc::now()).await,
         Evaluation::Skipped("no such query, user or change")
+    );
+}
+
+/// Files of result tables under the test's health store.
+fn result_files(app: &TestApp) -> Vec<std::path::PathBuf> {
+    walk(&app.dir.path().join("health"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("/_cq/"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_table_past_the_inline_limit_is_a_parquet_file_replaced_at_each_change() {
+    let app = TestApp::new().await;
+    let user = app.user("cq-big").await;
+    // 10,000 one-minute buckets: ~320 KB as IPC, past the 256 KiB kept inline.
+    let start = chrono::DateTime::parse_from_rfc3339("2025-03-01T00:00:00Z").unwrap();
+    let samples: Vec<(String, f64)> = (0..10_000)
+        .map(|i| {
+            let t = start + Duration::minutes(i);
+            (t.to_rfc3339(), 50.0 + (i % 90) as f64)
+        })
+        .collect();
+    let refs: Vec<(&str, f64)> = samples.iter().map(|(t, v)| (t.as_str(), *v)).collect();
+    push(&app, &user, heart_rate(&refs)).await;
+    let mut query = daily_heart_rate();
+    query["group_by"][0]["date_trunc"] = json!({"value": 1, "unit": "minute"});
+    register(&app, "minutely", registration("minutely", query.clone())).await;
+    settle(&app).await;
+    let first = result_files(&app);
+    assert_eq!(first.len(), 1, "{first:?}");
+    let t = table(&app, &user, "minutely").await;
+    assert_eq!(column(&t, "group_key.0").len(), 10_000);
+    assert_eq!(t, fresh(&app, &user, &query).await);
+    let announced = changes(&app, &user).await.len();
+
+    // A late value in one old minute: one row announced, the file replaced by a new one.
+    push(&app, &user, heart_rate(&[("2025-03-02T10:00:30Z", 199.0)])).await;
+    settle(&app).await;
+    let events = changes(&app, &user).await;
+    assert_eq!(events.len(), announced + 1);
+    let last = events.last().unwrap();
+    assert_eq!(
+        column(last, "group_key.0"),
+        vec![json!("2025-03-02T10:00:00")]
+    );
+    assert_eq!(column(last, "max.heartrate.value"), vec![json!(199.0)]);
+    let second = result_files(&app);
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_ne!(first, second, "a new file under a new name");
+    assert_eq!(
+        table(&app, &user, "minutely").await,
+        fresh(&app, &user, &query).await
     );
 }
 

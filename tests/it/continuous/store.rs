@@ -4,7 +4,9 @@
 
 use chrono::{Duration, Utc};
 use uuid::Uuid;
-use wearhouse::store::metadata::continuous::{self as rows, Evaluated, StoredQuery};
+use wearhouse::store::metadata::continuous::{
+    self as rows, Evaluated, NewResult, ResultRef, StoredQuery,
+};
 use wearhouse::store::metadata::{MetadataStore, NewUser};
 
 fn query(team: Uuid, slug: &str) -> StoredQuery {
@@ -76,8 +78,7 @@ async fn exercise(meta: &MetadataStore) {
     rows::mark_dirty(&mut conn, ids, None).await.unwrap();
     let e = Evaluated {
         read_version: 0,
-        result_file: Some("f1".into()),
-        changed: true,
+        result: Some(NewResult::File("f1".into())),
         seen_seq: seen,
         at: Utc::now(),
     };
@@ -90,7 +91,10 @@ async fn exercise(meta: &MetadataStore) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((s.version, s.result_file.as_deref()), (1, Some("f1")));
+    assert_eq!(
+        (s.version, &s.result),
+        (1, &Some(ResultRef::File("f1".into())))
+    );
     assert!(s.is_dirty(), "the change after the snapshot stays");
     // A stale evaluation (it read version 0) cannot commit over version 1.
     assert!(
@@ -98,10 +102,15 @@ async fn exercise(meta: &MetadataStore) {
             .await
             .unwrap()
     );
+    assert_eq!(
+        rows::inline_result(&mut conn, q.id, user.id).await.unwrap(),
+        None
+    );
+    // The table moves inline: the file is no longer named.
     let e = Evaluated {
         read_version: 1,
         seen_seq: s.dirty_seq,
-        result_file: Some("f2".into()),
+        result: Some(NewResult::Inline(vec![1, 2, 0, 255])),
         ..e
     };
     assert!(
@@ -114,21 +123,50 @@ async fn exercise(meta: &MetadataStore) {
         .unwrap()
         .unwrap();
     assert!(!s.is_dirty());
-    assert_eq!(s.version, 2);
+    assert_eq!((s.version, &s.result), (2, &Some(ResultRef::Inline)));
+    // An evaluation that changed nothing keeps the table and its version.
+    rows::mark_dirty(&mut conn, ids, Some((1, 2)))
+        .await
+        .unwrap();
+    let unchanged = Evaluated {
+        read_version: 2,
+        seen_seq: s.dirty_seq + 1,
+        result: None,
+        ..e
+    };
+    assert!(
+        rows::commit_evaluation(&mut conn, (q.id, user.id), &unchanged)
+            .await
+            .unwrap()
+    );
+    let s = rows::user_state(&mut conn, q.id, user.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!s.is_dirty());
+    assert_eq!((s.version, &s.result), (2, &Some(ResultRef::Inline)));
+    assert_eq!(
+        rows::inline_result(&mut conn, q.id, user.id).await.unwrap(),
+        Some(vec![1, 2, 0, 255])
+    );
     let p = rows::progress(&mut conn, q.id).await.unwrap();
     assert_eq!((p.users, p.evaluated, p.pending), (1, 1, 0));
 
-    // History: 5 tasks, paged newest first.
-    rows::set_task(
-        &mut conn,
-        t1.id,
-        "completed",
-        Some(Utc::now()),
-        Some(Utc::now()),
-        None,
-    )
-    .await
-    .unwrap();
+    // History: 5 tasks, paged newest first. The open one ends with its start and end at once
+    // (an incremental evaluation's one commit); then none is open.
+    let started = chrono::DateTime::from_timestamp(1_764_000_000, 0).unwrap();
+    let ended = started + Duration::milliseconds(3);
+    let pair = (q.id, user.id);
+    assert!(
+        rows::complete_open_task(&mut conn, pair, started, ended)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !rows::complete_open_task(&mut conn, pair, started, ended)
+            .await
+            .unwrap()
+    );
     for i in 0..4 {
         let t = rows::schedule_task(&mut conn, ids, Utc::now() + Duration::seconds(i))
             .await
@@ -148,7 +186,12 @@ async fn exercise(meta: &MetadataStore) {
         .await
         .unwrap();
     assert_eq!(rest.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![2, 1]);
+    assert_eq!(rest[1].id, t1.id);
     assert_eq!(rest[1].status, "completed");
+    assert_eq!(
+        (rest[1].started_at, rest[1].ended_at),
+        (Some(started), Some(ended))
+    );
 
     // Archived: the slug is free again; by slug the active one wins.
     q.status = "archived".to_owned();

@@ -1,7 +1,8 @@
 //! SIGKILL at random (seeded) moments while data arrives in slices, one push per round, each
-//! touching every day; rounds continue (bounded) until a kill has landed in an evaluation (a
-//! task left `started` in the dead process's database). Then the table equals a fresh query and
-//! each change was announced once, however many evaluations were cut.
+//! touching every day; rounds continue (bounded) until a kill has landed in an evaluation (its
+//! job left running, the changes it was evaluating still waiting, in the dead process's
+//! database). Then the table equals a fresh query and each change was announced once, however
+//! many evaluations were cut.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -17,24 +18,33 @@ use super::{
 use crate::continuous::{daily_heart_rate, registration};
 use crate::events_support::{self, Receiver};
 
-/// Tasks of the server's data dir left `started` (read while the process is dead).
-async fn started_tasks(dir: &std::path::Path) -> i64 {
-    let meta = events_support::server_meta(dir).await;
-    sqlx::query_scalar("SELECT COUNT(*) FROM continuous_query_tasks WHERE status = 'started'")
-        .fetch_one(&mut *meta.reader().await.unwrap())
-        .await
-        .unwrap()
+/// Evaluations running in the server's database: `continuous.evaluate` jobs claimed while
+/// changes still wait (the one user's; an evaluation clears them in its commit).
+async fn running_evaluations(meta: &wearhouse::store::metadata::MetadataStore) -> i64 {
+    sqlx::query_scalar(
+        "SELECT COUNT(*) FROM jobs WHERE kind = 'continuous.evaluate' AND state = 'running' \
+         AND EXISTS (SELECT 1 FROM continuous_query_users \
+                     WHERE dirty_start IS NOT NULL OR dirty_all = 1)",
+    )
+    .fetch_one(&mut *meta.reader().await.unwrap())
+    .await
+    .unwrap()
 }
 
-/// Waits (bounded) until the user's newest task of `query` is `started`; whether it was seen.
-async fn watch_started(server: &events_support::Server, user: &str, query: &str) -> bool {
-    let path = format!("/aggregate/v1/user/{user}/continuous_query/{query}/task_history?limit=1");
+/// Evaluations the kill cut (read while the process is dead).
+async fn cut_evaluations(dir: &std::path::Path) -> i64 {
+    running_evaluations(&events_support::server_meta(dir).await).await
+}
+
+/// Waits (bounded) until an evaluation runs in the live server; whether one was seen.
+async fn watch_running(dir: &std::path::Path) -> bool {
+    let meta = events_support::server_meta(dir).await;
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
-        if server.get(&path).await["data"][0]["status"] == "started" {
+        if running_evaluations(&meta).await > 0 {
             return true;
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     false
 }
@@ -78,9 +88,9 @@ async fn sigkill_during_evaluations_announces_each_change_once() {
                 samples(DAYS, (slice, SLICES), 0),
             )
             .await;
-        // Half the random rounds (and every later one) wait to see an evaluation started.
+        // Half the random rounds (and every later one) wait to see an evaluation running.
         let watch = slice >= RANDOM_ROUNDS || rng.gen_bool(0.5);
-        let seen = watch && watch_started(&server, &user, "daily-hr").await;
+        let seen = watch && watch_running(dir.path()).await;
         let delay = if watch {
             rng.gen_range(0..10)
         } else {
@@ -89,14 +99,14 @@ async fn sigkill_during_evaluations_announces_each_change_once() {
         tokio::time::sleep(Duration::from_millis(delay)).await;
         server.kill();
         kills += 1;
-        let left_started = started_tasks(dir.path()).await;
-        mid_evaluation += usize::from(left_started > 0);
+        let cut = cut_evaluations(dir.path()).await;
+        mid_evaluation += usize::from(cut > 0);
         server = events_support::Server::start(dir.path(), FLAGS, Some(key.clone()));
         let meta = events_support::server_meta(dir.path()).await;
         quiesce(&meta).await;
         eprintln!(
-            "slice {slice}: killed {delay} ms after {} (started seen: {seen}), {left_started} \
-             task(s) left started; round in {:?}",
+            "slice {slice}: killed {delay} ms after {} (running seen: {seen}), {cut} \
+             evaluation(s) cut; round in {:?}",
             if watch { "watching" } else { "the push" },
             clock.elapsed()
         );
