@@ -170,20 +170,16 @@ pub async fn evaluate(
     }
     let end = now;
     let mut tx = meta.begin().await?;
-    let committed = rows::commit_evaluation(
-        &mut tx,
-        (p.query, p.user),
-        &Evaluated {
-            read_version: state.version,
-            result: result.clone(),
-            seen_seq: state.dirty_seq,
-            at: end,
-        },
-    )
-    .await?;
-    if !committed {
+    let evaluated = Evaluated {
+        read_version: state.version,
+        result,
+        seen_seq: state.dirty_seq,
+        at: end,
+    };
+    let committed = rows::commit_evaluation(&mut tx, (p.query, p.user), &evaluated).await?;
+    let rows::Commit::Done { changes_waiting } = committed else {
         return Ok(Evaluation::Superseded);
-    }
+    };
     let written = outbox::enqueue(&mut tx, p.team, &events, end).await?;
     // The task ends when the work did (it used to end at `now`, its start, so every task in
     // the history lasted no time and overlapping runs could not show); the gap still counts
@@ -194,9 +190,7 @@ pub async fn evaluate(
         rows::set_task(&mut tx, task.id, "completed", Some(now), Some(ended), None).await?;
     }
     // Changes recorded while this run worked are evaluated after the gap.
-    if let Some(after) = rows::user_state(&mut tx, p.query, p.user).await?
-        && after.is_dirty()
-    {
+    if changes_waiting {
         rows::schedule_task(&mut tx, (p.query, p.team, p.user), end).await?;
         crate::jobs::enqueue(&mut tx, &job(p, end + definition.gap())).await?;
     }
@@ -207,7 +201,7 @@ pub async fn evaluate(
     // A file the new table replaces (or a file a run cut short left) goes; an inline table
     // replacing an inline one leaves no file behind.
     let had_file = matches!(state.result, Some(ResultRef::File(_)));
-    if let Some(new) = &result
+    if let Some(new) = &evaluated.result
         && (had_file || matches!(new, NewResult::File(_)))
     {
         let keep = match new {

@@ -299,19 +299,32 @@ pub struct Evaluated {
     pub at: DateTime<Utc>,
 }
 
+/// How [`commit_evaluation`] went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commit {
+    /// Another evaluation committed first; nothing changed.
+    Superseded,
+    /// Committed; `changes_waiting`: changes recorded after the evaluation's snapshot are
+    /// still to be evaluated.
+    Done {
+        /// Whether changes wait still.
+        changes_waiting: bool,
+    },
+}
+
 /// Commits an evaluation: the new result table (when it changed) and the changes it covered
-/// cleared, fenced by the version it read. Answers `false` (and changes nothing) when another
-/// evaluation committed first.
+/// cleared, fenced by the version it read. One statement: the state after it comes back with
+/// it.
 pub async fn commit_evaluation(
     conn: &mut AnyConnection,
     (query, user): (Uuid, Uuid),
     e: &Evaluated,
-) -> Result<bool, MetadataError> {
+) -> Result<Commit, MetadataError> {
     const CLEAR: &str = "last_evaluated_at = $4, \
          dirty_start = CASE WHEN dirty_seq = $5 THEN NULL ELSE dirty_start END, \
          dirty_end = CASE WHEN dirty_seq = $5 THEN NULL ELSE dirty_end END, \
          dirty_all = CASE WHEN dirty_seq = $5 THEN 0 ELSE dirty_all END";
-    const FENCE: &str = "WHERE query_id = $1 AND user_id = $2 AND version = $3";
+    const FENCE: &str = "WHERE query_id = $1 AND user_id = $2 AND version = $3 RETURNING dirty_seq";
     let statement = match &e.result {
         None => format!("UPDATE continuous_query_users SET {CLEAR} {FENCE}"),
         Some(_) => format!(
@@ -319,7 +332,7 @@ pub async fn commit_evaluation(
              result_file = $6, result_inline = $7 {FENCE}"
         ),
     };
-    let mut update = sqlx::query(&statement)
+    let mut update = sqlx::query_scalar::<_, i64>(&statement)
         .bind(query.to_string())
         .bind(user.to_string())
         .bind(e.read_version)
@@ -334,7 +347,12 @@ pub async fn commit_evaluation(
             update = update.bind(None::<&str>).bind(Some(bytes.as_slice()))
         }
     }
-    Ok(update.execute(conn).await?.rows_affected() == 1)
+    Ok(match update.fetch_optional(conn).await? {
+        None => Commit::Superseded,
+        Some(seq) => Commit::Done {
+            changes_waiting: seq != e.seen_seq,
+        },
+    })
 }
 
 /// How far a query's evaluation has come over the team's users.

@@ -5,7 +5,7 @@
 use chrono::{Duration, Utc};
 use uuid::Uuid;
 use wearhouse::store::metadata::continuous::{
-    self as rows, Evaluated, NewResult, ResultRef, StoredQuery,
+    self as rows, Commit, Evaluated, NewResult, ResultRef, StoredQuery,
 };
 use wearhouse::store::metadata::{MetadataStore, NewUser};
 
@@ -82,10 +82,13 @@ async fn exercise(meta: &MetadataStore) {
         seen_seq: seen,
         at: Utc::now(),
     };
-    assert!(
+    assert_eq!(
         rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
             .await
-            .unwrap()
+            .unwrap(),
+        Commit::Done {
+            changes_waiting: true
+        }
     );
     let s = rows::user_state(&mut conn, q.id, user.id)
         .await
@@ -97,10 +100,11 @@ async fn exercise(meta: &MetadataStore) {
     );
     assert!(s.is_dirty(), "the change after the snapshot stays");
     // A stale evaluation (it read version 0) cannot commit over version 1.
-    assert!(
-        !rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
+    assert_eq!(
+        rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
             .await
-            .unwrap()
+            .unwrap(),
+        Commit::Superseded
     );
     assert_eq!(
         rows::inline_result(&mut conn, q.id, user.id).await.unwrap(),
@@ -113,10 +117,13 @@ async fn exercise(meta: &MetadataStore) {
         result: Some(NewResult::Inline(vec![1, 2, 0, 255])),
         ..e
     };
-    assert!(
+    assert_eq!(
         rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
             .await
-            .unwrap()
+            .unwrap(),
+        Commit::Done {
+            changes_waiting: false
+        }
     );
     let s = rows::user_state(&mut conn, q.id, user.id)
         .await
@@ -134,10 +141,13 @@ async fn exercise(meta: &MetadataStore) {
         result: None,
         ..e
     };
-    assert!(
+    assert_eq!(
         rows::commit_evaluation(&mut conn, (q.id, user.id), &unchanged)
             .await
-            .unwrap()
+            .unwrap(),
+        Commit::Done {
+            changes_waiting: false
+        }
     );
     let s = rows::user_state(&mut conn, q.id, user.id)
         .await
