@@ -1,5 +1,6 @@
-//! Continuous-query result tables (`crate::continuous`): one Parquet file per (query, user)
-//! version, kept in the user's folder so they live and die with the user's health data.
+//! Continuous-query result tables (`crate::continuous`) too large to travel inline with their
+//! state in the metadata database (`crate::continuous::keep`): one Parquet file per (query,
+//! user) version, kept in the user's folder so they live and die with the user's health data.
 //!
 //! Layout: `team=<id>/user=<id>/_cq/<query id>/{version:020}-{nonce:08x}.parquet`. The metadata
 //! database names the current file (`continuous_query_users.result_file`); a file is written
