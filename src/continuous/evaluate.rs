@@ -93,8 +93,7 @@ pub async fn evaluate(
     let mut conn = meta.reader().await?;
     let query = rows::query(&mut conn, p.team, &p.query.to_string()).await?;
     let state = rows::user_state(&mut conn, p.query, p.user).await?;
-    drop(conn);
-    let user = meta.user(p.team, p.user).await?;
+    let user = crate::store::metadata::users::user(&mut conn, p.team, p.user).await?;
     let (Some(query), Some(state), Some(user)) = (query, state, user) else {
         return finish_skipped(meta, p, now, "no such query, user or change").await;
     };
@@ -104,6 +103,13 @@ pub async fn evaluate(
     if !state.is_dirty() {
         return finish_skipped(meta, p, now, "no change waiting").await;
     }
+    let ids = (p.team, p.user, p.query);
+    // The table as it is now, read with the state (a newer one fences this run's commit).
+    let old = match &state.result {
+        Some(at) => keep::read(&mut conn, health, ids, at).await?,
+        None => None,
+    };
+    drop(conn);
     let definition: Definition = serde_json::from_str(&query.definition)
         .map_err(|e| ContinuousError::Table(format!("stored definition: {e}")))?;
     if let Some(last) = state.last_evaluated_at {
@@ -138,11 +144,6 @@ pub async fn evaluate(
     let fresh = match results.first() {
         Some(r) => table::one_batch(&r.schema, &r.batches)?,
         None => return Err(ContinuousError::Table("the query answered no table".into())),
-    };
-    let ids = (p.team, p.user, p.query);
-    let old = match &state.result {
-        Some(at) => keep::read(meta, health, ids, at).await?,
-        None => None,
     };
     let range = (days.0 * DAY, days.1 * DAY);
     let shape = &validated;

@@ -9,11 +9,11 @@
 //! `crate::store::health::results`'s.
 
 use datafusion::arrow::array::RecordBatch;
+use sqlx::AnyConnection;
 use uuid::Uuid;
 
 use super::{ContinuousError, table};
 use crate::store::health::HealthStore;
-use crate::store::metadata::MetadataStore;
 use crate::store::metadata::continuous::{self as rows, NewResult, ResultRef};
 
 /// Largest table kept inline, as IPC bytes. Larger ones are Parquet files: the metadata
@@ -23,16 +23,17 @@ pub const INLINE_MAX: usize = 256 * 1024;
 /// (team, user, query).
 pub type Ids = (Uuid, Uuid, Uuid);
 
-/// The table `at` names, `None` when it is gone (a file erased with the user meanwhile).
+/// The table `at` names (inline: read on `conn`), `None` when it is gone (a file erased with
+/// the user meanwhile).
 pub async fn read(
-    meta: &MetadataStore,
+    conn: &mut AnyConnection,
     health: &HealthStore,
     ids @ (_, user, query): Ids,
     at: &ResultRef,
 ) -> Result<Option<RecordBatch>, ContinuousError> {
     match at {
         ResultRef::Inline => {
-            let bytes = rows::inline_result(&mut *meta.reader().await?, query, user).await?;
+            let bytes = rows::inline_result(conn, query, user).await?;
             bytes.map(|b| table::from_ipc(&b)).transpose()
         }
         ResultRef::File(name) => health

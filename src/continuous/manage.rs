@@ -184,11 +184,12 @@ pub async fn result_table(
     key: &str,
 ) -> Result<RecordBatch, ContinuousError> {
     let q = stored(meta, team, key).await?;
-    let state = rows::user_state(&mut *meta.reader().await?, q.id, user).await?;
+    let mut conn = meta.reader().await?;
+    let state = rows::user_state(&mut conn, q.id, user).await?;
     let at = state
         .and_then(|s| s.result)
         .ok_or(ContinuousError::NoTable)?;
-    super::keep::read(meta, health, (team, user, q.id), &at)
+    super::keep::read(&mut conn, health, (team, user, q.id), &at)
         .await?
         .ok_or(ContinuousError::NoTable)
 }

@@ -134,8 +134,12 @@ impl MetadataStore {
             });
         }
         // Durable commits, and a wait instead of an error when another process holds the lock.
+        // No ping before handing a connection out: an SQLite connection is a handle on a local
+        // file that cannot drop like a socket, and the ping was one more round trip to its
+        // worker thread on every acquire.
         let write = AnyPoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .after_connect(|conn, _| {
                 Box::pin(async move {
                     conn.execute("PRAGMA synchronous = FULL").await?;
@@ -153,6 +157,7 @@ impl MetadataStore {
         // writer for the lock.
         let read = AnyPoolOptions::new()
             .max_connections(SQLITE_READERS)
+            .test_before_acquire(false)
             .after_connect(|conn, _| {
                 Box::pin(async move {
                     conn.execute("PRAGMA query_only = ON").await?;
