@@ -53,7 +53,7 @@ pub use definition::{
 };
 pub use evaluate::{Evaluation, Evaluator, evaluate};
 pub use manage::ValidateAnswer;
-pub use schedule::{Backfill, record_changes, span_of};
+pub use schedule::{Backfill, record_changes, record_settings_change, span_of};
 pub use shape::Shape;
 
 use crate::store::health::StoreError;

@@ -68,6 +68,23 @@ pub async fn record_changes(
     Ok(marked)
 }
 
+/// Records that a setting of `user` the query language reads changed (the fallback zone or
+/// birth date, the ingestion bounds: `UserPatch::touches_query_inputs`), on `conn` (the
+/// transaction of the change): every active query of its team is marked for a whole
+/// evaluation, since such a setting can move or hide any bucket. Answers the queries marked;
+/// wake the job runners after the commit when non-zero.
+pub async fn record_settings_change(
+    conn: &mut AnyConnection,
+    user: &User,
+    now: DateTime<Utc>,
+) -> Result<usize, MetadataError> {
+    let queries = rows::queries(&mut *conn, user.team_id, true).await?;
+    for query in &queries {
+        mark(&mut *conn, query, user.id, None, now).await?;
+    }
+    Ok(queries.len())
+}
+
 /// Marks (query, user): `span` changed (`None`: everything), a task scheduled, the evaluation
 /// job due after the gap.
 async fn mark(

@@ -38,6 +38,8 @@ pub use limit::{Deadline, within};
 pub use pages::{SampleFilter, sample_page};
 
 use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use datafusion::arrow::array::{RecordBatch, StringArray};
@@ -418,6 +420,36 @@ pub(crate) fn keep_provider(
         }
     }
     Ok(kept)
+}
+
+/// Applies a patch to `user`; `Ok(None)` when it is gone meanwhile. A setting the query
+/// language reads (`UserPatch::touches_query_inputs`) marks the user's continuous queries for
+/// a whole evaluation in the same transaction. Any mention of such a setting counts, changed or
+/// not, so a client retrying a PATCH whose answer it lost records it again.
+pub async fn update_user(
+    meta: &MetadataStore,
+    user: &User,
+    patch: metadata::UserPatch,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<User>, DataError> {
+    let inputs = patch.touches_query_inputs();
+    let marked = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&marked);
+    let updated = meta
+        .update_user_and(user.team_id, user.id, patch, move |tx, updated| {
+            Box::pin(async move {
+                if inputs {
+                    let n = crate::continuous::record_settings_change(tx, updated, now).await?;
+                    count.store(n, Ordering::Relaxed);
+                }
+                Ok(())
+            })
+        })
+        .await?;
+    if marked.load(Ordering::Relaxed) > 0 {
+        meta.jobs_wake().notify_waiters();
+    }
+    Ok(updated)
 }
 
 /// Deletes a user, softly: from now on the user is invisible everywhere (getters, queries,

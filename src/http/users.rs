@@ -160,10 +160,9 @@ async fn patch_user(
     TeamUser(user): TeamUser,
     JsonBody(body): JsonBody,
 ) -> Result<StatusCode, ApiError> {
-    let patch = users::parse_user_patch(&body, &user, Utc::now().date_naive())?;
-    state
-        .meta
-        .update_user(user.team_id, user.id, patch)
+    let now = Utc::now();
+    let patch = users::parse_user_patch(&body, &user, now.date_naive())?;
+    crate::data::update_user(&state.meta, &user, patch, now)
         .await?
         .ok_or(ApiError::NotFound("User"))?;
     Ok(StatusCode::NO_CONTENT)

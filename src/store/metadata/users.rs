@@ -83,6 +83,17 @@ pub struct UserPatch {
     pub ingestion_end: Option<Option<NaiveDate>>,
 }
 
+impl UserPatch {
+    /// Whether it touches a setting the query language reads (the fallback zone and birth
+    /// date, the ingestion bounds): answers computed from the user's data may change.
+    pub fn touches_query_inputs(&self) -> bool {
+        self.fallback_time_zone.is_some()
+            || self.fallback_birth_date.is_some()
+            || self.ingestion_start.is_some()
+            || self.ingestion_end.is_some()
+    }
+}
+
 pub(super) const USER_COLUMNS: &str = "id, team_id, client_user_id, created_at, fallback_time_zone, \
      fallback_time_zone_updated_at, fallback_birth_date, fallback_birth_date_updated_at, \
      ingestion_start, ingestion_end";
@@ -424,13 +435,34 @@ impl MetadataStore {
         id: Uuid,
         patch: UserPatch,
     ) -> Result<Option<User>, MetadataError> {
+        self.update_user_and(team, id, patch, |_, _| Box::pin(async { Ok(()) }))
+            .await
+    }
+
+    /// [`Self::update_user`], with `also` run on the updated user in the same transaction (a
+    /// room above the store recording what the change means for it).
+    pub async fn update_user_and<F>(
+        &self,
+        team: Uuid,
+        id: Uuid,
+        patch: UserPatch,
+        also: F,
+    ) -> Result<Option<User>, MetadataError>
+    where
+        F: for<'c> FnOnce(
+            &'c mut AnyConnection,
+            &'c User,
+        ) -> futures::future::BoxFuture<'c, Result<(), MetadataError>>,
+    {
         let wanted = patch.client_user_id.clone();
         let mut tx = self.begin().await?;
         match update_user(&mut tx, team, id, patch).await {
-            Ok(updated) => {
+            Ok(Some(updated)) => {
+                also(&mut tx, &updated).await?;
                 tx.commit().await?;
-                Ok(updated)
+                Ok(Some(updated))
             }
+            Ok(None) => Ok(None),
             // Lost a race for the client user id: on PostgreSQL the failed statement aborted the
             // transaction, so the holder is looked up after it.
             Err(MetadataError::Database(e)) if is_unique_violation(&e) => {

@@ -358,6 +358,78 @@ async fn a_deleted_users_tables_vanish_with_it() {
     );
 }
 
+#[tokio::test]
+async fn a_changed_setting_the_query_reads_re_evaluates_the_table() {
+    let app = TestApp::new().await;
+    let user = app.user("cq-settings").await;
+    let query = daily_heart_rate();
+    push(&app, &user, first_push()).await;
+    register(&app, "settings", registration("settings", query.clone())).await;
+    settle(&app).await;
+    assert_eq!(
+        column(&table(&app, &user, "settings").await, "group_key.0").len(),
+        2
+    );
+
+    // A new client user id reads nothing the query reads: no evaluation.
+    let tasks = || async {
+        let h = app
+            .get(&format!(
+                "/aggregate/v1/user/{user}/continuous_query/settings/task_history?limit=100"
+            ))
+            .await;
+        h.json["data"].as_array().unwrap().len()
+    };
+    let before = tasks().await;
+    let a = app
+        .patch(
+            &format!("/v2/user/{user}"),
+            json!({"client_user_id": "cq-renamed"}),
+        )
+        .await;
+    assert_eq!(a.status, 204, "{}", a.json);
+    settle(&app).await;
+    assert_eq!(tasks().await, before);
+
+    // Data before 2 March is no longer read: day 1 leaves the table, which again equals a
+    // fresh query. (A row leaving is not announced: events carry new or changed rows.)
+    let a = app
+        .patch(
+            &format!("/v2/user/{user}"),
+            json!({"ingestion_start": "2025-03-02"}),
+        )
+        .await;
+    assert_eq!(a.status, 204, "{}", a.json);
+    settle(&app).await;
+    assert_eq!(tasks().await, before + 1);
+    let t = table(&app, &user, "settings").await;
+    assert_eq!(t, fresh(&app, &user, &query).await);
+    assert_eq!(
+        column(&t, "group_key.0"),
+        vec![json!("2025-03-02T00:00:00")]
+    );
+    assert_eq!(changes(&app, &user).await.len(), 1);
+
+    // And back: day 1 returns, announced as a new row.
+    let a = app
+        .patch(
+            &format!("/v2/user/{user}"),
+            json!({"ingestion_start": null}),
+        )
+        .await;
+    assert_eq!(a.status, 204, "{}", a.json);
+    settle(&app).await;
+    let t = table(&app, &user, "settings").await;
+    assert_eq!(t, fresh(&app, &user, &query).await);
+    assert_eq!(column(&t, "group_key.0").len(), 2);
+    let events = changes(&app, &user).await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(
+        column(&events[1], "group_key.0"),
+        vec![json!("2025-03-01T00:00:00")]
+    );
+}
+
 /// Files of result tables under the test's health store.
 fn result_files(app: &TestApp) -> Vec<std::path::PathBuf> {
     walk(&app.dir.path().join("health"))

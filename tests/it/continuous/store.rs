@@ -5,7 +5,7 @@
 use chrono::{Duration, Utc};
 use uuid::Uuid;
 use wearhouse::store::metadata::continuous::{
-    self as rows, Commit, Evaluated, NewResult, ResultRef, StoredQuery,
+    self as rows, Commit, Evaluated, NewResult, ResultRef, StoredQuery, UserState,
 };
 use wearhouse::store::metadata::{MetadataStore, NewUser};
 
@@ -24,6 +24,24 @@ fn query(team: Uuid, slug: &str) -> StoredQuery {
         updated_at: now,
     }
 }
+
+/// Commits `e` for the pair and answers how it went with the state after it.
+async fn commit(
+    conn: &mut sqlx::AnyConnection,
+    pair: (Uuid, Uuid),
+    e: &Evaluated,
+) -> (Commit, UserState) {
+    let committed = rows::commit_evaluation(conn, pair, e).await.unwrap();
+    let state = rows::user_state(conn, pair.0, pair.1)
+        .await
+        .unwrap()
+        .unwrap();
+    (committed, state)
+}
+
+const DONE: Commit = Commit::Done {
+    changes_waiting: false,
+};
 
 async fn exercise(meta: &MetadataStore) {
     let (team, _) = meta.create_team("acme").await.unwrap();
@@ -82,30 +100,19 @@ async fn exercise(meta: &MetadataStore) {
         seen_seq: seen,
         at: Utc::now(),
     };
-    assert_eq!(
-        rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
-            .await
-            .unwrap(),
-        Commit::Done {
-            changes_waiting: true
-        }
-    );
-    let s = rows::user_state(&mut conn, q.id, user.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let pair = (q.id, user.id);
+    let (committed, s) = commit(&mut conn, pair, &e).await;
+    let waiting = Commit::Done {
+        changes_waiting: true,
+    };
+    assert_eq!(committed, waiting, "the change after the snapshot stays");
     assert_eq!(
         (s.version, &s.result),
         (1, &Some(ResultRef::File("f1".into())))
     );
-    assert!(s.is_dirty(), "the change after the snapshot stays");
+    assert!(s.is_dirty());
     // A stale evaluation (it read version 0) cannot commit over version 1.
-    assert_eq!(
-        rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
-            .await
-            .unwrap(),
-        Commit::Superseded
-    );
+    assert_eq!(commit(&mut conn, pair, &e).await.0, Commit::Superseded);
     assert_eq!(
         rows::inline_result(&mut conn, q.id, user.id).await.unwrap(),
         None
@@ -117,18 +124,8 @@ async fn exercise(meta: &MetadataStore) {
         result: Some(NewResult::Inline(vec![1, 2, 0, 255])),
         ..e
     };
-    assert_eq!(
-        rows::commit_evaluation(&mut conn, (q.id, user.id), &e)
-            .await
-            .unwrap(),
-        Commit::Done {
-            changes_waiting: false
-        }
-    );
-    let s = rows::user_state(&mut conn, q.id, user.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let (committed, s) = commit(&mut conn, pair, &e).await;
+    assert_eq!(committed, DONE);
     assert!(!s.is_dirty());
     assert_eq!((s.version, &s.result), (2, &Some(ResultRef::Inline)));
     // An evaluation that changed nothing keeps the table and its version.
@@ -141,18 +138,8 @@ async fn exercise(meta: &MetadataStore) {
         result: None,
         ..e
     };
-    assert_eq!(
-        rows::commit_evaluation(&mut conn, (q.id, user.id), &unchanged)
-            .await
-            .unwrap(),
-        Commit::Done {
-            changes_waiting: false
-        }
-    );
-    let s = rows::user_state(&mut conn, q.id, user.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let (committed, s) = commit(&mut conn, pair, &unchanged).await;
+    assert_eq!(committed, DONE);
     assert!(!s.is_dirty());
     assert_eq!((s.version, &s.result), (2, &Some(ResultRef::Inline)));
     assert_eq!(
@@ -166,7 +153,6 @@ async fn exercise(meta: &MetadataStore) {
     // (an incremental evaluation's one commit); then none is open.
     let started = chrono::DateTime::from_timestamp(1_764_000_000, 0).unwrap();
     let ended = started + Duration::milliseconds(3);
-    let pair = (q.id, user.id);
     assert!(
         rows::complete_open_task(&mut conn, pair, started, ended)
             .await
