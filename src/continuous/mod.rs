@@ -5,14 +5,18 @@
 //! Flow: a change to a user's data (a push, announced by `data::announce`; a provider pull,
 //! `data::write_parsed`) calls [`record_changes`] in the transaction that makes it known, which
 //! widens the (query, user) range of changed data not yet evaluated and enqueues that pair's
-//! `continuous.evaluate` job ([`schedule`]). The job ([`evaluate`]) re-runs the query over the
-//! buckets the changes can touch through the per-user query path (`crate::query::execute`),
-//! merges them into the stored result table ([`table`]), writes the new table as a new Parquet
-//! file in the user's folder, and commits, in one transaction fenced by the table's version:
-//! the new file's name, the changes it covered, the events of the changed rows (and, with
+//! `continuous.evaluate` job ([`schedule`]); a patched setting the language reads (the
+//! fallback zone or birth date, the ingestion bounds: `data::update_user`) calls
+//! [`record_settings_change`], which asks for a whole evaluation. The job ([`evaluate`]) re-runs
+//! the query over the buckets the changes can touch through the per-user query path
+//! (`crate::query::execute`), merges them into the stored result table ([`table`]), keeps the
+//! new table (inline in the state's row while small, else as a new Parquet file in the user's
+//! folder: `keep.rs`), and commits, in one transaction fenced by the table's version: the new
+//! table (or file name), the changes it covered, the events of the changed rows (and, with
 //! `export_preferences.fhir_observations`, their FHIR R4 Observations: [`fhir`]) and the task's
-//! end. A crash before that commit leaves an unnamed file and repeats the evaluation (nothing
-//! was announced); after it, nothing is repeated: each change is announced exactly once.
+//! end. A crash before that commit leaves at most an unnamed file and repeats the evaluation
+//! (nothing was announced); after it, nothing is repeated: each change is announced exactly
+//! once.
 //!
 //! Decisions where the spec is silent:
 //! - `query` is one query of the aggregate language (`select`, `group_by`, `where`, and
