@@ -8,7 +8,7 @@
 //!    ([`Shape::days`]), takes milliseconds: its start is recorded with its end, in 5.
 //! 3. Re-run the query over those days through the per-user query path, and merge the fresh
 //!    buckets into the stored table ([`super::table::merge`]).
-//! 4. If the table differs, keep the new one ([`super::keep`]): inline, to be committed in 5,
+//! 4. If the table differs, keep the new one (`keep.rs`): inline, to be committed in 5,
 //!    or, past the inline limit, as a new file (unnamed until 5 commits).
 //! 5. One transaction, fenced by the table version read in 3: the new table (or file name),
 //!    the changes seen cleared (changes recorded meanwhile stay and are scheduled again), the
