@@ -38,8 +38,6 @@ pub use limit::{Deadline, within};
 pub use pages::{SampleFilter, sample_page};
 
 use std::ops::Range;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use datafusion::arrow::array::{RecordBatch, StringArray};
@@ -433,20 +431,18 @@ pub async fn update_user(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Option<User>, DataError> {
     let inputs = patch.touches_query_inputs();
-    let marked = Arc::new(AtomicUsize::new(0));
-    let count = Arc::clone(&marked);
     let updated = meta
         .update_user_and(user.team_id, user.id, patch, move |tx, updated| {
             Box::pin(async move {
                 if inputs {
-                    let n = crate::continuous::record_settings_change(tx, updated, now).await?;
-                    count.store(n, Ordering::Relaxed);
+                    crate::continuous::record_settings_change(tx, updated, now).await?;
                 }
                 Ok(())
             })
         })
         .await?;
-    if marked.load(Ordering::Relaxed) > 0 {
+    if inputs {
+        // Evaluations may be due (a wake with none due costs the runners one look).
         meta.jobs_wake().notify_waiters();
     }
     Ok(updated)

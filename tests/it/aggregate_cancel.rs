@@ -43,13 +43,7 @@ async fn a_query_cut_at_its_time_limit_stops_its_work() {
     let app = Arc::new(TestApp::with_config(config).await);
     let user = app.user("busy").await;
     let user_id = user.parse().unwrap();
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
+    let team = app.team().await;
     let rows: Vec<_> = (0..SAMPLES)
         .map(|i| row(T0 + i * 1_000_000, "", 50.0 + (i % 97) as f64))
         .collect();

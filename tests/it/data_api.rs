@@ -141,14 +141,7 @@ async fn a_bad_record_rejects_the_whole_push_and_stores_nothing() {
         );
     }
     let uuid = id.parse().unwrap();
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
+    let team = app.team().await.id;
     assert!(
         app.state
             .health
@@ -252,14 +245,7 @@ async fn getters_and_push_validate_their_inputs_and_respect_tenancy() {
 async fn deleting_a_user_hides_its_health_data_until_the_undo_window_ends() {
     let app = TestApp::new().await;
     let id = pushed_user(&app).await;
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
+    let team = app.team().await.id;
     let uuid = id.parse().unwrap();
     assert!(
         !app.state
@@ -438,14 +424,7 @@ async fn an_identical_re_push_writes_nothing_and_a_changed_one_does() {
     let user = app.user("re-push").await;
     let uri = format!("/v2/user/{user}/data");
     let body = crate::events_support::push_body(0, 5, 60.0);
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
+    let team = app.team().await.id;
     let hr =
         wearhouse::schema::Dataset::Timeseries(wearhouse::schema::resource("heartrate").unwrap());
     let stamps = || async {

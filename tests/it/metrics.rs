@@ -223,13 +223,7 @@ async fn a_scrape_counts_the_workload_it_followed() {
     assert!(s.value("wearhouse_store_cache_misses", &[]).unwrap() >= 1.0);
 
     // Bounded labels: templates, never ids; nothing of a tenant.
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
+    let team = app.team().await;
     for secret in [id.as_str(), &team.id.to_string(), &team.name, &app.key] {
         assert!(!s.text.contains(secret), "{secret:?} in the exposition");
     }
@@ -318,13 +312,7 @@ async fn webhook_attempts_and_their_lag_are_counted_by_outcome() {
     app.state.webhooks = wearhouse::events::UrlRules {
         allow_private: true,
     };
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
+    let team = app.team().await;
     let (up, down) = (Receiver::start(true).await, Receiver::start(false).await);
     endpoint_at(&app.state.meta, team.id, &up.url).await;
     endpoint_at(&app.state.meta, team.id, &down.url).await;

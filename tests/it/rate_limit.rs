@@ -103,13 +103,7 @@ async fn a_second_key_has_its_own_bucket_and_shares_the_team_s() {
         Budget::DISABLED,
     ))
     .await;
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
+    let team = app.team().await;
     let second = {
         let mut conn = app.state.meta.writer().await.unwrap();
         wearhouse::store::metadata::keys::create_key(&mut conn, team.id, "second")

@@ -266,14 +266,7 @@ async fn deregistering_keeps_data_and_answers_404_for_unknown_connections() {
         "unavailable"
     );
     let id: Uuid = user.parse().unwrap();
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
+    let team = app.team().await.id;
     assert!(
         !app.state
             .health

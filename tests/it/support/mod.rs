@@ -108,6 +108,16 @@ impl TestApp {
             .await
     }
 
+    /// The first team (the one `key` belongs to).
+    pub async fn team(&self) -> wearhouse::store::metadata::Team {
+        self.state
+            .meta
+            .team_for_key(&self.key)
+            .await
+            .unwrap()
+            .expect("the test key's team")
+    }
+
     /// Creates a user of the first team and answers its id.
     pub async fn user(&self, client_user_id: &str) -> String {
         let a = self

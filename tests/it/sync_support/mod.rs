@@ -43,13 +43,7 @@ pub fn historical_once(events: &serde_json::Value) -> Vec<String> {
 
 /// The team's jobs of `kind` (the first 10, newest first as the job list orders them).
 pub async fn team_jobs(app: &crate::support::TestApp, kind: &str) -> Vec<wearhouse::jobs::Job> {
-    let team = app
-        .state
-        .meta
-        .team_for_key(&app.key)
-        .await
-        .unwrap()
-        .unwrap();
+    let team = app.team().await;
     let filter = wearhouse::store::metadata::jobs::JobFilter {
         team: Some(team.id),
         state: None,
