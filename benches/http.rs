@@ -21,8 +21,19 @@
 //! - `whole HTTP request/export of 90 days of 1 Hz heart rate without grouping`: 7,776,000
 //!   samples pushed as Arrow IPC streams, then every time and value as the Parquet answer.
 //!
+//! - `team query`: issue 41's target. 1,000 users of one team with 30 days of 1/min heart rate
+//!   each (43.2 M samples, pushed through the push API's own path in-process: over HTTP the
+//!   set-up alone would take minutes), then one question, "daily mean heart rate per user",
+//!   asked as one team query (`POST /aggregate/v1/team/query` grouped by user and day) and as
+//!   1,000 per-user requests, over one kept-alive connection and over 4 at once. Checked
+//!   before timing: 30,000 rows, and the team answer's rows of a user equal that user's
+//!   per-user answer. Target: the team query at least 5× faster than the per-user requests.
+//!
 //! Run with `cargo bench --bench http`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "push_support/mod.rs"]
+mod push_support;
 
 use std::hint::black_box;
 
@@ -47,6 +58,16 @@ async fn start() -> Server {
     let (_, key) = meta.create_team("bench").await.unwrap();
     let health_dir = dir.path().join("health").display().to_string();
     let health = HealthStore::open(&health_dir, Default::default()).unwrap();
+    serve_stores(meta, health, key.secret, dir).await
+}
+
+/// A server over stores already opened (and filled) in `dir`, for the team `key` names.
+async fn serve_stores(
+    meta: MetadataStore,
+    health: HealthStore,
+    key: String,
+    dir: tempfile::TempDir,
+) -> Server {
     let state = AppState::new(meta, health, HttpConfig::default()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -58,7 +79,7 @@ async fn start() -> Server {
     ));
     Server {
         base,
-        key: key.secret,
+        key,
         client: reqwest::Client::new(),
         _dir: dir,
     }
@@ -426,9 +447,151 @@ fn export(c: &mut Criterion) {
     group.finish();
 }
 
+/// Users of the team query scenario, and their days of 1/min heart rate.
+const TEAM_USERS: usize = 1_000;
+const TEAM_DAYS: i64 = 30;
+
+/// The team query scenario's question for one user: daily mean heart rate over the 30 days.
+fn daily_mean(by_user: bool) -> Value {
+    let mut group_by =
+        vec![json!({"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "timeseries"}})];
+    if by_user {
+        group_by.insert(0, json!({"user": "user_id"}));
+    }
+    json!({
+        "timeframe": {"anchor": "2025-01-30", "past": {"value": TEAM_DAYS - 1, "unit": "day"}},
+        "queries": [{
+            "select": [{"group_key": "*"},
+                       {"func": "mean", "arg": {"timeseries": "heartrate", "field": "value"}}],
+            "group_by": group_by
+        }]
+    })
+}
+
+/// A team of [`TEAM_USERS`] users with [`TEAM_DAYS`] days of 1/min heart rate each, pushed
+/// through the push API's path, served over HTTP; answers the server and the user ids.
+async fn team_of_users() -> (Server, Vec<String>) {
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let pushed = push_support::Pushed::open(dir.path(), Default::default()).await;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+    let mut users = Vec::with_capacity(TEAM_USERS);
+    let minutes = TEAM_DAYS * 1440;
+    for i in 0..TEAM_USERS {
+        let user = pushed
+            .meta
+            .create_user(
+                pushed.user.team_id,
+                wearhouse::store::metadata::NewUser {
+                    client_user_id: format!("member-{i}"),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let times = (0..minutes)
+            .map(|m| (PUSH_START + m * 60) * 1_000_000)
+            .collect();
+        let values = (0..minutes)
+            .map(|_| f64::from(rng.gen_range(45..170)))
+            .collect();
+        let batch = push_support::wire_batch(times, values);
+        pushed
+            .push_heartrate_as(
+                &user,
+                ("oura", "ring"),
+                &[batch],
+                push_support::Layout::AsPushed,
+            )
+            .await;
+        users.push(user.id.to_string());
+    }
+    let push_support::Pushed {
+        meta, health, key, ..
+    } = pushed;
+    (serve_stores(meta, health, key, dir).await, users)
+}
+
+/// The per-user answer's daily means.
+async fn user_means(server: &Server, user: &str) -> Vec<Value> {
+    let (status, answer) = server
+        .post(
+            &format!("/aggregate/v1/user/{user}/query"),
+            &daily_mean(false),
+        )
+        .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    answer["results"][0]["table"]["mean.heartrate.value"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn team(c: &mut Criterion) {
+    use futures::StreamExt;
+    let rt = runtime();
+    let started = std::time::Instant::now();
+    let (server, users) = rt.block_on(team_of_users());
+    eprintln!(
+        "team of {TEAM_USERS} users pushed in {:?}",
+        started.elapsed()
+    );
+    let team_query = || async {
+        let (status, answer) = server
+            .post("/aggregate/v1/team/query", &daily_mean(true))
+            .await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+        answer
+    };
+    // Checked once: every user's every day, and a user's rows are its per-user answer.
+    let answer: Value = serde_json::from_slice(&rt.block_on(team_query())).unwrap();
+    let table = &answer["results"][0]["table"];
+    let ids = table["group_key.0"].as_array().unwrap();
+    assert_eq!(ids.len(), TEAM_USERS * TEAM_DAYS as usize);
+    for user in [&users[0], &users[TEAM_USERS / 2], &users[TEAM_USERS - 1]] {
+        let team_means: Vec<Value> = ids
+            .iter()
+            .zip(table["mean.heartrate.value"].as_array().unwrap())
+            .filter(|(id, _)| id.as_str() == Some(user.as_str()))
+            .map(|(_, m)| m.clone())
+            .collect();
+        assert_eq!(
+            team_means,
+            rt.block_on(user_means(&server, user)),
+            "user {user}"
+        );
+    }
+    let mut group = c.benchmark_group("team query");
+    group.sample_size(10);
+    group.measurement_time(std::time::Duration::from_secs(40));
+    group.bench_function(
+        "one team query, 1,000 users × 30 days of 1/min, daily means per user",
+        |b| b.iter(|| black_box(rt.block_on(team_query()).len())),
+    );
+    for clients in [1, 4] {
+        let name = format!("1,000 per-user requests, {clients} at a time, the same question");
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let days = rt.block_on(async {
+                    futures::stream::iter(&users)
+                        .map(|u| user_means(&server, u))
+                        .buffer_unordered(clients)
+                        .map(|means| means.len())
+                        .fold(0, |n, days| async move { n + days })
+                        .await
+                });
+                assert_eq!(days, TEAM_USERS * TEAM_DAYS as usize);
+                days
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(50);
-    targets = http, push, export
+    targets = http, push, export, team
 }
 criterion_main!(benches);

@@ -90,6 +90,7 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
         },
         rate_limits: args.rate_limits.limits(),
         user_undo_window: std::time::Duration::from_secs(args.user_undo_window_secs),
+        team_query_concurrency: usize::try_from(args.team_query_concurrency).unwrap_or(usize::MAX),
     };
     let rules = crate::events::UrlRules {
         allow_private: args.webhook_allow_private,

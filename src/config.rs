@@ -305,6 +305,11 @@ pub struct ServeArgs {
     /// Memory limit of one aggregate request's execution, in MiB.
     #[arg(long, env = "WEARHOUSE_QUERY_MEMORY_MB", default_value_t = 1024)]
     pub query_memory_mb: usize,
+    /// Team queries (`POST /aggregate/v1/team/query`) one team may run at once on this
+    /// process; the next is a 429 with `Retry-After` until one ends.
+    #[arg(long, env = "WEARHOUSE_TEAM_QUERY_CONCURRENCY", default_value_t = crate::http::TEAM_QUERY_CONCURRENCY,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub team_query_concurrency: u64,
     /// How long a background job stays claimed by this process without a renewal: when the
     /// process dies, another one takes its jobs over after this many seconds. Renewed every
     /// third of it.

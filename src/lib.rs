@@ -46,6 +46,7 @@ pub mod schema;
 pub mod secret;
 pub mod store;
 pub mod sync;
+pub mod team;
 pub mod telemetry;
 pub mod users;
 pub mod validation;

@@ -118,18 +118,43 @@ pub async fn execute(
     request: &ValidRequest,
     (engine, format, deadline): (&Engine, OutputFormat, tokio::time::Instant),
 ) -> Result<(Vec<QueryResult>, usize), QueryError> {
-    let limits = engine.limits();
-    let ctx = UserContext {
+    let priorities = meta.team_priorities(user.team_id).await?;
+    let ctx = user_context(user, priorities, chrono::Utc::now());
+    let (inputs, held) = load(store, user, request, &ctx, engine.limits()).await?;
+    let results = engine
+        .execute(request, &ctx, inputs, deadline, format)
+        .await?;
+    Ok((results, held))
+}
+
+/// What the engine needs to know of `user` (its team's provider order in `team_priorities`),
+/// for a request running at `now`.
+pub fn user_context(
+    user: &User,
+    team_priorities: HashMap<String, Vec<String>>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> UserContext {
+    UserContext {
         fallback_time_zone: user.fallback_zone(),
         ingestion_start: user.ingestion_start,
         ingestion_end: user.ingestion_end,
-        team_priorities: meta.team_priorities(user.team_id).await?,
-        now: Some(chrono::Utc::now()),
-    };
-    // The loaded batches count against the request's memory limit: a request whose data does
-    // not fit is refused at the dataset that crosses it, not after loading every dataset.
+        team_priorities,
+        now: Some(now),
+    }
+}
+
+/// Loads the datasets `request` reads of `user`'s data, answering them and the bytes they
+/// hold. The loaded batches count against the request's memory limit: a request whose data
+/// does not fit is refused at the dataset that crosses it, not after loading every dataset.
+pub async fn load(
+    store: &HealthStore,
+    user: &User,
+    request: &ValidRequest,
+    ctx: &UserContext,
+    limits: &engine::Limits,
+) -> Result<(engine::Inputs, usize), QueryError> {
     let (mut inputs, mut held) = (HashMap::new(), engine::InputSize::default());
-    for (dataset, window) in engine::required_inputs(request, &ctx) {
+    for (dataset, window) in engine::required_inputs(request, ctx) {
         let batches = store
             .read(user.team_id, user.id, dataset, Some(window))
             .await?;
@@ -138,14 +163,5 @@ pub async fn execute(
         added?;
         inputs.insert(dataset, batches);
     }
-    let results = engine
-        .execute(
-            request,
-            &ctx,
-            engine::Inputs::stored(inputs),
-            deadline,
-            format,
-        )
-        .await?;
-    Ok((results, held.bytes()))
+    Ok((engine::Inputs::stored(inputs), held.bytes()))
 }

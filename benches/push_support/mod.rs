@@ -42,6 +42,8 @@ pub struct Pushed {
     pub meta: MetadataStore,
     pub health: HealthStore,
     pub user: User,
+    /// The team's API key (its secret).
+    pub key: String,
     health_dir: PathBuf,
 }
 
@@ -79,7 +81,7 @@ impl Pushed {
     pub async fn open(dir: &Path, options: StoreOptions) -> Pushed {
         let url = format!("sqlite://{}?mode=rwc", dir.join("meta.db").display());
         let meta = MetadataStore::connect(&url).await.expect("metadata store");
-        let (team, _) = meta.create_team("bench").await.expect("team");
+        let (team, key) = meta.create_team("bench").await.expect("team");
         let user = meta
             .create_user(
                 team.id,
@@ -97,6 +99,7 @@ impl Pushed {
             meta,
             health,
             user,
+            key: key.secret,
             health_dir,
         }
     }
@@ -108,8 +111,15 @@ impl Pushed {
 
     /// Pushes the heart-rate `rows` (in [`wire_schema`]) of one source, `(provider, source
     /// type)`, in pushes of [`PUSH_ROWS`] through the push API's path, leaving `layout`.
-    pub async fn push_heartrate(
+    pub async fn push_heartrate(&self, source: (&str, &str), rows: &[RecordBatch], layout: Layout) {
+        self.push_heartrate_as(&self.user, source, rows, layout)
+            .await;
+    }
+
+    /// [`Pushed::push_heartrate`] for another user of the team.
+    pub async fn push_heartrate_as(
         &self,
+        user: &User,
         (provider, source_type): (&str, &str),
         rows: &[RecordBatch],
         layout: Layout,
@@ -133,12 +143,12 @@ impl Pushed {
             .await
             .expect("a valid push");
             assert_eq!(parsed.total_rows(), push.num_rows());
-            data::store_push(&self.meta, &self.health, &self.user, parsed, now)
+            data::store_push(&self.meta, &self.health, user, parsed, now)
                 .await
                 .expect("push stored");
             if layout == Layout::Compacted {
                 self.health
-                    .compact_due(self.user.team_id, self.user.id, heartrate())
+                    .compact_due(user.team_id, user.id, heartrate())
                     .await
                     .expect("compaction");
             }

@@ -190,7 +190,9 @@ fn columns(q: &Query, shape: &Shape) -> (Vec<KeyColumn>, Vec<ValueColumn>) {
                         format!("date_part.{}", format!("{p:?}").to_lowercase()),
                         None,
                     ),
-                    Some(GroupBy::DateTrunc(_)) | None => (item.name.clone(), None),
+                    Some(GroupBy::DateTrunc(_) | GroupBy::User(_)) | None => {
+                        (item.name.clone(), None)
+                    }
                 };
                 keys.push(KeyColumn {
                     column: item.name.clone(),

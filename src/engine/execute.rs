@@ -161,7 +161,7 @@ pub(super) fn planning_state(partitions: usize, slicing: Slicing) -> SessionStat
 /// One request's session: the shared planning state, and a task context of its own whose
 /// memory pool bounds this request alone: its operators, and (through [`Budget`]) the input
 /// batches and result tables it holds.
-struct RequestSession {
+pub(super) struct RequestSession {
     state: Arc<SessionState>,
     task: Arc<TaskContext>,
     pool: Arc<dyn MemoryPool>,
@@ -198,13 +198,24 @@ impl Inputs {
     }
 }
 
+/// A request's memory pool: `limits.memory_limit_bytes`, naming its largest consumers when
+/// exhausted.
+pub(super) fn request_pool(limits: &Limits) -> Arc<dyn MemoryPool> {
+    Arc::new(TrackConsumersPool::new(
+        GreedyMemoryPool::new(limits.memory_limit_bytes),
+        NAMED_CONSUMERS,
+    ))
+}
+
 impl RequestSession {
-    fn new(state: &Arc<SessionState>, limits: &Limits, stored: StoredBatches) -> Self {
+    /// A session drawing on `pool` (the request's own; a team request's sessions, one per
+    /// user, share the request's).
+    pub(super) fn new(
+        state: &Arc<SessionState>,
+        stored: StoredBatches,
+        pool: Arc<dyn MemoryPool>,
+    ) -> Self {
         let state = state.clone();
-        let pool: Arc<dyn MemoryPool> = Arc::new(TrackConsumersPool::new(
-            GreedyMemoryPool::new(limits.memory_limit_bytes),
-            NAMED_CONSUMERS,
-        ));
         let runtime = RuntimeEnv {
             memory_pool: pool.clone(),
             ..state.runtime_env().as_ref().clone()
@@ -223,7 +234,7 @@ impl RequestSession {
     /// Optimises, plans and runs one compiled query; a failure says in which phase. With
     /// `max_cells` (a JSON answer), the run stops as soon as its output passes that many
     /// cells, so an answer too large for JSON is refused without computing all of it.
-    async fn run(
+    pub(super) async fn run(
         &self,
         plan: &LogicalPlan,
         limits: &Limits,
@@ -270,17 +281,17 @@ impl RequestSession {
 
 /// The JSON cell limit as one query's run checks it.
 #[derive(Debug, Clone, Copy)]
-struct CellCap {
-    query: usize,
-    limit: usize,
+pub(super) struct CellCap {
+    pub(super) query: usize,
+    pub(super) limit: usize,
 }
 
 /// One query's run: its physical plan (with metrics), its batches, and the time spent
 /// optimising, planning and executing it.
-struct Run {
+pub(super) struct Run {
     phases: [std::time::Duration; 3],
     physical: Arc<dyn ExecutionPlan>,
-    batches: Vec<RecordBatch>,
+    pub(super) batches: Vec<RecordBatch>,
 }
 
 /// The default physical planner plus the time-bucket operator.
@@ -313,7 +324,7 @@ impl QueryPlanner for Planner {
 
 /// An error of the execution phase: memory exhaustion (the request is too big for its limit)
 /// or anything else, with DataFusion's error kept as the source.
-fn classify(e: DataFusionError, limits: &Limits) -> EngineError {
+pub(super) fn classify(e: DataFusionError, limits: &Limits) -> EngineError {
     if matches!(e.find_root(), DataFusionError::ResourcesExhausted(_)) {
         EngineError::ResourcesExhausted {
             limit_bytes: limits.memory_limit_bytes,
@@ -358,6 +369,17 @@ fn prepare(
     inputs: Inputs,
     limits: &Limits,
 ) -> Result<(Catalog, RequestSession, Budget), EngineError> {
+    prepare_in(state, ctx, inputs, limits, request_pool(limits))
+}
+
+/// [`prepare`] drawing on `pool`.
+pub(super) fn prepare_in(
+    state: &Arc<SessionState>,
+    ctx: &UserContext,
+    inputs: Inputs,
+    limits: &Limits,
+    pool: Arc<dyn MemoryPool>,
+) -> Result<(Catalog, RequestSession, Budget), EngineError> {
     let Inputs {
         batches: inputs,
         from_store,
@@ -366,7 +388,7 @@ fn prepare(
         true => StoredBatches::of(inputs.iter()),
         false => StoredBatches::default(),
     };
-    let session = RequestSession::new(state, limits, stored);
+    let session = RequestSession::new(state, stored, pool);
     let mut budget = Budget::new(&session.pool);
     budget
         .charge(inputs.values().flatten())

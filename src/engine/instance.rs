@@ -15,6 +15,7 @@ use super::execute::{self, Inputs, QueryResult};
 use super::lang::request::ValidRequest;
 use super::plan::bucket::Slicing;
 use super::plan::catalog::UserContext;
+use super::team::{TeamRequest, TeamRun};
 use super::{EngineError, Limits, OutputFormat};
 use crate::schema::Dataset;
 
@@ -127,6 +128,21 @@ impl Engine {
             deadline,
         )
         .await
+    }
+
+    /// Starts a team request (`team.rs`): its parts are added user by user, then combined.
+    pub fn team_run(
+        &self,
+        request: &TeamRequest,
+        format: OutputFormat,
+    ) -> Result<TeamRun, EngineError> {
+        TeamRun::new(
+            self.inner.state.clone(),
+            self.inner.handle.clone(),
+            self.inner.limits.clone(),
+            request,
+            format,
+        )
     }
 
     /// EXPLAIN ANALYZE of every query of `req` (phase times and the physical plans with their

@@ -61,6 +61,7 @@ mod limits;
 mod plan;
 mod stored;
 mod task;
+mod team;
 pub mod time;
 
 #[cfg(test)]
@@ -77,10 +78,10 @@ pub use error::EngineError;
 pub use execute::{Inputs, QueryResult, required_inputs};
 pub use instance::{Engine, execute, explain_analyze};
 pub use lang::align::{Align, Carry, CarryMode};
-pub use lang::parse::parse_request;
+pub use lang::parse::{parse_request, parse_team_request};
 pub use lang::request::{
     DatePart, Func, GroupBy, Operand, Period, Query, QuerySource, SelectItem, SelectKind,
-    Timeframe, Unit, ValidRequest, ValueMacro, ValueType,
+    Timeframe, Unit, UserKey, ValidRequest, ValueMacro, ValueType,
 };
 pub use lang::subquery::{SubArg, Subquery};
 pub use lang::where_clause::{CmpOp, Literal, WhereExpr};
@@ -91,3 +92,4 @@ pub use plan::macros;
 pub use plan::priority::provider_order;
 pub use plan::readiness::BASELINE_DAYS as READINESS_BASELINE_DAYS;
 pub use plan::udf::{DatePartUdf, DateTrunc, FloatingTime};
+pub use team::{Member, TeamRequest, TeamRun};

@@ -1,6 +1,8 @@
-//! `POST /aggregate/v1/user/{user_id}/query`: the aggregate query endpoint. Negotiates the
-//! answer format from `Accept`, enforces the request-size limit of `aggregate-dsl.md` §5 and
-//! hands the work to [`crate::query`].
+//! `POST /aggregate/v1/user/{user_id}/query`: the aggregate query endpoint, and
+//! `POST /aggregate/v1/team/query`, the same over many of a team's users (`analytics.md` §5).
+//! Negotiates the answer format from `Accept`, enforces the request-size limit of
+//! `aggregate-dsl.md` §5 (and a team's concurrency limit) and hands the work to
+//! [`crate::query`] or [`crate::team`].
 
 use axum::body::Body;
 use axum::extract::{FromRequest, Request, State};
@@ -13,7 +15,7 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{TeamUser, read_json};
+use super::extract::{AuthTeam, TeamUser, read_json};
 use crate::engine::{OutputFormat, PARQUET_TAR_MEDIA_TYPE};
 use crate::query;
 
@@ -22,6 +24,7 @@ use crate::query;
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(aggregate_query))
+        .routes(routes!(team_query))
         .route_layer(axum::Extension(super::rate_limit::QueryBudget))
 }
 
@@ -111,6 +114,64 @@ async fn aggregate_query(
         &state.engine,
     )
     .await;
+    answer(&state, format, started, answered)
+}
+
+/// Run aggregate queries over many of a team's users at once (`analytics.md` §5): the
+/// per-user body plus `users` (default every live user) and `{"user": "user_id"}` or
+/// `{"user": "client_user_id"}` group keys. Provider priority, floating time and ingestion
+/// bounds are each user's own; a query without a user key aggregates across users, exactly
+/// (a median of every user's chosen rows, not a median of medians).
+#[utoipa::path(post, path = "/aggregate/v1/team/query", tag = "aggregate",
+    params(("accept" = Option<String>, Header, description = "*/*, application/json or application/vnd.service.tar+gzip+parquet")),
+    request_body(content = super::models::TeamAggregateRequest),
+    responses((status = 200, description = "One result per query: JSON tables, or a gzipped tar of 0.parquet, 1.parquet, ...",
+               content((super::models::AggregateAnswer = "application/json"),
+                       (Vec<u8> = "application/vnd.service.tar+gzip+parquet"))),
+              (status = 406, description = "Unsupported Accept", body = super::models::ErrorDetail),
+              (status = 422, description = "Validation error (also an unknown user in `users`)", body = super::models::ValidationError),
+              (status = 429, description = "The team runs as many team queries as it may at once; retry after `Retry-After` seconds", body = super::models::ErrorDetail),
+              (status = 504, description = "The query hit its time limit", body = super::models::ErrorDetail)),
+    security(("api_key" = [])))]
+async fn team_query(
+    State(state): State<AppState>,
+    AuthTeam(team): AuthTeam,
+    headers: HeaderMap,
+    QueryBody(body): QueryBody,
+) -> Result<Response, ApiError> {
+    let format = negotiate(&headers)?;
+    let Some(_slot) = state
+        .team_queries
+        .enter(team.id, state.config.team_query_concurrency)
+    else {
+        return Err(ApiError::TooManyRequests {
+            message: format!(
+                "this team already runs {} team queries, its limit; retry when one ends",
+                state.config.team_query_concurrency
+            ),
+            retry_after: 1,
+        });
+    };
+    let started = std::time::Instant::now();
+    let answered = crate::team::run_measured(
+        &state.meta,
+        &state.health,
+        team.id,
+        &body,
+        format,
+        &state.engine,
+    )
+    .await;
+    answer(&state, format, started, answered)
+}
+
+/// An answered (or failed) query request as a response, counted in the metrics.
+fn answer(
+    state: &AppState,
+    format: OutputFormat,
+    started: std::time::Instant,
+    answered: Result<query::Answered, query::QueryError>,
+) -> Result<Response, ApiError> {
     let took = started.elapsed();
     let answered = match answered {
         Ok(answered) => {

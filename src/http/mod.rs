@@ -84,7 +84,14 @@ pub struct HttpConfig {
     /// How long a deleted user can be restored (`POST /v2/user/undo_delete`) before its data is
     /// removed (default [`USER_UNDO_WINDOW`]; `serve --user-undo-window-secs`).
     pub user_undo_window: std::time::Duration,
+    /// Team queries one team may run at once (default [`TEAM_QUERY_CONCURRENCY`]; `serve
+    /// --team-query-concurrency`).
+    pub team_query_concurrency: usize,
 }
+
+/// The default number of team queries one team may run at once: each may read every user's
+/// data, so two keep a cohort's dashboard refresh going without one team filling the engine.
+pub const TEAM_QUERY_CONCURRENCY: u64 = 2;
 
 /// The default undo window of a user deletion: 7 days.
 pub const USER_UNDO_WINDOW: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
@@ -97,6 +104,7 @@ impl Default for HttpConfig {
             getter_limits: crate::ingest::PageLimits::default(),
             rate_limits: crate::rate_limit::RateLimits::default(),
             user_undo_window: USER_UNDO_WINDOW,
+            team_query_concurrency: TEAM_QUERY_CONCURRENCY as usize,
         }
     }
 }
@@ -128,6 +136,8 @@ pub struct AppState {
     pub limiter: crate::rate_limit::Limiter,
     /// The metrics `/metrics` exposes (this service's own registry).
     pub metrics: crate::metrics::Metrics,
+    /// The team queries running now, per team (their concurrency limit).
+    pub team_queries: crate::team::Running,
 }
 
 impl AppState {
@@ -153,6 +163,7 @@ impl AppState {
             connectors: crate::sync::Connectors::default(),
             limiter,
             metrics,
+            team_queries: crate::team::Running::default(),
         })
     }
 

@@ -299,6 +299,32 @@ pub struct AggregateRequest {
     pub config: Option<AggregateConfig>,
 }
 
+/// `POST /aggregate/v1/team/query` (`analytics.md` §5): the per-user body, plus `users`; a
+/// query's `group_by` may also hold `{"user": "user_id"}` or `{"user": "client_user_id"}`
+/// (selected like any group key, as `group_key.N`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TeamAggregateRequest {
+    /// The window, in each user's own floating time.
+    pub timeframe: RelativeTimeframe,
+    /// 1 to 32 queries, answered in order. A team query aggregates (no row-level queries), and
+    /// `align` needs a user key.
+    pub queries: Vec<AggregateQuery>,
+    /// Options.
+    pub config: Option<AggregateConfig>,
+    /// The users to read (default: every live user of the team).
+    pub users: Option<TeamUsers>,
+}
+
+/// Which users a team query reads: one of the two lists, 1 to 10,000 ids, each a live user of
+/// the team (else 422).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TeamUsers {
+    /// wearhouse's user ids.
+    pub user_ids: Option<Vec<uuid::Uuid>>,
+    /// The team's own user ids.
+    pub client_user_ids: Option<Vec<String>>,
+}
+
 /// One query's result, column-major: `index` (the group keys) and one array per output column.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AggregateResult {

@@ -73,5 +73,6 @@ mod sync_strava;
 mod sync_support;
 mod sync_whoop;
 mod sync_withings;
+mod team_query;
 mod traces;
 mod user_undo;

@@ -79,13 +79,13 @@ fn answer_shown(command: &str) -> Option<Value> {
 
 async fn ask(
     app: &TestApp,
-    user: &str,
+    uri: &str,
     body: &Value,
     accept: Option<&str>,
 ) -> crate::support::Answer {
     let req = axum::http::Request::builder()
         .method("POST")
-        .uri(format!("/aggregate/v1/user/{user}/query"))
+        .uri(uri)
         .header("x-service-api-key", &app.key)
         .header("content-type", "application/json");
     let req = match accept {
@@ -111,13 +111,25 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Runs the section's example for `user`; `shows_answer` says whether its comment must show
-/// the whole answer.
-async fn run_example(app: &TestApp, user: &str, title: &str, shows_answer: bool) {
+/// Runs the section's example for `user` (`None`: the team query); `shows_answer` says whether
+/// its comment must show the whole answer.
+async fn run_example(app: &TestApp, user: Option<&str>, title: &str, shows_answer: bool) {
     let text = section(title);
     let command = block(&text, "sh");
+    let uri = match user {
+        Some(user) => format!("/aggregate/v1/user/{user}/query"),
+        None => "/aggregate/v1/team/query".to_owned(),
+    };
+    let shown_path = match user {
+        Some(_) => "/aggregate/v1/user/$USER_ID/query",
+        None => "/aggregate/v1/team/query",
+    };
+    assert!(
+        command.contains(shown_path),
+        "{title}: the example does not post to {shown_path}"
+    );
     let body = body_sent(&command);
-    let answer = ask(app, user, &body, None).await.json;
+    let answer = ask(app, &uri, &body, None).await.json;
     match answer_shown(&command) {
         Some(shown) => assert_eq!(answer, shown, "{title}: the README shows another answer"),
         None => assert!(
@@ -125,7 +137,7 @@ async fn run_example(app: &TestApp, user: &str, title: &str, shows_answer: bool)
             "{title}: no whole answer shown in the README"
         ),
     }
-    let tarball = ask(app, user, &body, Some(PARQUET)).await.bytes;
+    let tarball = ask(app, &uri, &body, Some(PARQUET)).await.bytes;
 
     let dir = tempfile::tempdir().unwrap();
     let (snippet, answer_file) = (dir.path().join("snippet.py"), dir.path().join("answer"));
@@ -194,18 +206,55 @@ async fn the_align_example_sends_answers_and_reads_as_shown() {
         )
         .await;
     assert_eq!(a.status, 200, "{}", a.json);
-    run_example(&app, &user, "Filling gaps: ALIGN", true).await;
+    run_example(&app, Some(&user), "Filling gaps: ALIGN", true).await;
 }
 
 #[tokio::test]
 async fn the_readiness_example_sends_answers_and_reads_as_shown() {
     let (app, user, _) = crate::engine::readiness::pushed().await;
-    run_example(&app, &user, "Daily scores: `derived_readiness`", false).await;
+    run_example(
+        &app,
+        Some(&user),
+        "Daily scores: `derived_readiness`",
+        false,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn the_cycles_example_sends_answers_and_reads_as_shown() {
     let app = TestApp::new().await;
     let user = crate::cycle::user_with_cycles(&app, "readme-cycles").await;
-    run_example(&app, &user, "Cycles and list columns: subqueries", true).await;
+    run_example(
+        &app,
+        Some(&user),
+        "Cycles and list columns: subqueries",
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_team_example_sends_answers_and_reads_as_shown() {
+    let app = TestApp::new().await;
+    let measured: [(&str, &[(&str, i64)]); 3] = [
+        ("alice", &[("2025-03-01", 54), ("2025-03-02", 56)]),
+        ("bob", &[("2025-03-01", 60), ("2025-03-02", 62)]),
+        ("chen", &[("2025-03-01", 57)]),
+    ];
+    for (client, days) in measured {
+        let user = app.user(client).await;
+        let activity: Vec<Value> = days
+            .iter()
+            .map(|(d, v)| json!({"date": d, "heart_rate": {"resting_bpm": v}}))
+            .collect();
+        let a = app
+            .post(
+                &format!("/v2/user/{user}/data"),
+                json!({"provider": "oura", "activity": activity}),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.json);
+    }
+    run_example(&app, None, "Analysing a whole team", true).await;
 }

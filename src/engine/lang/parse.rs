@@ -15,17 +15,38 @@ use super::align::{check_align, parse_align};
 use super::envelope::{parse_config, parse_timeframe};
 use super::parse_expr::{IndexOf, Place, RawExpr, parse_expr};
 use super::request::{
-    GroupBy, Period, Query, QuerySource, SelectItem, SelectKind, Unit, ValidRequest,
+    GroupBy, Period, Query, QuerySource, SelectItem, SelectKind, Unit, UserKey, ValidRequest,
 };
 use super::rules::{WhereScope, check_aggregate, check_select, item_name, resolve_source};
 use super::where_clause::parse_where;
 use crate::engine::Limits;
-use crate::validation::read::{Collect, at, keys_in, object_named};
+use crate::validation::read::{Collect, at, closed, keys_in, object_named, str_in};
+
+/// The two bodies the language is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    /// One user's query (`aggregate-dsl.md`).
+    User,
+    /// A team query (`analytics.md` §5): also a top-level `users` selector (read by
+    /// `crate::team`) and `{"user": "user_id" | "client_user_id"}` group keys.
+    Team,
+}
 
 /// Parses and validates a request body against §1–§2 and the limits of §5.
 pub fn parse_request(body: &Value, limits: &Limits) -> Result<ValidRequest, Invalid> {
+    parse_in(body, limits, Dialect::User)
+}
+
+/// [`parse_request`] for a team query's body (`analytics.md` §5): the same language, plus a
+/// `users` member (left to the caller) and `{"user": ...}` group-by items, which are
+/// [`GroupBy::User`](super::request::GroupBy::User) keys.
+pub fn parse_team_request(body: &Value, limits: &Limits) -> Result<ValidRequest, Invalid> {
+    parse_in(body, limits, Dialect::Team)
+}
+
+fn parse_in(body: &Value, limits: &Limits, dialect: Dialect) -> Result<ValidRequest, Invalid> {
     let mut out = Vec::new();
-    let parsed = parse_body(body, limits, &mut out);
+    let parsed = parse_body(body, limits, dialect, &mut out);
     match parsed {
         Some(req) if out.is_empty() => Ok(req),
         _ if out.is_empty() => Err(Invalid(vec![Violation::value(
@@ -36,15 +57,19 @@ pub fn parse_request(body: &Value, limits: &Limits) -> Result<ValidRequest, Inva
     }
 }
 
-fn parse_body(body: &Value, limits: &Limits, out: &mut Vec<Violation>) -> Option<ValidRequest> {
+fn parse_body(
+    body: &Value,
+    limits: &Limits,
+    dialect: Dialect,
+    out: &mut Vec<Violation>,
+) -> Option<ValidRequest> {
     let root = loc!["body"];
     let obj = object_named(body, &root, "the request body").keep(out)?;
-    keys_in(
-        obj,
-        &["timeframe", "queries", "instructions", "config"],
-        &root,
-        out,
-    );
+    let keys: &[&str] = match dialect {
+        Dialect::User => &["timeframe", "queries", "instructions", "config"],
+        Dialect::Team => &["timeframe", "queries", "instructions", "config", "users"],
+    };
+    keys_in(obj, keys, &root, out);
     let timeframe = match obj.get("timeframe") {
         Some(t) => parse_timeframe(t, &at(&root, "timeframe"), out),
         None => {
@@ -98,7 +123,7 @@ fn parse_body(body: &Value, limits: &Limits, out: &mut Vec<Violation>) -> Option
     let queries: Vec<Option<Query>> = list
         .iter()
         .enumerate()
-        .map(|(i, q)| parse_query(q, &at(&qloc, i), limits, out))
+        .map(|(i, q)| parse_query(q, &at(&qloc, i), limits, dialect, out))
         .collect();
     let priority_overrides = obj
         .get("config")
@@ -129,7 +154,13 @@ fn period_ok(p: Period) -> Result<(), &'static str> {
     }
 }
 
-fn parse_query(v: &Value, loc: &[Loc], limits: &Limits, out: &mut Vec<Violation>) -> Option<Query> {
+fn parse_query(
+    v: &Value,
+    loc: &[Loc],
+    limits: &Limits,
+    dialect: Dialect,
+    out: &mut Vec<Violation>,
+) -> Option<Query> {
     let before = out.len();
     let obj = object_named(v, loc, "a query").keep(out)?;
     keys_in(obj, &["select", "group_by", "where", "align"], loc, out);
@@ -179,7 +210,12 @@ fn parse_query(v: &Value, loc: &[Loc], limits: &Limits, out: &mut Vec<Violation>
             .enumerate()
             .filter_map(|(i, e)| {
                 let l = at(&gloc, i);
-                parse_expr(e, &l, Place::GroupBy, out).map(|x| (x, l))
+                let user = e.as_object().filter(|o| o.contains_key("user"));
+                match user {
+                    Some(o) if dialect == Dialect::Team => parse_user_key(o, &l, out),
+                    _ => parse_expr(e, &l, Place::GroupBy, out),
+                }
+                .map(|x| (x, l))
             })
             .collect(),
         Some(other) => {
@@ -253,6 +289,19 @@ fn parse_query(v: &Value, loc: &[Loc], limits: &Limits, out: &mut Vec<Violation>
     })
 }
 
+/// `{"user": "user_id" | "client_user_id"}`, a team query's group key.
+fn parse_user_key(
+    obj: &serde_json::Map<String, Value>,
+    loc: &[Loc],
+    out: &mut Vec<Violation>,
+) -> Option<RawExpr> {
+    keys_in(obj, &["user"], loc, out);
+    let name = str_in(obj, "user", loc).keep(out)?;
+    closed(&UserKey::ALL, "user key", name, at(loc, "user"))
+        .keep(out)
+        .map(RawExpr::User)
+}
+
 fn index_matches(idx: IndexOf, source: &QuerySource) -> bool {
     match (idx, source) {
         (IndexOf::Table(t), QuerySource::Table(s)) => t == *s,
@@ -299,6 +348,7 @@ fn build_group_by(
             }
             RawExpr::DatePart(p, ..) => groups.push(GroupBy::DatePart(*p)),
             RawExpr::Operand(op, _) => groups.push(GroupBy::Value(op.clone())),
+            RawExpr::User(k) => groups.push(GroupBy::User(*k)),
             _ => {}
         }
     }

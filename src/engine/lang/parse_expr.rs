@@ -7,7 +7,7 @@ use crate::schema::{Derived, QUERYABLE_SOURCES, Table, resource};
 use crate::validation::{Loc, Violation};
 
 use super::request::parse_period;
-use super::request::{DatePart, Func, Operand, Period, ValueMacro};
+use super::request::{DatePart, Func, Operand, Period, UserKey, ValueMacro};
 use crate::validation::read::{Collect, at, closed, names, str_in};
 
 /// Where an expression appears; decides which shapes are allowed.
@@ -33,6 +33,8 @@ pub(crate) enum RawExpr {
     Operand(Operand, Option<IndexOf>),
     Aggregate(Func, Operand, Option<IndexOf>, Vec<Loc>),
     GroupKey(Option<usize>),
+    /// `{"user": K}`: a team query's group key (`parse::Dialect::Team` only).
+    User(UserKey),
     DateTrunc(Period, IndexOf, Vec<Loc>),
     DatePart(DatePart, IndexOf, Vec<Loc>),
 }

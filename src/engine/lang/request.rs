@@ -151,6 +151,25 @@ pub enum GroupBy {
     DatePart(DatePart),
     /// A per-row value.
     Value(Operand),
+    /// The user a row belongs to: team queries only (`analytics.md` §5, `crate::team`).
+    User(UserKey),
+}
+
+/// Which identifier of a user a team query's `{"user": ...}` group key holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UserKey {
+    /// wearhouse's id of the user.
+    UserId,
+    /// The team's own id of the user.
+    ClientUserId,
+}
+
+impl UserKey {
+    /// Every key with its wire name.
+    pub const ALL: [(&'static str, UserKey); 2] = [
+        ("user_id", UserKey::UserId),
+        ("client_user_id", UserKey::ClientUserId),
+    ];
 }
 
 /// A per-row value.

@@ -90,7 +90,7 @@ pub(crate) fn resolve_source(
         let (idx, field) = match e {
             RawExpr::Operand(op, idx) | RawExpr::Aggregate(_, op, idx, _) => (*idx, Some(op)),
             RawExpr::DateTrunc(_, idx, _) | RawExpr::DatePart(_, idx, _) => (Some(*idx), None),
-            RawExpr::GroupKey(_) => (None, None),
+            RawExpr::GroupKey(_) | RawExpr::User(_) => (None, None),
         };
         if let Some(Operand::Field(r, _)) = field
             && !series.contains(r)

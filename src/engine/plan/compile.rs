@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::Result as DfResult;
+use datafusion::common::{Result as DfResult, plan_err};
 use datafusion::functions_aggregate::expr_fn::{avg, count, max, median, min, stddev, sum};
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, Projection, cast, ident};
 use datafusion::prelude::{Expr, lit};
@@ -40,17 +40,17 @@ use crate::engine::lang::request::{
 };
 use crate::engine::{EngineError, time};
 
-const TIME: &str = "__time";
-const INGESTED: &str = "__ingested";
-const NON_EMPTY: &str = "__rows";
+pub(super) const TIME: &str = "__time";
+pub(super) const INGESTED: &str = "__ingested";
+pub(super) const NON_EMPTY: &str = "__rows";
 
-fn key(i: usize) -> String {
+pub(super) fn key(i: usize) -> String {
     format!("__k{i}")
 }
-fn arg(j: usize) -> String {
+pub(super) fn arg(j: usize) -> String {
     format!("__a{j}")
 }
-fn res(j: usize) -> String {
+pub(super) fn res(j: usize) -> String {
     format!("__r{j}")
 }
 
@@ -83,7 +83,7 @@ fn dataset_of(q: &Query) -> Option<Dataset> {
     }
 }
 
-fn scan(
+pub(super) fn scan(
     req: &ValidRequest,
     q: &Query,
     catalog: &Catalog,
@@ -148,7 +148,12 @@ fn union_fields(rs: &[Resource]) -> Vec<(String, DataType)> {
     out
 }
 
-fn window_filter(req: &ValidRequest, q: &Query, catalog: &Catalog, rows: &RowExprs<'_>) -> Expr {
+pub(super) fn window_filter(
+    req: &ValidRequest,
+    q: &Query,
+    catalog: &Catalog,
+    rows: &RowExprs<'_>,
+) -> Expr {
     let u = &catalog.user;
     let Some((start, end)) = time::window(&req.timeframe, u.ingestion_start, u.ingestion_end)
     else {
@@ -191,7 +196,18 @@ fn window_filter(req: &ValidRequest, q: &Query, catalog: &Catalog, rows: &RowExp
     }
 }
 
-fn aggregate(f: Func, a: Expr) -> Expr {
+/// A group key's per-row value.
+pub(super) fn group_key(g: &GroupBy, rows: &RowExprs<'_>) -> DfResult<Expr> {
+    Ok(match g {
+        GroupBy::DateTrunc(p) => DateTrunc::call(*p, rows.index_ts()),
+        GroupBy::DatePart(p) => DatePartUdf::call(*p, rows.index_ts()),
+        GroupBy::Value(op) => rows.operand(op),
+        // A team query runs per user without its user keys (`plan/team.rs`).
+        GroupBy::User(_) => return plan_err!("a user group key in a per-user plan"),
+    })
+}
+
+pub(super) fn aggregate(f: Func, a: Expr) -> Expr {
     let f64 = |e: Expr| cast(e, DataType::Float64);
     match f {
         Func::Mean => avg(f64(a)),
@@ -234,12 +250,7 @@ fn build(
     let prioritised = q.prioritised();
     let mut proj: Vec<Expr> = Vec::new();
     for (i, g) in q.group_by.iter().enumerate() {
-        let e = match g {
-            GroupBy::DateTrunc(p) => DateTrunc::call(*p, rows.index_ts()),
-            GroupBy::DatePart(p) => DatePartUdf::call(*p, rows.index_ts()),
-            GroupBy::Value(op) => rows.operand(op),
-        };
-        proj.push(e.alias(key(i)));
+        proj.push(group_key(g, rows)?.alias(key(i)));
     }
     let (mut aggs, mut results) = (Vec::new(), Vec::new());
     let mut ordered = false;
@@ -289,7 +300,7 @@ fn build(
 /// A projection of expressions the compiler built itself: their columns name the input's
 /// fields and their names are unique by construction, so the builder's normalisation and
 /// name validation (a third of planning time) are skipped.
-fn project(plan: LogicalPlanBuilder, exprs: Vec<Expr>) -> DfResult<LogicalPlanBuilder> {
+pub(super) fn project(plan: LogicalPlanBuilder, exprs: Vec<Expr>) -> DfResult<LogicalPlanBuilder> {
     let input = Arc::new(plan.build()?);
     Ok(LogicalPlanBuilder::from(LogicalPlan::Projection(
         Projection::try_new(exprs, input)?,
@@ -297,7 +308,7 @@ fn project(plan: LogicalPlanBuilder, exprs: Vec<Expr>) -> DfResult<LogicalPlanBu
 }
 
 /// The final projection of an aggregate query: group keys and results to their §4.1 names.
-fn output(q: &Query) -> Vec<Expr> {
+pub(super) fn output(q: &Query) -> Vec<Expr> {
     q.select
         .iter()
         .enumerate()
@@ -358,7 +369,7 @@ fn bucket_spec(
 }
 
 /// The team's provider order for the query's data type.
-fn team_order(q: &Query, catalog: &Catalog) -> Vec<String> {
+pub(super) fn team_order(q: &Query, catalog: &Catalog) -> Vec<String> {
     dataset_of(q)
         .and_then(|d| catalog.user.team_priorities.get(data_type_of(d)))
         .cloned()

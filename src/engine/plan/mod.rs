@@ -14,5 +14,6 @@ pub mod macros;
 pub(super) mod ordered;
 pub(super) mod priority;
 pub(super) mod readiness;
+pub(super) mod team;
 pub(super) mod udaf;
 pub(super) mod udf;

@@ -327,6 +327,20 @@ fn members() -> Vec<Member> {
             "queries",
             MaxItems(crate::engine::Limits::default().max_queries),
         ),
+        member("TeamAggregateRequest", "queries", MinItems(1)),
+        member(
+            "TeamAggregateRequest",
+            "queries",
+            MaxItems(crate::engine::Limits::default().max_queries),
+        ),
+        member("TeamUsers", "user_ids", MinItems(1)),
+        member("TeamUsers", "user_ids", MaxItems(crate::team::MAX_SELECTED)),
+        member("TeamUsers", "client_user_ids", MinItems(1)),
+        member(
+            "TeamUsers",
+            "client_user_ids",
+            MaxItems(crate::team::MAX_SELECTED),
+        ),
         member("AggregateQuery", "select", MinItems(1)),
         member(
             "AggregateQuery",

@@ -462,6 +462,7 @@ pub fn evaluate(req: &ValidRequest, user: &UserContext, data: &Data) -> Value {
                         }
                         GroupBy::DatePart(p) => RV::I(part(ctx.index_time(r), *p)),
                         GroupBy::Value(op) => ctx.operand(r, op),
+                        GroupBy::User(_) => unreachable!("per-user queries have no user keys"),
                     })
                     .collect();
                 match groups.iter_mut().find(|(k, _)| *k == key) {
