@@ -1,8 +1,8 @@
 //! A team's aggregate request (`analytics.md` §5): one query over many of a team's users.
-//! Validate (the language, then the `users` selector), then, user by user, load the datasets
-//! the user's part reads and run it on the engine (`engine::TeamRun`, which releases each
-//! user's inputs once its part has run), then combine and encode; all within one deadline
-//! and the request's one memory pool. What the answer means is the engine's
+//! Validate (the language, then the `users` selector), then, for each user (a few at once),
+//! load the datasets the user's part reads and run it on the engine (`engine::TeamRun`, which
+//! releases each user's inputs once its part has run), then combine and encode; all within one
+//! deadline and the request's one memory pool. What the answer means is the engine's
 //! (`engine/team.rs`): the per-user query for each user, combined.
 //!
 //! The `users` selector: `{"user_ids": [...]}` or `{"client_user_ids": [...]}` (1 to
@@ -14,6 +14,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use futures::StreamExt;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -27,6 +28,10 @@ use crate::validation::{Invalid, Violation};
 
 /// The most ids a `users` selector may name.
 pub const MAX_SELECTED: usize = 10_000;
+
+/// Users whose parts load and run at once: enough to keep every engine thread busy while
+/// another user's data loads; each holds its inputs meanwhile.
+const USERS_IN_FLIGHT: usize = 4;
 
 /// Users listed per metadata read while gathering the team.
 const LIST_PAGE: i64 = 1_000;
@@ -74,18 +79,26 @@ async fn run(
     let team_priorities = meta.team_priorities(team).await?;
     let now = chrono::Utc::now();
     let mut run = engine.team_run(&request, format)?;
+    let runner = run.runner();
+    // A few users in flight: one loads while others run, on every engine thread. In the
+    // team's order, so the answer is the same however the work interleaves.
+    // (The futures are made first: lazy, and a closure inside the stream would make the
+    // request's future higher-ranked over the users' lifetime, which `Send` cannot prove.)
+    let work: Vec<_> = users
+        .iter()
+        .map(|user| {
+            let ctx = query::user_context(user, team_priorities.clone(), now);
+            one_user(store, user, ctx, &request, &runner, limits)
+        })
+        .collect();
+    let mut parts = futures::stream::iter(work).buffered(USERS_IN_FLIGHT);
     let mut loaded = 0usize;
-    for user in &users {
-        let ctx = query::user_context(user, team_priorities.clone(), now);
-        let (inputs, held) = query::load(store, user, request.per_user(), &ctx, limits).await?;
+    while let Some(part) = parts.next().await {
+        let (part, held) = part?;
         loaded += held;
-        let user_id = user.id.to_string();
-        let member = Member {
-            user_id: &user_id,
-            client_user_id: Some(&user.client_user_id),
-        };
-        run.add(member, &ctx, inputs).await?;
+        run.keep(part)?;
     }
+    drop(parts);
     let results = run.finish().await?;
     let output = tracing::Instrument::instrument(
         engine::encode_blocking(results, format, limits),
@@ -96,6 +109,24 @@ async fn run(
         output,
         input_bytes: loaded,
     })
+}
+
+/// Loads `user`'s part's inputs and runs it; answers the part and the bytes loaded.
+async fn one_user(
+    store: &HealthStore,
+    user: &User,
+    ctx: engine::UserContext,
+    request: &TeamRequest,
+    runner: &engine::Runner,
+    limits: &engine::Limits,
+) -> Result<(engine::UserPart, usize), QueryError> {
+    let (inputs, held) = query::load(store, user, request.per_user(), &ctx, limits).await?;
+    let user_id = user.id.to_string();
+    let member = Member {
+        user_id: &user_id,
+        client_user_id: Some(&user.client_user_id),
+    };
+    Ok((runner.run(member, &ctx, inputs).await?, held))
 }
 
 /// Every live user of the team, oldest first.

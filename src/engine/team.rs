@@ -1,8 +1,9 @@
 //! Team queries (`analytics.md` §5) on the engine: one request over many users, run user by
-//! user and combined. The caller (`crate::team`) loads one user's data at a time and hands it
-//! to [`TeamRun::add`]; [`TeamRun::finish`] combines. A user's inputs are released once its
-//! part has run, so a team request holds one user's data at a time plus what every user
-//! contributes to the answer, all charged to the request's one memory pool.
+//! user and combined. The caller (`crate::team`) loads each user's data and hands it to a
+//! [`Runner`] (a few users at once), keeps each user's part with [`TeamRun::keep`], and
+//! [`TeamRun::finish`] combines. A user's inputs are released once its part has run, so a
+//! team request holds the data of the users in flight plus what every user contributes to the
+//! answer, all charged to the request's one memory pool.
 //!
 //! Semantics: the team answer is what running the per-user query for each user and combining
 //! would answer. A query that groups by a `{"user": ...}` key is the per-user query (its user
@@ -167,17 +168,30 @@ pub struct Member<'a> {
 
 /// One team request in progress: every user's part so far, held against the request's pool.
 pub struct TeamRun {
+    runner: Runner,
+    held: Budget,
+    /// Per query: every user's part so far.
+    parts: Vec<Vec<RecordBatch>>,
+    /// A JSON answer's cell limit per query; none for Parquet.
+    max_cells: Option<usize>,
+}
+
+/// What runs one user's part of a team request: cheap to clone, so several users' parts can
+/// run at once ([`TeamRun::runner`]).
+#[derive(Clone)]
+pub struct Runner {
     state: Arc<SessionState>,
     handle: tokio::runtime::Handle,
     limits: Limits,
     request: Arc<TeamRequest>,
     pool: Arc<dyn MemoryPool>,
-    held: Budget,
-    /// Per query: the parts' schema (every field nullable) and the parts.
-    parts: Vec<(SchemaRef, Vec<RecordBatch>)>,
-    /// A JSON answer's cell limit per query; none for Parquet.
-    max_cells: Option<usize>,
+    /// Per query: the parts' schema (every field nullable).
+    schemas: Arc<Vec<SchemaRef>>,
 }
+
+/// One user's part of every query of a team request ([`Runner::run`]).
+#[derive(Debug)]
+pub struct UserPart(Vec<Vec<RecordBatch>>);
 
 impl TeamRun {
     pub(super) fn new(
@@ -189,68 +203,40 @@ impl TeamRun {
     ) -> Result<TeamRun, EngineError> {
         // The parts' schemas, from the plans over no data: known even for a team of no users.
         let empty = Catalog::new(UserContext::default(), HashMap::new())?;
-        let parts = (0..request.queries.len())
-            .map(|i| Ok((part_schema(request, i, &empty)?, Vec::new())))
+        let schemas = (0..request.queries.len())
+            .map(|i| part_schema(request, i, &empty))
             .collect::<Result<Vec<_>, EngineError>>()?;
         let pool = request_pool(&limits);
         Ok(TeamRun {
-            state,
-            handle,
             held: Budget::new(&pool),
-            pool,
+            parts: vec![Vec::new(); schemas.len()],
             max_cells: match format {
                 OutputFormat::Json => Some(limits.max_json_cells),
                 OutputFormat::ParquetTar => None,
             },
-            limits,
-            request: Arc::new(request.clone()),
-            parts,
+            runner: Runner {
+                state,
+                handle,
+                limits,
+                request: Arc::new(request.clone()),
+                pool,
+                schemas: Arc::new(schemas),
+            },
         })
     }
 
-    /// Runs `member`'s part of every query over its `inputs` (its settings in `ctx`), on the
-    /// engine's runtime; the inputs are released when it returns. Dropping the future stops
-    /// the work.
-    pub async fn add(
-        &mut self,
-        member: Member<'_>,
-        ctx: &UserContext,
-        inputs: Inputs,
-    ) -> Result<(), EngineError> {
-        let (catalog, session, inputs_held) =
-            prepare_in(&self.state, ctx, inputs, &self.limits, self.pool.clone())?;
-        let (request, limits) = (self.request.clone(), self.limits.clone());
-        let span = tracing::info_span!("team.user", user_id = member.user_id);
-        let task = async move {
-            let mut parts = Vec::with_capacity(request.queries.len());
-            for i in 0..request.queries.len() {
-                let plan = part_plan(&request, i, &catalog)?;
-                parts.push(session.run(&plan, &limits, None).await?.batches);
-                tokio::task::yield_now().await;
-            }
-            drop(inputs_held);
-            Ok::<_, EngineError>(parts)
-        };
-        let work = AbortOnDrop(
-            self.handle
-                .spawn(tracing::Instrument::instrument(task, span)),
-        );
-        let parts = work
-            .await
-            .map_err(|e| EngineError::internal("team query task", e))??;
-        for (i, batches) in parts.into_iter().enumerate() {
-            let (schema, kept) = &mut self.parts[i];
-            for b in batches.into_iter().filter(|b| b.num_rows() > 0) {
-                let part = match &self.request.shapes[i] {
-                    Shape::ByUser(slots) => with_user_keys(&b, slots, member, schema),
-                    Shape::Across => RecordBatch::try_new(schema.clone(), b.columns().to_vec()),
-                }
-                .map_err(|e| EngineError::internal("team query part", e))?;
-                self.held
-                    .charge([&part])
-                    .map_err(|e| classify(e, &self.limits))?;
-                kept.push(part);
-            }
+    /// What runs a user's part; parts run at once draw on the same memory pool.
+    pub fn runner(&self) -> Runner {
+        self.runner.clone()
+    }
+
+    /// Keeps a user's part for the answer, charged to the request's pool.
+    pub fn keep(&mut self, part: UserPart) -> Result<(), EngineError> {
+        for (kept, batches) in self.parts.iter_mut().zip(part.0) {
+            self.held
+                .charge(&batches)
+                .map_err(|e| classify(e, &self.runner.limits))?;
+            kept.extend(batches);
         }
         Ok(())
     }
@@ -259,19 +245,24 @@ impl TeamRun {
     /// stops at the cell limit as a per-user one does.
     pub async fn finish(self) -> Result<Vec<QueryResult>, EngineError> {
         let TeamRun {
+            runner,
+            held,
+            parts,
+            max_cells,
+        } = self;
+        let Runner {
             state,
             handle,
             limits,
             request,
             pool,
-            held,
-            parts,
-            max_cells,
-        } = self;
+            schemas,
+        } = runner;
         let task = async move {
             let session = RequestSession::new(&state, StoredBatches::default(), pool);
             let mut results = Vec::with_capacity(parts.len());
-            for (i, (schema, batches)) in parts.into_iter().enumerate() {
+            for (i, batches) in parts.into_iter().enumerate() {
+                let schema = schemas[i].clone();
                 let table = MemTable::try_new(schema, vec![batches])
                     .map_err(|e| EngineError::internal("team query parts", e))?;
                 let input = provider_as_source(Arc::new(table));
@@ -304,6 +295,55 @@ impl TeamRun {
         AbortOnDrop(handle.spawn(tracing::Instrument::instrument(task, span)))
             .await
             .map_err(|e| EngineError::internal("team query task", e))?
+    }
+}
+
+impl Runner {
+    /// Runs `member`'s part of every query over its `inputs` (its settings in `ctx`) on the
+    /// engine's runtime; the inputs are released when it returns. Dropping the future stops
+    /// the work.
+    pub async fn run(
+        &self,
+        member: Member<'_>,
+        ctx: &UserContext,
+        inputs: Inputs,
+    ) -> Result<UserPart, EngineError> {
+        let (catalog, session, inputs_held) =
+            prepare_in(&self.state, ctx, inputs, &self.limits, self.pool.clone())?;
+        let (request, limits) = (self.request.clone(), self.limits.clone());
+        let span = tracing::info_span!("team.user", user_id = member.user_id);
+        let task = async move {
+            let mut parts = Vec::with_capacity(request.queries.len());
+            for i in 0..request.queries.len() {
+                let plan = part_plan(&request, i, &catalog)?;
+                parts.push(session.run(&plan, &limits, None).await?.batches);
+                tokio::task::yield_now().await;
+            }
+            drop(inputs_held);
+            Ok::<_, EngineError>(parts)
+        };
+        let work = AbortOnDrop(
+            self.handle
+                .spawn(tracing::Instrument::instrument(task, span)),
+        );
+        let parts = work
+            .await
+            .map_err(|e| EngineError::internal("team query task", e))??;
+        let mut out = Vec::with_capacity(parts.len());
+        for (i, batches) in parts.into_iter().enumerate() {
+            let schema = &self.schemas[i];
+            let part = batches
+                .into_iter()
+                .filter(|b| b.num_rows() > 0)
+                .map(|b| match &self.request.shapes[i] {
+                    Shape::ByUser(slots) => with_user_keys(&b, slots, member, schema),
+                    Shape::Across => RecordBatch::try_new(schema.clone(), b.columns().to_vec()),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| EngineError::internal("team query part", e))?;
+            out.push(part);
+        }
+        Ok(UserPart(out))
     }
 }
 
