@@ -305,6 +305,10 @@ pub struct ServeArgs {
     /// Memory limit of one aggregate request's execution, in MiB.
     #[arg(long, env = "WEARHOUSE_QUERY_MEMORY_MB", default_value_t = 1024)]
     pub query_memory_mb: usize,
+    /// Serve Arrow Flight SQL (gRPC) for notebooks and BI tools on this address as well
+    /// (`src/flight/`; off unless given). The API key is the credential.
+    #[arg(long, env = "WEARHOUSE_FLIGHT_LISTEN")]
+    pub flight_listen: Option<SocketAddr>,
     /// Team queries (`POST /aggregate/v1/team/query`) one team may run at once on this
     /// process; the next is a 429 with `Retry-After` until one ends.
     #[arg(long, env = "WEARHOUSE_TEAM_QUERY_CONCURRENCY", default_value_t = crate::http::TEAM_QUERY_CONCURRENCY,

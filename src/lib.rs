@@ -31,6 +31,7 @@ pub mod continuous;
 pub mod data;
 pub mod engine;
 pub mod events;
+pub mod flight;
 pub mod http;
 pub mod ingest;
 pub mod jobs;

@@ -52,12 +52,29 @@ async fn main() -> anyhow::Result<()> {
                     "demo history still being pulled; it keeps arriving in the background"
                 );
             }
+            // Announced before `listening on`, the line that says the server is ready.
+            let flight = match args.flight_listen {
+                Some(addr) => {
+                    let listener = tokio::net::TcpListener::bind(addr).await?;
+                    println!("flight sql listening on {}", listener.local_addr()?);
+                    let service = wearhouse::flight::FlightSql::new(
+                        state.meta.clone(),
+                        state.health.clone(),
+                        state.engine.clone(),
+                    );
+                    Some(tokio::spawn(wearhouse::flight::serve(listener, service)))
+                }
+                None => None,
+            };
             println!("listening on http://{}", listener.local_addr()?);
             if let Some(key) = demo_key {
                 let hint = wearhouse::app::webhook_hint(&listener.local_addr()?, &key, &args);
                 println!("{hint}");
             }
             let served = wearhouse::http::serve(listener, state, shutdown, grace).await;
+            if let Some(flight) = flight {
+                flight.abort();
+            }
             jobs.shutdown().await;
             // Last: the spans of the drained requests and released jobs are finished by now.
             tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;

@@ -130,7 +130,7 @@ async fn one_user(
 }
 
 /// Every live user of the team, oldest first.
-async fn team_users(meta: &MetadataStore, team: Uuid) -> Result<Vec<User>, QueryError> {
+pub async fn team_users(meta: &MetadataStore, team: Uuid) -> Result<Vec<User>, QueryError> {
     let mut users = Vec::new();
     loop {
         let (page, total) = meta.list_users(team, users.len() as i64, LIST_PAGE).await?;

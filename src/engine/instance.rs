@@ -15,6 +15,7 @@ use super::execute::{self, Inputs, QueryResult};
 use super::lang::request::ValidRequest;
 use super::plan::bucket::Slicing;
 use super::plan::catalog::UserContext;
+use super::task::AbortOnDrop;
 use super::team::{TeamRequest, TeamRun};
 use super::{EngineError, Limits, OutputFormat};
 use crate::schema::Dataset;
@@ -154,6 +155,16 @@ impl Engine {
         inputs: Inputs,
     ) -> Result<String, EngineError> {
         execute::explain_analyze(&self.inner.state, req, ctx, inputs, &self.inner.limits).await
+    }
+
+    /// Runs `work` on the engine's CPU runtime (Flight SQL's statements, `crate::flight`);
+    /// dropping the answer aborts it.
+    pub fn spawn<F>(&self, work: F) -> AbortOnDrop<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        AbortOnDrop(self.inner.handle.spawn(work))
     }
 
     /// Tasks alive on the engine's runtime: the queries running now and the tasks they spawned.

@@ -92,4 +92,5 @@ pub use plan::macros;
 pub use plan::priority::provider_order;
 pub use plan::readiness::BASELINE_DAYS as READINESS_BASELINE_DAYS;
 pub use plan::udf::{DatePartUdf, DateTrunc, FloatingTime};
+pub use task::AbortOnDrop;
 pub use team::{Member, Runner, TeamRequest, TeamRun, UserPart};

@@ -5,7 +5,7 @@
 
 /// A spawned task that is aborted when its handle is dropped (a query's task here, the
 /// time-bucket operator's slices in `plan::bucket`).
-pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
+pub struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {

@@ -33,6 +33,7 @@ mod events;
 mod events_bytes;
 mod events_gone;
 mod events_size;
+mod flight;
 mod getter_bounds;
 mod ingest;
 mod jobs;

@@ -55,6 +55,8 @@ pub struct Server {
     key: Option<String>,
     /// (client user id, user id) of the demo users it printed.
     pub demo_users: Vec<(String, String)>,
+    /// `HOST:PORT` of Arrow Flight SQL, when started with `--flight-listen`.
+    pub flight: Option<String>,
 }
 
 impl Server {
@@ -101,7 +103,7 @@ impl Server {
             }
         });
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (mut key, mut demo_users) = (None, Vec::new());
+        let (mut key, mut demo_users, mut flight) = (None, Vec::new(), None);
         let base = loop {
             let Some(Ok(line)) = lines.next() else {
                 let status = child.wait().expect("wait");
@@ -119,6 +121,9 @@ impl Server {
             {
                 demo_users.push((name.to_owned(), id.trim().to_owned()));
             }
+            if let Some(addr) = line.strip_prefix("flight sql listening on ") {
+                flight = Some(addr.trim().to_owned());
+            }
             if let Some(addr) = line.strip_prefix("listening on ") {
                 break addr.trim().to_owned();
             }
@@ -131,6 +136,7 @@ impl Server {
             base,
             key,
             demo_users,
+            flight,
         }
     }
 
