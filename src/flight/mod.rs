@@ -3,9 +3,9 @@
 //! data, so the ADBC Flight SQL driver (pandas, Polars, DuckDB through ADBC) reads it with no
 //! wearhouse-specific client.
 //!
-//! - **Credential**: the team's API key, as `authorization: Bearer <key>` on every call (or
-//!   `x-service-api-key`), or through the handshake with HTTP Basic (any user name, the key as
-//!   the password), which answers the key back as the bearer token. Every call authenticates
+//! - **Credential**: the team's API key, as `authorization: Bearer <key>` on every call, or
+//!   through the handshake with HTTP Basic (any user name, the key as the password), which
+//!   answers the key back as the bearer token. Every call authenticates
 //!   again: a revoked key stops working at once, as on the REST API.
 //! - **Views** (`views.rs`), built per request for the key's team alone, so no query can see
 //!   another team's rows (they are never loaded, not filtered out): `sleep`, `activity`,
@@ -83,13 +83,12 @@ impl FlightSql {
         }
     }
 
-    /// The team the call's key authenticates: `authorization: Bearer <key>` or
-    /// `x-service-api-key`.
+    /// The team the call's key authenticates: `authorization: Bearer <key>`.
     async fn team(&self, metadata: &MetadataMap) -> Result<uuid::Uuid, Status> {
-        let header = |name: &str| metadata.get(name).and_then(|v| v.to_str().ok());
-        let key = header("authorization")
+        let key = metadata
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
             .and_then(|a| a.strip_prefix("Bearer "))
-            .or_else(|| header(crate::http::extract::API_KEY_HEADER))
             .map(str::trim)
             .filter(|k| !k.is_empty())
             .ok_or_else(|| {

@@ -8,6 +8,7 @@ Prints one JSON object (the Rust test asserts on it):
   timeseries_heartrate's schema as GetTables answers it;
 - "counts": rows of each view queried, {view: n};
 - "per_user": pandas, timeseries_heartrate grouped by user: {user_id: [client_user_id, rows, mean]};
+- "weekly_rows": rows of the README's weekly example;
 - "polars_rows", "prepared_rows", "basic_auth_rows": the same question through Polars, a prepared
   statement, and a connection authenticated by the handshake (the key as the Basic password);
 - "other_team": what OTHER_KEY's team sees of timeseries_heartrate, {user_id: [rows, max]};
@@ -28,6 +29,10 @@ VIEWS = ["sleep", "activity", "workouts", "body", "meal", "profile", "menstrual_
          "timeseries_heartrate", "timeseries_steps"]
 PER_USER = ("SELECT user_id, client_user_id, count(*) AS n, avg(value) AS mean "
             "FROM timeseries_heartrate GROUP BY user_id, client_user_id ORDER BY user_id")
+
+# The README's example (README.md, "SQL from a notebook: Arrow Flight SQL").
+WEEKLY = """SELECT client_user_id, date_trunc('week', "timestamp") AS week, avg(value) AS bpm
+               FROM timeseries_heartrate GROUP BY 1, 2 ORDER BY 1, 2"""
 
 
 def connect(k=None, **kwargs):
@@ -70,6 +75,8 @@ with connect(key) as conn:
         }
         cur.execute(PER_USER)
         report["polars_rows"] = pl.from_arrow(cur.fetch_arrow_table()).height
+        cur.execute(WEEKLY)
+        report["weekly_rows"] = cur.fetch_arrow_table().num_rows
         cur.adbc_prepare(PER_USER)
         cur.execute(PER_USER)
         report["prepared_rows"] = cur.fetch_arrow_table().num_rows
