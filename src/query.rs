@@ -65,17 +65,30 @@ pub async fn run_measured(
     engine: &Engine,
 ) -> Result<Answered, QueryError> {
     let deadline = engine.deadline();
+    within(
+        engine,
+        deadline,
+        run_until(meta, store, user, body, format, engine, deadline),
+    )
+    .await
+}
+
+/// `work` until `deadline` (the engine's time limit from the request's start): cancelled at it,
+/// and refused all the same when it completed past it (work that never yielded), so the limit
+/// holds whatever the shape of the work. Team queries (`crate::team`) run under it too.
+pub async fn within<T>(
+    engine: &Engine,
+    deadline: tokio::time::Instant,
+    work: impl std::future::Future<Output = Result<T, QueryError>>,
+) -> Result<T, QueryError> {
     let timeout = || {
         QueryError::Engine(EngineError::Timeout {
             seconds: engine.limits().timeout.as_secs(),
         })
     };
-    let answered = tokio::time::timeout_at(
-        deadline,
-        run_until(meta, store, user, body, format, engine, deadline),
-    )
-    .await
-    .map_err(|_| timeout())??;
+    let answered = tokio::time::timeout_at(deadline, work)
+        .await
+        .map_err(|_| timeout())??;
     if tokio::time::Instant::now() > deadline {
         return Err(timeout());
     }

@@ -47,19 +47,12 @@ pub async fn run_measured(
     format: OutputFormat,
     engine: &Engine,
 ) -> Result<Answered, QueryError> {
-    let deadline = engine.deadline();
-    let timeout = || {
-        QueryError::Engine(EngineError::Timeout {
-            seconds: engine.limits().timeout.as_secs(),
-        })
-    };
-    let answered = tokio::time::timeout_at(deadline, run(meta, store, team, body, format, engine))
-        .await
-        .map_err(|_| timeout())??;
-    if tokio::time::Instant::now() > deadline {
-        return Err(timeout());
-    }
-    Ok(answered)
+    query::within(
+        engine,
+        engine.deadline(),
+        run(meta, store, team, body, format, engine),
+    )
+    .await
 }
 
 async fn run(

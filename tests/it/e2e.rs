@@ -3,7 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -250,22 +249,15 @@ async fn parquet_answers_read_by_pyarrow_and_pandas_match_the_json_answers() {
     }
     std::fs::write(dir.path().join("answer.json"), &json_bytes).unwrap();
     std::fs::write(dir.path().join("answer.tar.gz"), &tar_bytes).unwrap();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/check_parquet_tarball.py"
+    let (tarball, json) = (
+        dir.path().join("answer.tar.gz"),
+        dir.path().join("answer.json"),
     );
-    let out = provision::python_script(Path::new(script))
-        .arg(dir.path().join("answer.tar.gz"))
-        .arg(dir.path().join("answer.json"))
-        .output()
-        .expect("run the test environment's python");
-    assert!(
-        out.status.success(),
-        "pyarrow/pandas check failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let out = provision::run_python(
+        "check_parquet_tarball.py",
+        &[tarball.as_os_str(), json.as_os_str()],
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4);
+    assert_eq!(out.lines().count(), 4);
     server.stop();
 }
 

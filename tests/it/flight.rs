@@ -6,8 +6,6 @@
 //! (each key sees its own team only), and a query past the time limit cancelled. The per-user
 //! counts and means read over Flight SQL equal what the REST team query answers.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
 use crate::provision;
@@ -30,65 +28,37 @@ async fn a_notebook_reads_the_teams_views_over_flight_sql() {
         ],
     );
     let flight = server.flight.clone().expect("a flight sql address");
-    let http = http_client(60);
     // The other team: one user, one sample no demo user has.
-    let theirs: Value = http
-        .post(server.url("/v2/user"))
-        .header("x-service-api-key", &other_key)
-        .json(&json!({"client_user_id": "theirs"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let theirs = server
+        .post_json("/v2/user", &other_key, &json!({"client_user_id": "theirs"}))
+        .await;
     let theirs = theirs["user_id"].as_str().unwrap().to_owned();
-    let pushed = http
-        .post(server.url(&format!("/v2/user/{theirs}/data")))
-        .header("x-service-api-key", &other_key)
-        .json(&json!({"provider": "oura", "timeseries": {"heartrate": [
-            {"timestamp": "2025-03-01T10:00:00Z", "value": 222.0, "unit": "bpm"}]}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(pushed.status(), 200);
+    let push = json!({"provider": "oura", "timeseries": {"heartrate": [
+        {"timestamp": "2025-03-01T10:00:00Z", "value": 222.0, "unit": "bpm"}]}});
+    server
+        .post_json(&format!("/v2/user/{theirs}/data"), &other_key, &push)
+        .await;
     // What the REST team query answers per demo user: every heart-rate sample (no group key
     // but the user's: every source), in a window holding all of the demo's days.
     let anchor = (chrono::Utc::now() + chrono::Duration::days(2)).date_naive();
-    let team: Value = http
-        .post(server.url("/aggregate/v1/team/query"))
-        .header("x-service-api-key", server.key())
-        .json(&json!({
-            "timeframe": {"anchor": anchor.to_string(), "past": {"value": 1, "unit": "year"}},
-            "queries": [{"select": [{"group_key": "*"},
-                                    {"func": "count", "arg": {"timeseries": "heartrate", "field": "value"}},
-                                    {"func": "mean", "arg": {"timeseries": "heartrate", "field": "value"}}],
-                         "group_by": [{"user": "user_id"}]}]
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let every_sample = json!({
+        "timeframe": {"anchor": anchor.to_string(), "past": {"value": 1, "unit": "year"}},
+        "queries": [{"select": [{"group_key": "*"},
+                                {"func": "count", "arg": {"timeseries": "heartrate", "field": "value"}},
+                                {"func": "mean", "arg": {"timeseries": "heartrate", "field": "value"}}],
+                     "group_by": [{"user": "user_id"}]}]
+    });
+    let team = server
+        .post_json("/aggregate/v1/team/query", server.key(), &every_sample)
+        .await;
     let table = &team["results"][0]["table"];
     let ids = table["group_key.0"].as_array().expect("a team answer");
     assert!(!ids.is_empty(), "the demo users have heart rate: {team}");
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/flight_check.py");
-    let out = provision::python_script(Path::new(script))
-        .arg(format!("grpc://{flight}"))
-        .arg(server.key())
-        .arg(&other_key)
-        .output()
-        .expect("run the test environment's python");
-    assert!(
-        out.status.success(),
-        "flight_check.py failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let uri = format!("grpc://{flight}");
+    let args = [uri.as_str(), server.key(), other_key.as_str()].map(std::ffi::OsStr::new);
+    let report: Value =
+        serde_json::from_str(&provision::run_python("flight_check.py", &args)).unwrap();
 
     // Browsing: every table and resource is a view, with the user's ids first.
     let views: Vec<&str> = report["views"]
@@ -171,7 +141,11 @@ async fn a_notebook_reads_the_teams_views_over_flight_sql() {
         "{report}"
     );
     // And the server still answers.
-    let health = http.get(server.url("/health")).send().await.unwrap();
+    let health = http_client(10)
+        .get(server.url("/health"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
     server.stop();
 }

@@ -190,11 +190,8 @@ async fn run_example(app: &TestApp, user: Option<&str>, title: &str, shows_answe
     }
 }
 
-#[tokio::test]
-async fn the_align_example_sends_answers_and_reads_as_shown() {
-    let app = TestApp::new().await;
-    let user = app.user("readme-align").await;
-    let days = [("2025-03-01", 54), ("2025-03-02", 55), ("2025-03-07", 53)];
+/// Pushes `user`'s resting heart rate of each (day, bpm) as its Oura activity summary.
+async fn push_resting_rates(app: &TestApp, user: &str, days: &[(&str, i64)]) {
     let activity: Vec<Value> = days
         .iter()
         .map(|(d, v)| json!({"date": d, "heart_rate": {"resting_bpm": v}}))
@@ -206,6 +203,14 @@ async fn the_align_example_sends_answers_and_reads_as_shown() {
         )
         .await;
     assert_eq!(a.status, 200, "{}", a.json);
+}
+
+#[tokio::test]
+async fn the_align_example_sends_answers_and_reads_as_shown() {
+    let app = TestApp::new().await;
+    let user = app.user("readme-align").await;
+    let days = [("2025-03-01", 54), ("2025-03-02", 55), ("2025-03-07", 53)];
+    push_resting_rates(&app, &user, &days).await;
     run_example(&app, Some(&user), "Filling gaps: ALIGN", true).await;
 }
 
@@ -244,17 +249,7 @@ async fn the_team_example_sends_answers_and_reads_as_shown() {
     ];
     for (client, days) in measured {
         let user = app.user(client).await;
-        let activity: Vec<Value> = days
-            .iter()
-            .map(|(d, v)| json!({"date": d, "heart_rate": {"resting_bpm": v}}))
-            .collect();
-        let a = app
-            .post(
-                &format!("/v2/user/{user}/data"),
-                json!({"provider": "oura", "activity": activity}),
-            )
-            .await;
-        assert_eq!(a.status, 200, "{}", a.json);
+        push_resting_rates(&app, &user, days).await;
     }
     run_example(&app, None, "Analysing a whole team", true).await;
 }

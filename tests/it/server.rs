@@ -157,6 +157,21 @@ impl Server {
             .unwrap()
     }
 
+    /// `POST path` with `key` and a JSON `body`, which must answer 200; its JSON answer.
+    pub async fn post_json(&self, path: &str, key: &str, body: &Value) -> Value {
+        let answer = http_client(60)
+            .post(self.url(path))
+            .header("x-service-api-key", key)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status();
+        let json: Value = answer.json().await.unwrap_or(Value::Null);
+        assert_eq!(status, 200, "POST {path}: {json}");
+        json
+    }
+
     /// The demo team's key; panics when the server was not started with `--demo`.
     pub fn key(&self) -> &str {
         self.key.as_deref().expect("started without --demo")

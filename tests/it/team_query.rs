@@ -13,23 +13,24 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::path::Path;
-use std::process::Stdio;
 
 use axum::body::Body;
 use axum::http::Request;
 use chrono::{Duration, NaiveDate};
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
 use crate::support::{TestApp, assert_422_at};
+
+/// A 422's location as the answer spells it.
+fn loc(parts: Value) -> Vec<Value> {
+    parts.as_array().expect("a list").clone()
+}
 
 const ZONES: [&str; 5] = [
     "UTC",
@@ -470,30 +471,8 @@ async fn cross_user_aggregates_match_pandas_over_the_pushed_rows() {
     ];
     let input =
         json!({"users": users, "rows": cohort.rows, "providers": PROVIDERS, "window": window});
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/team_reference.py"
-    );
-    let mut child = crate::provision::python_script(Path::new(script))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the test environment's python");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let reference: BTreeMap<String, BTreeMap<String, Value>> =
-        serde_json::from_slice(&out.stdout).unwrap();
+    let out = crate::provision::run_python_with_input("team_reference.py", &input.to_string());
+    let reference: BTreeMap<String, BTreeMap<String, Value>> = serde_json::from_str(&out).unwrap();
     let got = table_rows(&a.json);
     assert_eq!(got.len(), reference.len(), "days: {}", a.json);
     // Local days reach before the first UTC day (New York) and after the last (Tokyo).
@@ -558,93 +537,66 @@ async fn the_users_selector_the_team_dialect_and_the_concurrency_limit() {
         a.json["results"][0]["table"],
         json!({"group_key.0": ["ours"], COUNT: [1]})
     );
-    // Another team's user, an unknown id, a malformed one: 422s naming them.
-    let a = app
-        .post(
-            "/aggregate/v1/team/query",
-            query(
-                json!([{"user": "user_id"}]),
-                json!({"users": {"user_ids": [theirs]}}),
-            ),
-        )
-        .await;
-    assert_422_at(&a, &[json!("body"), json!("users"), json!("user_ids")]);
-    assert!(a.json.to_string().contains(&theirs), "{}", a.json);
-    let a = app
-        .post(
-            "/aggregate/v1/team/query",
-            query(
-                json!([{"user": "user_id"}]),
-                json!({"users": {"user_ids": ["nope"]}}),
-            ),
-        )
-        .await;
-    assert_422_at(
-        &a,
-        &[json!("body"), json!("users"), json!("user_ids"), json!(0)],
-    );
-    let a = app
-        .post(
-            "/aggregate/v1/team/query",
-            query(
-                json!([{"user": "user_id"}]),
-                json!({"users": {"everyone": true}}),
-            ),
-        )
-        .await;
-    assert_422_at(&a, &[json!("body"), json!("users")]);
-    // A user key names one of the two ids; it is the team dialect's only.
-    let a = app
-        .post(
-            "/aggregate/v1/team/query",
-            query(json!([{"user": "email"}]), json!({})),
-        )
-        .await;
-    assert_422_at(
-        &a,
-        &[
-            json!("body"),
-            json!("queries"),
-            json!(0),
-            json!("group_by"),
-            json!(0),
-            json!("user"),
-        ],
-    );
-    let a = app
-        .post(
-            &format!("/aggregate/v1/user/{ours}/query"),
-            query(json!([{"user": "user_id"}]), json!({})),
-        )
-        .await;
-    assert_422_at(
-        &a,
-        &[
-            json!("body"),
-            json!("queries"),
-            json!(0),
-            json!("group_by"),
-            json!(0),
-        ],
-    );
-    // A team query aggregates; align needs a user key.
+    // 422s, each at its place: another team's user (named), an unknown id, a malformed
+    // selector; a user key naming neither id, or in the per-user dialect; a row-level team
+    // query; ALIGN without a user key.
+    let by_user = json!([{"user": "user_id"}]);
     let rows = json!({"timeframe": timeframe(),
         "queries": [{"select": [{"timeseries": "heartrate", "field": "value"}]}]});
-    let a = app.post("/aggregate/v1/team/query", rows).await;
-    assert_422_at(
-        &a,
-        &[json!("body"), json!("queries"), json!(0), json!("select")],
-    );
     let mut aligned = query(
         json!([{"date_trunc": {"value": 1, "unit": "day"}, "arg": {"index": "timeseries"}}]),
         json!({}),
     );
     aligned["queries"][0]["align"] = json!({"carry": {"mode": "carry_forward"}});
-    let a = app.post("/aggregate/v1/team/query", aligned.clone()).await;
-    assert_422_at(
-        &a,
-        &[json!("body"), json!("queries"), json!(0), json!("align")],
-    );
+    let team_path = "/aggregate/v1/team/query".to_owned();
+    let refused = [
+        (
+            team_path.clone(),
+            query(by_user.clone(), json!({"users": {"user_ids": [theirs]}})),
+            json!(["body", "users", "user_ids"]),
+        ),
+        (
+            team_path.clone(),
+            query(by_user.clone(), json!({"users": {"user_ids": ["nope"]}})),
+            json!(["body", "users", "user_ids", 0]),
+        ),
+        (
+            team_path.clone(),
+            query(by_user.clone(), json!({"users": {"everyone": true}})),
+            json!(["body", "users"]),
+        ),
+        (
+            team_path.clone(),
+            query(json!([{"user": "email"}]), json!({})),
+            json!(["body", "queries", 0, "group_by", 0, "user"]),
+        ),
+        (
+            format!("/aggregate/v1/user/{ours}/query"),
+            query(by_user.clone(), json!({})),
+            json!(["body", "queries", 0, "group_by", 0]),
+        ),
+        (
+            team_path.clone(),
+            rows,
+            json!(["body", "queries", 0, "select"]),
+        ),
+        (
+            team_path,
+            aligned.clone(),
+            json!(["body", "queries", 0, "align"]),
+        ),
+    ];
+    for (path, body, at) in refused {
+        let a = app.post(&path, body).await;
+        assert_422_at(&a, &loc(at));
+    }
+    let a = app
+        .post(
+            "/aggregate/v1/team/query",
+            query(by_user.clone(), json!({"users": {"user_ids": [theirs]}})),
+        )
+        .await;
+    assert!(a.json.to_string().contains(&theirs), "{}", a.json);
     // With a user key, ALIGN fills each user's gaps as the per-user query does.
     aligned["queries"][0]["group_by"]
         .as_array_mut()
@@ -703,17 +655,12 @@ async fn the_parquet_answer_holds_the_json_answer() {
         .raw(req.body(Body::from(request.to_string())).unwrap())
         .await;
     assert_eq!(tar.status, 200);
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tar.bytes.as_slice()));
     let mut members = 0;
-    for (i, entry) in archive.entries().unwrap().enumerate() {
-        let mut buf = Vec::new();
-        entry.unwrap().read_to_end(&mut buf).unwrap();
-        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(buf))
-            .unwrap()
-            .build()
-            .unwrap();
-        let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
-        let table = concat_batches(&batches[0].schema(), &batches).unwrap();
+    for (i, batches) in crate::support::parquet_members(&tar.bytes)
+        .iter()
+        .enumerate()
+    {
+        let table = concat_batches(&batches[0].schema(), batches).unwrap();
         let json_table = json_answer.json["results"][i]["table"].as_object().unwrap();
         let names: Vec<&str> = json_table.keys().map(String::as_str).collect();
         let schema = table.schema();

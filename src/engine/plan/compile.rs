@@ -60,18 +60,39 @@ pub fn compile(
     query_index: usize,
     catalog: &Catalog,
 ) -> Result<LogicalPlan, EngineError> {
+    let (q, scan, rows) = scanned(req, query_index, catalog)?;
+    build(req, q, catalog, &rows, scan).map_err(|source| EngineError::Planning { source })
+}
+
+/// Query `query_index` of `req`, the scan of what it reads and its per-row expressions.
+pub(super) fn scanned<'r>(
+    req: &'r ValidRequest,
+    query_index: usize,
+    catalog: &Catalog,
+) -> Result<(&'r Query, LogicalPlanBuilder, RowExprs<'r>), EngineError> {
     let q = req
         .queries
         .get(query_index)
         .ok_or_else(|| EngineError::Internal(format!("no query {query_index}")))?;
-    let scan = scan(req, q, catalog)?;
     let rows = RowExprs {
         source: &q.source,
         zone: catalog.user.fallback_time_zone,
     };
-    let plan =
-        build(req, q, catalog, &rows, scan).map_err(|source| EngineError::Planning { source })?;
-    Ok(plan)
+    Ok((q, scan(req, q, catalog)?, rows))
+}
+
+/// The rows a query reads: its window (and the user's ingestion bounds), then its `where`.
+pub(super) fn kept_rows(
+    req: &ValidRequest,
+    q: &Query,
+    catalog: &Catalog,
+    rows: &RowExprs<'_>,
+) -> Expr {
+    let pred = window_filter(req, q, catalog, rows);
+    match &q.filter {
+        Some(w) => pred.and(rows.where_expr(w)),
+        None => pred,
+    }
 }
 
 /// The stored dataset a query reads (its first resource); none for a derived table.
@@ -83,7 +104,7 @@ fn dataset_of(q: &Query) -> Option<Dataset> {
     }
 }
 
-pub(super) fn scan(
+fn scan(
     req: &ValidRequest,
     q: &Query,
     catalog: &Catalog,
@@ -148,12 +169,7 @@ fn union_fields(rs: &[Resource]) -> Vec<(String, DataType)> {
     out
 }
 
-pub(super) fn window_filter(
-    req: &ValidRequest,
-    q: &Query,
-    catalog: &Catalog,
-    rows: &RowExprs<'_>,
-) -> Expr {
+fn window_filter(req: &ValidRequest, q: &Query, catalog: &Catalog, rows: &RowExprs<'_>) -> Expr {
     let u = &catalog.user;
     let Some((start, end)) = time::window(&req.timeframe, u.ingestion_start, u.ingestion_end)
     else {
@@ -239,11 +255,7 @@ fn build(
         let aligned = align::wrap(LogicalPlanBuilder::from(node), req, q, &catalog.user, key)?;
         return project(aligned, output(q))?.build();
     }
-    let mut pred = window_filter(req, q, catalog, rows);
-    if let Some(w) = &q.filter {
-        pred = pred.and(rows.where_expr(w));
-    }
-    let plan = scan.filter(pred)?;
+    let plan = scan.filter(kept_rows(req, q, catalog, rows))?;
     if !q.aggregates() {
         return row_level(q, rows, plan);
     }

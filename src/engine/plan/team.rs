@@ -28,8 +28,8 @@ use datafusion::prelude::{Expr, lit};
 use super::best::Best;
 use super::catalog::Catalog;
 use super::compile::{
-    INGESTED, NON_EMPTY, TIME, aggregate, arg, group_key, key, output, project, res, scan,
-    team_order, window_filter,
+    INGESTED, NON_EMPTY, TIME, aggregate, arg, group_key, kept_rows, key, output, project, res,
+    scanned, team_order,
 };
 use super::expr::{RowExprs, column};
 use super::priority::{SOURCE, Sources, provider_order};
@@ -48,15 +48,7 @@ pub fn rows(
     query_index: usize,
     catalog: &Catalog,
 ) -> Result<LogicalPlan, EngineError> {
-    let q = req
-        .queries
-        .get(query_index)
-        .ok_or_else(|| EngineError::Internal(format!("no query {query_index}")))?;
-    let input = scan(req, q, catalog)?;
-    let rows = RowExprs {
-        source: &q.source,
-        zone: catalog.user.fallback_time_zone,
-    };
+    let (q, input, rows) = scanned(req, query_index, catalog)?;
     rows_plan(req, q, catalog, &rows, input).map_err(|source| EngineError::Planning { source })
 }
 
@@ -76,10 +68,6 @@ fn rows_plan(
     rows: &RowExprs<'_>,
     input: LogicalPlanBuilder,
 ) -> DfResult<LogicalPlan> {
-    let mut pred = window_filter(req, q, catalog, rows);
-    if let Some(w) = &q.filter {
-        pred = pred.and(rows.where_expr(w));
-    }
     let mut proj = Vec::new();
     for (i, g) in q.group_by.iter().enumerate() {
         proj.push(group_key(g, rows)?.alias(key(i)));
@@ -102,7 +90,7 @@ fn rows_plan(
         let code = sources.code(ident("source_provider"), ident("source_type"));
         proj.push(code.alias(SOURCE));
     }
-    let selected = project(input.filter(pred)?, proj)?;
+    let selected = project(input.filter(kept_rows(req, q, catalog, rows))?, proj)?;
     if !prioritised {
         return selected.build();
     }

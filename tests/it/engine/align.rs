@@ -5,9 +5,6 @@
 //! Also: the JSON and Parquet answers of aligned queries hold the same table.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::Path;
-use std::process::Stdio;
 
 use chrono::{Duration, NaiveDate, TimeZone, Utc};
 use datafusion::arrow::compute::concat_batches;
@@ -126,29 +123,8 @@ fn random_case(seed: u64) -> Case {
 
 /// The pandas answers of many cases, from one Python process.
 fn pandas(inputs: &[&Value]) -> Vec<Value> {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/align_reference.py"
-    );
-    let mut child = provision::python_script(Path::new(script))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the test environment's python");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(json!(inputs).to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "pandas reference failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let out = provision::run_python_with_input("align_reference.py", &json!(inputs).to_string());
+    serde_json::from_str(&out).unwrap()
 }
 
 fn inputs(rows: &[Row]) -> HashMap<Dataset, Vec<datafusion::arrow::array::RecordBatch>> {

@@ -8,14 +8,12 @@
 //! `recovery_zone = 'Green'`, and the Parquet answer holding the JSON answer's table.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use chrono::{Duration, NaiveDate};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, Int64Type};
-use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::{Value, json};
 
 use crate::support::{self, TestApp};
@@ -482,18 +480,10 @@ async fn weekly_means_green_days_and_the_parquet_answer() {
     )
     .await;
     assert_eq!(p.status, StatusCode::OK);
-    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(p.bytes.as_slice()));
     let mut members = 0;
-    for (q, entry) in tar.entries().unwrap().enumerate() {
-        let mut buf = Vec::new();
-        entry.unwrap().read_to_end(&mut buf).unwrap();
-        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(buf))
-            .unwrap()
-            .build()
-            .unwrap();
+    for (q, batches) in support::parquet_members(&p.bytes).into_iter().enumerate() {
         let mut table = serde_json::Map::new();
-        for batch in reader {
-            let batch = batch.unwrap();
+        for batch in batches {
             for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
                 let cells = table.entry(f.name().clone()).or_insert(json!([]));
                 let cells = cells.as_array_mut().unwrap();

@@ -251,6 +251,45 @@ pub fn python_script(script: &Path) -> Command {
     command
 }
 
+/// Runs `tests/python/<name>` with `args` in the test environment and answers its standard
+/// output; a failure panics with both of its outputs.
+pub fn run_python(name: &str, args: &[&std::ffi::OsStr]) -> String {
+    run_python_with(name, args, None)
+}
+
+/// [`run_python`] with `input` on the script's standard input.
+pub fn run_python_with_input(name: &str, input: &str) -> String {
+    run_python_with(name, &[], Some(input))
+}
+
+fn run_python_with(name: &str, args: &[&std::ffi::OsStr], input: Option<&str>) -> String {
+    use std::io::Write;
+    use std::process::Stdio;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name);
+    let mut child = python_script(&script)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the test environment's python");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(input.unwrap_or("").as_bytes())
+        .expect("write the script's input");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait for python");
+    assert!(
+        out.status.success(),
+        "{name} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 fn venv_python(dir: &Path) -> PathBuf {
     dir.join("bin").join("python")
 }

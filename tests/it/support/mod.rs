@@ -246,3 +246,26 @@ pub fn carries(pushed: &Value, rendered: &Value) -> bool {
 pub fn full_push() -> Value {
     serde_json::from_str(include_str!("../../../testdata/push/full.json")).unwrap()
 }
+
+/// The members of a Parquet tarball answer (`0.parquet`, `1.parquet`, ...), in order, each as
+/// the record batches it holds.
+pub fn parquet_members(tarball: &[u8]) -> Vec<Vec<datafusion::arrow::array::RecordBatch>> {
+    use std::io::Read;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
+    archive
+        .entries()
+        .unwrap()
+        .map(|entry| {
+            let mut buf = Vec::new();
+            entry.unwrap().read_to_end(&mut buf).unwrap();
+            datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                bytes::Bytes::from(buf),
+            )
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+        })
+        .collect()
+}
