@@ -621,10 +621,11 @@ async fn a_demo_connection_emits_connection_and_historical_events() {
         )
         .await;
     let got = rx
+        // Each data type's historical event is delivered on its own: wait for the sleep one
+        // (waiting for any of them raced with the sleep event's delivery).
         .wait_for(WAIT, "demo events", |g| {
             !of_type(g, "provider.connection.created").is_empty()
-                && g.iter()
-                    .any(|r| r.event_type().starts_with("historical.data."))
+                && !of_type(g, "historical.data.sleep.created").is_empty()
         })
         .await;
     let historical: Vec<Value> = got
