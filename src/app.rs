@@ -59,6 +59,7 @@ pub fn open_health(store: &StoreArgs, meta: &MetadataStore) -> anyhow::Result<He
     let options = StoreOptions {
         compaction_delay: std::time::Duration::from_secs(store.compaction_delay_secs),
         retired_grace: std::time::Duration::from_secs(store.compaction_grace_secs),
+        cache_bytes: store.store_cache_mb.saturating_mul(1024 * 1024),
         ..StoreOptions::default()
     };
     let health = HealthStore::open(&location, options)

@@ -255,6 +255,11 @@ pub struct StoreArgs {
     /// other processes that listed them before it, in seconds.
     #[arg(long, env = "WEARHOUSE_COMPACTION_GRACE_SECS", default_value_t = 300)]
     pub compaction_grace_secs: u64,
+    /// The health store's read cache, in MiB of decoded Arrow memory (0 disables it). A team
+    /// query reads every user's data: size it to hold the data a team's queries read, or each
+    /// read decodes its segments again (`README.md`, Performance).
+    #[arg(long, env = "WEARHOUSE_STORE_CACHE_MB", default_value_t = 512)]
+    pub store_cache_mb: usize,
 }
 
 impl StoreArgs {
