@@ -11,7 +11,7 @@
 //! (a typo must not quietly shrink a cohort); a repeated id counts once; users are run in
 //! creation order (the answer's order comes from its keys, never from this).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -80,8 +80,14 @@ async fn run(
     let work: Vec<_> = users
         .iter()
         .map(|user| {
-            let ctx = query::user_context(user, team_priorities.clone(), now);
-            one_user(store, user, ctx, &request, &runner, limits)
+            one_user(
+                store,
+                user,
+                (&team_priorities, now),
+                &request,
+                &runner,
+                limits,
+            )
         })
         .collect();
     let mut parts = futures::stream::iter(work).buffered(USERS_IN_FLIGHT);
@@ -108,11 +114,12 @@ async fn run(
 async fn one_user(
     store: &HealthStore,
     user: &User,
-    ctx: engine::UserContext,
+    (priorities, now): (&HashMap<String, Vec<String>>, chrono::DateTime<chrono::Utc>),
     request: &TeamRequest,
     runner: &engine::Runner,
     limits: &engine::Limits,
 ) -> Result<(engine::UserPart, usize), QueryError> {
+    let ctx = query::user_context(user, priorities.clone(), now);
     let (inputs, held) = query::load(store, user, request.per_user(), &ctx, limits).await?;
     let user_id = user.id.to_string();
     let member = Member {
@@ -140,8 +147,8 @@ pub async fn team_users(meta: &MetadataStore, team: Uuid) -> Result<Vec<User>, Q
 enum Selector {
     /// Every live user.
     All,
-    /// These ids (wearhouse's).
-    UserIds(Vec<Uuid>),
+    /// These ids (wearhouse's, in the canonical hyphenated form).
+    UserIds(Vec<String>),
     /// These ids (the team's).
     ClientUserIds(Vec<String>),
 }
@@ -207,7 +214,7 @@ impl Selector {
         let mut seen = HashSet::new();
         ids.retain(|id| seen.insert(id.clone()));
         Ok(match key {
-            "user_ids" => Selector::UserIds(ids.iter().filter_map(|s| s.parse().ok()).collect()),
+            "user_ids" => Selector::UserIds(ids),
             _ => Selector::ClientUserIds(ids),
         })
     }
@@ -217,7 +224,7 @@ impl Selector {
     fn pick(&self, users: Vec<User>) -> Result<Vec<User>, QueryError> {
         let (key, wanted): (&str, Vec<String>) = match self {
             Selector::All => return Ok(users),
-            Selector::UserIds(ids) => ("user_ids", ids.iter().map(Uuid::to_string).collect()),
+            Selector::UserIds(ids) => ("user_ids", ids.clone()),
             Selector::ClientUserIds(ids) => ("client_user_ids", ids.clone()),
         };
         let id_of = |u: &User| match self {
@@ -254,7 +261,7 @@ impl Selector {
 /// requests in flight on this process, not state that must survive it.
 #[derive(Debug, Clone, Default)]
 pub struct Running {
-    counts: Arc<Mutex<std::collections::HashMap<Uuid, usize>>>,
+    counts: Arc<Mutex<HashMap<Uuid, usize>>>,
 }
 
 /// A running team query's place; freed when dropped (answered, failed or cancelled).
