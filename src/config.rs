@@ -24,6 +24,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the HTTP API.
     Serve(ServeArgs),
+    /// Run a worker of distributed queries (`serve --workers` sends it stages; it reads the
+    /// API nodes' object store itself).
+    Worker(WorkerArgs),
     /// Manage teams.
     Team {
         /// The team operation.
@@ -274,6 +277,42 @@ impl StoreArgs {
     }
 }
 
+/// `wearhouse worker`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkerArgs {
+    /// Address to serve the API nodes' stages on.
+    #[arg(
+        long,
+        env = "WEARHOUSE_WORKER_LISTEN",
+        default_value = "127.0.0.1:50051"
+    )]
+    pub listen: SocketAddr,
+    /// The health store the API nodes write (`s3://bucket/prefix`, `gs://...`, `az://...`;
+    /// configured from the environment as for `serve`). A local directory works only when every
+    /// process runs on this machine.
+    #[arg(long, env = "WEARHOUSE_OBJECT_STORE_URL")]
+    pub object_store_url: String,
+    /// Memory every stage running here at once may hold, in MiB.
+    #[arg(long, env = "WEARHOUSE_WORKER_MEMORY_MB", default_value_t = 4096)]
+    pub memory_mb: usize,
+    // The API nodes' shared secret is `WEARHOUSE_WORKER_TOKEN` (`worker_token`).
+}
+
+/// The environment variable holding the secret every plan sent to workers carries (read from
+/// the environment only, never a flag: a flag shows in process listings).
+pub const WORKER_TOKEN_ENV: &str = "WEARHOUSE_WORKER_TOKEN";
+
+/// The shared worker token from the environment: present and at least 16 characters.
+pub fn worker_token() -> anyhow::Result<String> {
+    match std::env::var(WORKER_TOKEN_ENV).ok() {
+        Some(t) if t.len() >= 16 => Ok(t),
+        Some(_) => anyhow::bail!("WEARHOUSE_WORKER_TOKEN must be at least 16 characters"),
+        None => anyhow::bail!(
+            "WEARHOUSE_WORKER_TOKEN is not set: workers and the API nodes that use them share it"
+        ),
+    }
+}
+
 /// `wearhouse serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -319,6 +358,21 @@ pub struct ServeArgs {
     #[arg(long, env = "WEARHOUSE_TEAM_QUERY_CONCURRENCY", default_value_t = crate::http::TEAM_QUERY_CONCURRENCY,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub team_query_concurrency: u64,
+    /// Workers (`host:port` of `wearhouse worker` processes, comma-separated) that run the
+    /// large Flight SQL statements of this API node (`src/distributed/`); needs the health
+    /// store on object storage, the same one the workers read, and `WEARHOUSE_WORKER_TOKEN`
+    /// (the secret every plan carries, at least 16 characters, from the environment only).
+    #[arg(
+        long,
+        env = "WEARHOUSE_WORKERS",
+        value_delimiter = ',',
+        requires = "flight_listen"
+    )]
+    pub workers: Vec<String>,
+    /// With `--workers`: a statement is distributed when a view it scans holds at least this
+    /// many MiB of stored Parquet (smaller ones run here); 0 distributes every scan.
+    #[arg(long, env = "WEARHOUSE_DISTRIBUTE_ABOVE_MB", default_value_t = 256)]
+    pub distribute_above_mb: u64,
     /// How long a background job stays claimed by this process without a renewal: when the
     /// process dies, another one takes its jobs over after this many seconds. Renewed every
     /// third of it.

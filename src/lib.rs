@@ -29,6 +29,7 @@ pub mod cli;
 pub mod config;
 pub mod continuous;
 pub mod data;
+pub mod distributed;
 pub mod engine;
 pub mod events;
 pub mod flight;

@@ -57,11 +57,19 @@ async fn main() -> anyhow::Result<()> {
                 Some(addr) => {
                     let listener = tokio::net::TcpListener::bind(addr).await?;
                     println!("flight sql listening on {}", listener.local_addr()?);
-                    let service = wearhouse::flight::FlightSql::new(
+                    let mut service = wearhouse::flight::FlightSql::new(
                         state.meta.clone(),
                         state.health.clone(),
                         state.engine.clone(),
                     );
+                    if !args.workers.is_empty() {
+                        let cluster = wearhouse::distributed::Cluster::new(
+                            &args.workers,
+                            args.distribute_above_mb.saturating_mul(1024 * 1024),
+                            &wearhouse::config::worker_token()?,
+                        )?;
+                        service = service.with_cluster(cluster);
+                    }
                     Some(tokio::spawn(wearhouse::flight::serve(listener, service)))
                 }
                 None => None,
@@ -79,6 +87,28 @@ async fn main() -> anyhow::Result<()> {
             // Last: the spans of the drained requests and released jobs are finished by now.
             tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
             served?;
+        }
+        Command::Worker(args) => {
+            let token = wearhouse::config::worker_token()?;
+            // No read cache: a worker has no shared versions to keep one exact, so every read
+            // lists the bucket.
+            let options = wearhouse::store::health::StoreOptions {
+                cache_bytes: 0,
+                ..Default::default()
+            };
+            let health =
+                wearhouse::store::health::HealthStore::open(&args.object_store_url, options)?;
+            let listener = tokio::net::TcpListener::bind(args.listen).await?;
+            println!("worker listening on {}", listener.local_addr()?);
+            let shutdown = wearhouse::app::shutdown_signal()?;
+            wearhouse::distributed::worker::serve(
+                listener,
+                health,
+                token,
+                args.memory_mb.saturating_mul(1024 * 1024),
+                shutdown,
+            )
+            .await?;
         }
         Command::Import {
             team,

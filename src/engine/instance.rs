@@ -44,8 +44,10 @@ impl std::fmt::Debug for Engine {
 
 /// The engine's own multi-threaded runtime, one worker per core, separate from the one serving
 /// requests (DataFusion's advice for mixing CPU-bound plans with I/O): the caller's timer answers
-/// the deadline on time even while every engine thread is busy. Shut down in the background when
-/// the engine goes, so an engine may be dropped inside async code.
+/// the deadline on time even while every engine thread is busy. Its I/O driver is on: a Flight
+/// SQL plan reads the store and calls workers from inside its operators
+/// (`distributed::StoreScanExec`, the distributed stages). Shut down in the background when the
+/// engine goes, so an engine may be dropped inside async code.
 struct CpuRuntime(Option<Runtime>);
 
 impl Drop for CpuRuntime {
@@ -63,7 +65,7 @@ impl Engine {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
             .thread_name("wearhouse-engine")
-            .enable_time()
+            .enable_all()
             .build()
             .map_err(|e| EngineError::internal("engine runtime", e))?;
         let slicing = Slicing {

@@ -56,6 +56,7 @@ use prost::Message;
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::distributed::Cluster;
 use crate::engine::Engine;
 use crate::store::health::HealthStore;
 use crate::store::metadata::MetadataStore;
@@ -71,6 +72,7 @@ pub struct FlightSql {
     meta: MetadataStore,
     health: HealthStore,
     engine: Engine,
+    cluster: Option<Cluster>,
 }
 
 impl FlightSql {
@@ -80,7 +82,15 @@ impl FlightSql {
             meta,
             health,
             engine,
+            cluster: None,
         }
+    }
+
+    /// The service with its large statements run on `cluster`'s workers
+    /// (`crate::distributed`).
+    pub fn with_cluster(mut self, cluster: Cluster) -> FlightSql {
+        self.cluster = Some(cluster);
+        self
     }
 
     /// The team the call's key authenticates: `authorization: Bearer <key>`.
@@ -108,12 +118,20 @@ impl FlightSql {
             .ok_or_else(|| Status::unauthenticated("Invalid API key"))
     }
 
-    /// The team's views in a session of its own, with the query memory limit.
+    /// The team's views in a session of its own, with the query memory limit; planned across
+    /// the workers that answer now, when there are workers.
     async fn session(&self, team: uuid::Uuid) -> Result<SessionContext, Status> {
         let users = crate::team::team_users(&self.meta, team)
             .await
             .map_err(|e| internal("listing the team's users", e))?;
-        views::session(team, users, &self.health, self.engine.limits())
+        let cluster = match &self.cluster {
+            Some(cluster) => {
+                cluster.refresh().await;
+                (cluster.live() > 0).then_some(cluster)
+            }
+            None => None,
+        };
+        views::session(team, users, &self.health, self.engine.limits(), cluster)
             .map_err(|e| internal("building the team's views", e))
     }
 

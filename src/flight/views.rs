@@ -5,16 +5,18 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::catalog::{MemTable, Session, TableProvider};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::TableType;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::{StreamExt, TryStreamExt};
 use uuid::Uuid;
+
+use crate::distributed::{Cluster, ScanUser, StoreScanExec, view_schema};
 
 use crate::engine::Limits;
 use crate::schema::{Dataset, RESOURCES, Table};
@@ -44,27 +46,15 @@ pub fn catalogue() -> Vec<(String, Schema)> {
         .collect()
 }
 
-/// A dataset's storage schema with the user's two ids first.
-fn view_schema(d: Dataset) -> SchemaRef {
-    let ids = [
-        Field::new("user_id", DataType::Utf8, false),
-        Field::new("client_user_id", DataType::Utf8, false),
-    ];
-    let fields: Vec<Arc<Field>> = ids
-        .into_iter()
-        .map(Arc::new)
-        .chain(d.schema().fields().iter().cloned())
-        .collect();
-    Arc::new(Schema::new(fields))
-}
-
 /// A session over `team`'s views, for these of its users, its operators' memory bounded by
-/// the query memory limit.
+/// the query memory limit; planned across `cluster`'s workers when one is given (its large
+/// scans then run there: `crate::distributed`).
 pub fn session(
     team: Uuid,
     users: Vec<User>,
     health: &HealthStore,
     limits: &Limits,
+    cluster: Option<&Cluster>,
 ) -> Result<SessionContext> {
     let config = SessionConfig::new()
         .with_default_catalog_and_schema(super::CATALOG, super::SCHEMA)
@@ -73,8 +63,14 @@ pub fn session(
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_limit_bytes, 1.0)
         .build_arc()?;
-    let session = SessionContext::new_with_config_rt(config, runtime);
+    let session = match cluster {
+        Some(cluster) => {
+            SessionContext::new_with_state(cluster.session_state(config, runtime, health)?)
+        }
+        None => SessionContext::new_with_config_rt(config, runtime),
+    };
     let users = Arc::new(users);
+    let distribute_above = cluster.map(Cluster::distribute_above);
     for (name, dataset) in views() {
         let view = TeamView {
             team,
@@ -82,6 +78,7 @@ pub fn session(
             schema: view_schema(dataset),
             users: users.clone(),
             health: health.clone(),
+            distribute_above,
         };
         session.register_table(name.as_str(), Arc::new(view))?;
     }
@@ -96,7 +93,13 @@ struct TeamView {
     schema: SchemaRef,
     users: Arc<Vec<User>>,
     health: HealthStore,
+    /// With workers: the stored bytes from which a scan is distributed (each user's bytes are
+    /// then measured when the view is scanned).
+    distribute_above: Option<u64>,
 }
+
+/// Users whose stored bytes are listed at once when a scan is weighed.
+const SIZES_IN_FLIGHT: usize = 16;
 
 #[async_trait]
 impl TableProvider for TeamView {
@@ -108,41 +111,55 @@ impl TableProvider for TeamView {
         TableType::View
     }
 
-    /// Reads every user's rows of the dataset (only when a query scans the view).
+    /// The store's scan of the dataset for every user (rows are read only when it runs).
     async fn scan(
         &self,
-        state: &dyn Session,
+        _state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let mut batches = Vec::new();
-        for user in self.users.iter() {
-            let stored = self
-                .health
-                .read(self.team, user.id, self.dataset, None)
-                .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            for batch in stored {
-                batches.push(self.with_ids(&batch, user)?);
+        let users: Vec<ScanUser> = self
+            .users
+            .iter()
+            .map(|u| ScanUser {
+                id: u.id,
+                client_user_id: u.client_user_id.clone(),
+                bytes: 0,
+            })
+            .collect();
+        let users = match self.distribute_above {
+            None => users,
+            // (The futures are made first: a closure inside the stream would make the future
+            // higher-ranked over the users' lifetime, which `Send` cannot prove.)
+            Some(_) => {
+                let sized: Vec<_> = users.into_iter().map(|user| self.sized(user)).collect();
+                futures::stream::iter(sized)
+                    .buffered(SIZES_IN_FLIGHT)
+                    .try_collect()
+                    .await?
             }
-        }
-        MemTable::try_new(self.schema.clone(), vec![batches])?
-            .scan(state, projection, filters, limit)
-            .await
+        };
+        let scan = StoreScanExec::new(
+            self.team,
+            self.dataset,
+            projection.cloned(),
+            vec![users],
+            self.distribute_above.unwrap_or(u64::MAX),
+            self.health.clone(),
+        )?;
+        Ok(Arc::new(scan))
     }
 }
 
 impl TeamView {
-    /// A stored batch with the user's ids in front.
-    fn with_ids(&self, batch: &RecordBatch, user: &User) -> Result<RecordBatch> {
-        let rows = batch.num_rows();
-        let id = user.id.to_string();
-        let mut columns: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from(vec![id.as_str(); rows])),
-            Arc::new(StringArray::from(vec![user.client_user_id.as_str(); rows])),
-        ];
-        columns.extend(batch.columns().iter().cloned());
-        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+    /// `user` with its stored bytes of the view's dataset.
+    async fn sized(&self, mut user: ScanUser) -> Result<ScanUser> {
+        user.bytes = self
+            .health
+            .stored_bytes(self.team, user.id, self.dataset)
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        Ok(user)
     }
 }

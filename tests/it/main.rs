@@ -26,6 +26,7 @@ mod crash;
 mod cycle;
 mod data_api;
 mod derived_ids;
+mod distributed;
 mod e2e;
 mod engine;
 mod engine_memory;

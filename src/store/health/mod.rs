@@ -358,6 +358,29 @@ impl HealthStore {
         self.inner.cache.bytes()
     }
 
+    /// Bytes of Parquet a read of the user's dataset would fetch at most: the size of every
+    /// segment in its folder, from one listing (segments of uncommitted pushes and retired ones
+    /// included, so an estimate, never an undercount). What distributed planning weighs a
+    /// scan by (`crate::distributed`).
+    pub async fn stored_bytes(
+        &self,
+        team: Uuid,
+        user: Uuid,
+        dataset: Dataset,
+    ) -> Result<u64, StoreError> {
+        let prefix = ObjectPath::from(layout::dataset_dir(team, user, dataset));
+        let listed = match self.inner.objects.list_with_delimiter(Some(&prefix)).await {
+            Ok(listed) => listed.objects,
+            Err(object_store::Error::NotFound { .. }) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(listed
+            .iter()
+            .filter(|m| SegmentName::parse(m.location.filename().unwrap_or_default()).is_some())
+            .map(|m| m.size)
+            .sum())
+    }
+
     /// The store's root directory, when it is a local one (`None` on object storage).
     pub fn root(&self) -> Option<&Path> {
         self.inner.backend.root()
