@@ -131,7 +131,11 @@ impl FlightSql {
             }
             None => None,
         };
-        views::session(team, users, &self.health, self.engine.limits(), cluster)
+        let engines = views::Engines {
+            meta: self.meta.clone(),
+            engine: self.engine.clone(),
+        };
+        views::session(team, users, &self.health, &engines, cluster)
             .map_err(|e| internal("building the team's views", e))
     }
 

@@ -1,12 +1,15 @@
 //! The team's views for Flight SQL: one DataFusion table per stored dataset, holding every
-//! live user's rows of it with `user_id` and `client_user_id` first. A session is built per
-//! request for one team: its tables can only ever read that team's folders.
+//! live user's rows of it with `user_id` and `client_user_id` first, and `derived_readiness`,
+//! each user's days computed by the per-user engine. A session is built per request for one
+//! team: its tables can only ever read that team's folders.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
-use datafusion::catalog::{Session, TableProvider};
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::{MemTable, Session, TableProvider};
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::TableType;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -18,10 +21,12 @@ use uuid::Uuid;
 
 use crate::distributed::{Cluster, ScanUser, StoreScanExec, view_schema};
 
-use crate::engine::Limits;
-use crate::schema::{Dataset, RESOURCES, Table};
+use serde_json::json;
+
+use crate::engine::{Engine, OutputFormat};
+use crate::schema::{Dataset, Derived, RESOURCES, Table};
 use crate::store::health::HealthStore;
-use crate::store::metadata::User;
+use crate::store::metadata::{MetadataStore, User};
 
 /// Every view: its name and dataset.
 fn views() -> Vec<(String, Dataset)> {
@@ -40,10 +45,15 @@ fn views() -> Vec<(String, Dataset)> {
 
 /// Every view with its schema, for `GetTables`.
 pub fn catalogue() -> Vec<(String, Schema)> {
-    views()
+    let mut all: Vec<(String, Schema)> = views()
         .into_iter()
         .map(|(name, d)| (name, view_schema(d).as_ref().clone()))
-        .collect()
+        .collect();
+    all.push((
+        READINESS_VIEW.to_owned(),
+        readiness_schema().as_ref().clone(),
+    ));
+    all
 }
 
 /// A session over `team`'s views, for these of its users, its operators' memory bounded by
@@ -53,9 +63,10 @@ pub fn session(
     team: Uuid,
     users: Vec<User>,
     health: &HealthStore,
-    limits: &Limits,
+    engines: &Engines,
     cluster: Option<&Cluster>,
 ) -> Result<SessionContext> {
+    let limits = engines.engine.limits();
     let config = SessionConfig::new()
         .with_default_catalog_and_schema(super::CATALOG, super::SCHEMA)
         .with_create_default_catalog_and_schema(true)
@@ -82,6 +93,14 @@ pub fn session(
         };
         session.register_table(name.as_str(), Arc::new(view))?;
     }
+    let readiness = ReadinessView {
+        team,
+        users,
+        health: health.clone(),
+        engines: engines.clone(),
+        schema: readiness_schema(),
+    };
+    session.register_table(READINESS_VIEW, Arc::new(readiness))?;
     Ok(session)
 }
 
@@ -161,5 +180,168 @@ impl TeamView {
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         Ok(user)
+    }
+}
+
+/// The name of the derived view.
+pub const READINESS_VIEW: &str = "derived_readiness";
+
+/// What the `derived_readiness` view computes with: the per-user engine and its stores.
+#[derive(Clone)]
+pub struct Engines {
+    /// The team's priorities, read per user as the per-user endpoint reads them.
+    pub meta: MetadataStore,
+    /// The engine the per-user endpoint runs on.
+    pub engine: Engine,
+}
+
+impl std::fmt::Debug for Engines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engines").finish_non_exhaustive()
+    }
+}
+
+/// The `derived_readiness` view's schema: the user's ids, then the table's queryable columns.
+pub fn readiness_schema() -> SchemaRef {
+    let ids = [
+        Field::new("user_id", DataType::Utf8, false),
+        Field::new("client_user_id", DataType::Utf8, false),
+    ];
+    let columns = Derived::Readiness
+        .columns()
+        .iter()
+        .map(|c| Field::new(c.name, c.kind.data_type(), c.name != "date"));
+    Arc::new(Schema::new(
+        ids.into_iter().chain(columns).collect::<Vec<_>>(),
+    ))
+}
+
+/// `derived_readiness` for every user: each user's days computed by the per-user engine exactly
+/// as `POST /aggregate/v1/user/{id}/query` computes them (the user's zone, the team's priorities,
+/// the baseline), over every day the user's inputs cover. Computed on this node when a
+/// statement scans it (a derived table has nothing stored for a worker to read).
+#[derive(Debug)]
+struct ReadinessView {
+    team: Uuid,
+    users: Arc<Vec<User>>,
+    health: HealthStore,
+    engines: Engines,
+    schema: SchemaRef,
+}
+
+/// The stored inputs whose extent bounds a user's readiness days.
+fn readiness_inputs() -> Vec<Dataset> {
+    let series = ["heartrate", "hrv"]
+        .into_iter()
+        .filter_map(crate::schema::resource)
+        .map(Dataset::Timeseries);
+    [Table::Sleep, Table::Activity, Table::Workout]
+        .into_iter()
+        .map(Dataset::Table)
+        .chain(series)
+        .collect()
+}
+
+#[async_trait]
+impl TableProvider for ReadinessView {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        // (The futures are made first, as in `TeamView::scan`.)
+        let days: Vec<_> = self.users.iter().map(|u| self.days(u)).collect();
+        let batches: Vec<RecordBatch> = futures::stream::iter(days)
+            .buffered(SIZES_IN_FLIGHT)
+            .try_collect::<Vec<_>>()
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        MemTable::try_new(self.schema.clone(), vec![batches])?
+            .scan(state, projection, filters, limit)
+            .await
+    }
+}
+
+impl ReadinessView {
+    /// `user`'s days, with its ids in front.
+    async fn days(&self, user: &User) -> Result<Option<RecordBatch>> {
+        let external = |e: Box<dyn std::error::Error + Send + Sync>| DataFusionError::External(e);
+        let (mut first, mut end) = (i64::MAX, i64::MIN);
+        for dataset in readiness_inputs() {
+            let extents = self
+                .health
+                .extents(self.team, user.id, dataset)
+                .await
+                .map_err(|e| external(Box::new(e)))?;
+            for e in extents {
+                (first, end) = (first.min(e.start), end.max(e.end));
+            }
+        }
+        let (Some(first), Some(end)) = (
+            chrono::DateTime::from_timestamp_micros(first),
+            chrono::DateTime::from_timestamp_micros(end),
+        ) else {
+            return Ok(None);
+        };
+        if first >= end {
+            return Ok(None);
+        }
+        // Every local day the inputs touch, in any zone: a day either side of their UTC days.
+        let anchor = end.date_naive() + chrono::Days::new(1);
+        let days = (anchor - first.date_naive()).num_days() + 2;
+        let mut select = vec![json!({"index": READINESS_VIEW})];
+        select.extend(
+            Derived::Readiness
+                .columns()
+                .iter()
+                .filter(|c| c.name != "date")
+                .map(|c| json!({READINESS_VIEW: c.name})),
+        );
+        let body = json!({
+            "timeframe": {"anchor": anchor.to_string(), "past": {"value": days, "unit": "day"}},
+            "queries": [{"select": select}],
+        });
+        let engine = &self.engines.engine;
+        let request = crate::engine::parse_request(&body, engine.limits())
+            .map_err(|e| external(Box::new(e)))?;
+        let (results, _) = crate::query::execute(
+            &self.engines.meta,
+            &self.health,
+            user,
+            &request,
+            (engine, OutputFormat::ParquetTar, engine.deadline()),
+        )
+        .await
+        .map_err(|e| external(Box::new(e)))?;
+        let Some(result) = results.into_iter().next() else {
+            return Ok(None);
+        };
+        let rows = concat_batches(&result.schema, &result.batches)?;
+        let n = rows.num_rows();
+        let id = user.id.to_string();
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(vec![id.as_str(); n])),
+            Arc::new(StringArray::from(vec![user.client_user_id.as_str(); n])),
+        ];
+        for (column, field) in rows
+            .columns()
+            .iter()
+            .zip(self.schema.fields().iter().skip(2))
+        {
+            columns.push(cast(column, field.data_type())?);
+        }
+        Ok(Some(RecordBatch::try_new(self.schema.clone(), columns)?))
     }
 }

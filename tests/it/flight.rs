@@ -69,10 +69,11 @@ async fn a_notebook_reads_the_teams_views_over_flight_sql() {
         .collect();
     assert_eq!(
         views.len(),
-        7 + wearhouse::schema::RESOURCES.len(),
+        8 + wearhouse::schema::RESOURCES.len(),
         "{views:?}"
     );
     for v in [
+        "derived_readiness",
         "sleep",
         "workouts",
         "menstrual_cycle",
@@ -86,8 +87,32 @@ async fn a_notebook_reads_the_teams_views_over_flight_sql() {
     assert!(columns.contains(&json!("value")), "{columns:?}");
     // Every view answers; the demo pushed sleep and heart rate.
     let counts = report["counts"].as_object().unwrap();
-    assert_eq!(counts.len(), 9, "{counts:?}");
+    assert_eq!(counts.len(), 10, "{counts:?}");
     assert!(counts["sleep"].as_i64().unwrap() > 0, "{counts:?}");
+
+    // derived_readiness: each user's days as the per-user endpoint computes them.
+    let readiness = report["readiness"].as_object().unwrap();
+    assert_eq!(readiness.len(), ids.len(), "{readiness:?}");
+    for (id, days) in readiness {
+        let rest = server
+            .post_json(
+                &format!("/aggregate/v1/user/{id}/query"),
+                server.key(),
+                &json!({
+                    "timeframe": {"anchor": anchor.to_string(), "past": {"value": 30, "unit": "day"}},
+                    "queries": [{"select": [{"index": "derived_readiness"},
+                                            {"derived_readiness": "sleep_score"},
+                                            {"derived_readiness": "strain_score"}]}]
+                }),
+            )
+            .await;
+        let t = &rest["results"][0]["table"];
+        let expected: Vec<Value> = (0..t["timestamp"].as_array().unwrap().len())
+            .map(|i| json!([t["timestamp"][i], t["sleep_score"][i], t["strain_score"][i]]))
+            .collect();
+        assert!(!expected.is_empty(), "{id}: no readiness days {rest}");
+        assert_eq!(days.as_array().unwrap(), &expected, "{id}");
+    }
 
     // pandas: the per-user counts and means are the REST team query's.
     let per_user = report["per_user"].as_object().unwrap();

@@ -7,6 +7,7 @@ Prints one JSON object (the Rust test asserts on it):
 - "views": the view names GetTables lists; "heartrate_columns": the columns of
   timeseries_heartrate's schema as GetTables answers it;
 - "counts": rows of each view queried, {view: n};
+- "readiness": derived_readiness per user, {user_id: [[day, sleep_score, strain_score], ...]};
 - "per_user": pandas, timeseries_heartrate grouped by user: {user_id: [client_user_id, rows, mean]};
 - "weekly_rows": rows of the README's weekly example;
 - "polars_rows", "prepared_rows", "basic_auth_rows": the same question through Polars, a prepared
@@ -26,7 +27,9 @@ from adbc_driver_flightsql import DatabaseOptions
 
 uri, key, other_key = sys.argv[1], sys.argv[2], sys.argv[3]
 VIEWS = ["sleep", "activity", "workouts", "body", "meal", "profile", "menstrual_cycle",
-         "timeseries_heartrate", "timeseries_steps"]
+         "timeseries_heartrate", "timeseries_steps", "derived_readiness"]
+READINESS = ("SELECT user_id, CAST(date AS VARCHAR) AS day, sleep_score, strain_score "
+             "FROM derived_readiness ORDER BY user_id, date")
 PER_USER = ("SELECT user_id, client_user_id, count(*) AS n, avg(value) AS mean "
             "FROM timeseries_heartrate GROUP BY user_id, client_user_id ORDER BY user_id")
 
@@ -73,6 +76,12 @@ with connect(key) as conn:
             row.user_id: [row.client_user_id, int(row.n), float(row.mean)]
             for row in frame.itertuples()
         }
+        cur.execute(READINESS)
+        readiness = {}
+        for row in cur.fetch_arrow_table().to_pylist():
+            readiness.setdefault(row["user_id"], []).append(
+                [row["day"], row["sleep_score"], row["strain_score"]])
+        report["readiness"] = readiness
         cur.execute(PER_USER)
         report["polars_rows"] = pl.from_arrow(cur.fetch_arrow_table()).height
         cur.execute(WEEKLY)
