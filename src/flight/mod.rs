@@ -10,8 +10,12 @@
 //! - **Views** (`views.rs`), built per request for the key's team alone, so no query can see
 //!   another team's rows (they are never loaded, not filtered out): `sleep`, `activity`,
 //!   `workouts`, `body`, `meal`, `profile`, `menstrual_cycle` and `timeseries_<resource>` for
-//!   every resource, each the stored table with `user_id` and `client_user_id` first. Catalog
+//!   every resource, each the stored table with `user_id` and `client_user_id` first, read by
+//!   the store's scan node (`crate::distributed::StoreScanExec`) when a statement runs; and
+//!   `derived_readiness`, each user's days computed by the per-user engine. Catalog
 //!   `wearhouse`, schema `team`.
+//! - **Workers** (`serve --workers`): a statement whose scans hold enough stored bytes is
+//!   planned across them (`crate::distributed`).
 //! - **Statements**: `CommandStatementQuery` and prepared statements (without parameters); the
 //!   statement travels in its ticket (planned again at `DoGet`, under the key of that call).
 //!   DDL, DML and `SET` are refused (`SQLOptions`). Browsing: `GetCatalogs`, `GetDbSchemas`,
@@ -23,8 +27,10 @@
 //! Decisions where the spec is silent: the views hold the stored rows as stored (instants in
 //! UTC with their own `timezone_offset`, every source; provider priority and floating time are
 //! the aggregate endpoints'), a view reads all of the team's rows of its dataset when a query
-//! scans it (no pushdown of time filters yet), and `derived_readiness` is not a view yet (it is
-//! computed per user by the engine's plan; issue 41's notes).
+//! scans it (no pushdown of time filters yet); `derived_readiness` covers every local day each
+//! user's stored inputs touch (a day either side of their UTC extent), is computed on the API
+//! node (nothing stored for a worker to read) and is not charged to the query's memory pool
+//! before the statement runs.
 
 mod views;
 
