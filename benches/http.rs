@@ -29,6 +29,11 @@
 //!   before timing: 30,000 rows, and the team answer's rows of a user equal that user's
 //!   per-user answer. Target: the team query at least 5× faster than the per-user requests.
 //!   Runs first: the other scenarios' set-up waits for demo pulls on the job runner.
+//! - `flight sql`: the same question as one Flight SQL statement (`FlightSql::collect`, the
+//!   service's own planning and execution without the gRPC hop) on this node, and planned
+//!   across two in-process `wearhouse worker`s reading the same store (issue 41: the speed-up
+//!   on two workers, and what bounds it on a 2-core machine). Checked before timing: both
+//!   answer 30,000 rows with equal means.
 //!
 //! Run with `cargo bench --bench http`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -610,6 +615,92 @@ fn team(c: &mut Criterion) {
             })
         });
     }
+    group.finish();
+    flight(c, &rt, &server);
+}
+
+/// The workers' shared token in the Flight SQL scenario.
+const WORKER_TOKEN: &str = "bench-worker-token-0123456789";
+
+/// The team scenario's question as one Flight SQL statement, run on this node and planned
+/// across two in-process workers on the same store (the same two cores: the measurement says
+/// what distribution costs here, not what a second machine buys). Checked before timing: both
+/// answer every user's every day, with the same means.
+fn flight(c: &mut Criterion, rt: &tokio::runtime::Runtime, server: &Server) {
+    use wearhouse::distributed::{Cluster, worker};
+    use wearhouse::flight::FlightSql;
+    const SQL: &str = r#"SELECT user_id, date_trunc('day', "timestamp") AS day, avg(value) AS bpm
+                         FROM timeseries_heartrate GROUP BY 1, 2"#;
+    let state = &server.state;
+    let team = rt
+        .block_on(state.meta.authenticate(&server.key))
+        .unwrap()
+        .unwrap()
+        .team
+        .id;
+    let root = state.health.root().unwrap().display().to_string();
+    let workers: Vec<String> = (0..2)
+        .map(|_| {
+            rt.block_on(async {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let addr = listener.local_addr().unwrap().to_string();
+                let options = wearhouse::store::health::StoreOptions {
+                    cache_bytes: 0,
+                    ..Default::default()
+                };
+                let health = HealthStore::open(&root, options).unwrap();
+                tokio::spawn(worker::serve(
+                    listener,
+                    health,
+                    WORKER_TOKEN.to_owned(),
+                    4 << 30,
+                    std::future::pending(),
+                ));
+                addr
+            })
+        })
+        .collect();
+    let one = FlightSql::new(
+        state.meta.clone(),
+        state.health.clone(),
+        state.engine.clone(),
+    );
+    let cluster = Cluster::new(&workers, 0, WORKER_TOKEN).unwrap();
+    let two = one.clone().with_cluster(cluster);
+    let answer = |service: &FlightSql| {
+        let batches = rt.block_on(service.collect(team, SQL)).unwrap();
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        let total: f64 = batches
+            .iter()
+            .map(|b| {
+                let bpm = b
+                    .column(2)
+                    .as_any()
+                    .downcast_ref::<datafusion::arrow::array::Float64Array>();
+                bpm.unwrap().values().iter().sum::<f64>()
+            })
+            .sum();
+        (rows, total)
+    };
+    let (rows, total) = answer(&one);
+    assert_eq!(rows, TEAM_USERS * TEAM_DAYS as usize);
+    let (rows_two, total_two) = answer(&two);
+    assert_eq!(rows_two, rows);
+    assert!(
+        (total - total_two).abs() < 1e-9 * total,
+        "{total} vs {total_two}"
+    );
+    let mut group = c.benchmark_group("flight sql");
+    group.sample_size(10);
+    group.measurement_time(std::time::Duration::from_secs(30));
+    group.bench_function(
+        "daily means per user, 1,000 users × 30 days, this node",
+        |b| b.iter(|| black_box(answer(&one))),
+    );
+    group.bench_function(
+        "daily means per user, 1,000 users × 30 days, two workers on the same 2 cores",
+        |b| b.iter(|| black_box(answer(&two))),
+    );
     group.finish();
 }
 

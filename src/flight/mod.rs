@@ -159,6 +159,17 @@ impl FlightSql {
             .map_err(|e| Status::invalid_argument(e.to_string()))
     }
 
+    /// Runs `sql` for `team` to the end on the engine's runtime, answering the batches `DoGet`
+    /// would stream (no time limit: for tools and benches, not for clients).
+    pub async fn collect(&self, team: uuid::Uuid, sql: &str) -> Result<Vec<RecordBatch>, Status> {
+        let frame = self.plan(team, sql).await?;
+        self.engine
+            .spawn(frame.collect())
+            .await
+            .map_err(|e| internal("running the statement", e))?
+            .map_err(|e| internal("running the statement", e))
+    }
+
     /// Runs `sql` for `team` as a Flight data stream: on the engine's runtime, ended with
     /// `DEADLINE_EXCEEDED` (and the work cancelled) at the time limit.
     async fn run(&self, team: uuid::Uuid, sql: &str) -> Result<DoGetStream, Status> {
