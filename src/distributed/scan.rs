@@ -56,6 +56,9 @@ pub struct StoreScanExec {
     dataset: Dataset,
     /// Indices into the view schema (`user_id`, `client_user_id`, then the dataset's columns).
     projection: Option<Vec<usize>>,
+    /// The rows' time range, µs, half-open (a timeseries scan's pushed-down time filters; the
+    /// filters still run above the scan).
+    window: Option<(i64, i64)>,
     /// The users each task reads: one list before distribution.
     tasks: Vec<Vec<ScanUser>>,
     /// Below this many stored bytes the scan stays on one node (`Cluster::distribute_above`).
@@ -66,11 +69,12 @@ pub struct StoreScanExec {
 }
 
 impl StoreScanExec {
-    /// A scan of `dataset` for `users` of `team`, producing `projection` of the view schema.
+    /// A scan of `dataset` for `users` of `team`, producing `projection` of the view schema,
+    /// of the rows whose time is in `window` (µs, half-open) when one is given.
     pub fn new(
         team: Uuid,
         dataset: Dataset,
-        projection: Option<Vec<usize>>,
+        (projection, window): (Option<Vec<usize>>, Option<(i64, i64)>),
         tasks: Vec<Vec<ScanUser>>,
         distribute_above: u64,
         health: HealthStore,
@@ -90,6 +94,7 @@ impl StoreScanExec {
             team,
             dataset,
             projection,
+            window,
             tasks,
             distribute_above,
             health,
@@ -126,7 +131,7 @@ impl StoreScanExec {
         StoreScanExec::new(
             self.team,
             self.dataset,
-            self.projection.clone(),
+            (self.projection.clone(), self.window),
             tasks.into_iter().map(|(_, list)| list).collect(),
             self.distribute_above,
             self.health.clone(),
@@ -138,11 +143,15 @@ impl DisplayAs for StoreScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
-            "StoreScanExec: dataset={}, users={}, bytes={}, tasks=[",
+            "StoreScanExec: dataset={}, users={}, bytes={}, ",
             self.dataset.path(),
             self.users(),
             self.bytes()
         )?;
+        if let Some((start, end)) = self.window {
+            write!(f, "window=[{start}, {end}) µs, ")?;
+        }
+        write!(f, "tasks=[")?;
         for (i, task) in self.tasks.iter().enumerate() {
             let sep = if i == 0 { "" } else { ", " };
             write!(f, "{sep}{}", task.len())?;
@@ -217,9 +226,10 @@ impl ExecutionPlan for StoreScanExec {
 impl StoreScanExec {
     /// One user's stored batches with its ids in front, projected.
     async fn read(&self, user: &ScanUser) -> Result<Vec<RecordBatch>> {
+        let window = self.window.map(|(start, end)| micros(start)..micros(end));
         let stored = self
             .health
-            .read(self.team, user.id, self.dataset, None)
+            .read(self.team, user.id, self.dataset, window)
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let id = user.id.to_string();
@@ -250,6 +260,15 @@ impl StoreScanExec {
             })
             .collect()
     }
+}
+
+/// `us` (µs since the epoch) as an instant, clamped to what `chrono` holds.
+fn micros(us: i64) -> chrono::DateTime<chrono::Utc> {
+    let (min, max) = (
+        chrono::DateTime::<chrono::Utc>::MIN_UTC.timestamp_micros(),
+        chrono::DateTime::<chrono::Utc>::MAX_UTC.timestamp_micros(),
+    );
+    chrono::DateTime::from_timestamp_micros(us.clamp(min, max)).unwrap_or_default()
 }
 
 /// How many tasks a scan wants: one below the size that distributes, else one per user (the
@@ -287,6 +306,10 @@ struct ScanProto {
     tasks: Vec<TaskProto>,
     #[prost(uint64, tag = "6")]
     distribute_above: u64,
+    #[prost(int64, optional, tag = "7")]
+    window_start: Option<i64>,
+    #[prost(int64, optional, tag = "8")]
+    window_end: Option<i64>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -357,10 +380,11 @@ impl PhysicalExtensionCodec for ScanCodec {
         let projection = proto
             .projected
             .then(|| proto.projection.iter().map(|&i| i as usize).collect());
+        let window = proto.window_start.zip(proto.window_end);
         let scan = StoreScanExec::new(
             team,
             dataset,
-            projection,
+            (projection, window),
             tasks,
             proto.distribute_above,
             self.health.clone(),
@@ -402,6 +426,8 @@ impl PhysicalExtensionCodec for ScanCodec {
                 })
                 .collect(),
             distribute_above: scan.distribute_above,
+            window_start: scan.window.map(|w| w.0),
+            window_end: scan.window.map(|w| w.1),
         };
         proto
             .encode(buf)
@@ -426,8 +452,8 @@ mod tests {
         let health = HealthStore::open(dir.path().to_str().unwrap(), Default::default()).unwrap();
         StoreScanExec::new(
             Uuid::from_u128(7),
-            Dataset::from_path("sleep").unwrap(),
-            Some(vec![0, 3]),
+            Dataset::from_path("timeseries/heartrate").unwrap(),
+            (Some(vec![0, 3]), Some((5, 10))),
             vec![users],
             10,
             health,
@@ -488,6 +514,7 @@ mod tests {
         let back = back.downcast_ref::<StoreScanExec>().unwrap();
         assert_eq!(back.tasks, s.tasks);
         assert_eq!(back.projection, Some(vec![0, 3]));
+        assert_eq!(back.window, Some((5, 10)));
         assert_eq!(back.schema, s.schema);
         assert_eq!(
             (back.team, back.dataset, back.distribute_above),

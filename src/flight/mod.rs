@@ -26,8 +26,9 @@
 //!
 //! Decisions where the spec is silent: the views hold the stored rows as stored (instants in
 //! UTC with their own `timezone_offset`, every source; provider priority and floating time are
-//! the aggregate endpoints'), a view reads all of the team's rows of its dataset when a query
-//! scans it (no pushdown of time filters yet); `derived_readiness` covers every local day each
+//! the aggregate endpoints'); a timeseries view's bounds on `timestamp` (comparisons with an
+//! instant, `BETWEEN`) reach the store's read, which then decodes only the segments they
+//! overlap, while other views read all of the team's rows of their dataset; `derived_readiness` covers every local day each
 //! user's stored inputs touch (a day either side of their UTC extent), is computed on the API
 //! node (nothing stored for a worker to read) and is not charged to the query's memory pool
 //! before the statement runs.

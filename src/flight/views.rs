@@ -10,10 +10,12 @@ use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{MemTable, Session, TableProvider};
+use datafusion::common::ScalarValue;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::TableType;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::expr::{Between, BinaryExpr};
+use datafusion::logical_expr::{Expr, Operator, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::{StreamExt, TryStreamExt};
@@ -130,14 +132,38 @@ impl TableProvider for TeamView {
         TableType::View
     }
 
+    /// A timeseries view takes bounds on `timestamp` (comparisons with an instant, `BETWEEN`):
+    /// the store then reads only the segments they overlap. Inexact: the filters still run
+    /// above the scan, which only has to return at least their rows.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        let series = matches!(self.dataset, Dataset::Timeseries(_));
+        Ok(filters
+            .iter()
+            .map(|f| match series && time_bound(f).is_some() {
+                true => TableProviderFilterPushDown::Inexact,
+                false => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
     /// The store's scan of the dataset for every user (rows are read only when it runs).
     async fn scan(
         &self,
         _state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        let window = match self.dataset {
+            Dataset::Timeseries(_) => filters
+                .iter()
+                .filter_map(time_bound)
+                .reduce(|a, b| (a.0.max(b.0), a.1.min(b.1))),
+            Dataset::Table(_) => None,
+        };
         let users: Vec<ScanUser> = self
             .users
             .iter()
@@ -162,7 +188,7 @@ impl TableProvider for TeamView {
         let scan = StoreScanExec::new(
             self.team,
             self.dataset,
-            projection.cloned(),
+            (projection.cloned(), window),
             vec![users],
             self.distribute_above.unwrap_or(u64::MAX),
             self.health.clone(),
@@ -180,6 +206,54 @@ impl TeamView {
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         Ok(user)
+    }
+}
+
+/// The time range (µs, half-open) a filter on `timestamp` keeps, when it is a comparison of the
+/// column with an instant or a `BETWEEN` two instants; a superset where the instant is finer
+/// than a microsecond.
+fn time_bound(filter: &Expr) -> Option<(i64, i64)> {
+    let is_time = |e: &Expr| matches!(e, Expr::Column(c) if c.name == "timestamp");
+    // Just past `µs` (a floor): the first microsecond an end bound can leave out.
+    let after = |(us, exact): (i64, bool)| us.saturating_add(1 - i64::from(exact));
+    match filter {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (op, instant) = match (is_time(left), is_time(right)) {
+                (true, false) => (*op, micros_of(right)?),
+                (false, true) => (op.swap()?, micros_of(left)?),
+                _ => return None,
+            };
+            match op {
+                Operator::Eq => Some((instant.0, instant.0.saturating_add(1))),
+                Operator::Gt | Operator::GtEq => Some((instant.0, i64::MAX)),
+                Operator::Lt => Some((i64::MIN, after(instant))),
+                Operator::LtEq => Some((i64::MIN, instant.0.saturating_add(1))),
+                _ => None,
+            }
+        }
+        Expr::Between(Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        }) if is_time(expr) => Some((micros_of(low)?.0, micros_of(high)?.0.saturating_add(1))),
+        _ => None,
+    }
+}
+
+/// An instant literal in µs since the epoch (rounded down), and whether that is exact.
+fn micros_of(e: &Expr) -> Option<(i64, bool)> {
+    let Expr::Literal(value, _) = e else {
+        return None;
+    };
+    match value {
+        ScalarValue::TimestampSecond(Some(v), _) => Some((v.checked_mul(1_000_000)?, true)),
+        ScalarValue::TimestampMillisecond(Some(v), _) => Some((v.checked_mul(1_000)?, true)),
+        ScalarValue::TimestampMicrosecond(Some(v), _) => Some((*v, true)),
+        ScalarValue::TimestampNanosecond(Some(v), _) => {
+            Some((v.div_euclid(1_000), v.rem_euclid(1_000) == 0))
+        }
+        _ => None,
     }
 }
 
@@ -343,5 +417,43 @@ impl ReadinessView {
             columns.push(cast(column, field.data_type())?);
         }
         Ok(Some(RecordBatch::try_new(self.schema.clone(), columns)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::prelude::{col, lit};
+
+    use super::*;
+
+    fn at(v: ScalarValue) -> Expr {
+        Expr::Literal(v, None)
+    }
+
+    #[test]
+    fn time_filters_become_the_windows_they_keep() {
+        let us = |v: i64| {
+            at(ScalarValue::TimestampMicrosecond(
+                Some(v),
+                Some("UTC".into()),
+            ))
+        };
+        let ns = |v: i64| at(ScalarValue::TimestampNanosecond(Some(v), None));
+        let t = || col("timestamp");
+        assert_eq!(time_bound(&t().gt_eq(us(10))), Some((10, i64::MAX)));
+        assert_eq!(time_bound(&t().lt(us(10))), Some((i64::MIN, 10)));
+        assert_eq!(time_bound(&t().lt_eq(us(10))), Some((i64::MIN, 11)));
+        assert_eq!(time_bound(&us(10).gt(t())), Some((i64::MIN, 10)));
+        assert_eq!(time_bound(&t().eq(us(7))), Some((7, 8)));
+        assert_eq!(time_bound(&t().between(us(3), us(9))), Some((3, 10)));
+        // Finer than a microsecond: still every row the filter keeps.
+        assert_eq!(time_bound(&t().lt(ns(1_500))), Some((i64::MIN, 2)));
+        assert_eq!(time_bound(&t().lt(ns(2_000))), Some((i64::MIN, 2)));
+        assert_eq!(time_bound(&t().gt(ns(-1_500))), Some((-2, i64::MAX)));
+        // Not a bound on the time column.
+        assert_eq!(time_bound(&col("value").gt(us(1))), None);
+        assert_eq!(time_bound(&t().not_eq(us(1))), None);
+        assert_eq!(time_bound(&t().gt(lit(5))), None);
+        assert_eq!(time_bound(&t().not_between(us(3), us(9))), None);
     }
 }

@@ -5,7 +5,7 @@
 //! (`tests/python/distributed_check.py`).
 //!
 //! - Every query (per user, across users with a median and a count distinct, by day, a join of
-//!   heart rate with workouts, a top-3) answers exactly what one node answers, and the per-user
+//!   heart rate with workouts, six hours of it by a time filter the store's read takes, a top-3) answers exactly what one node answers, and the per-user
 //!   figures equal what was pushed; the node with workers plans the statement across them.
 //! - A plan without the workers' token is refused by a worker.
 //! - A worker killed (SIGKILL) while statements run back to back: every statement either fails
@@ -194,6 +194,18 @@ async fn flight_sql_statements_run_on_two_workers_and_survive_losing_one() {
             (Some(low), Some(high)),
             "{row}"
         );
+    }
+    // A time filter reaches the store: only its window is read, on both nodes.
+    let six_hours = report["answers"]["six_hours"][0].as_array().unwrap();
+    assert_eq!(six_hours.len(), USERS as usize);
+    assert!(
+        six_hours.iter().all(|r| r[1] == json!(360)),
+        "{six_hours:?}"
+    );
+    for which in ["dist_six_hours", "one_six_hours"] {
+        let plan = plans[which].as_str().unwrap();
+        let window = "window=[1738454400000000, 1738476000000000)";
+        assert!(plan.contains(window), "{which}: {plan}");
     }
     let in_workouts = report["answers"]["in_workouts"][0].as_array().unwrap();
     assert_eq!(in_workouts.len(), USERS as usize);

@@ -4,7 +4,8 @@ Usage:
   distributed_check.py compare DIST_URI ONE_URI KEY
       Runs QUERIES against an API node with workers (DIST_URI) and one without (ONE_URI), and
       prints one JSON object: {"answers": {name: [dist_rows, one_rows]}, "plans": {"dist": text,
-      "one": text}} (rows as lists of values; plans are EXPLAIN ANALYZE's plan of LOOP_QUERY, as run).
+      "one": text, "dist_six_hours": text, "one_six_hours": text}} (rows as lists of values;
+      plans are EXPLAIN ANALYZE's plan of LOOP_QUERY and of the six-hour query, as run).
   distributed_check.py loop URI KEY SECONDS
       Runs LOOP_QUERY back to back for SECONDS, printing one JSON line per answer as it ends:
       {"t": epoch seconds, "rows": [...]} or {"t": ..., "error": message}.
@@ -33,6 +34,11 @@ QUERIES = {
                           ON h.user_id = w.user_id AND h."timestamp" >= w.session_start
                          AND h."timestamp" < w.session_end
                        GROUP BY 1 ORDER BY 1""",
+    "six_hours": """SELECT client_user_id, count(*) AS n, sum(value) AS total
+                      FROM timeseries_heartrate
+                     WHERE "timestamp" >= '2025-02-02T00:00:00Z'
+                       AND "timestamp" < TIMESTAMP '2025-02-02 06:00:00'
+                     GROUP BY 1 ORDER BY 1""",
     "top3": """SELECT client_user_id, max(value) AS high FROM timeseries_heartrate
                 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3""",
 }
@@ -65,6 +71,7 @@ def compare(dist_uri, one_uri, key):
             for name, sql in QUERIES.items():
                 answers[name].append(rows(cur, sql))
             plans[which] = plan(cur, LOOP_QUERY)
+            plans[which + "_six_hours"] = plan(cur, QUERIES["six_hours"])
     print(json.dumps({"answers": answers, "plans": plans}))
 
 
