@@ -19,10 +19,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::postgres::ScratchDb;
 use crate::provision;
-use crate::server::{Server, create_team, http_client};
-use crate::store_support::{Site, s3_env};
+use crate::server::{Server, SharedStores, http_client};
+use crate::store_support::s3_env;
 
 const TOKEN: &str = "test-worker-token-0123456789";
 const USERS: u64 = 8;
@@ -111,16 +110,9 @@ fn run(args: &[&str]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flight_sql_statements_run_on_two_workers_and_survive_losing_one() {
-    let db = ScratchDb::create("wearhouse_distributed").await;
-    let bucket = Site::s3(&format!("distributed-{}", uuid::Uuid::new_v4()));
-    let store = [
-        "--database-url",
-        db.url.as_str(),
-        "--object-store-url",
-        bucket.location.as_str(),
-    ];
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let key = create_team(dir_a.path(), "distributed", &store);
+    let shared = SharedStores::new("distributed").await;
+    let (bucket, key) = (&shared.bucket, shared.key.clone());
+    let [dir_a, dir_b] = &shared.dirs;
     let s3 = s3_env();
     let mut workers = [
         Worker::start(&bucket.location, &s3, TOKEN),
@@ -129,7 +121,7 @@ async fn flight_sql_statements_run_on_two_workers_and_survive_losing_one() {
     let list = format!("{},{}", workers[0].addr, workers[1].addr);
     let mut env: Vec<(&str, &str)> = s3.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     env.push(("WEARHOUSE_WORKER_TOKEN", TOKEN));
-    let mut args = store.to_vec();
+    let mut args = shared.args();
     args.extend(["--flight-listen", "127.0.0.1:0"]);
     let one = Server::start_with(dir_b.path(), &args, "warn", &env);
     args.extend(["--workers", list.as_str(), "--distribute-above-mb", "0"]);
@@ -228,34 +220,45 @@ async fn flight_sql_statements_run_on_two_workers_and_survive_losing_one() {
     assert!(error.contains("shared token"), "{first}");
     drop(wrong);
 
-    // Statements back to back; one worker killed two seconds in.
+    // Statements back to back; one worker killed once the first has answered, and the loop
+    // stopped once two statements planned after the kill have answered (or after a minute).
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/distributed_check.py");
-    let looping = provision::python_script(&script)
-        .args(["loop", &dist_uri, &key, "9"])
+    let mut looping = provision::python_script(&script)
+        .args(["loop", &dist_uri, &key, "300"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let lines = BufReader::new(looping.stdout.take().unwrap()).lines();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let next = |wait: Duration| rx.recv_timeout(wait).ok();
+    let mut outcomes = vec![next(Duration::from_secs(120)).expect("a first statement's outcome")];
     workers[1].kill();
     let killed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let out = tokio::task::spawn_blocking(move || looping.wait_with_output().unwrap())
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let outcomes: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    let mut after = 0;
+    while after < 2 && std::time::Instant::now() < until {
+        let Some(outcome) = next(Duration::from_secs(5)) else {
+            continue;
+        };
+        if outcome.get("rows").is_some() && outcome["t"].as_f64().unwrap() > killed + 1.5 {
+            after += 1;
+        }
+        outcomes.push(outcome);
+    }
+    let _ = looping.kill();
+    let _ = looping.wait();
     let mut failed = Vec::new();
     for outcome in &outcomes {
         match outcome.get("rows") {

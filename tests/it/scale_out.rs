@@ -13,9 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::postgres::ScratchDb;
-use crate::server::{Server, create_team, http_client};
-use crate::store_support::{Site, s3_env};
+use crate::server::{Server, SharedStores, http_client};
 
 /// Heart-rate samples per push; push `n` holds seconds `n * 1000 ..` of them.
 const SAMPLES: u64 = 50;
@@ -224,20 +222,11 @@ async fn background_jobs(meta: &wearhouse::store::metadata::MetadataStore) -> Ve
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_on_one_database_and_bucket_serve_the_same_users_through_a_crash() {
-    let db = ScratchDb::create("wearhouse_scale_out").await;
-    let prefix = format!("scale-out-{}", uuid::Uuid::new_v4());
-    let bucket = Site::s3(&prefix);
-    let store = [
-        "--database-url",
-        db.url.as_str(),
-        "--object-store-url",
-        bucket.location.as_str(),
-    ];
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let key = create_team(dir_a.path(), "scale-out", &store);
-    let env = s3_env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let mut args = store.to_vec();
+    let shared = SharedStores::new("scale-out").await;
+    let (db, bucket, key) = (&shared.db, &shared.bucket, shared.key.clone());
+    let [dir_a, dir_b] = &shared.dirs;
+    let env = shared.env();
+    let mut args = shared.args();
     args.extend([
         "--job-lease-secs",
         "3",
@@ -492,5 +481,5 @@ async fn two_processes_on_one_database_and_bucket_serve_the_same_users_through_a
     );
     survivor.stop();
     drop(meta);
-    db.drop_db().await;
+    shared.db.drop_db().await;
 }

@@ -289,3 +289,62 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// What several server processes share in the scale-out tests (`spec/scale-out.md`): one
+/// PostgreSQL database and one bucket of the S3-compatible server, a data directory for each of
+/// two processes, and a team.
+pub struct SharedStores {
+    /// The database (dropped by the test that wants it gone).
+    pub db: crate::postgres::ScratchDb,
+    /// The bucket's prefix.
+    pub bucket: crate::store_support::Site,
+    /// One data directory per process.
+    pub dirs: [tempfile::TempDir; 2],
+    /// The team's API key.
+    pub key: String,
+    s3: Vec<(String, String)>,
+}
+
+impl SharedStores {
+    /// Stores and a team named after `name` (`scale-out`: database `wearhouse_scale_out_*`,
+    /// bucket prefix `scale-out-*`, team `scale-out`).
+    pub async fn new(name: &str) -> SharedStores {
+        let db =
+            crate::postgres::ScratchDb::create(&format!("wearhouse_{}", name.replace('-', "_")))
+                .await;
+        let bucket = crate::store_support::Site::s3(&format!("{name}-{}", uuid::Uuid::new_v4()));
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let store = [
+            "--database-url",
+            db.url.as_str(),
+            "--object-store-url",
+            bucket.location.as_str(),
+        ];
+        let key = create_team(dirs[0].path(), name, &store);
+        SharedStores {
+            db,
+            bucket,
+            dirs,
+            key,
+            s3: crate::store_support::s3_env(),
+        }
+    }
+
+    /// `--database-url` and `--object-store-url` for a process on them.
+    pub fn args(&self) -> Vec<&str> {
+        vec![
+            "--database-url",
+            self.db.url.as_str(),
+            "--object-store-url",
+            self.bucket.location.as_str(),
+        ]
+    }
+
+    /// The S3-compatible server's configuration, for a process's environment.
+    pub fn env(&self) -> Vec<(&str, &str)> {
+        self.s3
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+}

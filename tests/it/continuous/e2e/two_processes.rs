@@ -18,9 +18,7 @@ use super::{
 };
 use crate::continuous::{daily_heart_rate, registration};
 use crate::events_support::Receiver;
-use crate::postgres::ScratchDb;
-use crate::server::{Server, create_team, http_client};
-use crate::store_support::{Site, s3_env};
+use crate::server::{Server, SharedStores, http_client};
 use wearhouse::store::metadata::MetadataStore;
 
 /// Users, pushes per user and days of data of the two-process test.
@@ -61,19 +59,11 @@ fn instant(v: &Value) -> chrono::DateTime<chrono::FixedOffset> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_evaluate_each_pair_once() {
     let mut rng = ChaCha8Rng::seed_from_u64(41);
-    let db = ScratchDb::create("wearhouse_cq_e2e").await;
-    let bucket = Site::s3(&format!("cq-e2e-{}", uuid::Uuid::new_v4()));
-    let store = [
-        "--database-url",
-        db.url.as_str(),
-        "--object-store-url",
-        bucket.location.as_str(),
-    ];
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let key = create_team(dir_a.path(), "cq-two", &store);
-    let env = s3_env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let mut args = store.to_vec();
+    let shared = SharedStores::new("cq-e2e").await;
+    let (db, key) = (&shared.db, shared.key.clone());
+    let [dir_a, dir_b] = &shared.dirs;
+    let env = shared.env();
+    let mut args = shared.args();
     args.extend(FLAGS);
     let a = Server::start_with(dir_a.path(), &args, "warn", &env);
     let b = Server::start_with(dir_b.path(), &args, "warn", &env);
@@ -231,5 +221,5 @@ async fn two_processes_evaluate_each_pair_once() {
     );
     drop((a, b));
     drop(meta);
-    db.drop_db().await;
+    shared.db.drop_db().await;
 }
