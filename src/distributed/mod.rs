@@ -24,7 +24,9 @@
 //!   aggregates run beside the scans, shuffles between workers, the final stage on the API node.
 //!
 //! **Failures.** A worker lost mid-query fails that query (the engine does not retry a stage:
-//! its docs say so), and the client gets the error, never a partial or wrong answer. Before
+//! its docs say so), and the client gets the error, never a partial or wrong answer: Flight SQL
+//! answers `UNAVAILABLE` ("run it again") when a worker the statement was planned on no longer
+//! answers a probe after the failure (`flight::failure`). Before
 //! planning each statement the coordinator probes its workers (a TCP connect, half a second at
 //! most), so the next statement is planned on the survivors; with none left it runs on the API
 //! node.

@@ -56,6 +56,7 @@ use base64::Engine as _;
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
+use datafusion::common::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::prelude::{DataFrame, SQLOptions, SessionContext};
 use futures::{Stream, StreamExt};
@@ -178,19 +179,25 @@ impl FlightSql {
         let frame = self.plan(team, sql).await?;
         let schema: SchemaRef = std::sync::Arc::new(frame.schema().as_arrow().clone());
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch, FlightError>>(2);
+        // The workers that answered when the statement was planned (`plan` probed them).
+        let planned = self.cluster.clone().map(|c| {
+            let live = c.live();
+            (c, live)
+        });
         let work = self.engine.spawn(async move {
-            let stream: SendableRecordBatchStream = match frame.execute_stream().await {
+            let mut stream: SendableRecordBatchStream = match frame.execute_stream().await {
                 Ok(s) => s,
                 Err(e) => {
-                    let _ = tx.send(Err(FlightError::ExternalError(Box::new(e)))).await;
+                    let _ = tx.send(Err(failure(planned.as_ref(), e).await)).await;
                     return;
                 }
             };
-            let mut stream = stream;
             while let Some(batch) = stream.next().await {
-                let failed = batch.is_err();
-                let sent = tx.send(batch.map_err(|e| FlightError::ExternalError(Box::new(e))));
-                if sent.await.is_err() || failed {
+                let (batch, failed) = match batch {
+                    Ok(batch) => (Ok(batch), false),
+                    Err(e) => (Err(failure(planned.as_ref(), e).await), true),
+                };
+                if tx.send(batch).await.is_err() || failed {
                     return;
                 }
             }
@@ -213,6 +220,22 @@ impl FlightSql {
 }
 
 type DoGetStream = <FlightSql as FlightService>::DoGetStream;
+
+/// What a client is told of a statement that failed: `UNAVAILABLE` (run it again) when a worker
+/// it was planned on no longer answers, so the failure is the lost worker's; the error as it is
+/// otherwise.
+async fn failure(planned: Option<&(Cluster, usize)>, e: DataFusionError) -> FlightError {
+    if let Some((cluster, live)) = planned {
+        cluster.refresh().await;
+        if cluster.live() < *live {
+            return FlightError::Tonic(Box::new(Status::unavailable(format!(
+                "a worker was lost while the statement ran; run it again: the next statement is \
+                 planned on the workers that answer ({e})"
+            ))));
+        }
+    }
+    FlightError::ExternalError(Box::new(e))
+}
 
 /// A query's batches until its deadline: the work is aborted when this is dropped (the client
 /// went away, or the deadline passed).
