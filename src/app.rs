@@ -85,7 +85,7 @@ pub async fn open_state(args: &ServeArgs) -> anyhow::Result<AppState> {
             memory_limit_bytes: args.query_memory_mb.saturating_mul(1024 * 1024),
             ..crate::engine::Limits::default()
         },
-        getter_limits: crate::ingest::PageLimits {
+        getter_limits: crate::render::PageLimits {
             rows: usize::try_from(args.getter_max_rows).unwrap_or(usize::MAX),
             bytes: usize::try_from(args.getter_max_bytes).unwrap_or(usize::MAX),
         },

@@ -334,12 +334,12 @@ pub struct ServeArgs {
     pub body_limit: usize,
     /// Most samples one timeseries getter answer holds; the rest pages by cursor
     /// (`x-next-cursor` on `/v2/timeseries/...`, `next_cursor` on `.../grouped`).
-    #[arg(long, env = "WEARHOUSE_GETTER_MAX_ROWS", default_value_t = crate::ingest::PageLimits::DEFAULT_ROWS as u64,
+    #[arg(long, env = "WEARHOUSE_GETTER_MAX_ROWS", default_value_t = crate::render::PageLimits::DEFAULT_ROWS as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub getter_max_rows: u64,
     /// Most bytes of samples one timeseries getter answer holds (at least one sample is always
     /// answered); the rest pages by cursor.
-    #[arg(long, env = "WEARHOUSE_GETTER_MAX_BYTES", default_value_t = crate::ingest::PageLimits::DEFAULT_BYTES as u64,
+    #[arg(long, env = "WEARHOUSE_GETTER_MAX_BYTES", default_value_t = crate::render::PageLimits::DEFAULT_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub getter_max_bytes: u64,
     /// Time limit of one aggregate request, and of one summary or timeseries getter, in seconds

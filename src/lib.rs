@@ -44,6 +44,7 @@ pub mod parquet_write;
 pub mod providers;
 pub mod query;
 pub mod rate_limit;
+pub mod render;
 pub mod schema;
 pub mod secret;
 pub mod store;

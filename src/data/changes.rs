@@ -13,7 +13,7 @@
 //!   push's stamp, as written, even where a later push has replaced them since; the
 //!   `store.compact` job does not merge a user's segments while a push of theirs is
 //!   unannounced, since a merge drops replaced rows), rendered as the getters render them
-//!   (`ingest::render_*`) and made into events ([`EventStream`]), so an event's `data` is
+//!   (`render::render_*`) and made into events ([`EventStream`]), so an event's `data` is
 //!   exactly what `GET /v2/summary/<kind>` or `/v2/timeseries/...` showed for those records
 //!   once the push was stored. Summaries' `created_at`/`updated_at` (the ingestion time) are
 //!   left out of the comparison.
@@ -47,7 +47,7 @@ use super::DataError;
 use super::event_records::{Origin, Referred, refer};
 use super::provider_list::resource_name;
 use crate::events::{Event, EventType, EventUser};
-use crate::ingest;
+use crate::render;
 use crate::schema::{Dataset, Table};
 use crate::store::health::HealthStore;
 use crate::store::metadata::User;
@@ -180,8 +180,8 @@ fn rendered_key(dataset: Dataset, record: &Value) -> String {
 
 fn render(dataset: Dataset, batches: &[RecordBatch], user: &User) -> Vec<Value> {
     match dataset {
-        Dataset::Table(t) => ingest::render_summaries(t, batches, user.id),
-        Dataset::Timeseries(r) => ingest::render_samples(r, batches),
+        Dataset::Table(t) => render::render_summaries(t, batches, user.id),
+        Dataset::Timeseries(r) => render::render_samples(r, batches),
     }
 }
 
@@ -598,7 +598,7 @@ impl EventStream {
                 self.groups.pop_front();
                 continue;
             };
-            let source = ingest::render_source(&batch, 0);
+            let source = render::render_source(&batch, 0);
             let budget = Event::records_budget(&source);
             let name = resource_name(dataset);
             let event_type = match change {

@@ -31,7 +31,7 @@ use uuid::Uuid;
 use super::DataError;
 use super::changes::Change;
 use crate::events::Event;
-use crate::ingest;
+use crate::render;
 use crate::schema::Dataset;
 use crate::store::health::HealthStore;
 use crate::store::metadata::events::{RecordsPointer, inline_body, referring_events};
@@ -140,7 +140,7 @@ fn records_of(
             kept.push(part);
         }
     }
-    let mut records = ingest::render_samples(resource, &kept);
+    let mut records = render::render_samples(resource, &kept);
     records.sort_by_key(micros);
     Ok(records)
 }

@@ -30,7 +30,7 @@ use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::record_batch::RecordBatch;
 
 use super::{DataError, read};
-use crate::ingest::{Cursor, PageBuilder, PageLimits, SamplePage};
+use crate::render::{Cursor, PageBuilder, PageLimits, SamplePage};
 use crate::schema::{Dataset, Resource};
 use crate::store::health::{Extent, HealthStore};
 use crate::store::metadata::User;

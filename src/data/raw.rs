@@ -132,7 +132,7 @@ fn render(user: &User, part: &str, d: RawDocument) -> Value {
             .unwrap_or("other")
             .to_owned();
         let name = sport["name"].as_str().unwrap_or(&slug).to_owned();
-        let number = crate::ingest::sport_id(&slug);
+        let number = crate::render::sport_id(&slug);
         out["sport_id"] = json!(number);
         out["sport"] = json!({"id": number, "name": name, "slug": slug});
     }

@@ -1,6 +1,6 @@
 //! Per-session reads: the sleep cycle and electrocardiogram summaries of a user and the streams
-//! of one sleep or workout session named by its id alone (`ingest::sessions`, `ingest::ecg` and
-//! `ingest::streams` render them).
+//! of one sleep or workout session named by its id alone (`render::sessions`, `render::ecg` and
+//! `render::streams` render them).
 //!
 //! A stream path names a session, not its user. The session is looked up among the team's
 //! live users, oldest first, in their stored sleep (or workout) rows; a session id is unique
@@ -17,9 +17,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{DataError, read};
-use crate::ingest::ecg::Electrocardiogram;
-use crate::ingest::sessions::{self, Session, SleepCycle};
-use crate::ingest::streams::{self, SleepStream, StreamInputs, WorkoutStream};
+use crate::render::ecg::Electrocardiogram;
+use crate::render::sessions::{self, Session, SleepCycle};
+use crate::render::streams::{self, SleepStream, StreamInputs, WorkoutStream};
 use crate::schema::{Dataset, Table, resource};
 use crate::store::health::HealthStore;
 use crate::store::metadata::{MetadataStore, User};
@@ -46,7 +46,7 @@ pub async fn sleep_cycles(
 }
 
 /// The user's electrocardiogram recordings starting in `window`, of `provider` only when
-/// given (derived from the voltage samples: `ingest::ecg`).
+/// given (derived from the voltage samples: `render::ecg`).
 pub async fn electrocardiograms(
     store: &HealthStore,
     user: &User,
@@ -64,7 +64,7 @@ pub async fn electrocardiograms(
         provider,
     )
     .await?;
-    Ok(crate::ingest::ecg::electrocardiograms(&rows, user.id))
+    Ok(crate::render::ecg::electrocardiograms(&rows, user.id))
 }
 
 /// The session `id` of `table` (sleep or workouts) among the team's users (or `only` that

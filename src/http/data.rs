@@ -20,6 +20,7 @@ use crate::data;
 use crate::ingest::{self, ColumnarTarget};
 use crate::loc;
 use crate::providers;
+use crate::render;
 use crate::schema::{Dataset, Table};
 use crate::validation::Violation;
 
@@ -169,7 +170,7 @@ async fn summaries(
         provider,
     )
     .await?;
-    let rendered = ingest::render_summaries(table, &batches, user.id);
+    let rendered = render::render_summaries(table, &batches, user.id);
     let mut answer = serde_json::Map::new();
     answer.insert(ingest::push_key(table).to_owned(), Value::from(rendered));
     Ok(Json(Value::Object(answer)))
@@ -264,7 +265,7 @@ async fn profile(
         provider,
     );
     let batches = data::within(deadline(&state), read).await?;
-    ingest::render_profile(&batches, user.id)
+    render::render_profile(&batches, user.id)
         .map(Json)
         .ok_or(ApiError::NotFound("Profile"))
 }

@@ -77,7 +77,7 @@ pub struct HttpConfig {
     /// Limits of aggregate queries (body size, counts, time, memory, JSON cells).
     pub query_limits: crate::engine::Limits,
     /// Caps of one timeseries getter answer (samples and bytes; further samples page by cursor).
-    pub getter_limits: crate::ingest::PageLimits,
+    pub getter_limits: crate::render::PageLimits,
     /// Request budgets per API key, per team and for aggregate queries (default: none; `serve`
     /// sets them from its `--rate-limit-*` flags).
     pub rate_limits: crate::rate_limit::RateLimits,
@@ -101,7 +101,7 @@ impl Default for HttpConfig {
         HttpConfig {
             body_limit: 16 * 1024 * 1024,
             query_limits: crate::engine::Limits::default(),
-            getter_limits: crate::ingest::PageLimits::default(),
+            getter_limits: crate::render::PageLimits::default(),
             rate_limits: crate::rate_limit::RateLimits::default(),
             user_undo_window: USER_UNDO_WINDOW,
             team_query_concurrency: TEAM_QUERY_CONCURRENCY as usize,

@@ -65,7 +65,7 @@ pub struct DemoConnectRequest {
     pub persona: Option<crate::sync::connectors::demo::generator::Persona>,
 }
 
-/// Schemas generated from the getters' wire map ([`crate::ingest::wire_schema`]), named after
+/// Schemas generated from the getters' wire map ([`crate::render::wire_schema`]), named after
 /// the reference's models.
 macro_rules! generated {
     ($($(#[$doc:meta])* $ty:ident = $name:literal => $schema:expr;)*) => {$(
@@ -86,7 +86,7 @@ macro_rules! generated {
     )*};
 }
 
-use crate::ingest::wire_schema::{any_sample_schema, grouped_schema, summary_schema};
+use crate::render::wire_schema::{any_sample_schema, grouped_schema, summary_schema};
 use crate::schema::Table;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};

@@ -4,7 +4,7 @@
 //! (`GET /v2/timeseries/sleep/{sleep_id}/stream`, `.../workouts/{workout_id}/stream`) and the
 //! user's devices (`GET /v2/user/{user_id}/device`, `.../device/{device_id}`). Each decodes,
 //! calls `data::sessions` or `data::devices` within the getters' time limit, and encodes; the
-//! decisions are documented there and in `ingest::sessions`.
+//! decisions are documented there and in `render::sessions`.
 
 use axum::Json;
 use axum::extract::State;
@@ -18,8 +18,9 @@ use super::extract::{ApiPath, AuthTeam, QueryParams, TeamUser, parse_uuid};
 use super::models;
 use super::users::team_user;
 use crate::data::{self, devices::Device};
-use crate::ingest::{self, ecg::Electrocardiograms, sessions::SleepCycles, streams};
+use crate::ingest;
 use crate::loc;
+use crate::render::{ecg::Electrocardiograms, sessions::SleepCycles, streams};
 use crate::store::metadata::User;
 
 /// The routes of this module.

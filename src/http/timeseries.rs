@@ -21,6 +21,7 @@ use super::users::team_user;
 use crate::data;
 use crate::ingest;
 use crate::loc;
+use crate::render;
 use crate::schema::{Dataset, Resource, Table, resource};
 use crate::validation::Violation;
 
@@ -91,7 +92,7 @@ fn series(name: &str) -> Result<Series, ApiError> {
 
 /// The page start a client sent: `cursor`, or its alias `next_cursor` (the name the answers
 /// use); both at once must agree.
-fn cursor(query: &QueryParams) -> Result<Option<ingest::Cursor>, ApiError> {
+fn cursor(query: &QueryParams) -> Result<Option<render::Cursor>, ApiError> {
     let (param, text) = match (query.get("cursor"), query.get("next_cursor")) {
         (Some(a), Some(b)) if a != b => {
             return Err(ApiError::invalid(
@@ -106,7 +107,7 @@ fn cursor(query: &QueryParams) -> Result<Option<ingest::Cursor>, ApiError> {
         (None, Some(b)) => ("next_cursor", b),
         (None, None) => return Ok(None),
     };
-    ingest::Cursor::parse(text, param)
+    render::Cursor::parse(text, param)
         .map(Some)
         .map_err(ApiError::invalid)
 }
@@ -147,7 +148,7 @@ async fn read_page(
     (resource, kind): (Resource, Option<&str>),
     query: &QueryParams,
     (default_limit, max_limit): (usize, usize),
-) -> Result<ingest::SamplePage, ApiError> {
+) -> Result<render::SamplePage, ApiError> {
     let from = cursor(query)?;
     let caps = state.config.getter_limits;
     let max_limit = max_limit.min(caps.rows).max(1);
@@ -157,7 +158,7 @@ async fn read_page(
         1,
         i64::try_from(max_limit).unwrap_or(i64::MAX),
     )?;
-    let limits = ingest::PageLimits {
+    let limits = render::PageLimits {
         rows: usize::try_from(limit).unwrap_or(max_limit),
         bytes: caps.bytes,
     };
@@ -233,7 +234,7 @@ async fn plain_answer(
     let (resource, kind) = match request.series {
         Series::Hypnogram => {
             let rows = sleep_rows(state, request).await?;
-            return Ok(Json(ingest::hypnogram_plain(&rows)).into_response());
+            return Ok(Json(render::hypnogram_plain(&rows)).into_response());
         }
         Series::Stored(resource, kind) => (resource, kind),
     };
@@ -254,7 +255,7 @@ async fn grouped_answer(
     let (resource, kind) = match request.series {
         Series::Hypnogram => {
             let rows = sleep_rows(state, request).await?;
-            return Ok(Json(ingest::hypnogram_grouped(&rows)).into_response());
+            return Ok(Json(render::hypnogram_grouped(&rows)).into_response());
         }
         Series::Stored(resource, kind) => (resource, kind),
     };

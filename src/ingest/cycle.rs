@@ -13,12 +13,12 @@
 //!   (providers report entries logged a day late). An absent or null list is stored empty and
 //!   renders as `[]`, as the reference's lists are never null.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::columns::{Cell, Row};
-use super::push::Ctx;
-use super::render::date_string;
+use super::context::Ctx;
 use super::summary::{derive_id, epoch_days};
+use super::zone::date_string;
 use crate::schema::{Kind, ListColumn, Table, allowed_element_values};
 use crate::validation::read::{self, Obj, at};
 use crate::validation::{Loc, Violation};
@@ -117,24 +117,4 @@ fn entries(obj: &Obj, list: &ListColumn, loc: &[Loc]) -> Result<Vec<Vec<Cell>>, 
         out.push(cells);
     }
     Ok(out)
-}
-
-/// Renders the entries of every list column into `obj` (`[]` for none).
-pub(crate) fn render_members(obj: &mut Map<String, Value>, cell_of: impl Fn(&str) -> Cell) {
-    for list in Table::MenstrualCycle.list_columns() {
-        let rendered: Vec<Value> = match cell_of(list.name) {
-            Cell::Entries(entries) => entries
-                .into_iter()
-                .map(|entry| {
-                    let mut e = Map::new();
-                    for (field, cell) in list.fields().iter().zip(entry) {
-                        e.insert(field.name.to_owned(), super::render::plain(cell));
-                    }
-                    Value::Object(e)
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        obj.insert(list.name.to_owned(), Value::Array(rendered));
-    }
 }

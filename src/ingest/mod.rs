@@ -1,5 +1,5 @@
-//! Ingest: push-API records to Arrow record batches and back (the demo data generator that
-//! feeds it is `sync::connectors::demo::generator`, beside the demo connector).
+//! Ingest: push-API records to Arrow record batches (the read side is `render`; the demo data
+//! generator that feeds it is `sync::connectors::demo::generator`, beside the demo connector).
 //!
 //! - [`parse_push`] validates a whole `POST /v2/user/{user_id}/data` body
 //!   (`{"provider", "source", "sleep", "activity", "workouts", "body", "meals", "profile",
@@ -14,13 +14,8 @@
 //! - [`parse_push_columnar`] does the same for the rows of one timeseries sent as an Arrow
 //!   IPC stream or a Parquet file (`columnar.rs`), for data teams, and the rows of the
 //!   `menstrual_cycle` table the same way (`columnar_table.rs`).
-//! - [`render_summaries`] and [`render_profile`] turn stored batches into the summary getters'
-//!   JSON, in the same field names a push uses, so a pushed body round-trips.
-//! - The timeseries getters answer pages: [`PageBuilder`] fills a [`SamplePage`] from time
-//!   slices in cursor order up to [`PageLimits`] (samples and bytes), and the page writes
-//!   itself as JSON ([`SamplePage::write_plain`], [`SamplePage::write_grouped`]) without a
-//!   `Value` per sample. [`render_samples`] and [`render_grouped`] are the same as `Value`s, for
-//!   tests and small sets.
+//! - Rendering stored batches back into the getters' JSON is the read side's room,
+//!   [`crate::render`], which builds on this module's cells, zones and wire names.
 //! - [`parse_date_range`] reads the getters' `start_date`/`end_date`.
 //! - [`sample_rules`] says which members a pushed timeseries sample must give, per resource:
 //!   the push parsers enforce it and [`push_schema`] documents it.
@@ -32,7 +27,7 @@
 //! `fat`; meals `energy`, `macros`, `micros`; profile `height`. A push may also name a column
 //! by its own (query-language) name, the shape pushes had before.
 //! Decisions where the spec is silent (each is detailed on the private module that takes it:
-//! `push`, `push_body`, `summary`, `sample`, `render`, `page`, `grouped`, `dates`):
+//! `push`, `push_body`, `summary`, `sample`, `dates`; the rendering ones on `crate::render`'s):
 //! - summary `id` is optional on push and then derived from (user, provider, source type,
 //!   table, index time) with [`derive_id`]; activity ids always come from (user, provider,
 //!   source type, date), profile ids from (user, provider): derived ids never collide between
@@ -57,38 +52,26 @@
 
 mod columnar;
 mod columnar_table;
-mod columns;
+pub(crate) mod columns;
+mod context;
 mod cycle;
 mod dates;
-pub mod ecg;
-mod fields;
-mod grouped;
-mod hypnogram;
-mod page;
+pub(crate) mod fields;
+pub(crate) mod json_schema;
 mod push;
 mod push_body;
 pub mod push_schema;
 pub mod raw;
-mod render;
 mod sample;
-mod sample_json;
 pub mod sample_rules;
-pub mod sessions;
-pub mod streams;
-mod summary;
-pub mod wire_schema;
-mod zone;
+pub(crate) mod summary;
+pub(crate) mod zone;
 
 pub use columnar::{
     ARROW_STREAM_MEDIA_TYPE, Columnar, ColumnarTarget, PARQUET_MEDIA_TYPE, parse_push_columnar,
 };
 pub use dates::{DATE_OR_DATE_TIME_PATTERN, parse_date_range};
 pub use fields::{SOURCE_TYPES, push_key};
-pub use grouped::render_grouped;
-pub use hypnogram::{hypnogram_grouped, hypnogram_plain};
-pub use page::{Cursor, PageBuilder, PageLimits, SamplePage};
 pub use push::{PushBatches, PushUser, parse_push, parse_push_json};
-pub(crate) use render::source as render_source;
-pub use render::{render_profile, render_samples, render_summaries, sport_id};
 pub use summary::derive_id;
 pub(crate) use zone::format_offset;

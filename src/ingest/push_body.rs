@@ -19,7 +19,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::{Map, Value};
 
 use super::columns::BatchBuilder;
-use super::push::internal;
+use super::context::internal;
 use super::sample;
 use crate::schema::{Dataset, INGESTED_AT, Resource, SOURCE_COLUMNS, resource};
 use crate::validation::read;

@@ -1,7 +1,7 @@
 //! The OpenAPI schema of the push body's `timeseries` member, one sample schema per resource,
 //! generated from what the push parser reads: the members it accepts (`sample::accepted_keys`,
 //! no others), the ones it requires (`sample_rules`, the table the parser checks), the unit it
-//! allows and the value ranges it checks. A getter's sample schema (`wire_schema`) describes
+//! allows and the value ranges it checks. A getter's sample schema (`render::wire_schema`) describes
 //! what is answered instead, where `unit` is always present and `type` may be null.
 //!
 //! A required member with an alias (`timestamp` or `start` on interval families, a note's
@@ -17,9 +17,9 @@ use utoipa::openapi::schema::{
 use utoipa::openapi::{RefOr, Schema};
 
 use super::fields::sample_range;
+use super::json_schema::{instant, nullable_array, number, string};
 use super::sample::{MAX_DURATION, accepted_keys};
 use super::sample_rules::{self, Required};
-use super::wire_schema::{instant, nullable_array, number, string};
 use crate::schema::{Family, RESOURCES, Resource};
 
 /// A number within `(lo, hi)`, the bounds stated where finite.

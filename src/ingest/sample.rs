@@ -19,8 +19,8 @@
 use serde_json::Value;
 
 use super::columns::{Cell, Row};
+use super::context::offset_cell;
 use super::fields::sample_range;
-use super::push::offset_cell;
 use super::sample_rules;
 use super::summary::zone;
 use crate::schema::{Family, INGESTED_AT, Resource, SOURCE_COLUMNS, timeseries_schema};

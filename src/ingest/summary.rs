@@ -28,8 +28,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::columns::{Cell, Row};
+use super::context::Ctx;
 use super::fields::{Wire, allowed_values, range, read_only, wire};
-use super::push::Ctx;
 use super::zone::{MAX_OFFSET, Zone, format_offset};
 use crate::schema::{Kind, Table};
 use crate::validation::read::{self, Obj, at};

@@ -101,6 +101,11 @@ pub(crate) fn local_date(micros: i64, offset: Option<i32>) -> NaiveDate {
         .date_naive()
 }
 
+/// Days since the epoch as `YYYY-MM-DD`.
+pub(crate) fn date_string(days: i32) -> String {
+    local_date(i64::from(days) * 86_400_000_000, None).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,7 +284,7 @@ async fn push_heart_rate(app: &TestApp, id: &str, provider: &str, n: usize) {
 
 fn capped(rows: usize, bytes: usize) -> wearhouse::http::HttpConfig {
     wearhouse::http::HttpConfig {
-        getter_limits: wearhouse::ingest::PageLimits { rows, bytes },
+        getter_limits: wearhouse::render::PageLimits { rows, bytes },
         ..Default::default()
     }
 }

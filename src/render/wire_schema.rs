@@ -6,43 +6,13 @@
 //! every value member is nullable, as a provider may not give it.
 
 use utoipa::openapi::schema::{
-    AdditionalProperties, ArrayBuilder, KnownFormat, Object, ObjectBuilder, SchemaFormat, Type,
+    AdditionalProperties, ArrayBuilder, KnownFormat, Object, ObjectBuilder, Type,
 };
 use utoipa::openapi::{RefOr, Schema};
 
-use super::fields::wire;
+use crate::ingest::fields::wire;
+use crate::ingest::json_schema::{instant, integer, nullable_array, number, string, typed};
 use crate::schema::{Family, Kind, Table};
-
-pub(super) fn typed(t: Type, format: Option<KnownFormat>, nullable: bool) -> ObjectBuilder {
-    let builder = if nullable {
-        ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([
-            t,
-            Type::Null,
-        ]))
-    } else {
-        ObjectBuilder::new().schema_type(t)
-    };
-    match format {
-        Some(f) => builder.format(Some(SchemaFormat::KnownFormat(f))),
-        None => builder,
-    }
-}
-
-pub(super) fn string(nullable: bool) -> ObjectBuilder {
-    typed(Type::String, None, nullable)
-}
-
-pub(super) fn instant(nullable: bool) -> ObjectBuilder {
-    typed(Type::String, Some(KnownFormat::DateTime), nullable)
-}
-
-pub(super) fn integer(nullable: bool) -> ObjectBuilder {
-    typed(Type::Integer, None, nullable)
-}
-
-pub(super) fn number(nullable: bool) -> ObjectBuilder {
-    typed(Type::Number, None, nullable)
-}
 
 fn of_kind(kind: Kind, scaled: bool) -> ObjectBuilder {
     match kind {
@@ -98,15 +68,6 @@ impl Node {
         }
         object
     }
-}
-
-pub(super) fn nullable_array(items: ObjectBuilder) -> ArrayBuilder {
-    ArrayBuilder::new()
-        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
-            Type::Array,
-            Type::Null,
-        ]))
-        .items(items)
 }
 
 /// The `source` of a record or a group.

@@ -10,9 +10,9 @@
 use datafusion::arrow::record_batch::RecordBatch;
 use serde_json::{Map, Value, json};
 
-use super::columns::{Cell, cell_by_name};
-use super::render::{offset, source};
-use super::zone::format_instant;
+use super::summaries::{offset, source};
+use crate::ingest::columns::{Cell, cell_by_name};
+use crate::ingest::zone::format_instant;
 
 /// The unit of hypnogram samples.
 pub const STAGE_UNIT: &str = "stage";
@@ -58,7 +58,7 @@ fn samples_with_source(batches: &[RecordBatch]) -> Vec<(i64, Value, Value)> {
             };
             let interval = match cell_by_name(batch, "hypnogram_interval_second", row) {
                 Cell::Int(i) => i,
-                _ => super::summary::DEFAULT_HYPNOGRAM_INTERVAL,
+                _ => crate::ingest::summary::DEFAULT_HYPNOGRAM_INTERVAL,
             };
             let src = source(batch, row);
             let tz = offset(batch, row);

@@ -24,10 +24,10 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::columns::{Cell, cell_by_name};
-use super::render::{offset, source};
-use super::summary::{DEFAULT_HYPNOGRAM_INTERVAL, derive_id};
-use super::zone::format_instant;
+use super::summaries::{offset, source};
+use crate::ingest::columns::{Cell, cell_by_name};
+use crate::ingest::summary::{DEFAULT_HYPNOGRAM_INTERVAL, derive_id};
+use crate::ingest::zone::format_instant;
 use crate::providers::SOURCE_TYPES;
 
 /// A stored sleep or workout session: what the stream getters need of it.

@@ -20,10 +20,10 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::columns::{Cell, cell_by_name};
-use super::render::source;
-use super::summary::derive_id;
-use super::zone::format_instant;
+use super::summaries::source;
+use crate::ingest::columns::{Cell, cell_by_name};
+use crate::ingest::summary::derive_id;
+use crate::ingest::zone::format_instant;
 use crate::providers::SOURCE_TYPES;
 
 /// The largest gap between two samples of one recording: 5 seconds.

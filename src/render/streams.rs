@@ -8,10 +8,10 @@ use datafusion::arrow::record_batch::RecordBatch;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::columns::{Cell, cell_by_name};
 use super::hypnogram::STAGE_UNIT;
 use super::sessions::Session;
-use super::zone::format_instant;
+use crate::ingest::columns::{Cell, cell_by_name};
+use crate::ingest::zone::format_instant;
 
 /// One sample of a sleep stream (the reference's `ClientFacing*Timeseries`).
 #[derive(Debug, Clone, Serialize, ToSchema)]

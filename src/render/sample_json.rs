@@ -15,9 +15,9 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Int32Type;
 use datafusion::arrow::record_batch::RecordBatch;
 
-use super::columns::{Cell, cell};
-use super::render::date_string;
-use super::zone::format_instant;
+use crate::ingest::columns::{Cell, cell};
+use crate::ingest::zone::date_string;
+use crate::ingest::zone::format_instant;
 use crate::schema::{INGESTED_AT, Resource, SOURCE_COLUMNS, TIMEZONE_OFFSET};
 
 /// The spec's leading keys, in order; the rest follow in schema order.
@@ -154,7 +154,7 @@ fn write_cell(w: &mut impl Write, cell: Cell) -> io::Result<()> {
         Cell::Micros(m) => write_str(w, &format_instant(m, None)),
         Cell::Stages(s) => serde_json::to_writer(w, &s).map_err(io::Error::from),
         c @ Cell::Entries(_) => {
-            serde_json::to_writer(w, &super::render::plain(c)).map_err(io::Error::from)
+            serde_json::to_writer(w, &super::summaries::plain(c)).map_err(io::Error::from)
         }
     }
 }

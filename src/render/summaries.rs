@@ -15,10 +15,10 @@ use datafusion::arrow::record_batch::RecordBatch;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::columns::{Cell, cell_by_name};
-use super::fields::wire;
 use super::page::{PageBuilder, PageLimits};
-use super::zone::{format_instant, local_date};
+use crate::ingest::columns::{Cell, cell_by_name};
+use crate::ingest::fields::wire;
+use crate::ingest::zone::{date_string, format_instant, local_date};
 use crate::providers;
 use crate::schema::{Kind, Resource, Table};
 
@@ -38,11 +38,6 @@ pub(crate) fn plain(cell: Cell) -> Value {
             .map(|e| Value::Array(e.into_iter().map(plain).collect()))
             .collect(),
     }
-}
-
-/// Days since the epoch as `YYYY-MM-DD`.
-pub(crate) fn date_string(days: i32) -> String {
-    local_date(i64::from(days) * 86_400_000_000, None).to_string()
 }
 
 fn str_cell(batch: &RecordBatch, column: &str, row: usize) -> Option<String> {
@@ -234,7 +229,7 @@ fn sleep_members(
     let stream = match cell_by_name(batch, "hypnogram", row) {
         Cell::Stages(stages) => {
             let interval = int_cell(batch, "hypnogram_interval_second", row)
-                .unwrap_or(super::summary::DEFAULT_HYPNOGRAM_INTERVAL);
+                .unwrap_or(crate::ingest::summary::DEFAULT_HYPNOGRAM_INTERVAL);
             let start = match cell_by_name(batch, "session_start", row) {
                 Cell::Micros(m) => m,
                 _ => 0,

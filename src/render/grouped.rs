@@ -13,8 +13,8 @@ use datafusion::arrow::record_batch::RecordBatch;
 use serde_json::Value;
 
 use super::page::{Cursor, Keys, PageBuilder, PageLimits, RowRef, SamplePage};
-use super::render::source;
 use super::sample_json::SampleWriter;
+use super::summaries::source;
 use crate::schema::Resource;
 use crate::validation::Invalid;
 
