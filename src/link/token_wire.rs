@@ -48,7 +48,7 @@ pub fn wire(provider: &str) -> TokenWire {
 /// Whether the provider wants the client's id and secret in the form instead of HTTP Basic.
 pub fn client_in_body(provider: &str) -> bool {
     wire(provider) == TokenWire::Withings
-        || matches!(provider, "whoop_v2" | "google_health" | "strava")
+        || matches!(provider, "whoop_v2" | "google_health" | "strava" | "garmin")
 }
 
 /// The parameters a provider's authorisation URL carries besides RFC 6749's (Google's offline
