@@ -156,7 +156,11 @@ async fn rate_limits_refused_tokens_and_server_errors_surface_by_kind() {
 #[tokio::test]
 async fn a_malformed_summary_is_skipped_and_its_neighbours_kept() {
     let mut data = fixture_data();
-    data.upload("activities", utc(2025, 3, 1).timestamp() + 60, json!("not a summary"));
+    data.upload(
+        "activities",
+        utc(2025, 3, 1).timestamp() + 60,
+        json!("not a summary"),
+    );
     let fake = FakeGarmin::start(data).await;
     let garmin = Garmin::new(&fake.base).unwrap();
     let pulled = garmin.pull(TOKEN, &all_march()).await.unwrap();

@@ -209,10 +209,7 @@ async fn an_oauth_application_of_the_deployment_or_the_team_offers_a_provider_wi
     let a = token_with(&app, &key, json!({"provider": "wahoo"})).await;
     assert_eq!(a.status, 400, "{}", a.json);
     assert!(
-        a.json["detail"]
-            .as_str()
-            .unwrap()
-            .contains("Wahoo (wahoo)"),
+        a.json["detail"].as_str().unwrap().contains("Wahoo (wahoo)"),
         "{}",
         a.json
     );

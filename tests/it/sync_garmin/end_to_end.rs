@@ -86,12 +86,27 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
     let want = expected_at(&fixture("sleeps.expected.json"), "/sleep");
     assert_eq!(sleep.len(), want.len(), "{sleep:#?}");
     for (got, want) in sleep.iter().zip(&want) {
-        assert_eq!(instant(&got["bedtime_start"]), later(&want["bedtime_start"], days));
-        assert_eq!(instant(&got["bedtime_stop"]), later(&want["bedtime_stop"], days));
-        for field in ["duration", "total", "awake", "light", "rem", "deep", "score"] {
-            assert_eq!(got[field].as_i64(), want[field].as_i64(), "sleep {field}: {got:#}");
+        assert_eq!(
+            instant(&got["bedtime_start"]),
+            later(&want["bedtime_start"], days)
+        );
+        assert_eq!(
+            instant(&got["bedtime_stop"]),
+            later(&want["bedtime_stop"], days)
+        );
+        for field in [
+            "duration", "total", "awake", "light", "rem", "deep", "score",
+        ] {
+            assert_eq!(
+                got[field].as_i64(),
+                want[field].as_i64(),
+                "sleep {field}: {got:#}"
+            );
         }
-        assert_eq!(got["respiratory_rate"].as_f64(), want["respiratory_rate"].as_f64());
+        assert_eq!(
+            got["respiratory_rate"].as_f64(),
+            want["respiratory_rate"].as_f64()
+        );
         assert_eq!(got["state"], want["state"], "{got:#}");
     }
 
@@ -101,8 +116,18 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
     for (got, want) in activity.iter().zip(&want) {
         let day = shifted(&want["date"], days);
         assert_eq!(got["calendar_date"], day, "{got}");
-        for field in ["calories_total", "calories_active", "steps", "distance", "floors_climbed"] {
-            assert_eq!(got[field].as_f64(), want[field].as_f64(), "{day} {field}: {got}");
+        for field in [
+            "calories_total",
+            "calories_active",
+            "steps",
+            "distance",
+            "floors_climbed",
+        ] {
+            assert_eq!(
+                got[field].as_f64(),
+                want[field].as_f64(),
+                "{day} {field}: {got}"
+            );
         }
         assert_eq!(
             got["heart_rate"]["avg_bpm"].as_f64(),
@@ -115,7 +140,10 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
     let want = expected_at(&fixture("activities.expected.json"), "/workouts");
     assert_eq!(workouts.len(), want.len(), "{workouts:#?}");
     for (got, want) in workouts.iter().zip(&want) {
-        assert_eq!(instant(&got["time_start"]), later(&want["time_start"], days));
+        assert_eq!(
+            instant(&got["time_start"]),
+            later(&want["time_start"], days)
+        );
         assert_eq!(instant(&got["time_end"]), later(&want["time_end"], days));
         assert_eq!(got["sport"]["slug"], want["sport"]["slug"], "{got}");
         assert_eq!(got["provider_id"], want["provider_id"]);
@@ -128,7 +156,10 @@ async fn assert_fixtures_stored(l: &Linked, days: i64) {
     let want = expected_at(&fixture("body_comps.expected.json"), "/body");
     assert_eq!(body.len(), want.len(), "{body:#?}");
     for (got, want) in body.iter().zip(&want) {
-        assert_eq!(instant(&got["measured_at"]), later(&want["measured_at"], days));
+        assert_eq!(
+            instant(&got["measured_at"]),
+            later(&want["measured_at"], days)
+        );
         assert_eq!(got["weight"].as_f64(), want["weight"].as_f64(), "{got}");
         assert_eq!(got["fat"].as_f64(), want["fat"].as_f64(), "{got}");
     }
@@ -209,7 +240,11 @@ async fn an_aggregate_query_answers_the_fixtures_totals() {
         total("sleeps.expected.json", "/sleep", "total"),
         total("dailies.expected.json", "/activity", "steps"),
         total("heart_rate.expected.json", "/timeseries/heartrate", "value"),
-        total("stress_details.expected.json", "/timeseries/stress_level", "value"),
+        total(
+            "stress_details.expected.json",
+            "/timeseries/stress_level",
+            "value",
+        ),
     ];
     assert_eq!(results.len(), want.len(), "{answer}");
     for (result, (sum, count)) in results.iter().zip(want) {
@@ -264,14 +299,20 @@ async fn refresh_shows_new_and_revised_records_once() {
     let last = got.last().unwrap();
     assert_eq!(last["provider_id"], "10400000001");
     assert_eq!(last["calories"].as_f64(), Some(602.0), "{last}");
-    assert_eq!(instant(&last["time_start"]), now - chrono::Duration::hours(3));
+    assert_eq!(
+        instant(&last["time_start"]),
+        now - chrono::Duration::hours(3)
+    );
     let got = l.summary("activity", "calendar_date").await;
     assert_eq!(got.len(), days + 1, "{got:#?}");
     assert_eq!(got.last().unwrap()["steps"], json!(4321));
 
     // The same uploads read again: nothing twice.
     l.refreshed().await;
-    assert_eq!(l.summary("workouts", "time_start").await.len(), workouts + 1);
+    assert_eq!(
+        l.summary("workouts", "time_start").await.len(),
+        workouts + 1
+    );
     assert_eq!(l.summary("activity", "calendar_date").await.len(), days + 1);
 
     // Revised: the day fills up and the run's calories are recomputed; the same ids replace.
@@ -289,7 +330,10 @@ async fn refresh_shows_new_and_revised_records_once() {
     assert_eq!(got.len(), days + 1, "{got:#?}");
     assert_eq!(got.last().unwrap()["steps"], json!(9876));
     // Nothing of the fixtures was stored twice by three incremental pulls.
-    let hr = expected_at(&fixture("heart_rate.expected.json"), "/timeseries/heartrate");
+    let hr = expected_at(
+        &fixture("heart_rate.expected.json"),
+        "/timeseries/heartrate",
+    );
     let today_samples = fixture("dailies.json")[0]["timeOffsetHeartRateSamples"]
         .as_object()
         .unwrap()

@@ -40,7 +40,10 @@ async fn a_ping_for_a_connected_user_queues_its_pull_and_a_forged_one_is_refused
     let (app, user) = (&l.app, &l.user);
     let good = fixture("ping_dailies.json");
     assert_eq!(good["dailies"][0]["userId"], GARMIN_USER);
-    let on_garmin = good["dailies"][0]["callbackURL"].as_str().unwrap().to_owned();
+    let on_garmin = good["dailies"][0]["callbackURL"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let before = incremental_jobs(app).await;
 
     // Forged: no client id, another client's, a callback on another host (the fake's own, a
@@ -48,11 +51,29 @@ async fn a_ping_for_a_connected_user_queues_its_pull_and_a_forged_one_is_refused
     let cases = [
         (good.clone(), None),
         (good.clone(), Some("another-client")),
-        (ping(GARMIN_USER, &format!("{}/wellness-api/rest/sleeps?token=t", garmin.base)), Some(CLIENT_ID)),
-        (ping(GARMIN_USER, "http://169.254.169.254/latest/meta-data/"), Some(CLIENT_ID)),
-        (ping(GARMIN_USER, "https://apis.garmin.com.example.net/wellness-api/rest/sleeps"), Some(CLIENT_ID)),
+        (
+            ping(
+                GARMIN_USER,
+                &format!("{}/wellness-api/rest/sleeps?token=t", garmin.base),
+            ),
+            Some(CLIENT_ID),
+        ),
+        (
+            ping(GARMIN_USER, "http://169.254.169.254/latest/meta-data/"),
+            Some(CLIENT_ID),
+        ),
+        (
+            ping(
+                GARMIN_USER,
+                "https://apis.garmin.com.example.net/wellness-api/rest/sleeps",
+            ),
+            Some(CLIENT_ID),
+        ),
         (ping("0000nobody0000", &on_garmin), Some(CLIENT_ID)),
-        (json!({"deregistrations": [{"userId": "0000nobody0000"}]}), Some(CLIENT_ID)),
+        (
+            json!({"deregistrations": [{"userId": "0000nobody0000"}]}),
+            Some(CLIENT_ID),
+        ),
     ];
     for (body, client) in &cases {
         let a = notify(app, body, *client).await;
@@ -62,7 +83,11 @@ async fn a_ping_for_a_connected_user_queues_its_pull_and_a_forged_one_is_refused
     let fetched = garmin.log().len();
 
     // Not a notification: 422.
-    for bad in [json!([]), json!({}), json!({"dailies": [{"callbackURL": on_garmin}]})] {
+    for bad in [
+        json!([]),
+        json!({}),
+        json!({"dailies": [{"callbackURL": on_garmin}]}),
+    ] {
         let a = notify(app, &bad, Some(CLIENT_ID)).await;
         assert_eq!(a.status, 422, "{bad}: {}", a.json);
     }
@@ -70,7 +95,10 @@ async fn a_ping_for_a_connected_user_queues_its_pull_and_a_forged_one_is_refused
     // The real one: the connection's incremental pull is due now.
     let sent = Utc::now();
     let a = notify(app, &good, Some(CLIENT_ID)).await;
-    assert_eq!((a.status.as_u16(), a.json.clone()), (200, json!({"queued": 1})));
+    assert_eq!(
+        (a.status.as_u16(), a.json.clone()),
+        (200, json!({"queued": 1}))
+    );
     let jobs = incremental_jobs(app).await;
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(jobs[0].0, json!(user));
@@ -83,7 +111,11 @@ async fn a_ping_for_a_connected_user_queues_its_pull_and_a_forged_one_is_refused
     let push = json!({"epochs": [{"userId": GARMIN_USER, "summaryId": "x1", "steps": 93}]});
     let a = notify(app, &push, Some(CLIENT_ID)).await;
     assert_eq!(a.status, 200, "{}", a.json);
-    assert_eq!(incremental_jobs(app).await.len(), 1, "one job per connection");
+    assert_eq!(
+        incremental_jobs(app).await.len(),
+        1,
+        "one job per connection"
+    );
     // No notification made the service call out: the fake saw no request.
     assert_eq!(garmin.log().len(), fetched);
 

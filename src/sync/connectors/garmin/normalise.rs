@@ -20,7 +20,7 @@
 //!   day fills); `calories_total` is `activeKilocalories` + `bmrKilocalories`,
 //!   `calories_active` the former; `duration_active_second` is `activeTimeInSeconds`;
 //!   moderate and vigorous intensity durations are the `medium` and `high` minutes (MET 3–6,
-//!   > 6); the heart rate's minimum, maximum and resting as given, and its mean the mean of the
+//!   above 6); the heart rate's minimum, maximum and resting as given, and its mean the mean of the
 //!   day's samples (Garmin's `averageHeartRateInBeatsPerMinute` is a 7-day average), rounded to
 //!   0.01. Stress and Body Battery aggregates are not kept, for want of a column.
 //! - Heart rate: each sample stands for the 15 s before its offset; it is placed at
@@ -268,8 +268,10 @@ impl Body {
                 continue;
             };
             if keep(value) {
-                into.push(json!({"timestamp": at, "timezone_offset": zone.local_minus_utc(),
-                    "unit": unit, "value": num(value)}));
+                into.push(
+                    json!({"timestamp": at, "timezone_offset": zone.local_minus_utc(),
+                    "unit": unit, "value": num(value)}),
+                );
             }
         }
     }
@@ -421,18 +423,29 @@ impl Body {
                 self.malformed::<()>("bodyComps", record, "unreadable time, offset or weight");
                 continue;
             };
-            let share = |grams: Option<f64>| {
-                grams.map(|g| num(hundredths(g / b.weight_in_grams * 100.0)))
-            };
+            let share =
+                |grams: Option<f64>| grams.map(|g| num(hundredths(g / b.weight_in_grams * 100.0)));
             let mut row = Map::new();
             row.insert("id".into(), b.summary_id.clone().into());
             row.insert("measured_at".into(), at.into());
             row.insert("weight".into(), num(b.weight_in_grams / 1000.0));
             put(&mut row, "fat", b.body_fat_in_percent.map(num));
-            put(&mut row, "water_percentage", b.body_water_in_percent.map(num));
+            put(
+                &mut row,
+                "water_percentage",
+                b.body_water_in_percent.map(num),
+            );
             put(&mut row, "body_mass_index", b.body_mass_index.map(num));
-            put(&mut row, "muscle_mass_percentage", share(b.muscle_mass_in_grams));
-            put(&mut row, "bone_mass_percentage", share(b.bone_mass_in_grams));
+            put(
+                &mut row,
+                "muscle_mass_percentage",
+                share(b.muscle_mass_in_grams),
+            );
+            put(
+                &mut row,
+                "bone_mass_percentage",
+                share(b.bone_mass_in_grams),
+            );
             self.body.push(with_payload(Value::Object(row), record));
         }
     }

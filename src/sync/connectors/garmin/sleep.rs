@@ -69,7 +69,11 @@ fn stage(level: &str) -> Option<i64> {
 }
 
 /// One stage a minute over `[start, start + duration)` from Garmin's level ranges.
-fn hypnogram(levels: &std::collections::BTreeMap<String, Vec<Range>>, start: i64, duration: i64) -> Vec<i64> {
+fn hypnogram(
+    levels: &std::collections::BTreeMap<String, Vec<Range>>,
+    start: i64,
+    duration: i64,
+) -> Vec<i64> {
     let ranges: Vec<(i64, &Range)> = levels
         .iter()
         .filter_map(|(level, ranges)| Some((stage(level)?, ranges)))
@@ -95,9 +99,8 @@ impl Body {
             };
             let tz = zone(s.start_time_offset_in_seconds);
             let end = s.start_time_in_seconds.checked_add(s.duration_in_seconds);
-            let times = tz.and_then(|tz| {
-                Some((stamp(s.start_time_in_seconds, tz)?, stamp(end?, tz)?, tz))
-            });
+            let times =
+                tz.and_then(|tz| Some((stamp(s.start_time_in_seconds, tz)?, stamp(end?, tz)?, tz)));
             let Some((start, stop, tz)) = times.filter(|_| s.duration_in_seconds > 0) else {
                 self.malformed::<()>("sleeps", record, "unreadable start, offset or duration");
                 continue;

@@ -96,13 +96,7 @@ fn sleeps_become_sleep_rows_with_their_stages_and_spo2() {
 #[test]
 fn activities_become_workout_rows() {
     let pulled = normalise(&documents(), only(|w| w.workouts = true));
-    assert_fixture(
-        "garmin",
-        "activities",
-        &pulled,
-        0,
-        json!({"workouts": 2}),
-    );
+    assert_fixture("garmin", "activities", &pulled, 0, json!({"workouts": 2}));
 }
 
 #[test]
@@ -114,14 +108,17 @@ fn body_compositions_become_body_rows() {
 #[test]
 fn malformed_summaries_are_skipped_one_by_one() {
     let mut docs = documents();
-    docs.dailies.push(json!({"summaryId": "no-date", "startTimeInSeconds": 1}));
-    docs.sleeps
-        .push(json!({"summaryId": "backwards", "startTimeInSeconds": 1740870000,
-            "startTimeOffsetInSeconds": 3600, "durationInSeconds": -60}));
+    docs.dailies
+        .push(json!({"summaryId": "no-date", "startTimeInSeconds": 1}));
+    docs.sleeps.push(
+        json!({"summaryId": "backwards", "startTimeInSeconds": 1740870000,
+            "startTimeOffsetInSeconds": 3600, "durationInSeconds": -60}),
+    );
     docs.activities.push(json!("not an object"));
-    docs.body_comps
-        .push(json!({"summaryId": "weightless", "measurementTimeInSeconds": 1740870000,
-            "measurementTimeOffsetInSeconds": 3600, "weightInGrams": 0}));
+    docs.body_comps.push(
+        json!({"summaryId": "weightless", "measurementTimeInSeconds": 1740870000,
+            "measurementTimeOffsetInSeconds": 3600, "weightInGrams": 0}),
+    );
     docs.stress
         .push(json!({"startTimeInSeconds": 1, "startTimeOffsetInSeconds": 999999}));
     let all = Wanted::of(&Resource::ALL.into_iter().collect());

@@ -80,8 +80,8 @@ pub fn callback_allowed(api: &url::Url, callback: &str) -> bool {
 
 /// Reads a notification whose callback URLs must point into the API at `api`.
 pub fn parse(body: &[u8], api: &url::Url) -> Result<Notice, Refused> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| Refused::Malformed(format!("not JSON: {e}")))?;
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| Refused::Malformed(format!("not JSON: {e}")))?;
     let Value::Object(lists) = value else {
         return Err(Refused::Malformed(
             "a Garmin notification is an object of lists by summary type".into(),
