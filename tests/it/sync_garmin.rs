@@ -116,6 +116,45 @@ async fn a_summary_is_found_by_when_it_was_synced_not_by_its_own_time() {
 }
 
 #[tokio::test]
+async fn backfill_is_asked_for_every_summary_type_and_asking_again_is_no_failure() {
+    let fake = FakeGarmin::start(Data::default()).await;
+    let garmin = Garmin::new(&fake.base).unwrap();
+    let (start, end) = (utc(2025, 1, 1), utc(2025, 3, 1));
+    let window = wearhouse::sync::Window::new(start, end).unwrap();
+    garmin.backfill(TOKEN, &window).await.unwrap();
+    let asked = fake.backfills();
+    let (s, e, day) = (start.timestamp(), end.timestamp(), 86_400);
+    for kind in TYPES {
+        let ranges: Vec<(i64, i64)> = asked
+            .iter()
+            .filter(|(k, _, _)| k == kind)
+            .map(|(_, a, b)| (*a, *b))
+            .collect();
+        assert_eq!(ranges, [(s, s + 30 * day), (s + 30 * day, e)], "{kind}");
+    }
+    // A resumed historical run asks again: Garmin's 409s are no failure, and nothing is new.
+    garmin.backfill(TOKEN, &window).await.unwrap();
+    assert_eq!(fake.backfills(), asked);
+
+    let err = garmin.backfill("revoked", &window).await.unwrap_err();
+    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
+    fake.fail_times(Fault::RateLimited(30), 0, 1);
+    let err = garmin.backfill(TOKEN, &window).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SyncError::RateLimited {
+                retry_after_seconds: Some(30)
+            }
+        ),
+        "{err:?}"
+    );
+    fake.fail_times(Fault::ServerError, 0, 1);
+    let err = garmin.backfill(TOKEN, &window).await.unwrap_err();
+    assert!(matches!(err, SyncError::Transient { .. }), "{err:?}");
+}
+
+#[tokio::test]
 async fn rate_limits_refused_tokens_and_server_errors_surface_by_kind() {
     let fake = FakeGarmin::start(fixture_data()).await;
     let garmin = Garmin::new(&fake.base).unwrap();

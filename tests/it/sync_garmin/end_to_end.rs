@@ -1,6 +1,7 @@
 //! Garmin end to end: a user links Garmin through the OAuth round trip (the link tests' fake
 //! authorisation server; Garmin wants the client in the form), the `sync.historical` job reads
-//! the user's Garmin id and pulls [`FakeGarmin`] on the real job runner, and the getters and an
+//! the user's Garmin id, asks for the window's backfill and pulls [`FakeGarmin`] on the real
+//! job runner, and the getters and an
 //! aggregate query answer exactly the fixtures' normalised values; the fake then receives new
 //! and revised summaries, and `POST /v2/user/refresh` makes each visible, once.
 //!
@@ -200,6 +201,25 @@ async fn a_linked_garmin_user_is_pulled_and_the_getters_answer_the_fixtures() {
         .unwrap()
         .unwrap();
     assert_eq!(connection.provider_user_id.as_deref(), Some(GARMIN_USER));
+
+    // The historical window's older data was asked of every summary type once, in the same
+    // contiguous ranges of at most 30 days, covering the 90 days up to the link.
+    let backfills = garmin.backfills();
+    let ranges = |kind: &str| -> Vec<(i64, i64)> {
+        let of = backfills.iter().filter(|(k, _, _)| k == kind);
+        of.map(|(_, a, b)| (*a, *b)).collect()
+    };
+    let dailies = ranges("dailies");
+    assert!(dailies.len() >= 3, "{backfills:#?}");
+    assert_eq!(backfills.len(), 5 * dailies.len(), "{backfills:#?}");
+    for kind in ["sleeps", "activities", "bodyComps", "stressDetails"] {
+        assert_eq!(ranges(kind), dailies, "{kind}");
+    }
+    assert!(dailies.windows(2).all(|w| w[0].1 == w[1].0), "{dailies:?}");
+    assert!(dailies.iter().all(|(a, b)| a < b && b - a <= 30 * 86_400));
+    let (first, last) = (dailies[0].0, dailies[dailies.len() - 1].1);
+    assert!((last - first - 90 * 86_400).abs() <= 2, "{dailies:?}");
+    assert!((Utc::now().timestamp() - last).abs() < 120, "{dailies:?}");
 
     let types = l.event_types().await;
     for resource in ["sleep", "activity", "workouts", "body"] {

@@ -9,6 +9,10 @@
 //!   the summaries *uploaded* (synced) in `[start, end)`, whatever their own time. A summary
 //!   uploaded again with the same `summaryId` replaces the earlier upload ("the latest summary
 //!   should always take precedence").
+//! - `GET /wellness-api/rest/backfill/{type}` with `summaryStartTimeInSeconds` and
+//!   `summaryEndTimeInSeconds` (*Summary Backfill*): 202 with no body, recorded; 409 for a
+//!   range asked before; 400 for a range over 90 days (30 for `activities`, the Activity API's
+//!   limit) or without both bounds.
 //! - `Authorization: Bearer <token>` on every call (401 `{"errorMessage"}` otherwise);
 //!   switchable faults after a number of good answers: 429 with `Retry-After`, 500, 401, 403.
 
@@ -66,6 +70,8 @@ struct Inner {
     faults_left: usize,
     log: Vec<String>,
     good: usize,
+    /// Backfill requests accepted: (type, start, end).
+    backfills: Vec<(String, i64, i64)>,
 }
 
 type TokenCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -130,6 +136,7 @@ impl FakeGarmin {
         let app = Router::new()
             .route("/wellness-api/rest/user/id", get(user_id))
             .route("/wellness-api/rest/{kind}", get(summaries))
+            .route("/wellness-api/rest/backfill/{kind}", get(backfill))
             .with_state(fake.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -155,6 +162,11 @@ impl FakeGarmin {
         let good = inner.good;
         inner.fault = Some((fault, good + after));
         inner.faults_left = times.max(1);
+    }
+
+    /// The backfill requests accepted so far: (type, start, end), in order.
+    pub fn backfills(&self) -> Vec<(String, i64, i64)> {
+        self.fake.inner.lock().unwrap().backfills.clone()
     }
 
     /// Every request so far, as `GET path?sorted query`.
@@ -264,4 +276,42 @@ async fn summaries(
         .map(|(_, doc)| doc.clone())
         .collect();
     Json(Value::Array(found)).into_response()
+}
+
+async fn backfill(
+    State(fake): State<Fake>,
+    Path(kind): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut pairs: Vec<_> = q.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    pairs.sort();
+    let line = format!("GET /wellness-api/rest/backfill/{kind}?{}", pairs.join("&"));
+    if let Err(refused) = admit(&fake, line, &headers) {
+        return *refused;
+    }
+    if !TYPES.contains(&kind.as_str()) {
+        return error(StatusCode::NOT_FOUND, "no such summary type");
+    }
+    let second = |k: &str| q.get(k).and_then(|v| v.parse::<i64>().ok());
+    let (Some(start), Some(end)) = (
+        second("summaryStartTimeInSeconds"),
+        second("summaryEndTimeInSeconds"),
+    ) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "summaryStartTimeInSeconds and summaryEndTimeInSeconds are required",
+        );
+    };
+    let days = if kind == "activities" { 30 } else { 90 };
+    if end < start || end - start > days * 86_400 {
+        return error(StatusCode::BAD_REQUEST, "the backfill range is too long");
+    }
+    let mut inner = fake.inner.lock().unwrap();
+    let asked = (kind, start, end);
+    if inner.backfills.contains(&asked) {
+        return error(StatusCode::CONFLICT, "duplicate backfill request");
+    }
+    inner.backfills.push(asked);
+    StatusCode::ACCEPTED.into_response()
 }

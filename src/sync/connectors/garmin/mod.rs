@@ -37,11 +37,15 @@
 //!   first. Garmin asks production integrations to pull only when a ping says so; here the
 //!   pings ([`webhook`]) only move the connection's incremental pull earlier, and the pull reads
 //!   the same endpoints with the connection's own token, never a URL a notification named.
-//! - **No backfill request**: data uploaded before the user connected is served only after a
-//!   backfill request (`/wellness-api/rest/backfill/{type}`, asynchronous, delivered later as
-//!   pings, once per user and period). A historical pull therefore finds what was uploaded
-//!   since the connection; requesting backfill needs a seam the pull jobs do not have yet
-//!   (a connector hook given the historical window), so it is not requested.
+//! - **Backfill** ([`Connector::backfill`], at the start of each historical run): data
+//!   uploaded before the user connected is served only after a backfill request
+//!   (`GET /wellness-api/rest/backfill/{type}?summaryStartTimeInSeconds=&summaryEndTimeInSeconds=`,
+//!   by the data's own time; 202 with no body, 409 for a period asked before). Garmin delivers
+//!   it later "as if data for that period was newly synced": as pings, which move the
+//!   incremental pull earlier, and with recent upload times, which that pull reads. Each
+//!   summary type the connector pulls is asked over the historical window in ranges of at most
+//!   [`BACKFILL_RANGE_DAYS`] days (the Activity API's limit; the Health API allows 90); a 409 is
+//!   success, so a resumed run asks again harmlessly.
 //! - Which summaries a pull asks: `sleeps` for [`Resource::Sleep`] and
 //!   [`Resource::BloodOxygen`] (the night's SpO2), `dailies` for [`Resource::Activity`] and
 //!   [`Resource::Heartrate`] (the day's 15-s samples), `stressDetails` for
@@ -89,6 +93,18 @@ pub const REST_PATH: &str = "/wellness-api/rest";
 /// The longest upload window one summary call takes, in seconds (24 hours).
 pub const MAX_UPLOAD_WINDOW: i64 = 86_400;
 
+/// The longest range one backfill request asks, in days.
+pub const BACKFILL_RANGE_DAYS: i64 = 30;
+
+/// Every summary type the connector pulls, in the order it asks for their backfill.
+pub const SUMMARIES: [Summary; 5] = [
+    Summary::Dailies,
+    Summary::Sleeps,
+    Summary::Activities,
+    Summary::BodyComps,
+    Summary::StressDetails,
+];
+
 /// The API URL of this process: [`API_URL_ENV`], else [`DEFAULT_API_URL`].
 pub fn api_url() -> String {
     std::env::var(API_URL_ENV).unwrap_or_else(|_| DEFAULT_API_URL.into())
@@ -122,20 +138,31 @@ impl Summary {
     }
 }
 
+/// The backfill ranges of a window: `[start, end)` in whole seconds cut into spans of at most
+/// [`BACKFILL_RANGE_DAYS`] days, oldest first.
+pub fn backfill_ranges(window: &Window) -> Vec<(i64, i64)> {
+    cut(window, BACKFILL_RANGE_DAYS * 86_400)
+}
+
 /// The upload windows a pull window is asked in: `[start, end)` cut into spans of at most
 /// [`MAX_UPLOAD_WINDOW`] seconds, oldest first, in whole seconds (the start rounded down, the
 /// end up, so no instant of the window is left out).
 pub fn upload_windows(window: &Window) -> Vec<(i64, i64)> {
+    cut(window, MAX_UPLOAD_WINDOW)
+}
+
+/// `window` in whole seconds (the start rounded down, the end up) cut into spans of `longest`.
+fn cut(window: &Window, longest: i64) -> Vec<(i64, i64)> {
     let start = window.start.timestamp();
     let end = ceil_seconds(window.end);
-    let mut windows = Vec::new();
+    let mut spans = Vec::new();
     let mut from = start;
     while from < end {
-        let to = (from + MAX_UPLOAD_WINDOW).min(end);
-        windows.push((from, to));
+        let to = (from + longest).min(end);
+        spans.push((from, to));
         from = to;
     }
-    windows
+    spans
 }
 
 fn ceil_seconds(at: DateTime<Utc>) -> i64 {
@@ -178,15 +205,69 @@ pub fn summaries(resources: &BTreeSet<Resource>) -> BTreeSet<Summary> {
 #[derive(Debug, Clone)]
 pub struct Garmin {
     api: Api,
+    /// The client and base URL of the backfill requests, whose empty 202 [`Api`] does not read.
+    http: reqwest::Client,
+    base: String,
 }
 
 impl Garmin {
     /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
     /// client (30 s per request, no redirects followed).
     pub fn new(base_url: &str) -> Result<Garmin, SyncError> {
+        let parsed = url::Url::parse(base_url).map_err(|e| SyncError::Permanent {
+            reason: format!("invalid Garmin API URL {base_url:?}: {e}"),
+        })?;
+        let http = crate::sync::http::client()?;
         Ok(Garmin {
-            api: Api::new("Garmin", base_url)?,
+            base: parsed.as_str().trim_end_matches('/').to_owned(),
+            api: Api::with_client("Garmin", parsed, http.clone()),
+            http,
         })
+    }
+
+    /// `GET /wellness-api/rest/backfill/{type}` for `[from, to)`: asked now (202) or before
+    /// (409).
+    async fn backfill_one(
+        &self,
+        token: &str,
+        summary: Summary,
+        (from, to): (i64, i64),
+    ) -> Result<(), SyncError> {
+        let path = format!("{REST_PATH}/backfill/{}", summary.path());
+        let query = [
+            ("summaryStartTimeInSeconds", from.to_string()),
+            ("summaryEndTimeInSeconds", to.to_string()),
+        ];
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .query(&query)
+            .bearer_auth(token)
+            .send()
+            .await
+            .map_err(|e| SyncError::Transient {
+                reason: format!("Garmin backfill request failed: {e}"),
+                source: Some(e),
+            })?;
+        let status = response.status().as_u16();
+        match status {
+            200..=299 | 409 => Ok(()),
+            401 => Err(SyncError::Unauthorised),
+            429 => Err(SyncError::RateLimited {
+                retry_after_seconds: crate::sync::http::retry_after(
+                    response.headers(),
+                    Utc::now(),
+                    None,
+                ),
+            }),
+            408 | 500..=599 => Err(SyncError::Transient {
+                reason: format!("Garmin answered {status} to {path}"),
+                source: None,
+            }),
+            _ => Err(SyncError::Permanent {
+                reason: format!("Garmin answered {status} to {path}"),
+            }),
+        }
     }
 
     /// The summaries of type `summary` uploaded in each of `windows`.
@@ -239,6 +320,17 @@ impl Connector for Garmin {
             }
         }
         Ok(normalise(&docs, Wanted::of(&asked)))
+    }
+
+    /// Backfill of every summary type over `window`, in [`backfill_ranges`].
+    async fn backfill(&self, token: &str, window: &Window) -> Result<(), SyncError> {
+        let ranges = backfill_ranges(window);
+        for summary in SUMMARIES {
+            for range in &ranges {
+                self.backfill_one(token, summary, *range).await?;
+            }
+        }
+        Ok(())
     }
 
     /// `GET /wellness-api/rest/user/id`: the `userId` Garmin's notifications name.

@@ -10,7 +10,10 @@ use chrono::{TimeZone, Utc};
 use serde_json::{Value, json};
 
 use super::webhook::{Refused, callback_allowed, client_verified, parse};
-use super::{Documents, MAX_UPLOAD_WINDOW, Summary, Wanted, normalise, summaries, upload_windows};
+use super::{
+    Documents, MAX_UPLOAD_WINDOW, Summary, Wanted, backfill_ranges, normalise, summaries,
+    upload_windows,
+};
 use crate::sync::{Resource, Window, assert_fixture};
 
 fn list(name: &str) -> Vec<Value> {
@@ -150,6 +153,23 @@ fn a_window_is_cut_into_upload_windows_of_a_day_at_most() {
     let end = at(1, 0, 5) + chrono::Duration::milliseconds(300);
     let short = upload_windows(&Window::new(at(1, 0, 0), end).unwrap());
     assert_eq!(short, [(start, start + 6)]);
+}
+
+#[test]
+fn backfill_is_asked_in_ranges_of_thirty_days_at_most() {
+    let start = Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap();
+    let end = start + chrono::Duration::days(90) + chrono::Duration::hours(5);
+    let got = backfill_ranges(&Window::new(start, end).unwrap());
+    let (s, day) = (start.timestamp(), 86_400);
+    assert_eq!(
+        got,
+        [
+            (s, s + 30 * day),
+            (s + 30 * day, s + 60 * day),
+            (s + 60 * day, s + 90 * day),
+            (s + 90 * day, end.timestamp())
+        ]
+    );
 }
 
 #[test]
