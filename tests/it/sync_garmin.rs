@@ -152,6 +152,9 @@ async fn backfill_is_asked_for_every_summary_type_and_asking_again_is_no_failure
     fake.fail_times(Fault::ServerError, 0, 1);
     let err = garmin.backfill(TOKEN, &window).await.unwrap_err();
     assert!(matches!(err, SyncError::Transient { .. }), "{err:?}");
+    // A summary type whose history the user did not share is passed over.
+    fake.fail_times(Fault::Forbidden, 0, 2);
+    garmin.backfill(TOKEN, &window).await.unwrap();
 }
 
 #[tokio::test]

@@ -45,7 +45,9 @@
 //!   incremental pull earlier, and with recent upload times, which that pull reads. Each
 //!   summary type the connector pulls is asked over the historical window in ranges of at most
 //!   [`BACKFILL_RANGE_DAYS`] days (the Activity API's limit; the Health API allows 90); a 409 is
-//!   success, so a resumed run asks again harmlessly.
+//!   success, so a resumed run asks again harmlessly. A 400, 403 or 412 (a range refused, a
+//!   summary type or its history not shared by the user) is logged and passed over: the
+//!   history is not to be had, and the pull of what is goes on.
 //! - Which summaries a pull asks: `sleeps` for [`Resource::Sleep`] and
 //!   [`Resource::BloodOxygen`] (the night's SpO2), `dailies` for [`Resource::Activity`] and
 //!   [`Resource::Heartrate`] (the day's 15-s samples), `stressDetails` for
@@ -252,6 +254,17 @@ impl Garmin {
         let status = response.status().as_u16();
         match status {
             200..=299 | 409 => Ok(()),
+            // The user did not share this summary type or its history (403, 412), or Garmin
+            // refuses the range (400): the history is not to be had, the pull goes on.
+            400 | 403 | 412 => {
+                tracing::warn!(
+                    provider = SLUG,
+                    path,
+                    status,
+                    "Garmin refused a backfill request"
+                );
+                Ok(())
+            }
             401 => Err(SyncError::Unauthorised),
             429 => Err(SyncError::RateLimited {
                 retry_after_seconds: crate::sync::http::retry_after(
