@@ -19,6 +19,9 @@ use crate::sync_support::linked::{Linked, expected_at, instant, offset_days, shi
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::garmin::Garmin;
 
+/// The `scope` of Garmin's token answers (its OAuth 2.0 PKCE specification's example).
+const GARMIN_SCOPE: &str = "PARTNER_WRITE PARTNER_READ CONNECT_READ CONNECT_WRITE";
+
 /// The unix-second members of Garmin's summaries that are instants (not durations).
 const INSTANTS: [&str; 3] = [
     "startTimeInSeconds",
@@ -69,8 +72,10 @@ pub(super) async fn fake_garmin() -> FakeGarmin {
 /// A user linked to Garmin whose historical pull has succeeded at its first attempt.
 pub(super) async fn pulled(garmin: &FakeGarmin) -> Linked {
     let connector = Arc::new(Garmin::new(&garmin.base).unwrap());
-    // Garmin's token answer names no user: the first pull asks `/user/id`.
-    let l = Linked::link_with(connector, &[("x_account", "")]).await;
+    // Garmin's token answer names no user (the first pull asks `/user/id`), and its `scope` is
+    // the application's fixed one, whatever the user chose to share.
+    let steer = [("x_account", ""), ("x_grant", GARMIN_SCOPE)];
+    let l = Linked::link_with(connector, &steer).await;
     garmin.accept_when(l.issued_tokens(None));
     let done = l.run_until(JobState::Succeeded).await;
     assert_eq!(done.attempts, 1, "{done:?}");
