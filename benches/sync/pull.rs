@@ -60,7 +60,7 @@ pub fn historical_pull(c: &mut Criterion, rt: &tokio::runtime::Runtime, case: Ca
         health.clone(),
         connectors,
         Some(key.clone()),
-        Arc::new(Default::default()),
+        Arc::new(wearhouse::link::LinkConfig::default()),
     )
     .unwrap();
     let mut n = 0;

@@ -126,6 +126,13 @@ impl From<crate::keys::KeysError> for ApiError {
     }
 }
 
+/// Provider access's application errors answer as the link errors they are.
+impl From<crate::sync::apps::AppError> for ApiError {
+    fn from(err: crate::sync::apps::AppError) -> Self {
+        crate::link::LinkError::from(err).into()
+    }
+}
+
 impl From<crate::link::LinkError> for ApiError {
     fn from(err: crate::link::LinkError) -> Self {
         use crate::link::{LinkError, LinkErrorType};

@@ -44,11 +44,7 @@ use crate::sync::credentials::Credentials;
 pub use crate::sync::access::{EmailLink, Follower, Share};
 pub use crate::sync::registry::EmailLinks;
 
-/// Whether `provider` is linked by e-mail through an account configured like an OAuth
-/// application (so `--oauth-apps` and team credentials accept it).
-pub fn uses_account(provider: &str) -> bool {
-    provider == "freestyle_libre"
-}
+pub use crate::sync::oauth::uses_account;
 
 /// The follower account `team` links `provider` with: the team's own (client id and secret of
 /// its provider credentials), else the deployment's (`--oauth-apps`); `None` without either.

@@ -17,12 +17,13 @@ pub mod offer;
 pub mod password;
 pub mod sign_in;
 pub mod team_apps;
-pub mod token_wire;
 pub mod tokens;
+pub use crate::sync::token_wire;
 
 use crate::secret::SecretError;
 use crate::store::metadata::MetadataError;
 pub use crate::sync::access::LinkErrorType;
+use crate::sync::apps::{AccessSettings, AppError};
 
 /// Deployment settings of linking: where the hosted page lives, the mobile app's URL, the
 /// region link codes carry.
@@ -47,6 +48,21 @@ pub struct LinkConfig {
     /// Demo mode (`serve --demo`): the hosted page connects demo-capable providers at once,
     /// with synthetic history, instead of sending the user to the provider.
     pub demo: bool,
+}
+
+impl AccessSettings for LinkConfig {
+    fn public_url(&self) -> &str {
+        &self.public_url
+    }
+    fn oauth_apps(&self) -> &oauth::OAuthApps {
+        &self.oauth_apps
+    }
+    fn oauth_endpoints(&self) -> &team_apps::Endpoints {
+        &self.oauth_endpoints
+    }
+    fn password_logins(&self) -> &password::PasswordLogins {
+        &self.password
+    }
 }
 
 impl Default for LinkConfig {
@@ -156,4 +172,14 @@ pub enum LinkError {
     /// The metadata store failed.
     #[error(transparent)]
     Metadata(#[from] MetadataError),
+}
+
+impl From<AppError> for LinkError {
+    fn from(e: AppError) -> Self {
+        match e {
+            AppError::NotConfigured(what) => LinkError::OAuthNotConfigured(what),
+            AppError::Secret(e) => LinkError::Secret(e),
+            AppError::Metadata(e) => LinkError::Metadata(e),
+        }
+    }
 }

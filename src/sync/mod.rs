@@ -24,14 +24,18 @@
 //!   provider code.
 
 pub mod access;
+pub mod apps;
 mod body;
+pub mod connection;
 pub mod connectors;
 pub mod credentials;
 pub mod http;
 pub mod notify;
+pub mod oauth;
 pub mod pull;
 pub mod refresh;
 pub mod registry;
+pub mod token_wire;
 
 pub use registry::{Connectors, has_connector};
 

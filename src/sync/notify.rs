@@ -64,10 +64,10 @@ use subtle::ConstantTimeEq;
 
 use uuid::Uuid;
 
+use super::apps::{self as team_apps, AppError};
 use super::connectors::google_health;
+use super::oauth::OAuthApps;
 use super::pull::incremental_job;
-use crate::link::oauth::OAuthApps;
-use crate::link::{LinkError, team_apps};
 use crate::secret::SecretKey;
 use crate::store::metadata::{MetadataError, MetadataStore, connections};
 
@@ -158,7 +158,7 @@ pub async fn signer(
     apps: &OAuthApps,
     provider: &str,
     (timestamp, body, signature): (&str, &[u8], &str),
-) -> Result<Option<Signer>, LinkError> {
+) -> Result<Option<Signer>, AppError> {
     if apps
         .0
         .get(provider)
@@ -186,7 +186,7 @@ pub async fn google_signer(
     meta: &MetadataStore,
     apps: &OAuthApps,
     authorization: &str,
-) -> Result<Option<Signer>, LinkError> {
+) -> Result<Option<Signer>, AppError> {
     if authorization.is_empty() {
         return Ok(None);
     }
@@ -235,7 +235,7 @@ pub async fn queue_pulls(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::link::oauth::OAuthApp;
+    use crate::sync::oauth::OAuthApp;
 
     fn apps() -> OAuthApps {
         let app = OAuthApp {

@@ -54,11 +54,11 @@ use uuid::Uuid;
 
 use super::access::LinkErrorType;
 use super::credentials::Credentials;
+use super::oauth::Refreshed;
 use super::{Connector, Connectors, Pull, Resource, SyncError, Window, screen};
 use crate::events::outbox;
 use crate::ingest::PushBatches;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
-use crate::link::oauth::Refreshed;
 use crate::schema::Dataset;
 use crate::store::health::HealthStore;
 use crate::store::metadata::sync_pulls::{self, ConnectionSync};
@@ -184,7 +184,7 @@ pub struct Puller {
     health: HealthStore,
     connectors: Connectors,
     secret: Option<crate::secret::SecretKey>,
-    link: Arc<crate::link::LinkConfig>,
+    access: Arc<dyn super::apps::AccessSettings>,
     http: reqwest::Client,
     metrics: crate::metrics::Metrics,
 }
@@ -215,7 +215,7 @@ impl Puller {
         health: HealthStore,
         connectors: Connectors,
         secret: Option<crate::secret::SecretKey>,
-        link: Arc<crate::link::LinkConfig>,
+        access: Arc<dyn super::apps::AccessSettings>,
     ) -> Result<Self, reqwest::Error> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -225,7 +225,7 @@ impl Puller {
             health,
             connectors,
             secret,
-            link,
+            access,
             http,
             metrics: crate::metrics::Metrics::default(),
         })
@@ -286,15 +286,10 @@ impl Puller {
                     .get(provider)
                     .ok_or_else(|| permanent(format!("no connector for {provider}")))?
                     .clone(),
-                crate::link::connections::credentials(
-                    meta,
-                    self.secret.as_ref(),
-                    user.id,
-                    provider,
-                )
-                .await
-                .map_err(|e| permanent(format!("the connection's credentials: {e}")))?
-                .ok_or_else(|| permanent("the connection has no credentials".to_owned()))?,
+                super::connection::credentials(meta, self.secret.as_ref(), user.id, provider)
+                    .await
+                    .map_err(|e| permanent(format!("the connection's credentials: {e}")))?
+                    .ok_or_else(|| permanent("the connection has no credentials".to_owned()))?,
             ),
         };
         Ok(Some(Session {
@@ -393,17 +388,17 @@ impl Puller {
         let (user, provider) = (&session.user, session.provider);
         let key = self.secret.as_ref();
         let mut refusal = LinkErrorType::ProviderCredentialError;
-        let answer = match self.link.password.get(provider.slug) {
+        let answer = match self.access.password_logins().get(provider.slug) {
             Some(login) => {
                 let (answer, error_type) =
                     sign_in_again(login.as_ref(), &session.credentials).await;
                 refusal = error_type;
                 answer
             }
-            None => crate::link::oauth::refresh(
+            None => super::oauth::refresh(
                 meta,
                 key,
-                &self.link,
+                self.access.as_ref(),
                 &self.http,
                 user.team_id,
                 provider,
@@ -426,16 +421,9 @@ impl Puller {
                 Ok(fresh)
             }
             Refreshed::Refused(message) => {
-                crate::link::connections::fail(
-                    meta,
-                    user,
-                    provider,
-                    refusal,
-                    &message,
-                    metadata::now(),
-                )
-                .await
-                .map_err(|e| JobError::Retry(format!("recording the error: {e}")))?;
+                super::connection::fail(meta, user, provider, refusal, &message, metadata::now())
+                    .await
+                    .map_err(|e| JobError::Retry(format!("recording the error: {e}")))?;
                 Err(permanent(message))
             }
             Refreshed::Failed(message) => Err(JobError::Retry(message)),

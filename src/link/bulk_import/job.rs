@@ -16,6 +16,7 @@ use crate::providers::{self, Provider, scopes};
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::bulk_imports::{self, OpRow, PendingRecipe, Settled};
 use crate::store::metadata::{MetadataError, MetadataStore, team_apps};
+use crate::sync::apps::AppError;
 use crate::sync::credentials::{self, Credentials};
 
 /// The job working operation `op` of `team`.
@@ -131,7 +132,7 @@ impl Importer {
         let answer = oauth::refresh(
             &ctx.meta,
             self.secret.as_ref(),
-            &self.link,
+            self.link.as_ref(),
             &self.http,
             op.team_id,
             provider,
@@ -148,7 +149,7 @@ impl Importer {
                 )));
             }
             Ok(Refreshed::Failed(message)) => return Err(JobError::Retry(message)),
-            Err(LinkError::OAuthNotConfigured(_)) => {
+            Err(AppError::NotConfigured(_)) => {
                 return Ok(Err(format!(
                     "the access token expired and this deployment has no OAuth endpoints for {} \
                      to refresh it",

@@ -28,8 +28,8 @@ use serde_json::Value;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use crate::link::oauth::OAuthApps;
 use crate::sync::notify::Signer;
+use crate::sync::oauth::OAuthApps;
 
 /// The header holding the signature.
 pub const SIGNATURE_HEADER: &str = "polar-webhook-signature";

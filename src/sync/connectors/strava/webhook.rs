@@ -39,10 +39,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::link::oauth::OAuthApps;
-use crate::link::{LinkError, LinkErrorType};
 use crate::store::metadata::{MetadataStore, connections};
+use crate::sync::access::LinkErrorType;
+use crate::sync::apps::AppError;
 use crate::sync::notify::{self, Signer};
+use crate::sync::oauth::OAuthApps;
 
 /// The provider's slug.
 const SLUG: &str = "strava";
@@ -103,7 +104,7 @@ pub async fn handle(
     apps: &OAuthApps,
     event: &Event,
     now: DateTime<Utc>,
-) -> Result<Option<Handled>, LinkError> {
+) -> Result<Option<Handled>, AppError> {
     if !subscription_verified(apps, event.subscription_id) {
         return Ok(None);
     }
@@ -127,7 +128,7 @@ pub async fn handle(
         let Some(user) = meta.user(team, user).await? else {
             continue;
         };
-        crate::link::connections::fail(
+        crate::sync::connection::fail(
             meta,
             &user,
             provider,

@@ -94,7 +94,7 @@ pub const API_URL_ENV: &str = "WEARHOUSE_PROVIDER_WITHINGS_API_URL";
 /// Withings' OAuth authorisation page (`developer.withings.com/api-reference`, OAuth 2.0).
 pub const OAUTH_AUTHORIZE_URL: &str = "https://account.withings.com/oauth2_user/authorize2";
 
-/// Withings' token endpoint (its own wire: `link::token_wire`).
+/// Withings' token endpoint (its own wire: `sync::token_wire`).
 pub const OAUTH_TOKEN_URL: &str = "https://wbsapi.withings.net/v2/oauth2";
 
 /// The longest range one `startdateymd`/`enddateymd` request asks for, in days.
