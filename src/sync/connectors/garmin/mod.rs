@@ -1,6 +1,6 @@
 //! The Garmin Connect Developer Program connector (`garmin`): the Health API's and Activity
 //! API's summary endpoints, read by upload time. The document-to-push-body mapping is
-//! `normalise.rs` (sleep stages in `sleep.rs`); notifications are `webhook.rs`.
+//! `normalise.rs` (days in `daily.rs`, sleep stages in `sleep.rs`); notifications are `webhook.rs`.
 //!
 //! Written against Garmin's documentation, which Garmin gives to approved developers only and
 //! which was read in text copies held in public repositories: the *Health API* v1.2.2 and the
@@ -59,6 +59,7 @@
 //! - 403 and 412 are permanent failures ([`crate::sync::http::Api`]'s reading of another 4xx):
 //!   a token Garmin no longer knows is also answered 401 first.
 
+mod daily;
 mod normalise;
 mod sleep;
 #[cfg(test)]
