@@ -285,7 +285,7 @@ pub async fn seed_demo_users(
     key: &str,
     days: u32,
 ) -> anyhow::Result<Vec<(String, uuid::Uuid)>> {
-    use crate::ingest::demo::Persona;
+    use crate::sync::connectors::demo::generator::Persona;
     let team = state
         .meta
         .team_for_key(key)

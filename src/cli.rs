@@ -17,11 +17,12 @@ use crate::config::{CqCommand, KeysCommand, StoreArgs};
 use crate::data;
 use crate::engine::OutputFormat;
 use crate::engine::{Engine, Limits};
-use crate::ingest::{self, PushUser, demo};
+use crate::ingest::{self, PushUser};
 use crate::keys::{self, KeysError, NewKeyRequest, RotateKeyRequest, TeamKey};
 use crate::loc;
 use crate::query;
 use crate::store::metadata::{MetadataStore, Team, User};
+use crate::sync::connectors::demo::generator as demo;
 use crate::validation::Checks;
 
 /// Finds a user by id, or by client user id within a team given by id or name.

@@ -131,9 +131,12 @@ async fn main() -> anyhow::Result<()> {
                 },
         } => {
             let persona =
-                wearhouse::ingest::demo::Persona::from_name(&persona).ok_or_else(|| {
-                    anyhow::anyhow!("unknown persona {persona:?}: regular, traveller or athlete")
-                })?;
+                wearhouse::sync::connectors::demo::generator::Persona::from_name(&persona)
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "unknown persona {persona:?}: regular, traveller or athlete"
+                        )
+                    })?;
             let end = end.unwrap_or_else(|| chrono::Utc::now().date_naive());
             for (path, rows) in
                 wearhouse::cli::demo_generate(&out, &providers, persona, seed, end, days)?

@@ -62,7 +62,7 @@ pub struct DemoConnectRequest {
     pub days: Option<u32>,
     /// regular (default), traveller or athlete.
     #[serde(default)]
-    pub persona: Option<crate::ingest::demo::Persona>,
+    pub persona: Option<crate::sync::connectors::demo::generator::Persona>,
 }
 
 /// Schemas generated from the getters' wire map ([`crate::ingest::wire_schema`]), named after

@@ -1,4 +1,5 @@
-//! Ingest: push-API records to Arrow record batches and back, and the demo data generator.
+//! Ingest: push-API records to Arrow record batches and back (the demo data generator that
+//! feeds it is `sync::connectors::demo::generator`, beside the demo connector).
 //!
 //! - [`parse_push`] validates a whole `POST /v2/user/{user_id}/data` body
 //!   (`{"provider", "source", "sleep", "activity", "workouts", "body", "meals", "profile",
@@ -23,7 +24,6 @@
 //! - [`parse_date_range`] reads the getters' `start_date`/`end_date`.
 //! - [`sample_rules`] says which members a pushed timeseries sample must give, per resource:
 //!   the push parsers enforce it and [`push_schema`] documents it.
-//! - [`demo`] generates deterministic synthetic push bodies for the demo providers.
 //!
 //! Field names, types and nesting follow the reference service's models (`data-model.md`
 //! §Wire names; the column-to-wire map is `fields::wire`): sleep `bedtime_start`, `total`,
@@ -60,7 +60,6 @@ mod columnar_table;
 mod columns;
 mod cycle;
 mod dates;
-pub mod demo;
 pub mod ecg;
 mod fields;
 mod grouped;
@@ -92,3 +91,4 @@ pub use push::{PushBatches, PushUser, parse_push, parse_push_json};
 pub(crate) use render::source as render_source;
 pub use render::{render_profile, render_samples, render_summaries, sport_id};
 pub use summary::derive_id;
+pub(crate) use zone::format_offset;

@@ -140,7 +140,7 @@ pub(crate) async fn begin_on(
     user: &User,
     provider: &str,
     window: Option<Window>,
-    demo: Option<crate::ingest::demo::Persona>,
+    demo: Option<crate::sync::connectors::demo::generator::Persona>,
     now: DateTime<Utc>,
 ) -> Result<bool, MetadataError> {
     let Some(window) = window else {
@@ -273,7 +273,7 @@ impl Puller {
             .ok_or_else(|| permanent(format!("{provider} is not in the catalogue")))?;
         let (connector, credentials) = match &sync.demo_persona {
             Some(name) => {
-                let demo = crate::ingest::demo::Persona::from_name(name)
+                let demo = crate::sync::connectors::demo::generator::Persona::from_name(name)
                     .and_then(|persona| {
                         super::connectors::demo::Demo::new(provider, persona, user.id)
                     })

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::support::TestApp;
-use wearhouse::ingest::demo::{Persona, generate};
 use wearhouse::store::metadata::sync_pulls::{self, ConnectionSync};
+use wearhouse::sync::connectors::demo::generator::{Persona, generate};
 use wearhouse::sync::connectors::demo::{merge_bodies, seed_for};
 
 /// Nights the generator makes for `user` that end in `(start, end]`: what a demo pull of that

@@ -132,7 +132,7 @@ fn demo_providers() -> Vec<String> {
     strings(
         crate::providers::CATALOGUE
             .iter()
-            .filter(|p| crate::ingest::demo::is_demo_provider(p.slug))
+            .filter(|p| crate::sync::connectors::demo::generator::is_demo_provider(p.slug))
             .map(|p| p.slug),
     )
 }
@@ -228,7 +228,10 @@ fn members() -> Vec<Member> {
         member(
             "DemoConnectRequest",
             "days",
-            Range(1, i64::from(crate::ingest::demo::MAX_DAYS)),
+            Range(
+                1,
+                i64::from(crate::sync::connectors::demo::generator::MAX_DAYS),
+            ),
         ),
         member("CreateLabTest", "name", Text(lab_text.name)),
         member("CreateLabTest", "description", Text(lab_text.description)),

@@ -18,9 +18,9 @@ use crate::http::error::ApiError;
 use crate::http::extract::{AuthTeam, Decoded};
 use crate::http::models::DemoConnectRequest;
 use crate::http::users::team_user;
-use crate::ingest::demo::{MAX_DAYS, Persona, is_demo_provider};
 use crate::loc;
 use crate::sync::connectors::demo;
+use crate::sync::connectors::demo::generator::{MAX_DAYS, Persona, is_demo_provider};
 
 /// The routes of this module.
 pub fn routes() -> OpenApiRouter<AppState> {

@@ -444,7 +444,7 @@ async fn demo_connect(state: &AppState, session: &LinkSession, provider: &Provid
     }
     let link = crate::sync::connectors::demo::DemoLink {
         provider: provider.slug,
-        persona: crate::ingest::demo::Persona::Regular,
+        persona: crate::sync::connectors::demo::generator::Persona::Regular,
         days: crate::sync::connectors::demo::DEFAULT_DAYS,
     };
     let connected =

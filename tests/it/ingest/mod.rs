@@ -11,12 +11,12 @@ use chrono::{DateTime, NaiveDate, Utc};
 use datafusion::arrow::record_batch::RecordBatch;
 use serde_json::{Value, json};
 use uuid::Uuid;
-use wearhouse::ingest::demo::{self, Persona};
 use wearhouse::ingest::{
     PushBatches, PushUser, parse_push, render_grouped, render_profile, render_samples,
     render_summaries,
 };
 use wearhouse::schema::{Dataset, Table, resource};
+use wearhouse::sync::connectors::demo::generator::{self as demo, Persona};
 use wearhouse::validation::Loc;
 
 fn now() -> DateTime<Utc> {

@@ -1,7 +1,7 @@
 //! Demo connections (`linking.md`: "demo-capable providers in demo mode connect at once with
 //! synthetic history"): a demo connection is pulled like a real one, by the same
 //! `sync.historical` and `sync.incremental` jobs, with [`Demo`] in place of the provider's
-//! connector; its pull runs the demo generator ([`crate::ingest::demo`]) over the asked window.
+//! connector; its pull runs the demo generator ([`generator`], beside it) over the asked window.
 //! `POST /v2/link/connect/demo`, the link page's demo mode and `serve --demo` all go through
 //! [`connect`], so there is one place for demo logic and it is the real providers' path: the
 //! connection is made at once (with `provider.connection.created`), its history lands in
@@ -25,18 +25,20 @@
 //! - Decision where the spec is silent: a demo connection needs no credentials, so it is made
 //!   without a secret key too.
 
+pub mod generator;
+
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::data::DataError;
 use crate::events::outbox;
-use crate::ingest::demo::{self, Persona};
 use crate::store::health::HealthStore;
 use crate::store::metadata::{
     self, ConnectionStatus, MetadataError, MetadataStore, User, connections,
 };
 use crate::sync::{Connector, Payload, Pull, Pulled, Resource, SyncError, Window};
+use generator::Persona;
 
 /// Default history length of a demo connection, in days.
 pub const DEFAULT_DAYS: u32 = 90;
@@ -83,11 +85,9 @@ impl Connector for Demo {
         let (first, last) = days_of(pull.window);
         let first = first.pred_opt().unwrap_or(first);
         let days = u32::try_from((last - first).num_days() + 1).unwrap_or(u32::MAX);
-        let bodies =
-            demo::generate(self.provider, self.persona, self.seed, last, days).map_err(|e| {
-                SyncError::Permanent {
-                    reason: format!("demo data: {e}"),
-                }
+        let bodies = generator::generate(self.provider, self.persona, self.seed, last, days)
+            .map_err(|e| SyncError::Permanent {
+                reason: format!("demo data: {e}"),
             })?;
         let mut body = merge_bodies(bodies).into_iter().next().unwrap_or_else(|| {
             let mut empty = Map::new();
@@ -307,7 +307,7 @@ pub async fn connect_on(
         persona,
         days,
     } = link;
-    if !demo::is_demo_provider(provider) {
+    if !generator::is_demo_provider(provider) {
         let message = format!("{provider:?} has no demo mode");
         return Err(
             crate::validation::Invalid(vec![crate::validation::Violation::value(
@@ -404,7 +404,7 @@ mod tests {
         // Everything the generator made for those instants, from the days around them.
         let day = NaiveDate::from_ymd_opt(2025, 3, 11).unwrap();
         let generated =
-            demo::generate("fitbit", Persona::Athlete, seed_for(user), day, 12).unwrap();
+            generator::generate("fitbit", Persona::Athlete, seed_for(user), day, 12).unwrap();
         let (all_hr, all_nights) = instants(&merge_bodies(generated).remove(0));
         let within = |l: Vec<String>| l.into_iter().filter(inside).collect::<Vec<_>>();
         assert_eq!(hr, within(all_hr));

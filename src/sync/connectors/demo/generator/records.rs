@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::bodies::Spec;
 use super::plan::{AWAKE, DEEP, Day, EPOCH, LIGHT, Night, REM, normal, rng_for, round, zone_on};
-use crate::ingest::zone::format_offset;
+use crate::ingest::format_offset;
 
 /// Seconds east of UTC of a zone at an instant.
 pub(crate) fn offset_of(tz: Tz, t: DateTime<Utc>) -> i32 {
