@@ -33,6 +33,7 @@ pub mod models_events;
 pub mod models_query;
 pub mod models_raw;
 mod notify;
+mod notify_garmin;
 mod notify_polar;
 mod notify_strava;
 mod rate_limit;

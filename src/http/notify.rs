@@ -139,7 +139,7 @@ fn notifying(slug: &str) -> Result<&str, ApiError> {
 /// deployment's (`verification_token` of the provider's application in `--oauth-apps`) or a
 /// team's own (`PUT /v2/team/provider/{provider}/credentials` with `verification_token`).
 #[utoipa::path(get, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava, polar)"), Handshake),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava, polar, garmin)"), Handshake),
     responses((status = 200, description = "Oura: the challenge, echoed. Withings (its HEAD check): null. Strava (`hub.mode`, `hub.challenge`, `hub.verify_token`): `{\"hub.challenge\": ...}`", body = Challenge),
               (status = 401, description = "Not the configured verification token", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a parameter missing", body = models::ValidationError)))]
@@ -197,19 +197,20 @@ async fn subscription_handshake(
 /// of `x-whoop-signature-timestamp` and the raw body. An unverifiable call answers 401 and
 /// queues nothing.
 #[utoipa::path(post, path = "/v2/provider/{provider}/notify", tag = "providers",
-    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava, polar)"),
+    params(("provider" = String, Path, description = "A provider that sends change notifications (oura, withings, whoop_v2, google_health, strava, polar, garmin)"),
            ("x-oura-signature" = Option<String>, Header, description = "Oura: the notification's signature"),
            ("x-oura-timestamp" = Option<String>, Header, description = "Oura: the signed timestamp (unix seconds)"),
            ("x-whoop-signature" = Option<String>, Header, description = "WHOOP: the notification's signature"),
            ("x-whoop-signature-timestamp" = Option<String>, Header, description = "WHOOP: the signed timestamp (unix milliseconds)"),
            ("authorization" = Option<String>, Header, description = "Google Health: the subscriber's secret, the whole header value"),
-           ("polar-webhook-signature" = Option<String>, Header, description = "Polar: the hex HMAC-SHA256 of the body under the webhook's signing key")),
+           ("polar-webhook-signature" = Option<String>, Header, description = "Polar: the hex HMAC-SHA256 of the body under the webhook's signing key"),
+           ("garmin-client-id" = Option<String>, Header, description = "Garmin: the client id of the deployment's Garmin application")),
     request_body(content(
         (ChangeNotification = "application/json"),
         (WithingsNotification = "application/x-www-form-urlencoded"))),
     responses((status = 200, description = "Verified; the pulls queued", body = Queued),
               (status = 201, description = "Google Health's subscriber verification, with the right secret", body = Queued),
-                            (status = 401, description = "Unsigned or wrongly signed (Strava, which signs nothing: not the deployment's subscription, or an athlete no connection has)", body = models::ErrorDetail),
+                            (status = 401, description = "Unsigned or wrongly signed (Strava, which signs nothing: not the deployment's subscription, or an athlete no connection has; Garmin, which signs nothing: not the deployment's client id, a callbackURL outside the Garmin API, or no connected user named)", body = models::ErrorDetail),
               (status = 422, description = "Not a notifying provider, or a malformed notification", body = models::ValidationError)))]
 async fn notification(
     State(state): State<AppState>,
@@ -230,6 +231,10 @@ async fn notification(
     }
     if provider == "polar" {
         let queued = super::notify_polar::event(&state, &headers, &body).await?;
+        return Ok((StatusCode::OK, queued));
+    }
+    if provider == "garmin" {
+        let queued = super::notify_garmin::event(&state, &headers, &body).await?;
         return Ok((StatusCode::OK, queued));
     }
     let (signature, timestamp) = if provider == "whoop_v2" {

@@ -58,6 +58,7 @@ pub async fn authorize_url(
         .add_scopes(
             scopes::authorisation_scopes(provider)
                 .into_iter()
+                .filter(|_| super::token_wire::asks_scopes(provider.slug))
                 .map(Scope::new),
         )
         .set_pkce_challenge(challenge);

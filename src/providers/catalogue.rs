@@ -52,6 +52,17 @@ const STRAVA_SET: &[&str] = &[
 ];
 /// What the Polar AccessLink connector pulls (`sync::connectors::polar`).
 const POLAR_SET: &[&str] = &["profile", "sleep", "activity", "workouts", "heartrate"];
+/// What the Garmin connector pulls (`sync::connectors::garmin`).
+const GARMIN_SET: &[&str] = &[
+    "profile",
+    "sleep",
+    "activity",
+    "workouts",
+    "body",
+    "heartrate",
+    "blood_oxygen",
+    "stress_level",
+];
 const WATCH_SET: &[&str] = &[
     "profile",
     "activity",
@@ -211,7 +222,7 @@ pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
         p( 6, "fitbit", "Fitbit", Oauth, "watch", WATCH_SET, true, "Activity, sleep and heart rate from Fitbit trackers."),
         p( 7, "freestyle_libre", "FreeStyle Libre", Email, "automatic", CGM_SET, true, "Continuous glucose readings from FreeStyle Libre sensors."),
         p( 8, "freestyle_libre_ble", "FreeStyle Libre (Bluetooth)", Sdk, "automatic", CGM_SET, false, "FreeStyle Libre sensors read directly over Bluetooth by the mobile SDK."),
-        p( 9, "garmin", "Garmin", Oauth, "watch", WATCH_SET, false, "Activity, sleep, workouts and heart rate from Garmin devices."),
+        p( 9, "garmin", "Garmin", Oauth, "watch", GARMIN_SET, false, "Activity, sleep, workouts, heart rate, SpO2, stress and body composition from Garmin devices."),
         p(10, "google_fit", "Google Fit", Oauth, "phone", PHONE_SET, false, "Activity and body data from Google Fit."),
         p(27, "google_health", "Google Health (Fitbit)", Oauth, "watch", GOOGLE_HEALTH_SET, false, "Sleep, activity, heart rate, HRV, SpO2 and weight from Fitbit trackers and Pixel Watches through the Google Health API, the Fitbit Web API's successor."),
         p(11, "health_connect", "Health Connect", Sdk, "phone", PHONE_SET, false, "Android Health Connect data through the mobile SDK."),

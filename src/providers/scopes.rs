@@ -201,6 +201,28 @@ const POLAR: NativeScopes = NativeScopes {
     )],
 };
 
+/// Garmin (OAuth 2.0 PKCE): no scope is asked (`link::token_wire::asks_scopes`), and the
+/// token answer names the application's fixed scopes, `PARTNER_WRITE PARTNER_READ CONNECT_READ
+/// CONNECT_WRITE`; the user's choices of what to share are made on Garmin's consent page, not
+/// in scopes. Either read scope grants everything the connector pulls.
+const GARMIN_GRANTS: &[&str] = &[
+    "profile",
+    "sleep",
+    "activity",
+    "workouts",
+    "body",
+    "heartrate",
+    "blood_oxygen",
+    "stress_level",
+];
+const GARMIN: NativeScopes = NativeScopes {
+    separator: ' ',
+    grants: &[
+        ("CONNECT_READ", GARMIN_GRANTS),
+        ("PARTNER_READ", GARMIN_GRANTS),
+    ],
+};
+
 /// Every wearhouse scope of the provider, required first (what its links ask for).
 pub fn all_scopes(provider: &Provider) -> Vec<&'static str> {
     let wanted = scopes(provider);
@@ -218,6 +240,7 @@ pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
         "google_health" => Some(&GOOGLE_HEALTH),
         "strava" => Some(&STRAVA),
         "polar" => Some(&POLAR),
+        "garmin" => Some(&GARMIN),
         _ => None,
     }
 }
@@ -404,6 +427,12 @@ mod tests {
             ]
         );
         assert_eq!(granted(strava, &["read".to_owned()]), ["profile"]);
+
+        let garmin = provider("garmin").unwrap();
+        let answer = ["PARTNER_WRITE PARTNER_READ CONNECT_READ CONNECT_WRITE".to_owned()];
+        assert_eq!(granted(garmin, &answer), all_scopes(garmin));
+        assert!(granted(garmin, &["PARTNER_WRITE CONNECT_WRITE".to_owned()]).is_empty());
+        assert_eq!(native_name(garmin, "profile"), "CONNECT_READ");
 
         let polar = provider("polar").unwrap();
         assert_eq!(authorisation_scopes(polar), ["accesslink.read_all"]);

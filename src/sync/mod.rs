@@ -215,6 +215,15 @@ pub trait Connector: Send + Sync {
     async fn register(&self, _access_token: &str, _member_id: &str) -> Result<(), SyncError> {
         Ok(())
     }
+
+    /// Asks the provider to deliver the user's data of `window` later, for providers that
+    /// serve data recorded before the connection only on request and asynchronously (Garmin's
+    /// backfill, whose data arrives as change notifications and is read by incremental pulls).
+    /// Called at the start of each historical run, after [`Connector::register`], so it must
+    /// accept a request made before. By default there is nothing to ask.
+    async fn backfill(&self, _access_token: &str, _window: &Window) -> Result<(), SyncError> {
+        Ok(())
+    }
 }
 
 /// A pulled body after ingest's validation: what was admitted and what was dropped.

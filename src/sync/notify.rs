@@ -41,6 +41,8 @@
 //! Polar (AccessLink webhooks) is the sixth; its scheme (`Polar-Webhook-Signature`, the hex
 //! HMAC-SHA256 of the body under the webhook's own signing key) is
 //! `sync::connectors::polar::webhook`.
+//! Garmin (Health and Activity API pings and pushes) is the seventh; it signs nothing, and its
+//! checks (client id, callback host, connected user) are `sync::connectors::garmin::webhook`.
 //!
 //! Decisions where the spec is silent:
 //! - A notification signed with the deployment's application may name a user of any team; one
@@ -77,6 +79,7 @@ pub const NOTIFYING: &[&str] = &[
     "google_health",
     "strava",
     "polar",
+    "garmin",
 ];
 
 /// Whether `provider` sends change notifications this service verifies.

@@ -11,8 +11,9 @@
 //! - **Window**: `[now - HISTORY, now)`, narrowed to the user's `ingestion_start` /
 //!   `ingestion_end` days; empty, nothing is pulled.
 //! - **Registration**: each run first has the connector register the user with the provider
-//!   where its API wants that ([`Connector::register`]: Polar); a failure ends the run as a
-//!   failed pull does.
+//!   where its API wants that ([`Connector::register`]: Polar), then ask for the window's
+//!   older data where the provider delivers it only on request ([`Connector::backfill`]:
+//!   Garmin); a failure ends the run as a failed pull does.
 //! - **Chunks** of [`CHUNK`], oldest first, every resource the connector has. A chunk's data is
 //!   validated (`sync::screen`: a record ingest refuses is dropped and logged, its neighbours
 //!   kept), written to the health store (`data::write_parsed`: durable, no daily events), and
@@ -327,8 +328,9 @@ impl Puller {
         }
     }
 
-    /// Has the connector register the user with the provider ([`Connector::register`]): on a
-    /// refused token, refreshes it once per run and asks again, as [`Puller::fetch`] does.
+    /// Has the connector register the user with the provider ([`Connector::register`]) and ask
+    /// for the window's older data ([`Connector::backfill`]): on a refused token, refreshes it
+    /// once per run and asks again, as [`Puller::fetch`] does.
     async fn register(
         &self,
         ctx: &JobContext,
@@ -337,7 +339,15 @@ impl Puller {
         let member = session.user.id.to_string();
         loop {
             let token = session.credentials.access_token.clone().unwrap_or_default();
-            match session.connector.register(&token, &member).await {
+            let asked: Result<(), SyncError> = async {
+                session.connector.register(&token, &member).await?;
+                match Window::new(session.sync.window_start, session.sync.window_end) {
+                    Some(window) => session.connector.backfill(&token, &window).await,
+                    None => Ok(()),
+                }
+            }
+            .await;
+            match asked {
                 Ok(()) => return Ok(()),
                 Err(SyncError::Unauthorised) if !session.refreshed => {
                     session.refreshed = true;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::access::{EmailLink, PasswordLogin};
 use super::connectors::{
-    dexcom, fitbit, google_health, libre, oura, peloton, polar, strava, whoop, withings,
+    dexcom, fitbit, garmin, google_health, libre, oura, peloton, polar, strava, whoop, withings,
 };
 use super::{Connector, SyncError};
 
@@ -28,6 +28,7 @@ pub const SLUGS: &[&str] = &[
     "google_health",
     "strava",
     polar::SLUG,
+    garmin::SLUG,
 ];
 
 /// Whether `provider` has a connector (its links start pulls).
@@ -78,6 +79,11 @@ pub const OAUTH_ENDPOINTS: &[(&str, &str, &str)] = &[
         polar::OAUTH_AUTHORIZE_URL,
         polar::OAUTH_TOKEN_URL,
     ),
+    (
+        garmin::SLUG,
+        garmin::OAUTH_AUTHORIZE_URL,
+        garmin::OAUTH_TOKEN_URL,
+    ),
 ];
 
 /// The connectors by provider slug.
@@ -109,6 +115,7 @@ impl Connectors {
         ))?;
         let strava = strava::Strava::new(&url(strava::API_URL_ENV, strava::DEFAULT_API_URL))?;
         let polar = polar::Polar::new(&url(polar::API_URL_ENV, polar::DEFAULT_API_URL))?;
+        let garmin = garmin::Garmin::new(&garmin::api_url())?;
         let libre = libre::Libre::new(libre::access::Hosts::from_env())?;
         let libreview = libre::Libre::libreview(libre::libreview::hosts_from_env())?;
         Ok(Connectors::default()
@@ -122,7 +129,8 @@ impl Connectors {
             .with(Arc::new(whoop))
             .with(Arc::new(google_health))
             .with(Arc::new(strava))
-            .with(Arc::new(polar)))
+            .with(Arc::new(polar))
+            .with(Arc::new(garmin)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

@@ -24,6 +24,10 @@
 //! Strava (`developers.strava.com/docs/authentication/`) takes the client's id and secret in the
 //! form too ([`client_in_body`]); its answers are RFC 6749's plus `expires_at` and the
 //! `athlete`, which the connector reads itself (`GET /athlete`).
+//! Garmin (OAuth 2.0 PKCE, `sync::connectors::garmin`) takes the client in the form too; its
+//! authorisation page has no `scope` parameter ([`asks_scopes`]): the user chooses what to
+//! share on Garmin's consent page, and the token answer's `scope` is the application's fixed
+//! `PARTNER_WRITE PARTNER_READ CONNECT_READ CONNECT_WRITE`.
 
 use oauth2::{HttpClientError, HttpRequest, HttpResponse};
 use serde_json::{Value, json};
@@ -48,7 +52,7 @@ pub fn wire(provider: &str) -> TokenWire {
 /// Whether the provider wants the client's id and secret in the form instead of HTTP Basic.
 pub fn client_in_body(provider: &str) -> bool {
     wire(provider) == TokenWire::Withings
-        || matches!(provider, "whoop_v2" | "google_health" | "strava")
+        || matches!(provider, "whoop_v2" | "google_health" | "strava" | "garmin")
 }
 
 /// The parameters a provider's authorisation URL carries besides RFC 6749's (Google's offline
@@ -60,6 +64,11 @@ pub fn authorize_params(provider: &str) -> &'static [(&'static str, &'static str
         }
         _ => &[],
     }
+}
+
+/// Whether the provider's authorisation URL names the scopes asked (Garmin's takes none).
+pub fn asks_scopes(provider: &str) -> bool {
+    provider != crate::sync::connectors::garmin::SLUG
 }
 
 /// The scopes a provider wants named again on a refresh request (RFC 6749 §6 lets a client

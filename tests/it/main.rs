@@ -64,6 +64,7 @@ mod surface_team;
 mod sync_demo;
 mod sync_dexcom;
 mod sync_fitbit;
+mod sync_garmin;
 mod sync_google_health;
 mod sync_libre;
 mod sync_notify;

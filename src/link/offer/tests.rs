@@ -51,7 +51,7 @@ fn without_applications_only_working_password_sign_ins_with_a_connector_link() {
     use Blocker::*;
     use Connectability::Blocked;
     assert_eq!(of(&offer, "oura"), Blocked(NoOAuthApplication));
-    assert_eq!(of(&offer, "garmin"), Blocked(NoConnector));
+    assert_eq!(of(&offer, "wahoo"), Blocked(NoConnector));
     assert_eq!(of(&offer, "renpho"), Blocked(NoConnector));
     assert_eq!(of(&offer, "zwift"), Blocked(NoConnector));
     assert_eq!(of(&offer, "freestyle_libre"), Blocked(NoFollowerAccount));
@@ -105,7 +105,7 @@ fn demo_mode_offers_the_demo_providers_without_applications() {
 
 #[test]
 fn an_application_of_the_deployment_or_the_team_makes_a_provider_with_a_connector_linkable() {
-    let config = deployment(&["oura", "garmin"]);
+    let config = deployment(&["oura", "wahoo"]);
     let teams = [
         "dexcom_v3".to_owned(),
         "strava".to_owned(),
@@ -113,7 +113,7 @@ fn an_application_of_the_deployment_or_the_team_makes_a_provider_with_a_connecto
     ];
     let offer = Offer::new(&config, teams);
     use Connectability::{Blocked, Connectable};
-    assert_eq!(of(&offer, "garmin"), Blocked(Blocker::NoConnector));
+    assert_eq!(of(&offer, "wahoo"), Blocked(Blocker::NoConnector));
     // Strava has a connector (`sync::connectors::strava`): the team's application links it.
     assert_eq!(of(&offer, "strava"), Connectable(Route::OAuth(Owner::Team)));
     // The team's own application wins over the deployment's.
@@ -213,19 +213,19 @@ fn a_token_for_a_provider_that_cannot_connect_is_refused_with_the_provider_and_w
         oura.contains("PUT /v2/team/provider/oura/credentials"),
         "{oura}"
     );
-    assert!(refused("garmin").contains("no connector"));
+    assert!(refused("wahoo").contains("no connector"));
     assert!(refused("manual").contains("not through a link"));
     let peloton = offer.link_route(provider("peloton").unwrap());
     assert!(matches!(peloton, Ok(Route::Password)), "{peloton:?}");
 
     // A token's options: every provider named that cannot connect is in the one refusal.
     let options = crate::link::tokens::LinkOptions {
-        filter_on_providers: Some(vec!["peloton".into(), "garmin".into(), "oura".into()]),
+        filter_on_providers: Some(vec!["peloton".into(), "wahoo".into(), "oura".into()]),
         ..Default::default()
     };
     match offer.check_options(&options) {
         Err(LinkError::NotConnectable(sentence)) => {
-            assert!(sentence.contains("Garmin (garmin)"), "{sentence}");
+            assert!(sentence.contains("Wahoo (wahoo)"), "{sentence}");
             assert!(sentence.contains("Oura (oura)"), "{sentence}");
             assert!(!sentence.contains("Peloton"), "{sentence}");
         }
@@ -254,7 +254,7 @@ fn only_the_token_s_providers_are_offered() {
     let everything = session(Default::default());
     assert_eq!(slugs(&everything), ["abbott_libreview", "oura", "peloton"]);
     let filtered = session(crate::link::tokens::LinkOptions {
-        filter_on_providers: Some(vec!["oura".into(), "garmin".into()]),
+        filter_on_providers: Some(vec!["oura".into(), "wahoo".into()]),
         ..Default::default()
     });
     assert_eq!(slugs(&filtered), ["oura"]);

@@ -1,7 +1,7 @@
 //! The connectors, one folder per provider: access (OAuth specifics, password and e-mail
 //! sign-ins), pull and normalisers, with fixtures under `testdata/providers/<slug>/`.
 //! [`oura`] (Oura API v2), [`dexcom`] (Dexcom API v3), [`fitbit`] (Fitbit Web API),
-//! [`withings`] (Withings Public API), [`peloton`] (Peloton's web API, a password provider),
+//! [`withings`] (Withings Public API), [`garmin`] (Garmin's Health and Activity APIs), [`peloton`] (Peloton's web API, a password provider),
 //! [`libre`] (FreeStyle Libre through LibreLinkUp, and Abbott LibreView, password and e-mail
 //! providers), [`whoop`] (WHOOP API v2), [`polar`] (Polar AccessLink API v3),
 //! [`google_health`] (the Google Health API, Fitbit's successor), [`strava`] (Strava API v3), and [`demo`] (the demo generator, pulled for demo
@@ -10,6 +10,7 @@
 pub mod demo;
 pub mod dexcom;
 pub mod fitbit;
+pub mod garmin;
 pub mod google_health;
 pub mod libre;
 pub mod oura;

@@ -133,7 +133,7 @@ async fn without_oauth_applications_only_working_sign_ins_are_offered_and_each_o
     // What is not offered says why, and never shows a flow that cannot succeed.
     for (slug, why) in [
         ("oura", "no OAuth application"),
-        ("garmin", "no connector"),
+        ("wahoo", "no connector"),
         ("renpho", "no connector"),
         ("zwift", "no connector"),
         ("freestyle_libre", "no follower account"),
@@ -163,9 +163,9 @@ async fn demo_mode_offers_the_demo_providers_too() {
 
 #[tokio::test]
 async fn an_oauth_application_of_the_deployment_or_the_team_offers_a_provider_with_a_connector() {
-    let app = deployment(&["dexcom_v3", "garmin"], false).await;
+    let app = deployment(&["dexcom_v3", "wahoo"], false).await;
     let (key, other) = (app.key.clone(), app.other_key.clone());
-    // The deployment's: Dexcom has a connector, Garmin none.
+    // The deployment's: Dexcom has a connector, Wahoo none.
     let t = token(&app, &key).await;
     assert_eq!(
         offered(&app, &t).await,
@@ -174,8 +174,8 @@ async fn an_oauth_application_of_the_deployment_or_the_team_offers_a_provider_wi
 
     // The team's own: Oura (a connector: offered to this team only, on Oura's own endpoints),
     // FreeStyle Libre's follower account, Strava (a connector, on Strava's own endpoints),
-    // Garmin (no connector: never offered).
-    for provider in ["oura", "freestyle_libre", "strava", "garmin"] {
+    // Wahoo (no connector: never offered).
+    for provider in ["oura", "freestyle_libre", "strava", "wahoo"] {
         set_credentials(&app, &key, provider).await;
     }
     let t = token(&app, &key).await;
@@ -206,13 +206,10 @@ async fn an_oauth_application_of_the_deployment_or_the_team_offers_a_provider_wi
     let (a, html) = page(&app, &format!("/link/provider/freestyle_libre?token={t}")).await;
     assert_eq!(a.status, 200, "{html}");
     assert!(html.contains("Connect FreeStyle Libre"), "{html}");
-    let a = token_with(&app, &key, json!({"provider": "garmin"})).await;
+    let a = token_with(&app, &key, json!({"provider": "wahoo"})).await;
     assert_eq!(a.status, 400, "{}", a.json);
     assert!(
-        a.json["detail"]
-            .as_str()
-            .unwrap()
-            .contains("Garmin (garmin)"),
+        a.json["detail"].as_str().unwrap().contains("Wahoo (wahoo)"),
         "{}",
         a.json
     );
@@ -262,7 +259,7 @@ async fn the_catalogue_lists_every_provider_with_whether_the_team_can_connect_it
         ("manual", true),
         ("fitbit", false),
         ("withings", false),
-        ("garmin", false),
+        ("wahoo", false),
         ("strava", false),
         ("renpho", false),
         ("freestyle_libre", false),
@@ -281,8 +278,8 @@ async fn a_token_for_a_provider_that_cannot_connect_is_refused_at_creation_namin
     let key = app.key.clone();
     for (options, names) in [
         (
-            json!({"provider": "garmin"}),
-            vec!["Garmin (garmin)", "no connector"],
+            json!({"provider": "wahoo"}),
+            vec!["Wahoo (wahoo)", "no connector"],
         ),
         (
             json!({"provider": "oura"}),
