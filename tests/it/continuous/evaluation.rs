@@ -496,9 +496,9 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// A demo Oura pull's heart rate is its nights' samples (`sync::connectors::demo::generator`), so how many local
-/// days a three-day history touches depends on the user's random zone and the hour the test
-/// runs at: at least one night has always ended inside the window's 48 hours or more. The
+/// A demo Oura pull's heart rate is its nights' samples (`sync::connectors::demo::generator`),
+/// so how many local days a three-day history touches depends on the user's random zone and the
+/// hour the test runs at: at least one night has always ended inside the window's 48 hours or more. The
 /// table is therefore compared with the per-user query over a timeframe wide enough for any
 /// zone, not over the table's own first and last day (which could not catch a day missing at
 /// either end).
