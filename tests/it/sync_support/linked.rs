@@ -143,6 +143,16 @@ impl Linked {
         let user = app.user(&format!("{provider}-user")).await;
         let token = link_token(&app, &user, true).await;
         let url = authorize_url(&app, &token, provider).await;
+        // The authorisation URL names the scopes asked, except where the provider's page takes
+        // none (Garmin's: the user chooses what to share there).
+        let named = url::Url::parse(&url)
+            .unwrap()
+            .query_pairs()
+            .any(|(k, _)| k == "scope");
+        let entry = wearhouse::providers::provider(provider).unwrap();
+        let asks = wearhouse::sync::token_wire::asks_scopes(provider)
+            && !wearhouse::providers::scopes::authorisation_scopes(entry).is_empty();
+        assert_eq!(named, asks, "{provider}: {url}");
         let landed = visit(&app, provider, &url, extra).await;
         assert_eq!(landed.status, 303, "{}", landed.json);
         let back = landed.headers["location"].to_str().unwrap();
