@@ -226,12 +226,21 @@ type DoGetStream = <FlightSql as FlightService>::DoGetStream;
 /// otherwise.
 async fn failure(planned: Option<&(Cluster, usize)>, e: DataFusionError) -> FlightError {
     if let Some((cluster, live)) = planned {
-        cluster.refresh().await;
-        if cluster.live() < *live {
-            return FlightError::Tonic(Box::new(Status::unavailable(format!(
-                "a worker was lost while the statement ran; run it again: the next statement is \
-                 planned on the workers that answer ({e})"
-            ))));
+        // A worker's process can break its streams a moment before its listening socket goes
+        // (the kernel still completes a probe's connection), so a probe that still finds every
+        // planned worker is repeated a few times, a fifth of a second apart: a failing
+        // statement pays that, a healthy one never does.
+        for attempt in 0..4 {
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            cluster.refresh().await;
+            if cluster.live() < *live {
+                return FlightError::Tonic(Box::new(Status::unavailable(format!(
+                    "a worker was lost while the statement ran; run it again: the next \
+                     statement is planned on the workers that answer ({e})"
+                ))));
+            }
         }
     }
     FlightError::ExternalError(Box::new(e))
