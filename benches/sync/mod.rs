@@ -34,4 +34,3 @@ criterion::criterion_group!(
     strava::normalise_one_day,
     strava::historical_pull
 );
-criterion::criterion_main!(benches);
