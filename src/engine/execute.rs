@@ -312,8 +312,8 @@ impl QueryPlanner for Planner {
             Arc::new(BucketPlanner {
                 slicing: self.slicing,
             }),
-            Arc::new(AlignPlanner),
-            Arc::new(ReadinessPlanner),
+            Arc::new(AlignPlanner::new()),
+            Arc::new(ReadinessPlanner::new()),
         ])
         .create_physical_plan(plan, session)
         .await?;

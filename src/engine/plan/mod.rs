@@ -11,6 +11,7 @@ pub(super) mod compile;
 pub(super) mod expr;
 pub(super) mod list_reduce;
 pub mod macros;
+mod operator;
 pub(super) mod ordered;
 pub(super) mod priority;
 pub(super) mod readiness;

@@ -50,7 +50,7 @@ async fn sigkill_child_process() {
 fn spawn_child(db: &Db) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
-            "jobs::sigkill_child_process",
+            "jobs::runner::sigkill_child_process",
             "--exact",
             "--ignored",
             "--nocapture",

@@ -24,30 +24,25 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{Field, SchemaRef};
-use datafusion::catalog::Session;
 use datafusion::common::{DFSchema, DFSchemaRef, Result, internal_err};
 use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::MemoryConsumer;
-use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
-use datafusion::logical_expr::{
-    Expr, Extension, LogicalPlan, UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
-};
+use datafusion::logical_expr::{Expr, Extension, LogicalPlan, UserDefinedLogicalNodeCore};
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, Partitioning, PlanProperties,
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
     SendableRecordBatchStream,
 };
-use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
 use futures::TryStreamExt;
 
 use crate::engine::lang::align::Carry;
 use crate::engine::lang::request::Period;
+use crate::engine::plan::operator::{NodePlanner, PlannedNode};
 
 pub(crate) use spine::Reach;
 pub(crate) use wrap::wrap;
@@ -175,42 +170,29 @@ impl UserDefinedLogicalNodeCore for AlignNode {
 }
 
 /// Plans [`AlignNode`]s as [`AlignExec`]s.
-#[derive(Debug)]
-pub struct AlignPlanner;
+pub type AlignPlanner = NodePlanner<AlignNode>;
 
-#[async_trait]
-impl ExtensionPlanner for AlignPlanner {
-    async fn plan_extension(
-        &self,
-        _planner: &dyn PhysicalPlanner,
-        node: &dyn UserDefinedLogicalNode,
-        _logical_inputs: &[&LogicalPlan],
-        physical_inputs: &[Arc<dyn ExecutionPlan>],
-        _session: &dyn Session,
-        _ctx: &PhysicalPlanningContext,
-    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let Some(node) = node.as_any().downcast_ref::<AlignNode>() else {
-            return Ok(None);
-        };
-        let [input] = physical_inputs else {
+impl PlannedNode for AlignNode {
+    fn physical(&self, inputs: &[Arc<dyn ExecutionPlan>]) -> Result<Arc<dyn ExecutionPlan>> {
+        let [input] = inputs else {
             return internal_err!("Align takes one input");
         };
         let s = input.schema();
         let roles = fill::Roles {
-            date: s.index_of(&node.date)?,
-            partition: node
+            date: s.index_of(&self.date)?,
+            partition: self
                 .partition
                 .iter()
                 .map(|p| s.index_of(p))
                 .collect::<Result<_, _>>()?,
         };
-        let schema = Arc::new(node.schema.as_arrow().clone());
-        Ok(Some(Arc::new(AlignExec::new(
+        let schema = Arc::new(self.schema.as_arrow().clone());
+        Ok(Arc::new(AlignExec::new(
             input.clone(),
-            node.spec,
+            self.spec,
             roles,
             schema,
-        ))))
+        )))
     }
 }
 
@@ -256,32 +238,7 @@ impl DisplayAs for AlignExec {
 }
 
 impl ExecutionPlan for AlignExec {
-    fn name(&self) -> &str {
-        "AlignExec"
-    }
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-    fn required_input_distribution(&self) -> Vec<Distribution> {
-        vec![Distribution::SinglePartition]
-    }
-    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
-        vec![false]
-    }
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
-    fn metrics(&self) -> Option<MetricsSet> {
-        Some(self.metrics.clone_inner())
-    }
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(
-            &Arc<dyn datafusion::physical_plan::PhysicalExpr>,
-        ) -> Result<datafusion::common::tree_node::TreeNodeRecursion>,
-    ) -> Result<datafusion::common::tree_node::TreeNodeRecursion> {
-        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
-    }
+    crate::engine::plan::operator::single_partition_methods!("AlignExec", |this| vec![&this.input]);
     fn with_new_children(
         self: Arc<Self>,
         children: Vec<Arc<dyn ExecutionPlan>>,

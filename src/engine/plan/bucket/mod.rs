@@ -53,12 +53,10 @@ use datafusion::logical_expr::{
 };
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{
-    BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
-};
+use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, Partitioning, PlanProperties,
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
     SendableRecordBatchStream,
 };
 use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
@@ -312,32 +310,9 @@ impl DisplayAs for BucketExec {
 }
 
 impl ExecutionPlan for BucketExec {
-    fn name(&self) -> &str {
-        "BucketAggregateExec"
-    }
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-    fn required_input_distribution(&self) -> Vec<Distribution> {
-        vec![Distribution::SinglePartition]
-    }
-    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
-        vec![false]
-    }
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
-    fn metrics(&self) -> Option<MetricsSet> {
-        Some(self.metrics.clone_inner())
-    }
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(
-            &Arc<dyn datafusion::physical_plan::PhysicalExpr>,
-        ) -> Result<datafusion::common::tree_node::TreeNodeRecursion>,
-    ) -> Result<datafusion::common::tree_node::TreeNodeRecursion> {
-        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
-    }
+    crate::engine::plan::operator::single_partition_methods!("BucketAggregateExec", |this| vec![
+        &this.input
+    ]);
     fn with_new_children(
         self: Arc<Self>,
         children: Vec<Arc<dyn ExecutionPlan>>,

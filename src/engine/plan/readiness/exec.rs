@@ -6,31 +6,26 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::catalog::Session;
 use datafusion::common::{DFSchemaRef, Result, internal_err};
 use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::MemoryConsumer;
-use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
-use datafusion::logical_expr::{
-    Expr, LogicalPlan, UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
-};
+use datafusion::logical_expr::{Expr, LogicalPlan, UserDefinedLogicalNodeCore};
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, ExecutionPlanProperties,
-    Partitioning, PlanProperties, SendableRecordBatchStream,
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
+    PlanProperties, SendableRecordBatchStream,
 };
-use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
 use futures::TryStreamExt;
 
 use super::Spec;
 use super::days::{Inputs, compute};
+use crate::engine::plan::operator::{NodePlanner, PlannedNode};
 
 /// Inputs of the node, in order.
 const INPUTS: [&str; 6] = [
@@ -117,29 +112,16 @@ impl UserDefinedLogicalNodeCore for ReadinessNode {
 }
 
 /// Plans [`ReadinessNode`]s as [`ReadinessExec`]s.
-#[derive(Debug)]
-pub struct ReadinessPlanner;
+pub type ReadinessPlanner = NodePlanner<ReadinessNode>;
 
-#[async_trait]
-impl ExtensionPlanner for ReadinessPlanner {
-    async fn plan_extension(
-        &self,
-        _planner: &dyn PhysicalPlanner,
-        node: &dyn UserDefinedLogicalNode,
-        _logical_inputs: &[&LogicalPlan],
-        physical_inputs: &[Arc<dyn ExecutionPlan>],
-        _session: &dyn Session,
-        _ctx: &PhysicalPlanningContext,
-    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let Some(node) = node.as_any().downcast_ref::<ReadinessNode>() else {
-            return Ok(None);
-        };
-        let schema = Arc::new(node.schema.as_arrow().clone());
-        Ok(Some(Arc::new(ReadinessExec::new(
-            physical_inputs.to_vec(),
-            node.spec.clone(),
+impl PlannedNode for ReadinessNode {
+    fn physical(&self, inputs: &[Arc<dyn ExecutionPlan>]) -> Result<Arc<dyn ExecutionPlan>> {
+        let schema = Arc::new(self.schema.as_arrow().clone());
+        Ok(Arc::new(ReadinessExec::new(
+            inputs.to_vec(),
+            self.spec.clone(),
             schema,
-        )?)))
+        )?))
     }
 }
 
@@ -192,32 +174,10 @@ async fn collect(input: Arc<dyn ExecutionPlan>, context: Arc<TaskContext>) -> Re
 }
 
 impl ExecutionPlan for ReadinessExec {
-    fn name(&self) -> &str {
-        "ReadinessExec"
-    }
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-    fn required_input_distribution(&self) -> Vec<Distribution> {
-        vec![Distribution::SinglePartition; INPUTS.len()]
-    }
-    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
-        vec![false; INPUTS.len()]
-    }
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        self.inputs.iter().collect()
-    }
-    fn metrics(&self) -> Option<MetricsSet> {
-        Some(self.metrics.clone_inner())
-    }
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(
-            &Arc<dyn datafusion::physical_plan::PhysicalExpr>,
-        ) -> Result<datafusion::common::tree_node::TreeNodeRecursion>,
-    ) -> Result<datafusion::common::tree_node::TreeNodeRecursion> {
-        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
-    }
+    crate::engine::plan::operator::single_partition_methods!("ReadinessExec", |this| this
+        .inputs
+        .iter()
+        .collect());
     fn with_new_children(
         self: Arc<Self>,
         children: Vec<Arc<dyn ExecutionPlan>>,
