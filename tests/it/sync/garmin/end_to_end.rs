@@ -15,7 +15,9 @@ use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::{Value, json};
 
 use super::fake_garmin::{Data, FakeGarmin, GARMIN_USER, fixture, synced_at};
-use crate::sync::support::linked::{Linked, expected_at, instant, offset_days, shifted};
+use crate::sync::support::linked::{
+    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+};
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::garmin::Garmin;
 
@@ -237,55 +239,36 @@ async fn a_linked_garmin_user_is_pulled_and_the_getters_answer_the_fixtures() {
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let garmin = fake_garmin().await;
     let l = pulled(&garmin).await;
-    let total = |file: &str, pointer: &str, field: &str| -> (f64, i64) {
-        let rows = expected_at(&fixture(file), pointer);
-        let values: Vec<f64> = rows.iter().filter_map(|r| r[field].as_f64()).collect();
-        (values.iter().sum(), values.len() as i64)
+    let total = |file: &str, pointer: &str, field: &str| {
+        fixture_total(&fixture(file), pointer, field)
     };
-    let per_provider = |arg: Value| {
-        json!({"select": [{"group_key": "*"}, {"func": "sum", "arg": arg.clone()},
-                          {"func": "count", "arg": arg}],
-               "group_by": [{"source": "source_provider"}]})
-    };
-    let body = json!({
-        "timeframe": {"type": "relative", "anchor": Utc::now().date_naive().to_string(),
-                      "past": {"value": 100, "unit": "day"}},
-        "queries": [
-            per_provider(json!({"workout": "calories"})),
-            per_provider(json!({"sleep": "stage_asleep_second"})),
-            per_provider(json!({"activity": "steps"})),
-            per_provider(json!({"timeseries": "heartrate", "field": "value"})),
-            per_provider(json!({"timeseries": "stress_level", "field": "value"})),
-        ]
-    });
-    let answer = l.aggregate(&body).await;
-    let results = answer["results"].as_array().unwrap();
-    let want = [
-        total("activities.expected.json", "/workouts", "calories"),
-        total("sleeps.expected.json", "/sleep", "total"),
-        total("dailies.expected.json", "/activity", "steps"),
-        total("heart_rate.expected.json", "/timeseries/heartrate", "value"),
-        total(
-            "stress_details.expected.json",
-            "/timeseries/stress_level",
-            "value",
+    l.assert_totals(&[
+        (
+            json!({"workout": "calories"}),
+            total("activities.expected.json", "/workouts", "calories"),
         ),
-    ];
-    assert_eq!(results.len(), want.len(), "{answer}");
-    for (result, (sum, count)) in results.iter().zip(want) {
-        let table = result["table"].as_object().unwrap();
-        assert_eq!(table["group_key.0"], json!(["garmin"]), "{result}");
-        let column = |prefix: &str| {
-            table
-                .iter()
-                .find(|(k, _)| k.starts_with(prefix))
-                .map(|(_, v)| v[0].clone())
-                .unwrap_or_else(|| panic!("no {prefix}: {result}"))
-        };
-        let got = column("sum.").as_f64().unwrap();
-        assert!((got - sum).abs() < 1e-6, "sum {got} ≠ {sum}: {result}");
-        assert_eq!(column("count.").as_i64(), Some(count), "{result}");
-    }
+        (
+            json!({"sleep": "stage_asleep_second"}),
+            total("sleeps.expected.json", "/sleep", "total"),
+        ),
+        (
+            json!({"activity": "steps"}),
+            total("dailies.expected.json", "/activity", "steps"),
+        ),
+        (
+            json!({"timeseries": "heartrate", "field": "value"}),
+            total("heart_rate.expected.json", "/timeseries/heartrate", "value"),
+        ),
+        (
+            json!({"timeseries": "stress_level", "field": "value"}),
+            total(
+                "stress_details.expected.json",
+                "/timeseries/stress_level",
+                "value",
+            ),
+        ),
+    ])
+    .await;
 }
 
 /// A run begun three hours before `now` at +01:00, as `/wellness-api/rest/activities` lists it.

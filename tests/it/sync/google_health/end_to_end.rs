@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 
 use super::fake_google_health::{Data, FakeGoogleHealth, civil_date, fixture, fixture_data};
 use crate::link::oauth::{authorize_url, link_token};
-use crate::sync::support::linked::{Linked, expected_at, instant, offset_days, shifted};
+use crate::sync::support::linked::{
+    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+};
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::google_health::GoogleHealth;
 
@@ -296,49 +298,28 @@ async fn refresh_shows_new_and_changed_records_once() {
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let google = fake_google().await;
     let l = pulled(&google).await;
-    let total = |file: &str, pointer: &str, field: &str| -> (f64, i64) {
-        let rows = expected_at(&fixture(file), pointer);
-        let values: Vec<f64> = rows.iter().filter_map(|r| r[field].as_f64()).collect();
-        (values.iter().sum(), values.len() as i64)
+    let total = |file: &str, pointer: &str, field: &str| {
+        fixture_total(&fixture(file), pointer, field)
     };
-    let per_provider = |arg: Value| {
-        json!({"select": [{"group_key": "*"}, {"func": "sum", "arg": arg.clone()},
-                          {"func": "count", "arg": arg}],
-               "group_by": [{"source": "source_provider"}]})
-    };
-    let body = json!({
-        "timeframe": {"type": "relative", "anchor": Utc::now().date_naive().to_string(),
-                      "past": {"value": 100, "unit": "day"}},
-        "queries": [
-            per_provider(json!({"sleep": "stage_asleep_second"})),
-            per_provider(json!({"activity": "steps"})),
-            per_provider(json!({"timeseries": "heartrate", "field": "value"})),
-            per_provider(json!({"timeseries": "hrv", "field": "value"})),
-        ]
-    });
-    let answer = l.aggregate(&body).await;
-    let results = answer["results"].as_array().unwrap();
-    let want = [
-        total("sleep.expected.json", "/sleep", "total"),
-        total("activity.expected.json", "/activity", "steps"),
-        total("samples.expected.json", "/timeseries/heartrate", "value"),
-        total("samples.expected.json", "/timeseries/hrv", "value"),
-    ];
-    assert_eq!(results.len(), want.len(), "{answer}");
-    for (result, (sum, count)) in results.iter().zip(want) {
-        let table = result["table"].as_object().unwrap();
-        assert_eq!(table["group_key.0"], json!(["google_health"]), "{result}");
-        let column = |prefix: &str| {
-            table
-                .iter()
-                .find(|(k, _)| k.starts_with(prefix))
-                .map(|(_, v)| v[0].clone())
-                .unwrap_or_else(|| panic!("no {prefix}: {result}"))
-        };
-        let got = column("sum.").as_f64().unwrap();
-        assert!((got - sum).abs() < 1e-6, "sum {got} ≠ {sum}: {result}");
-        assert_eq!(column("count.").as_i64(), Some(count), "{result}");
-    }
+    l.assert_totals(&[
+        (
+            json!({"sleep": "stage_asleep_second"}),
+            total("sleep.expected.json", "/sleep", "total"),
+        ),
+        (
+            json!({"activity": "steps"}),
+            total("activity.expected.json", "/activity", "steps"),
+        ),
+        (
+            json!({"timeseries": "heartrate", "field": "value"}),
+            total("samples.expected.json", "/timeseries/heartrate", "value"),
+        ),
+        (
+            json!({"timeseries": "hrv", "field": "value"}),
+            total("samples.expected.json", "/timeseries/hrv", "value"),
+        ),
+    ])
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

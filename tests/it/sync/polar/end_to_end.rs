@@ -14,7 +14,9 @@ use chrono::{DateTime, FixedOffset, NaiveDate, SubsecRound, Utc};
 use serde_json::{Value, json};
 
 use super::fake_polar::{Data, FakePolar, fixture, fixture_data};
-use crate::sync::support::linked::{Linked, expected_at, instant, offset_days, shifted};
+use crate::sync::support::linked::{
+    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+};
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::polar::Polar;
 
@@ -179,53 +181,32 @@ async fn a_linked_polar_user_is_registered_pulled_and_the_getters_answer_the_fix
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let polar = fake_polar().await;
     let l = pulled(&polar).await;
-    let total = |file: &str, pointer: &str, field: &str| -> (f64, i64) {
-        let rows = expected_at(&fixture(file), pointer);
-        let values: Vec<f64> = rows.iter().filter_map(|r| r[field].as_f64()).collect();
-        (values.iter().sum(), values.len() as i64)
+    let total = |file: &str, pointer: &str, field: &str| {
+        fixture_total(&fixture(file), pointer, field)
     };
-    let per_provider = |arg: Value| {
-        json!({"select": [{"group_key": "*"}, {"func": "sum", "arg": arg.clone()},
-                          {"func": "count", "arg": arg}],
-               "group_by": [{"source": "source_provider"}]})
-    };
-    let body = json!({
-        "timeframe": {"type": "relative", "anchor": Utc::now().date_naive().to_string(),
-                      "past": {"value": 100, "unit": "day"}},
-        "queries": [
-            per_provider(json!({"workout": "calories"})),
-            per_provider(json!({"sleep": "stage_asleep_second"})),
-            per_provider(json!({"activity": "steps"})),
-            per_provider(json!({"timeseries": "heartrate", "field": "value"})),
-        ]
-    });
-    let answer = l.aggregate(&body).await;
-    let results = answer["results"].as_array().unwrap();
-    let want = [
-        total("exercises.expected.json", "/workouts", "calories"),
-        total("sleep.expected.json", "/sleep", "total"),
-        total("activities.expected.json", "/activity", "steps"),
-        total(
-            "continuous_heart_rate.expected.json",
-            "/timeseries/heartrate",
-            "value",
+    l.assert_totals(&[
+        (
+            json!({"workout": "calories"}),
+            total("exercises.expected.json", "/workouts", "calories"),
         ),
-    ];
-    assert_eq!(results.len(), want.len(), "{answer}");
-    for (result, (sum, count)) in results.iter().zip(want) {
-        let table = result["table"].as_object().unwrap();
-        assert_eq!(table["group_key.0"], json!(["polar"]), "{result}");
-        let column = |prefix: &str| {
-            table
-                .iter()
-                .find(|(k, _)| k.starts_with(prefix))
-                .map(|(_, v)| v[0].clone())
-                .unwrap_or_else(|| panic!("no {prefix}: {result}"))
-        };
-        let got = column("sum.").as_f64().unwrap();
-        assert!((got - sum).abs() < 1e-6, "sum {got} ≠ {sum}: {result}");
-        assert_eq!(column("count.").as_i64(), Some(count), "{result}");
-    }
+        (
+            json!({"sleep": "stage_asleep_second"}),
+            total("sleep.expected.json", "/sleep", "total"),
+        ),
+        (
+            json!({"activity": "steps"}),
+            total("activities.expected.json", "/activity", "steps"),
+        ),
+        (
+            json!({"timeseries": "heartrate", "field": "value"}),
+            total(
+                "continuous_heart_rate.expected.json",
+                "/timeseries/heartrate",
+                "value",
+            ),
+        ),
+    ])
+    .await;
 }
 
 /// An exercise begun three hours before `now` at +02:00, as `/v3/exercises` lists it.

@@ -15,7 +15,9 @@ use chrono::{DateTime, DurationRound, Utc};
 use serde_json::{Value, json};
 
 use super::fake_strava::{FakeStrava, Fault, fixture, fixture_data};
-use crate::sync::support::linked::{Linked, expected_at, instant, offset_days, shifted};
+use crate::sync::support::linked::{
+    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+};
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::strava::Strava;
 
@@ -149,47 +151,23 @@ async fn an_aggregate_query_answers_the_fixtures_totals() {
     let strava = fake_strava().await;
     let l = pulled(&strava).await;
     let expected = fixture("activities.expected.json");
-    let total = |pointer: &str, field: &str| -> (f64, i64) {
-        let rows = expected_at(&expected, pointer);
-        let values: Vec<f64> = rows.iter().filter_map(|r| r[field].as_f64()).collect();
-        (values.iter().sum(), values.len() as i64)
-    };
-    let per_provider = |arg: Value| {
-        json!({"select": [{"group_key": "*"}, {"func": "sum", "arg": arg.clone()},
-                          {"func": "count", "arg": arg}],
-               "group_by": [{"source": "source_provider"}]})
-    };
-    let body = json!({
-        "timeframe": {"type": "relative", "anchor": Utc::now().date_naive().to_string(),
-                      "past": {"value": 100, "unit": "day"}},
-        "queries": [
-            per_provider(json!({"workout": "distance_meter"})),
-            per_provider(json!({"timeseries": "heartrate", "field": "value"})),
-            per_provider(json!({"timeseries": "distance", "field": "value"})),
-        ]
-    });
-    let answer = l.aggregate(&body).await;
-    let results = answer["results"].as_array().unwrap();
-    let want = [
-        total("/workouts", "distance"),
-        total("/timeseries/heartrate", "value"),
-        total("/timeseries/distance", "value"),
-    ];
-    assert_eq!(results.len(), want.len(), "{answer}");
-    for (result, (sum, count)) in results.iter().zip(want) {
-        let table = result["table"].as_object().unwrap();
-        assert_eq!(table["group_key.0"], json!(["strava"]), "{result}");
-        let column = |prefix: &str| {
-            table
-                .iter()
-                .find(|(k, _)| k.starts_with(prefix))
-                .map(|(_, v)| v[0].clone())
-                .unwrap_or_else(|| panic!("no {prefix}: {result}"))
-        };
-        let got = column("sum.").as_f64().unwrap();
-        assert!((got - sum).abs() < 1e-6, "sum {got} ≠ {sum}: {result}");
-        assert_eq!(column("count.").as_i64(), Some(count), "{result}");
-    }
+    let expected = fixture("activities.expected.json");
+    let total = |pointer: &str, field: &str| fixture_total(&expected, pointer, field);
+    l.assert_totals(&[
+        (
+            json!({"workout": "distance_meter"}),
+            total("/workouts", "distance"),
+        ),
+        (
+            json!({"timeseries": "heartrate", "field": "value"}),
+            total("/timeseries/heartrate", "value"),
+        ),
+        (
+            json!({"timeseries": "distance", "field": "value"}),
+            total("/timeseries/distance", "value"),
+        ),
+    ])
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

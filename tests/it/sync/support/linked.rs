@@ -75,6 +75,13 @@ pub fn window() -> String {
     )
 }
 
+/// The sum and count of `field` over the rows at `pointer` of an expected push body.
+pub fn fixture_total(expected: &Value, pointer: &str, field: &str) -> (f64, i64) {
+    let rows = expected_at(expected, pointer);
+    let values: Vec<f64> = rows.iter().filter_map(|r| r[field].as_f64()).collect();
+    (values.iter().sum(), values.len() as i64)
+}
+
 /// An RFC 3339 instant of an answer or a fixture.
 pub fn instant(v: &Value) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(v.as_str().unwrap())
@@ -177,6 +184,39 @@ impl Linked {
         let a = self.app.raw(req).await;
         assert_eq!(a.status, 200, "{}", a.json);
         a.json
+    }
+
+    /// Asks, over the last 100 days, the sum and count of each argument grouped by source
+    /// provider (one query each), and checks that each answers the linked provider alone with
+    /// its wanted (sum, count).
+    pub async fn assert_totals(&self, want: &[(Value, (f64, i64))]) {
+        let per_provider = |arg: &Value| {
+            json!({"select": [{"group_key": "*"}, {"func": "sum", "arg": arg},
+                              {"func": "count", "arg": arg}],
+                   "group_by": [{"source": "source_provider"}]})
+        };
+        let body = json!({
+            "timeframe": {"type": "relative", "anchor": Utc::now().date_naive().to_string(),
+                          "past": {"value": 100, "unit": "day"}},
+            "queries": want.iter().map(|(arg, _)| per_provider(arg)).collect::<Vec<_>>(),
+        });
+        let answer = self.aggregate(&body).await;
+        let results = answer["results"].as_array().unwrap();
+        assert_eq!(results.len(), want.len(), "{answer}");
+        for (result, (_, (sum, count))) in results.iter().zip(want) {
+            let table = result["table"].as_object().unwrap();
+            assert_eq!(table["group_key.0"], json!([self.provider]), "{result}");
+            let column = |prefix: &str| {
+                table
+                    .iter()
+                    .find(|(k, _)| k.starts_with(prefix))
+                    .map(|(_, v)| v[0].clone())
+                    .unwrap_or_else(|| panic!("no {prefix}: {result}"))
+            };
+            let got = column("sum.").as_f64().unwrap();
+            assert!((got - sum).abs() < 1e-6, "sum {got} ≠ {sum}: {result}");
+            assert_eq!(column("count.").as_i64(), Some(*count), "{result}");
+        }
     }
 
     /// A token check for the provider's fake: every access token the authorisation server

@@ -16,7 +16,9 @@ use chrono::{DateTime, NaiveDate, SecondsFormat, SubsecRound, Utc};
 use serde_json::{Value, json};
 
 use super::fake_whoop::{FakeWhoop, Fault, fixture, fixture_collections};
-use crate::sync::support::linked::{Linked, expected_at, instant, offset_days, shifted};
+use crate::sync::support::linked::{
+    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+};
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::whoop::Whoop;
 
@@ -325,55 +327,28 @@ async fn refresh_shows_new_and_changed_records_once() {
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let whoop = fake_whoop().await;
     let l = pulled(&whoop).await;
-    let total = |file: &str, pointer: &str, field: &str| -> f64 {
-        expected_at(&fixture(file), pointer)
-            .iter()
-            .filter_map(|r| r[field].as_f64())
-            .sum()
+    let total = |file: &str, pointer: &str, field: &str| {
+        fixture_total(&fixture(file), pointer, field).0
     };
-    let per_provider = |arg: Value| {
-        json!({"select": [{"group_key": "*"}, {"func": "sum", "arg": arg.clone()},
-                          {"func": "count", "arg": arg}],
-               "group_by": [{"source": "source_provider"}]})
-    };
-    let body = json!({
-        "timeframe": {"type": "relative", "anchor": Utc::now().date_naive().to_string(),
-                      "past": {"value": 100, "unit": "day"}},
-        "queries": [
-            per_provider(json!({"workout": "calories"})),
-            per_provider(json!({"sleep": "stage_asleep_second"})),
-            per_provider(json!({"activity": "calories_total"})),
-            per_provider(json!({"timeseries": "hrv", "field": "value"})),
-        ]
-    });
-    let answer = l.aggregate(&body).await;
-    let results = answer["results"].as_array().unwrap();
-    let want = [
-        (total("workout.expected.json", "/workouts", "calories"), 2),
-        (total("sleep.expected.json", "/sleep", "total"), 2),
+    l.assert_totals(&[
         (
-            total("cycle.expected.json", "/activity", "calories_total"),
-            2,
+            json!({"workout": "calories"}),
+            (total("workout.expected.json", "/workouts", "calories"), 2),
         ),
         (
-            total("recovery.expected.json", "/timeseries/hrv", "value"),
-            1,
+            json!({"sleep": "stage_asleep_second"}),
+            (total("sleep.expected.json", "/sleep", "total"), 2),
         ),
-    ];
-    for (result, (sum, count)) in results.iter().zip(want) {
-        let table = result["table"].as_object().unwrap();
-        assert_eq!(table["group_key.0"], json!(["whoop_v2"]), "{result}");
-        let column = |prefix: &str| {
-            table
-                .iter()
-                .find(|(k, _)| k.starts_with(prefix))
-                .map(|(_, v)| v[0].clone())
-                .unwrap_or_else(|| panic!("no {prefix}: {result}"))
-        };
-        let got = column("sum.").as_f64().unwrap();
-        assert!((got - sum).abs() < 1e-6, "sum {got} ≠ {sum}: {result}");
-        assert_eq!(column("count.").as_i64(), Some(count), "{result}");
-    }
+        (
+            json!({"activity": "calories_total"}),
+            (total("cycle.expected.json", "/activity", "calories_total"), 2),
+        ),
+        (
+            json!({"timeseries": "hrv", "field": "value"}),
+            (total("recovery.expected.json", "/timeseries/hrv", "value"), 1),
+        ),
+    ])
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
