@@ -8,6 +8,7 @@ mod e2e;
 mod memory;
 mod metrics;
 mod readme;
+mod rooms;
 mod scale_out;
 mod shutdown;
 mod traces;

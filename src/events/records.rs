@@ -28,13 +28,43 @@ use sha2::{Digest, Sha256};
 use sqlx::AnyConnection;
 use uuid::Uuid;
 
-use super::DataError;
-use super::changes::Change;
-use crate::events::Event;
+use super::Event;
 use crate::render;
 use crate::schema::Dataset;
-use crate::store::health::HealthStore;
+use crate::store::health::{HealthStore, StoreError};
+use crate::store::metadata::MetadataError;
 use crate::store::metadata::events::{RecordsPointer, inline_body, referring_events};
+
+/// What a pushed record is to the events (unchanged records are in no list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// Its key was new.
+    Created,
+    /// It replaced a record with different content.
+    Updated,
+}
+
+/// Why an event's records could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsError {
+    /// The reference does not lead back to the event's records any more (the user's data was
+    /// erased or replaced, or the reference is unreadable): the reason. No retry helps.
+    #[error("event records: {0}")]
+    Broken(String),
+    /// The health store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The metadata database failed.
+    #[error(transparent)]
+    Metadata(#[from] MetadataError),
+    /// Filtering the rows failed.
+    #[error(transparent)]
+    Arrow(#[from] datafusion::arrow::error::ArrowError),
+    /// The blocking rendering task failed.
+    #[error("blocking task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
 
 /// Where in an envelope the record list opens (`preserve_order`: `event_type` comes first, so
 /// the first occurrence is `data`'s own).
@@ -117,12 +147,15 @@ fn records_of(
     dataset: Dataset,
     batches: Vec<RecordBatch>,
     r: &RecordsRef,
-) -> Result<Vec<Value>, DataError> {
+) -> Result<Vec<Value>, RecordsError> {
     let Dataset::Timeseries(resource) = dataset else {
         return Ok(Vec::new());
     };
-    let batches =
-        super::changes::keep_source(super::keep_provider(batches, &r.provider)?, &r.source_type)?;
+    let batches = render::keep_equal(
+        render::keep_equal(batches, "source_provider", &r.provider)?,
+        "source_type",
+        &r.source_type,
+    )?;
     let mut kept = Vec::with_capacity(batches.len());
     for batch in batches {
         let Some(times) = batch
@@ -222,11 +255,11 @@ pub async fn body(
     user: Option<Uuid>,
     body: &str,
     pointer: Option<&str>,
-) -> Result<String, DataError> {
+) -> Result<String, RecordsError> {
     let Some(pointer) = pointer else {
         return Ok(body.to_owned());
     };
-    let bad = |why: &str| DataError::EventRecords(why.to_owned());
+    let bad = |why: &str| RecordsError::Broken(why.to_owned());
     let r: RecordsRef = serde_json::from_str(pointer).map_err(|_| bad("unreadable reference"))?;
     let user = user.ok_or_else(|| bad("no user"))?;
     let dataset = Dataset::from_path(&r.dataset).ok_or_else(|| bad("unknown dataset"))?;
@@ -236,7 +269,7 @@ pub async fn body(
     let written = store
         .read_written(team, user, dataset, Some(window), stamp)
         .await?;
-    let (records, r) = tokio::task::spawn_blocking(move || {
+    let (records, r) = crate::telemetry::spawn_blocking(move || {
         records_of(dataset, written, &r).map(|records| (joined(&records), (records.len(), r)))
     })
     .await??;
@@ -258,7 +291,7 @@ pub async fn materialize_overlapping(
     user: Uuid,
     dataset: &str,
     (lo, hi): (i64, i64),
-) -> Result<usize, DataError> {
+) -> Result<usize, RecordsError> {
     let events = referring_events(&mut *conn, user, dataset, lo, hi).await?;
     let mut done = 0;
     for e in events {
