@@ -239,9 +239,8 @@ async fn a_linked_garmin_user_is_pulled_and_the_getters_answer_the_fixtures() {
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let garmin = fake_garmin().await;
     let l = pulled(&garmin).await;
-    let total = |file: &str, pointer: &str, field: &str| {
-        fixture_total(&fixture(file), pointer, field)
-    };
+    let total =
+        |file: &str, pointer: &str, field: &str| fixture_total(&fixture(file), pointer, field);
     l.assert_totals(&[
         (
             json!({"workout": "calories"}),

@@ -298,9 +298,8 @@ async fn refresh_shows_new_and_changed_records_once() {
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let google = fake_google().await;
     let l = pulled(&google).await;
-    let total = |file: &str, pointer: &str, field: &str| {
-        fixture_total(&fixture(file), pointer, field)
-    };
+    let total =
+        |file: &str, pointer: &str, field: &str| fixture_total(&fixture(file), pointer, field);
     l.assert_totals(&[
         (
             json!({"sleep": "stage_asleep_second"}),

@@ -181,9 +181,8 @@ async fn a_linked_polar_user_is_registered_pulled_and_the_getters_answer_the_fix
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let polar = fake_polar().await;
     let l = pulled(&polar).await;
-    let total = |file: &str, pointer: &str, field: &str| {
-        fixture_total(&fixture(file), pointer, field)
-    };
+    let total =
+        |file: &str, pointer: &str, field: &str| fixture_total(&fixture(file), pointer, field);
     l.assert_totals(&[
         (
             json!({"workout": "calories"}),

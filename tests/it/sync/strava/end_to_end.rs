@@ -151,7 +151,6 @@ async fn an_aggregate_query_answers_the_fixtures_totals() {
     let strava = fake_strava().await;
     let l = pulled(&strava).await;
     let expected = fixture("activities.expected.json");
-    let expected = fixture("activities.expected.json");
     let total = |pointer: &str, field: &str| fixture_total(&expected, pointer, field);
     l.assert_totals(&[
         (

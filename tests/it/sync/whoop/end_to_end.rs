@@ -327,9 +327,8 @@ async fn refresh_shows_new_and_changed_records_once() {
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let whoop = fake_whoop().await;
     let l = pulled(&whoop).await;
-    let total = |file: &str, pointer: &str, field: &str| {
-        fixture_total(&fixture(file), pointer, field).0
-    };
+    let total =
+        |file: &str, pointer: &str, field: &str| fixture_total(&fixture(file), pointer, field).0;
     l.assert_totals(&[
         (
             json!({"workout": "calories"}),
@@ -341,11 +340,17 @@ async fn an_aggregate_query_answers_the_fixtures_totals() {
         ),
         (
             json!({"activity": "calories_total"}),
-            (total("cycle.expected.json", "/activity", "calories_total"), 2),
+            (
+                total("cycle.expected.json", "/activity", "calories_total"),
+                2,
+            ),
         ),
         (
             json!({"timeseries": "hrv", "field": "value"}),
-            (total("recovery.expected.json", "/timeseries/hrv", "value"), 1),
+            (
+                total("recovery.expected.json", "/timeseries/hrv", "value"),
+                1,
+            ),
         ),
     ])
     .await;
