@@ -2,12 +2,12 @@
 //! heart rates, an HRV and an SpO2 reading, a weigh-in, and the day's four roll-ups) normalised
 //! into a push body (`sync::connectors::google_health::normalise`, checking the row and sample
 //! counts), and the 90-day pull of the same shape from the tests' fake Google Health API
-//! (`tests/it/sync_google_health/fake_google_health.rs`, Google's page sizes: 10,000 samples,
+//! (`tests/it/sync/google_health/fake_google_health.rs`, Google's page sizes: 10,000 samples,
 //! 25 sleeps). The points are the fixtures' (`testdata/providers/google_health/`), moved day by
 //! day.
 
 #[allow(dead_code)]
-#[path = "../../tests/it/sync_google_health/fake_google_health.rs"]
+#[path = "../../tests/it/sync/google_health/fake_google_health.rs"]
 mod fake_google_health;
 
 use std::collections::HashMap;

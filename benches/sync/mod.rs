@@ -17,6 +17,10 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
+/// The tests' shared fake provider, under the connectors' fakes the benches include by path.
+#[allow(dead_code, unused_imports)]
+#[path = "../../tests/it/sync/fake/mod.rs"]
+mod fake;
 mod google_health;
 mod oura;
 mod pull;

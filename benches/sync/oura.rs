@@ -2,11 +2,11 @@
 //! sleep period with its HRV and heart-rate series, one daily activity) normalised into a push
 //! body (`sync::connectors::oura::normalise`, checking the sample and row counts), and the 90-day pull of
 //! the same shape (129,600 heart-rate samples, 90 sleeps, 90 activities) from the tests' fake
-//! Oura (`tests/it/sync_oura/fake_oura.rs`, 5,000 documents a page). The documents are the
+//! Oura (`tests/it/sync/oura/fake_oura.rs`, 5,000 documents a page). The documents are the
 //! fixtures' (`testdata/providers/oura/`), moved day by day.
 
 #[allow(dead_code)]
-#[path = "../../tests/it/sync_oura/fake_oura.rs"]
+#[path = "../../tests/it/sync/oura/fake_oura.rs"]
 mod fake_oura;
 
 use std::collections::HashMap;

@@ -2,11 +2,11 @@
 //! and its `StreamSet` of an hour at a point a second: time, heart rate, distance, watts)
 //! normalised into a push body (`sync::connectors::strava::normalise`, checking the row and
 //! sample counts), and the 90-day pull of the same shape (one such ride a day) from the tests'
-//! fake Strava (`tests/it/sync_strava/fake_strava.rs`, 200 activities a page, Strava's
+//! fake Strava (`tests/it/sync/strava/fake_strava.rs`, 200 activities a page, Strava's
 //! maximum; one streams request per activity).
 
 #[allow(dead_code)]
-#[path = "../../tests/it/sync_strava/fake_strava.rs"]
+#[path = "../../tests/it/sync/strava/fake_strava.rs"]
 mod fake_strava;
 
 use std::collections::HashMap;

@@ -1,12 +1,12 @@
 //! WHOOP: one day of records as the API pages them (a cycle, a night's sleep, its recovery, a
 //! workout) normalised into a push body (`sync::connectors::whoop::normalise`, checking the row and sample
 //! counts), and the 90-day pull of the same shape (90 cycles, sleeps, recoveries and workouts,
-//! and the body measurement) from the tests' fake WHOOP (`tests/it/sync_whoop/fake_whoop.rs`,
+//! and the body measurement) from the tests' fake WHOOP (`tests/it/sync/whoop/fake_whoop.rs`,
 //! 25 records a page, WHOOP's maximum). The records are the fixtures'
 //! (`testdata/providers/whoop/`), moved day by day.
 
 #[allow(dead_code)]
-#[path = "../../tests/it/sync_whoop/fake_whoop.rs"]
+#[path = "../../tests/it/sync/whoop/fake_whoop.rs"]
 mod fake_whoop;
 
 use std::collections::HashMap;

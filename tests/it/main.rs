@@ -16,7 +16,7 @@
 //! | `continuous` | continuous queries |
 //! | `store` | the health-data store, the metadata store, crash consistency |
 //! | `data` | pushes and getters: the push parser, the renderer, the data plane over HTTP |
-//! | `sync` | provider connectors against their fakes, pulls and notifications |
+//! | `sync` | provider connectors on the shared fake provider, the providers × faults table, pulls, notifications, the demo generator |
 //! | `link` | linking: tokens, the hosted page, OAuth, passwords, codes, bulk import |
 //! | `lab` | laboratory tests |
 //! | `events` | events and webhooks |
@@ -41,18 +41,4 @@ mod link;
 mod store;
 mod system;
 
-mod sync_demo;
-mod sync_dexcom;
-mod sync_fitbit;
-mod sync_garmin;
-mod sync_google_health;
-mod sync_libre;
-mod sync_notify;
-mod sync_oura;
-mod sync_peloton;
-mod sync_polar;
-mod sync_pull;
-mod sync_strava;
-mod sync_support;
-mod sync_whoop;
-mod sync_withings;
+mod sync;

@@ -11,8 +11,8 @@ use uuid::Uuid;
 
 use crate::support::reference;
 use crate::support::{Answer, TestApp};
-use crate::sync_oura::fake_oura::FakeOura;
-use crate::sync_support::linked::{Linked, window};
+use crate::sync::oura::fake_oura::FakeOura;
+use crate::sync::support::linked::{Linked, window};
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::oura::Oura;
 
@@ -221,16 +221,16 @@ async fn team_of(app: &TestApp, user: &str) -> Uuid {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pull_from_oura_answers_the_fakes_documents_as_served() {
-    let oura: FakeOura = crate::sync_pull::fake_oura().await;
+    let oura: FakeOura = crate::sync::pull::fake_oura().await;
     let l = Linked::link(Arc::new(Oura::new(&oura.base).unwrap())).await;
     oura.accept_when(l.issued_tokens(None));
     l.run_until(JobState::Succeeded).await;
     // What the fake serves (moved into the pull's window), by collection.
     let served = |collection: &str| -> Vec<Value> {
-        let days = crate::sync_support::linked::offset_days();
-        crate::sync_oura::fake_oura::fixture_collections()[collection]
+        let days = crate::sync::support::linked::offset_days();
+        crate::sync::oura::fake_oura::fixture_collections()[collection]
             .iter()
-            .map(|d| crate::sync_oura::fake_oura::shifted(d, days))
+            .map(|d| crate::sync::oura::fake_oura::shifted(d, days))
             .collect()
     };
     let mut cases = Vec::new();

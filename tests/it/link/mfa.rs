@@ -21,7 +21,7 @@ use super::fake_libreview::{
 use super::fake_oauth::FakeOAuth;
 use super::{password_app, sqlite_bytes};
 use crate::support::{Answer, TestApp};
-use crate::sync_support::linked::{LONG, Linked};
+use crate::sync::support::linked::{LONG, Linked};
 
 const BACK: &str = "https://app.example.com/linked";
 const PROVIDER: &str = "abbott_libreview";
@@ -336,7 +336,7 @@ async fn a_linked_patient_is_pulled_and_a_password_change_at_pull_time_is_a_conn
     let (at, mg) = fake.readings()[0];
     let first = &got[0];
     assert_eq!(
-        crate::sync_support::linked::instant(&first["timestamp"]).timestamp(),
+        crate::sync::support::linked::instant(&first["timestamp"]).timestamp(),
         at.timestamp()
     );
     let mmol = (f64::from(mg) / 18.0182 * 100.0).round() / 100.0;

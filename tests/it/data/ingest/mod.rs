@@ -1,20 +1,19 @@
 //! Ingest contract tests: push bodies round-trip through Arrow batches to the getters' JSON,
-//! every validation rule rejects at the right location, and the demo generator is
-//! deterministic, valid and realistic where the brief asks (overlaps, changing offsets).
+//! every validation rule rejects at the right location (the demo generator's tests are
+//! `sync/demo_generator.rs`, beside the pulls that run it).
 //!
 //! `main.rs` holds the shared fixture (a push body with every table and timeseries family);
 //! each concern is one module.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is the failure report
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use datafusion::arrow::record_batch::RecordBatch;
 use serde_json::{Value, json};
 use uuid::Uuid;
 use wearhouse::ingest::{PushBatches, PushUser, parse_push};
 use wearhouse::render::{render_grouped, render_profile, render_samples, render_summaries};
 use wearhouse::schema::{Dataset, Table, resource};
-use wearhouse::sync::connectors::demo::generator::{self as demo, Persona};
 use wearhouse::validation::Loc;
 
 fn now() -> DateTime<Utc> {
@@ -85,7 +84,6 @@ fn assert_round_trip(pushed: &Value, rendered: &Value, what: &str) {
     }
 }
 
-mod generator;
 mod one_pass;
 mod round_trip;
 mod validation;
