@@ -22,7 +22,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use uuid::Uuid;
 
 use super::definition::Definition;
@@ -55,7 +55,7 @@ pub struct Payload {
 /// The evaluation job of (query, user), due at `at`: one pending per pair, so changes waiting
 /// for it are coalesced into one run.
 pub fn job(p: Payload, at: DateTime<Utc>) -> NewJob {
-    NewJob::new(KIND, json!(p))
+    NewJob::typed(KIND, &p)
         .for_team(p.team)
         .at(at)
         .unique(format!("{KIND}:{}:{}", p.query, p.user))
@@ -311,9 +311,9 @@ impl JobHandler for Evaluator {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let p: Payload = serde_json::from_value(payload.clone())
-            .map_err(|_| JobError::Permanent(format!("malformed payload {payload}")))?;
+    type Payload = Payload;
+
+    async fn run(&self, ctx: &JobContext, p: Payload) -> Result<Outcome, JobError> {
         match evaluate(&ctx.meta, &self.health, &self.engine, p, ctx.now()).await {
             Ok(Evaluation::Wait(at)) => Ok(Outcome::RetryAt(at)),
             Ok(_) => Ok(Outcome::Done),
