@@ -22,10 +22,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use uuid::Uuid;
 
 use super::definition::Definition;
+use super::event_data::QueryChanged;
 use super::shape::Shape;
 use super::{ContinuousError, keep, table};
 use crate::engine::{Engine, OutputFormat};
@@ -259,11 +259,11 @@ fn changed_events(
     while offset < changed.num_rows() {
         let len = per_event.min(changed.num_rows() - offset);
         let table = table::to_json(&changed.slice(offset, len), engine.limits())?;
-        events.push(Event {
-            event_type: EventType::ContinuousQueryChanged,
-            user: Some(EventUser::of(user)),
-            data: json!([{ "query_id": query.id, "query_slug": query.slug, "data": table }]),
-        });
+        events.push(Event::new(
+            EventType::ContinuousQueryChanged,
+            Some(EventUser::of(user)),
+            &QueryChanged::of(query, &table),
+        ));
         offset += len;
     }
     Ok(events)
