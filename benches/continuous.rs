@@ -1,4 +1,4 @@
-//! Continuous-query bench (criterion, seeded, self-checking): `cargo bench --bench continuous`.
+//! Continuous-query bench (criterion, seeded, self-checking): `cargo bench` (module `continuous`).
 //!
 //! Scenarios (issue 40's targets):
 //! - `re-evaluation after a push of one new day` against `plain query over that day`: one user
@@ -20,12 +20,11 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
-#[path = "push_support/mod.rs"]
-mod push_support;
+use crate::push_support;
 
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use datafusion::arrow::record_batch::RecordBatch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -346,4 +345,3 @@ async fn run_until_idle(pushed: &Pushed, engine: &Engine) {
 }
 
 criterion_group!(benches, one_user, many_users);
-criterion_main!(benches);

@@ -23,7 +23,7 @@
 //! after the `store.compact` job's compaction; the 1 Hz cases also read it as pushed, before
 //! any compaction (`, as pushed`).
 //!
-//! Run with `cargo bench --bench engine`. Diagnostics: `ENGINE_BENCH_EXPLAIN=1` prints each
+//! Run with `cargo bench` (module `engine`). Diagnostics: `ENGINE_BENCH_EXPLAIN=1` prints each
 //! phase's time and the physical plan with its metrics for each scenario
 //! (`Engine::explain_analyze`); `ENGINE_BENCH_FUNCS=mean,newest` changes the aggregates.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -31,7 +31,7 @@
 use std::collections::HashMap;
 use std::hint::black_box;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use datafusion::arrow::record_batch::RecordBatch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -43,8 +43,7 @@ use wearhouse::engine::{
 use wearhouse::schema::Dataset;
 use wearhouse::store::health::StoreOptions;
 
-#[path = "push_support/mod.rs"]
-mod push_support;
+use crate::push_support;
 use push_support::{Layout, Pushed, heartrate, wire_batch};
 
 const DAYS: i64 = 90;
@@ -458,4 +457,3 @@ criterion_group! {
     config = Criterion::default().sample_size(50);
     targets = engine
 }
-criterion_main!(benches);

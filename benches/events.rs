@@ -1,4 +1,4 @@
-//! Events bench (criterion, seeded, self-checking): `cargo bench --bench events`.
+//! Events bench (criterion, seeded, self-checking): `cargo bench` (module `events`).
 //!
 //! Scenarios:
 //! - `push of 10,000 heart-rate samples, without events` against `..., with events`: a push
@@ -404,4 +404,3 @@ fn delivery_throughput(c: &mut Criterion) {
 }
 
 criterion_group!(benches, push_cost, delivery_throughput);
-criterion::criterion_main!(benches);

@@ -35,16 +35,15 @@
 //!   on two workers, and what bounds it on a 2-core machine). Checked before timing: both
 //!   answer 30,000 rows with equal means.
 //!
-//! Run with `cargo bench --bench http`.
+//! Run with `cargo bench` (module `http`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "push_support/mod.rs"]
-mod push_support;
+use crate::push_support;
 
 use std::hint::black_box;
 
 use chrono::Utc;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
 use wearhouse::http::{AppState, HttpConfig, serve};
 use wearhouse::store::health::HealthStore;
@@ -709,4 +708,3 @@ criterion_group! {
     config = Criterion::default().sample_size(50);
     targets = team, http, push, export
 }
-criterion_main!(benches);

@@ -1,4 +1,4 @@
-//! Lab bench (criterion, seeded, self-checking): `cargo bench --bench lab`.
+//! Lab bench (criterion, seeded, self-checking): `cargo bench` (module `lab`).
 //!
 //! Scenarios (issue 17's performance targets):
 //! - `GET /v3/orders, 100,000 orders, two filters and a sort, SQLite` and `..., PostgreSQL`:
@@ -16,8 +16,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
-#[path = "lab_support/mod.rs"]
-mod lab_support;
+use crate::lab_support;
 
 use criterion::{Criterion, criterion_group};
 use sqlx::Connection;
@@ -94,4 +93,3 @@ criterion_group! {
     config = Criterion::default().sample_size(30);
     targets = orders
 }
-criterion::criterion_main!(benches);

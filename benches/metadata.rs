@@ -1,4 +1,4 @@
-//! Metadata-store bench (criterion, seeded, self-checking): `cargo bench --bench metadata`.
+//! Metadata-store bench (criterion, seeded, self-checking): `cargo bench` (module `metadata`).
 //!
 //! Scenario: `read-heavy mix on SQLite, 8 clients`: 8 concurrent tasks issue 400 operations in
 //! all, the shape of API traffic: for every request the key is resolved to its team and the user
@@ -102,4 +102,3 @@ criterion_group! {
     config = Criterion::default().sample_size(20);
     targets = read_heavy
 }
-criterion::criterion_main!(benches);

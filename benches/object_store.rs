@@ -1,8 +1,8 @@
 //! The health store on object storage against a local directory (criterion, seeded,
-//! self-checking): `cargo bench --bench object_store`.
+//! self-checking): `cargo bench` (module `object_store`).
 //!
 //! The S3-compatible server is moto's, on loopback, provisioned the way the tests provision it
-//! (`tests/it/provision`: a virtual environment under the target directory, PyPI reachable
+//! (`tests/it/support/provision`: a virtual environment under the target directory, PyPI reachable
 //! once). It is a Python server holding objects in memory, so its figures are a stand-in for a
 //! real bucket's: no network latency, but a slower server than S3 itself. So the bench also
 //! times the server's own share: the same objects fetched with nothing decoded. (A native
@@ -23,12 +23,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
-#[path = "heartrate_support/mod.rs"]
-mod heartrate_support;
-#[path = "../tests/it/postgres.rs"]
-mod postgres;
-#[path = "../tests/it/provision/mod.rs"]
-mod provision;
+use crate::heartrate_support;
+use crate::{postgres, provision};
 
 use std::sync::Arc;
 
@@ -252,4 +248,3 @@ fn read(c: &mut Criterion) {
 }
 
 criterion_group!(benches, read);
-criterion::criterion_main!(benches);

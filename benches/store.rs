@@ -1,4 +1,4 @@
-//! Health-store benches (criterion, seeded, self-checking): `cargo bench --bench store`.
+//! Health-store benches (criterion, seeded, self-checking): `cargo bench` (module `store`).
 //!
 //! Scenarios:
 //! - `push 1,000,000 heart-rate samples in batches of 10,000`, sequential (every write waits
@@ -26,13 +26,11 @@ use rand_chacha::ChaCha8Rng;
 use uuid::Uuid;
 use wearhouse::store::health::{HealthStore, StoreOptions};
 
-#[path = "heartrate_support/mod.rs"]
-mod heartrate_support;
+use crate::heartrate_support;
 
 use heartrate_support::{SECOND, T0, device_samples, heartrate};
 
-#[path = "push_support/mod.rs"]
-mod push_support;
+use crate::push_support;
 use push_support::{Layout, Pushed};
 const DAY_ROWS: usize = 86_400;
 
@@ -303,4 +301,3 @@ fn read_two_devices(c: &mut Criterion) {
 }
 
 criterion_group!(benches, push, read, read_two_devices);
-criterion::criterion_main!(benches);

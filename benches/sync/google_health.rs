@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use wearhouse::schema::{Dataset, Table};
 use wearhouse::sync::connectors::google_health::{Documents, GoogleHealth, normalise};
 
-use crate::pull::{self, DAYS};
+use super::pull::{self, DAYS};
 
 fn at(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use wearhouse::schema::Dataset;
 use wearhouse::sync::connectors::oura::{Documents, Oura, normalise};
 
-use crate::pull::{self, DAYS};
+use super::pull::{self, DAYS};
 
 const PER_DAY: i64 = 1_440;
 

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use wearhouse::schema::{Dataset, Table};
 use wearhouse::sync::connectors::strava::{Documents, Strava, Wanted, normalise};
 
-use crate::pull::{self, DAYS};
+use super::pull::{self, DAYS};
 
 /// Points in a day's stream: an hour at one a second.
 const POINTS: i64 = 3_600;

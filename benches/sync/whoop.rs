@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use wearhouse::schema::{Dataset, Table};
 use wearhouse::sync::connectors::whoop::{Documents, Wanted, Whoop, normalise};
 
-use crate::pull::{self, DAYS};
+use super::pull::{self, DAYS};
 
 /// `record` with its instants moved by `days` whole days.
 fn moved(record: &Value, days: i64) -> Value {

@@ -22,8 +22,8 @@ use uuid::Uuid;
 
 use super::DataError;
 use super::changes::{EventStream, Plan, changed_records};
-use super::event_records::materialize_overlapping;
 use crate::events::outbox;
+use crate::events::records::materialize_overlapping;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::schema::Dataset;
 use crate::store::health::HealthStore;
@@ -122,7 +122,7 @@ pub async fn announce(
                 }
                 let mut stream = EventStream::new(&user, groups);
                 loop {
-                    let (back, event) = tokio::task::spawn_blocking(move || {
+                    let (back, event) = crate::telemetry::spawn_blocking(move || {
                         let event = stream.next_stored();
                         (stream, event)
                     })

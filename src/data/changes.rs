@@ -18,7 +18,7 @@
 //!   once the push was stored. Summaries' `created_at`/`updated_at` (the ingestion time) are
 //!   left out of the comparison.
 //! - sample events are stored by reference to the push's rows, not with them, when rendering
-//!   them back from the store gives their exact body (`event_records`); the plan records which
+//!   them back from the store gives their exact body (`events::records`); the plan records which
 //!   stored samples a push overlaps ([`Entry::overlap`]), so the events referring to them are
 //!   written back inline before compaction drops them.
 //!
@@ -38,14 +38,13 @@ use std::hash::Hash;
 use datafusion::arrow::array::{
     Array, BooleanArray, RecordBatch, StringArray, TimestampMicrosecondArray, UInt32Array,
 };
-use datafusion::arrow::compute::kernels::cmp::eq;
 use datafusion::arrow::compute::{filter_record_batch, take_record_batch};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::DataError;
-use super::event_records::{Origin, Referred, refer};
 use super::provider_list::resource_name;
+use crate::events::records::{Origin, Referred, refer};
 use crate::events::{Event, EventType, EventUser};
 use crate::render;
 use crate::schema::{Dataset, Table};
@@ -55,15 +54,7 @@ use crate::store::metadata::User;
 /// Rows rendered at once.
 pub const CHUNK: usize = 4096;
 
-/// What a pushed record is to the events (unchanged records are in no list).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Change {
-    /// Its key was new.
-    Created,
-    /// It replaced a record with different content.
-    Updated,
-}
+pub use crate::events::records::Change;
 
 /// Which records of one dataset of a push changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,7 +85,7 @@ pub struct Entry {
     pub changed: Changed,
     /// The time window (µs, inclusive) of stored samples the push replaces, if any: the events
     /// referring to them are written back inline before they can be compacted away
-    /// (`event_records`). Absent in plans written before it existed.
+    /// (`events::records`). Absent in plans written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlap: Option<(i64, i64)>,
     /// The UTC span (µs, inclusive) of the pushed rows' times: what continuous queries
@@ -133,24 +124,6 @@ fn str_at(batch: &RecordBatch, column: &str) -> Option<String> {
         .as_any()
         .downcast_ref::<StringArray>()?;
     (!a.is_empty() && a.is_valid(0)).then(|| a.value(0).to_owned())
-}
-
-pub(super) fn keep_source(
-    batches: Vec<RecordBatch>,
-    source_type: &str,
-) -> Result<Vec<RecordBatch>, DataError> {
-    let wanted = StringArray::new_scalar(source_type);
-    let mut kept = Vec::with_capacity(batches.len());
-    for batch in batches {
-        let Some(column) = batch.column_by_name("source_type") else {
-            continue;
-        };
-        let filtered = filter_record_batch(&batch, &eq(column, &wanted)?)?;
-        if filtered.num_rows() > 0 {
-            kept.push(filtered);
-        }
-    }
-    Ok(kept)
 }
 
 /// A record as compared: without the ingestion times.
@@ -354,7 +327,7 @@ async fn changed(
         Dataset::Table(_) => None,
     };
     let stored = super::read(store, user, dataset, window.clone(), Some(provider)).await?;
-    let stored = keep_source(stored, source_type)?;
+    let stored = crate::render::keep_equal(stored, "source_type", source_type)?;
     if let (true, Some(w)) = (stored.is_empty(), &window) {
         // Nothing stored in the window: every sample is new (the common push).
         let last = w.end.timestamp_micros() - 1;
@@ -369,7 +342,7 @@ async fn changed(
         .as_ref()
         .map(|w| (w.start.timestamp_micros(), w.end.timestamp_micros() - 1));
     let (batch, user) = (batch.clone(), user.clone());
-    let changed = tokio::task::spawn_blocking(move || match dataset {
+    let changed = crate::telemetry::spawn_blocking(move || match dataset {
         Dataset::Timeseries(_) => Ok::<_, DataError>(Changed::Time {
             runs: runs(classify::<ByTime>(dataset, &batch, &stored, &user)?),
         }),
@@ -470,8 +443,9 @@ pub async fn changed_records(
         let written = store
             .read_written(user.team_id, user.id, dataset, window, stamp)
             .await?;
-        let batches = keep_source(
+        let batches = crate::render::keep_equal(
             super::keep_provider(written, &plan.provider)?,
+            "source_type",
             &entry.source_type,
         )?;
         let mut split: [Vec<RecordBatch>; 2] = [Vec::new(), Vec::new()];
@@ -586,7 +560,7 @@ impl EventStream {
     }
 
     /// The next event and, when it can be stored by reference to its records, its shell and
-    /// reference (`event_records::refer`). CPU work, like [`EventStream::next_event`].
+    /// reference (`events::records::refer`). CPU work, like [`EventStream::next_event`].
     pub fn next_stored(&mut self) -> Option<(Event, Option<Referred>)> {
         loop {
             if let Some(event) = self.ready.pop_front() {

@@ -16,7 +16,7 @@
 //!   chunk is stored; `scheduled` before. Until it completes, `pulled` lists the resources
 //!   stored so far, or, before any, every resource wearhouse pulls (all with the pull's
 //!   status); once complete, `pulled` lists those that received records and `not_pulled` the
-//!   others of [`crate::sync::Resource::ALL`];
+//!   others of [`crate::providers::Resource::ALL`];
 //! - `timeline`: `scheduled_at` is when the link was made; chunk start times are not recorded,
 //!   so `started_at` reads `scheduled_at` once the pull has stored a chunk or ended (its job
 //!   starts when enqueued, as soon as a runner is free); `ended_at` is the completion (or the
@@ -151,15 +151,15 @@ fn names(paths: &[String]) -> Vec<&'static str> {
 
 /// Every resource a pull fetches, by name.
 fn every_resource() -> Vec<&'static str> {
-    crate::sync::Resource::ALL
+    crate::providers::Resource::ALL
         .iter()
         .map(|r| resource_label(*r))
         .collect()
 }
 
 /// A sync resource's name in the reference's list.
-fn resource_label(r: crate::sync::Resource) -> &'static str {
-    use crate::sync::Resource;
+fn resource_label(r: crate::providers::Resource) -> &'static str {
+    use crate::providers::Resource;
     match r {
         Resource::Sleep => "sleep",
         Resource::Activity => "activity",

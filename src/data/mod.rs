@@ -26,7 +26,6 @@
 pub mod announce;
 pub mod changes;
 pub mod devices;
-pub mod event_records;
 pub mod introspect;
 mod limit;
 mod pages;
@@ -40,9 +39,7 @@ pub use pages::{SampleFilter, sample_page};
 use std::ops::Range;
 
 use chrono::{DateTime, SubsecRound, Utc};
-use datafusion::arrow::array::{RecordBatch, StringArray};
-use datafusion::arrow::compute::filter_record_batch;
-use datafusion::arrow::compute::kernels::cmp::eq;
+use datafusion::arrow::array::RecordBatch;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -79,9 +76,22 @@ pub enum DataError {
     #[error("did not finish within {0:?}")]
     Timeout(std::time::Duration),
     /// An event stored by reference to its records could not be rendered back to its body
-    /// (`event_records`); the reason.
+    /// (`events::records`); the reason.
     #[error("event records: {0}")]
     EventRecords(String),
+}
+
+impl From<crate::events::records::RecordsError> for DataError {
+    fn from(e: crate::events::records::RecordsError) -> Self {
+        use crate::events::records::RecordsError;
+        match e {
+            RecordsError::Broken(why) => DataError::EventRecords(why),
+            RecordsError::Store(e) => DataError::Store(e),
+            RecordsError::Metadata(e) => DataError::Metadata(e),
+            RecordsError::Arrow(e) => DataError::Arrow(e),
+            RecordsError::Task(e) => DataError::Task(e),
+        }
+    }
 }
 
 /// The user's fallback zone, parsed (stored zones were validated on the way in).
@@ -110,12 +120,10 @@ pub async fn parse_columnar(
     target: ingest::ColumnarTarget,
     now: DateTime<Utc>,
 ) -> Result<PushBatches, DataError> {
-    Ok(
-        tokio::task::spawn_blocking(move || {
-            ingest::parse_push_columnar(body, format, &target, now)
-        })
-        .await??,
-    )
+    Ok(crate::telemetry::spawn_blocking(move || {
+        ingest::parse_push_columnar(body, format, &target, now)
+    })
+    .await??)
 }
 
 /// Validates a push body given as JSON text and stores it durably; answers the counts per
@@ -130,7 +138,7 @@ pub async fn push_json(
 ) -> Result<Value, DataError> {
     let push_user = push_user(user);
     let parsed =
-        tokio::task::spawn_blocking(move || ingest::parse_push_json(&body, &push_user, now))
+        crate::telemetry::spawn_blocking(move || ingest::parse_push_json(&body, &push_user, now))
             .await??;
     store_push(meta, store, user, parsed, now).await
 }
@@ -427,19 +435,11 @@ pub(crate) fn keep_provider(
     batches: Vec<RecordBatch>,
     provider: &str,
 ) -> Result<Vec<RecordBatch>, DataError> {
-    let wanted = StringArray::new_scalar(provider);
-    let mut kept = Vec::with_capacity(batches.len());
-    for batch in batches {
-        let Some(column) = batch.column_by_name("source_provider") else {
-            continue;
-        };
-        let mask = eq(column, &wanted)?;
-        let filtered = filter_record_batch(&batch, &mask)?;
-        if filtered.num_rows() > 0 {
-            kept.push(filtered);
-        }
-    }
-    Ok(kept)
+    Ok(crate::render::keep_equal(
+        batches,
+        "source_provider",
+        provider,
+    )?)
 }
 
 /// Applies a patch to `user`; `Ok(None)` when it is gone meanwhile. A setting the query

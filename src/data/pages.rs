@@ -116,7 +116,7 @@ pub async fn sample_page(
         };
         let read: usize = batches.iter().map(|b| b.num_rows()).sum();
         // Measuring rendered samples against the byte cap is CPU work: off the async threads.
-        page = tokio::task::spawn_blocking(move || {
+        page = crate::telemetry::spawn_blocking(move || {
             page.feed(batches);
             page
         })

@@ -159,14 +159,18 @@ impl Engine {
         execute::explain_analyze(&self.inner.state, req, ctx, inputs, &self.inner.limits).await
     }
 
-    /// Runs `work` on the engine's CPU runtime (Flight SQL's statements, `crate::flight`);
-    /// dropping the answer aborts it.
+    /// Runs `work` on the engine's CPU runtime (Flight SQL's statements, `crate::flight`), in
+    /// the caller's span; dropping the answer aborts it.
     pub fn spawn<F>(&self, work: F) -> AbortOnDrop<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        AbortOnDrop(self.inner.handle.spawn(work))
+        AbortOnDrop(
+            self.inner
+                .handle
+                .spawn(tracing::Instrument::in_current_span(work)),
+        )
     }
 
     /// Tasks alive on the engine's runtime: the queries running now and the tasks they spawned.

@@ -1,5 +1,5 @@
 //! Unit tests across the engine's layers: validation locations, the priority switch, plan
-//! shapes and the inputs a request needs. Semantics are covered end to end in `tests/it/engine.rs`.
+//! shapes and the inputs a request needs. Semantics are covered end to end in `tests/it/engine/mod.rs`.
 
 use std::collections::HashMap;
 

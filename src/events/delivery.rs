@@ -80,7 +80,7 @@ pub struct Deliverer {
     places: Arc<Mutex<HashMap<Uuid, Arc<Semaphore>>>>,
     /// Where attempts are counted (`wearhouse_webhook_*`).
     metrics: crate::metrics::Metrics,
-    /// Where the records of events stored by reference are read (`data::event_records`).
+    /// Where the records of events stored by reference are read (`events::records`).
     health: Option<crate::store::health::HealthStore>,
 }
 
@@ -220,12 +220,12 @@ impl Deliverer {
             ));
         };
         let user = d.user_key.parse().ok();
-        crate::data::event_records::body(health, d.team_id, user, &d.body, d.records_ref.as_deref())
+        super::records::body(health, d.team_id, user, &d.body, d.records_ref.as_deref())
             .await
             .map_err(|error| {
                 tracing::error!(%error, event = %d.event_id, "could not render an event's body");
                 match error {
-                    crate::data::DataError::EventRecords(_) => Unrendered::Gone(
+                    super::records::RecordsError::Broken(_) => Unrendered::Gone(
                         "the event's records are no longer stored (the user's data was erased or replaced)"
                             .to_owned(),
                     ),

@@ -321,7 +321,7 @@ pub async fn events(
     Ok(split_page(page, limit, |e| e.id))
 }
 
-/// Puts an event stored by reference to its records back together (`data::event_records`).
+/// Puts an event stored by reference to its records back together (`events::records`).
 /// If its records cannot be read any more (the user's data was erased), it is listed with an
 /// empty record list, and the reason logged.
 pub async fn whole_body(store: &HealthStore, e: &mut StoredEvent) {
@@ -329,8 +329,7 @@ pub async fn whole_body(store: &HealthStore, e: &mut StoredEvent) {
         return;
     };
     let rendered =
-        crate::data::event_records::body(store, e.team_id, e.user_id, &e.body, Some(&pointer.json))
-            .await;
+        super::records::body(store, e.team_id, e.user_id, &e.body, Some(&pointer.json)).await;
     match rendered {
         Ok(body) => e.body = body,
         Err(error) => tracing::error!(%error, event = %e.id, "could not render an event's body"),

@@ -24,6 +24,7 @@ pub mod endpoints;
 pub mod envelope;
 pub mod history;
 pub mod outbox;
+pub mod records;
 pub mod retention;
 pub mod schedule;
 pub mod signing;

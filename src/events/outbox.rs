@@ -55,7 +55,7 @@ pub async fn insert(
     Ok(EventRef::from(&stored))
 }
 
-/// Like [`insert`], for an event stored by reference to its records (`data::event_records`):
+/// Like [`insert`], for an event stored by reference to its records (`events::records`):
 /// `shell` is its envelope with an empty record list, `pointer` where its records are.
 pub async fn insert_referring(
     conn: &mut AnyConnection,

@@ -15,6 +15,10 @@ pub const KIND: &str = "events.prune";
 /// How long events are kept.
 pub const KEEP: chrono::Duration = chrono::Duration::days(30);
 
+// Failed jobs are kept as long as events (`jobs::prune::KEEP_FAILED`, which `jobs` states
+// itself so as not to import `events`): checked at compile time.
+const _: () = assert!(KEEP.num_seconds() == crate::jobs::prune::KEEP_FAILED.num_seconds());
+
 /// How often the job runs.
 pub const EVERY: chrono::Duration = chrono::Duration::days(1);
 

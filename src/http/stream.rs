@@ -56,7 +56,7 @@ where
     F: FnOnce(&mut dyn Write) -> io::Result<()> + Send + 'static,
 {
     let (tx, rx) = mpsc::channel::<Bytes>(AHEAD);
-    tokio::task::spawn_blocking(move || {
+    crate::telemetry::spawn_blocking(move || {
         let mut writer = ChunkWriter {
             buf: Vec::with_capacity(CHUNK),
             tx,

@@ -23,8 +23,10 @@ pub const KIND: &str = "jobs.prune";
 /// How long a succeeded job or delivery is kept after it finished.
 pub const KEEP_SUCCEEDED: chrono::Duration = chrono::Duration::days(1);
 
-/// How long a failed job is kept after it failed: as long as events.
-pub const KEEP_FAILED: chrono::Duration = crate::events::retention::KEEP;
+/// How long a failed job is kept after it failed: as long as events (`events.md`'s 30 days;
+/// `events::retention` checks that its `KEEP` is this, so the two cannot drift, and `jobs`
+/// does not import `events`).
+pub const KEEP_FAILED: chrono::Duration = chrono::Duration::days(30);
 
 /// How often the job runs.
 pub const EVERY: chrono::Duration = chrono::Duration::hours(1);

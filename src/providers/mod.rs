@@ -2,9 +2,11 @@
 //! to, what it supplies, and the default order in which overlapping providers are preferred.
 
 mod catalogue;
+mod resource;
 pub mod scopes;
 
 pub use catalogue::CATALOGUE;
+pub use resource::Resource;
 
 use serde::Serialize;
 

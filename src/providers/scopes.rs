@@ -399,17 +399,6 @@ mod tests {
         );
         let got = granted(google, &[format!("{} {}", url("profile"), url("sleep"))]);
         assert_eq!(got, ["profile", "sleep"]);
-        // The same scope names as the access module asks for.
-        use crate::sync::connectors::google_health::access;
-        assert_eq!(
-            authorisation_scopes(google),
-            [
-                access::PROFILE,
-                access::SLEEP,
-                access::ACTIVITY,
-                access::HEALTH_METRICS
-            ]
-        );
         let strava = provider("strava").unwrap();
         assert_eq!(
             authorisation_scopes(strava),

@@ -12,6 +12,7 @@
 //!   [`render_grouped`] are the same as `Value`s, for tests and small sets.
 //! - The hypnogram as the reference's stage samples (`hypnogram.rs`), the derived per-session
 //!   views ([`sessions`], [`streams`]) and electrocardiograms ([`ecg`]).
+//! - [`keep_equal`]: the rows of one provider or source type, before rendering them.
 //! - [`wire_schema`]: the OpenAPI schemas of what the getters answer, from the same
 //!   column-to-wire map.
 //!
@@ -39,3 +40,27 @@ pub use hypnogram::{hypnogram_grouped, hypnogram_plain};
 pub use page::{Cursor, PageBuilder, PageLimits, SamplePage};
 pub(crate) use summaries::source as render_source;
 pub use summaries::{render_profile, render_samples, render_summaries, sport_id};
+
+/// The rows of `batches` whose string `column` equals `value` (a provider, a source type):
+/// batches without the column, or with no such row, are dropped.
+pub fn keep_equal(
+    batches: Vec<datafusion::arrow::array::RecordBatch>,
+    column: &str,
+    value: &str,
+) -> Result<Vec<datafusion::arrow::array::RecordBatch>, datafusion::arrow::error::ArrowError> {
+    use datafusion::arrow::array::StringArray;
+    use datafusion::arrow::compute::filter_record_batch;
+    use datafusion::arrow::compute::kernels::cmp::eq;
+    let wanted = StringArray::new_scalar(value);
+    let mut kept = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let Some(values) = batch.column_by_name(column) else {
+            continue;
+        };
+        let filtered = filter_record_batch(&batch, &eq(values, &wanted)?)?;
+        if filtered.num_rows() > 0 {
+            kept.push(filtered);
+        }
+    }
+    Ok(kept)
+}

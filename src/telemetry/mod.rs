@@ -50,6 +50,7 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
 pub use request_id::current_request_id;
+pub use spawned::{spawn, spawn_blocking};
 
 /// The attribute and field name of the request id on every span.
 pub const REQUEST_ID: &str = "request_id";

@@ -1,66 +1,46 @@
 //! wearhouse's integration tests: one binary, so DataFusion and the service are linked once
-//! instead of once per test file (issue 11, item 7). Each module is the suite of one area; the
-//! `*_support` and `provision` modules are their shared helpers.
+//! instead of once per test file (issue 11, item 7).
 //!
-//! Run one area with a filter on its module path, e.g. `cargo test --test it engine::` or
+//! The tree mirrors `src/`: one folder per room, named as the room is, each with a `mod.rs` that
+//! says what it tests (issue 36, item 3). A room's own helpers are its `support` module
+//! (`events::support`, `jobs::support`, `store::support`); what every room uses is `support/`:
+//! the in-process app (`support`), the real binary as a child process (`support::server`), the
+//! provisioning of Python packages, Chromium and the S3-compatible server
+//! (`support::provision`), a scratch PostgreSQL database (`support::postgres`) and the
+//! two-backend test macro (`support::backends`).
+//!
+//! | folder | what it tests |
+//! |---|---|
+//! | `api` | the HTTP surface: routes, methods, OpenAPI, rate limits, keys, the SDK, shapes |
+//! | `engine` | the query engine, the aggregate endpoint, team queries, Flight SQL, workers |
+//! | `continuous` | continuous queries |
+//! | `store` | the health-data store, the metadata store, crash consistency |
+//! | `data` | pushes and getters: the push parser, the renderer, the data plane over HTTP |
+//! | `sync` | provider connectors against their fakes, pulls and notifications |
+//! | `link` | linking: tokens, the hosted page, OAuth, passwords, codes, bulk import |
+//! | `lab` | laboratory tests |
+//! | `events` | events and webhooks |
+//! | `jobs` | the durable job runner |
+//! | `system` | the binary as operated: CLI, restarts, shutdown, metrics, traces, scale-out |
+//!
+//! Run one room with a filter on its module path, e.g. `cargo test --test it engine::` or
 //! `cargo test --test it jobs::`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // tests: a panic is the failure report
 
-mod backends;
-mod events_support;
-mod jobs_support;
-mod postgres;
-mod provision;
-mod server;
-mod store_support;
 mod support;
 
-mod aggregate_api;
-mod aggregate_cancel;
 mod api;
-mod cli;
-mod columnar_push;
 mod continuous;
-mod crash;
-mod cycle;
-mod data_api;
-mod derived_ids;
-mod distributed;
-mod e2e;
+mod data;
 mod engine;
-mod engine_memory;
 mod events;
-mod events_bytes;
-mod events_gone;
-mod events_size;
-mod flight;
-mod getter_bounds;
-mod ingest;
 mod jobs;
-mod jobs_api;
-mod keys;
 mod lab;
 mod link;
-mod memory;
-mod metadata;
-mod methods;
-mod metrics;
-mod openapi;
-mod push_schema;
-mod rate_limit;
-mod raw;
-mod readme;
-mod scale_out;
-mod schema_fuzz;
-mod sdk;
-mod series_names;
-mod shutdown;
 mod store;
-mod store_gate;
-mod store_recovery;
-mod surface;
-mod surface_team;
+mod system;
+
 mod sync_demo;
 mod sync_dexcom;
 mod sync_fitbit;
@@ -76,6 +56,3 @@ mod sync_strava;
 mod sync_support;
 mod sync_whoop;
 mod sync_withings;
-mod team_query;
-mod traces;
-mod user_undo;

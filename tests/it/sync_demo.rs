@@ -201,7 +201,7 @@ async fn a_refresh_pulls_a_demo_connection_incrementally() {
     let user = app.user("demo-refresh").await;
     app.demo_connect(&user, "oura", 5).await;
     let registry = wearhouse::app::job_registry(&app.state);
-    let config = crate::jobs_support::config("refresh", std::time::Duration::from_secs(30));
+    let config = crate::jobs::support::config("refresh", std::time::Duration::from_secs(30));
     let runner = wearhouse::jobs::Runner::new(app.state.meta.clone(), registry, config).spawn();
     let a = app
         .post(&format!("/v2/user/refresh/{user}?timeout=20"), json!({}))
@@ -233,7 +233,7 @@ async fn a_refresh_pulls_a_demo_connection_incrementally() {
 /// night is stored once, announced once.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_demo_pull_killed_midway_completes_after_restart_with_every_record_once() {
-    use crate::events_support::Server;
+    use crate::events::support::Server;
     use std::time::{Duration, Instant};
 
     let dir = tempfile::tempdir().unwrap();
@@ -323,7 +323,7 @@ async fn a_restarted_pull_refuses_the_writes_of_the_run_it_overtook() {
     let dir = tempfile::tempdir().unwrap();
     let sqlite = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
     overtaken_writes_are_refused(&sqlite).await;
-    let db = crate::postgres::ScratchDb::create("wearhouse_sync_demo").await;
+    let db = crate::support::postgres::ScratchDb::create("wearhouse_sync_demo").await;
     overtaken_writes_are_refused(&db.url).await;
     db.drop_db().await;
 }

@@ -371,7 +371,7 @@ async fn refresh_pulls_what_is_new_or_changed_and_announces_only_that() {
 /// Links `user` to Oura on a server process: link token, authorisation URL, the fake's
 /// redirect, the callback (sent to the server's real port: it was started on port 0, so the
 /// callback URL it registered names that).
-async fn link_on_server(server: &crate::server::Server, key: &str, user: &str) {
+async fn link_on_server(server: &crate::support::server::Server, key: &str, user: &str) {
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -420,7 +420,7 @@ async fn a_pull_killed_midway_completes_after_restart_with_every_record_once() {
     oura.accept_when(move |t| issued.lock().unwrap().iter().any(|i| i == t));
     // The seventh request hangs: the pull has stored some chunks and is inside another.
     oura.fail_times(Fault::Hang, 6, 1);
-    let key = crate::server::create_team(dir.path(), "acme", &[]);
+    let key = crate::support::server::create_team(dir.path(), "acme", &[]);
     let server = oauth.serve(
         dir.path(),
         &[],

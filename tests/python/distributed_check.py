@@ -1,4 +1,4 @@
-"""Distributed Flight SQL read through the ADBC driver, for tests/it/distributed.rs.
+"""Distributed Flight SQL read through the ADBC driver, for tests/it/engine/distributed.rs.
 
 Usage:
   distributed_check.py compare DIST_URI ONE_URI KEY

@@ -1,4 +1,4 @@
-"""Arrow Flight SQL read the way a notebook reads it, for tests/it/flight.rs: the ADBC Flight SQL
+"""Arrow Flight SQL read the way a notebook reads it, for tests/it/engine/flight.rs: the ADBC Flight SQL
 driver (no wearhouse-specific client), into pandas and Polars.
 
 Usage: flight_check.py URI KEY OTHER_KEY

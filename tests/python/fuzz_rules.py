@@ -1,4 +1,4 @@
-"""Schemathesis hooks for tests/it/schema_fuzz.rs: the cross-field rules the OpenAPI document
+"""Schemathesis hooks for tests/it/api/schema_fuzz.rs: the cross-field rules the OpenAPI document
 states in prose because JSON Schema cannot (one member's rule depending on another's value).
 A generated case that breaks one is not sent: a client following the document would not send it.
 Each filter names the rule it keeps; anything else generated is sent and checked."""

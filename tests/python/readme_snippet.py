@@ -1,4 +1,4 @@
-"""Runs one of the README's pandas snippets over a Parquet answer (tests/it/readme.rs runs this).
+"""Runs one of the README's pandas snippets over a Parquet answer (tests/it/system/readme.rs runs this).
 
 Usage: readme_snippet.py SNIPPET_FILE ANSWER_FILE
 

@@ -1,4 +1,4 @@
-"""The reference `vital` SDK as a client of wearhouse (tests/it/sdk.rs runs this).
+"""The reference `vital` SDK as a client of wearhouse (tests/it/api/sdk.rs runs this).
 
 Usage: sdk_check.py BASE_URL API_KEY
 

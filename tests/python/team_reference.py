@@ -1,5 +1,5 @@
 """Team queries (analytics.md section 5) computed independently with pandas, for
-tests/it/team_query.rs.
+tests/it/engine/team.rs.
 
 Reads one JSON object on stdin:
   {"users": [{"user_id": str, "zone": str, "ingestion_start": "YYYY-MM-DD" | null}, ...],

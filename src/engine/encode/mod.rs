@@ -49,7 +49,7 @@ pub async fn encode_json_blocking(
     results: Vec<QueryResult>,
     limits: Limits,
 ) -> Result<Vec<u8>, EngineError> {
-    tokio::task::spawn_blocking(move || json::encode_json_bytes(&results, &limits))
+    crate::telemetry::spawn_blocking(move || json::encode_json_bytes(&results, &limits))
         .await
         .map_err(|e| EngineError::internal("json task", e))?
 }
@@ -58,7 +58,7 @@ pub async fn encode_json_blocking(
 pub async fn encode_parquet_tar_blocking(
     results: Vec<QueryResult>,
 ) -> Result<Vec<u8>, EngineError> {
-    tokio::task::spawn_blocking(move || parquet_tar::encode_parquet_tar(&results))
+    crate::telemetry::spawn_blocking(move || parquet_tar::encode_parquet_tar(&results))
         .await
         .map_err(|e| EngineError::internal("parquet task", e))?
 }

@@ -18,7 +18,7 @@ use crate::parquet_write;
 /// series step by a near-constant amount, so the deltas pack into a few bits a row, where a
 /// dictionary of mostly distinct values gives up after its page and leaves 8 bytes a row for
 /// gzip to chew on: a 7.8 M-row export of 1 Hz data shrank from 52 to 14 MiB, and its whole
-/// request from 1.5 s to 1.0–1.4 s (`cargo bench --bench http`). Every Parquet reader the users have
+/// request from 1.5 s to 1.0–1.4 s (`cargo bench` (module `http`)). Every Parquet reader the users have
 /// (pyarrow, pandas, Polars, DuckDB) reads `DELTA_BINARY_PACKED`.
 fn properties(schema: &Schema) -> WriterProperties {
     let mut builder = WriterProperties::builder();

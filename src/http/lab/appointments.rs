@@ -1,6 +1,8 @@
 //! Appointment routes: availability, book, reschedule, cancel, get and cancellation reasons,
 //! for phlebotomy (`/v3/order/{id}/phlebotomy/appointment/...`) and patient service centres
-//! (`/v3/order/{id}/psc/appointment/...`).
+//! (`/v3/order/{id}/psc/appointment/...`). Book, reschedule, cancel and get are one handler
+//! each over both kinds ([`OrderAppointment`]); availability differs by kind (an address
+//! against a lab and radius) and keeps one handler per kind.
 
 use axum::Json;
 use axum::extract::State;
@@ -9,7 +11,7 @@ use utoipa_axum::routes;
 
 use super::super::AppState;
 use super::super::error::ApiError;
-use super::super::extract::{AuthTeam, PathId, QueryParams};
+use super::super::extract::{ApiPath, AuthTeam, QueryParams, parse_uuid};
 use crate::http::extract::Typed;
 use crate::lab::appointments::{self, slots};
 use crate::lab::model::appointment::{
@@ -26,14 +28,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(phlebotomy_availability))
         .routes(routes!(psc_availability))
-        .routes(routes!(phlebotomy_book))
-        .routes(routes!(psc_book))
-        .routes(routes!(phlebotomy_reschedule))
-        .routes(routes!(psc_reschedule))
-        .routes(routes!(phlebotomy_cancel))
-        .routes(routes!(psc_cancel))
-        .routes(routes!(phlebotomy_get))
-        .routes(routes!(psc_get))
+        .routes(routes!(book))
+        .routes(routes!(reschedule))
+        .routes(routes!(cancel))
+        .routes(routes!(get))
         .routes(routes!(phlebotomy_reasons))
         .routes(routes!(psc_reasons))
 }
@@ -105,186 +103,131 @@ async fn psc_availability(
     ))
 }
 
-/// Books a phlebotomy appointment. `async_confirmation` false waits for the provider and answers
-/// 500 with a `detail` if it does not confirm; true answers a `pending` appointment when the
-/// confirmation does not arrive within `sync_confirmation_timeout_millisecond` and keeps waiting
-/// in the background (a durable job) until `async_confirmation_timeout_millisecond`.
-#[utoipa::path(post, path = "/v3/order/{order_id}/phlebotomy/appointment/book", tag = "lab",
-    params(("order_id" = uuid::Uuid, Path)), request_body = BookRequest,
+/// The order and the kind of appointment a path names:
+/// `/v3/order/{order_id}/{appointment_type}/appointment/...`, where `appointment_type` is
+/// `phlebotomy` (at the patient's address) or `psc` (at a patient service centre).
+///
+/// The reference documents each operation twice, once per kind, with the same body and
+/// answer; wearhouse serves both from one handler per operation (issue 36) and documents one
+/// templated path whose parameter is that enum, so the reference's literal paths are exactly
+/// the values it admits (`tests/it/api/surface_team/unserved.rs` and the SDK check match them
+/// so). A kind outside the enum is an unknown route: 404, as any other unknown path.
+struct OrderAppointment {
+    order: uuid::Uuid,
+    kind: AppointmentType,
+}
+
+/// The `appointment_type` path parameter as documented.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // documents the parameter; the extractor reads the path itself
+enum AppointmentPlace {
+    Phlebotomy,
+    Psc,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for OrderAppointment {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let ApiPath(params) =
+            ApiPath::<Vec<(String, String)>>::from_request_parts(parts, state).await?;
+        let value = |name: &str| {
+            params
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+                .ok_or_else(|| ApiError::internal(format!("route without {name}")))
+        };
+        let kind = match value("appointment_type")? {
+            "phlebotomy" => AppointmentType::Phlebotomy,
+            "psc" => AppointmentType::PatientServiceCenter,
+            _ => return Err(ApiError::NotFound("Route")),
+        };
+        let order = parse_uuid(value("order_id")?, loc!["path", "order_id"])?;
+        Ok(OrderAppointment { order, kind })
+    }
+}
+
+/// Books an appointment. `async_confirmation` false waits for the provider and answers 500
+/// with a `detail` if it does not confirm; true answers a `pending` appointment when the
+/// confirmation does not arrive within `sync_confirmation_timeout_millisecond` and keeps
+/// waiting in the background (a durable job) until `async_confirmation_timeout_millisecond`.
+#[utoipa::path(post, path = "/v3/order/{order_id}/{appointment_type}/appointment/book", tag = "lab",
+    params(("order_id" = uuid::Uuid, Path), ("appointment_type" = inline(AppointmentPlace), Path)),
+    request_body = BookRequest,
     responses((status = 200, body = Appointment),
               (status = 400, description = "Unknown, used or expired booking key; order not bookable"),
               (status = 422, description = "Notes over 1000 characters, timeouts out of range, bad time zone"),
               (status = 500, description = "Synchronous booking the provider did not confirm: {detail}")),
     security(("api_key" = [])))]
-async fn phlebotomy_book(
+async fn book(
     team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    at: OrderAppointment,
     Typed(body): Typed<BookRequest>,
 ) -> Result<Json<Appointment>, ApiError> {
-    Ok(Json(
-        appointments::book(
-            &state.meta,
-            &SandboxScheduler,
-            team.0.id,
-            id,
-            AppointmentType::Phlebotomy,
-            body,
-        )
-        .await?,
-    ))
+    let booked = appointments::book(
+        &state.meta,
+        &SandboxScheduler,
+        team.0.id,
+        at.order,
+        at.kind,
+        body,
+    )
+    .await?;
+    Ok(Json(booked))
 }
 
-/// Books a patient service centre appointment (same rules as phlebotomy booking).
-#[utoipa::path(post, path = "/v3/order/{order_id}/psc/appointment/book", tag = "lab",
-    params(("order_id" = uuid::Uuid, Path)), request_body = BookRequest,
-    responses((status = 200, body = Appointment), (status = 400, description = "Key or order not usable"),
-              (status = 500, description = "Synchronous booking the provider did not confirm")),
-    security(("api_key" = [])))]
-async fn psc_book(
-    team: AuthTeam,
-    State(state): State<AppState>,
-    PathId(id): PathId,
-    Typed(body): Typed<BookRequest>,
-) -> Result<Json<Appointment>, ApiError> {
-    Ok(Json(
-        appointments::book(
-            &state.meta,
-            &SandboxScheduler,
-            team.0.id,
-            id,
-            AppointmentType::PatientServiceCenter,
-            body,
-        )
-        .await?,
-    ))
-}
-
-/// Moves the active phlebotomy appointment to another slot.
-#[utoipa::path(patch, path = "/v3/order/{order_id}/phlebotomy/appointment/reschedule", tag = "lab",
-    params(("order_id" = uuid::Uuid, Path)), request_body = RescheduleRequest,
+/// Moves the order's active appointment to another slot.
+#[utoipa::path(patch, path = "/v3/order/{order_id}/{appointment_type}/appointment/reschedule", tag = "lab",
+    params(("order_id" = uuid::Uuid, Path), ("appointment_type" = inline(AppointmentPlace), Path)),
+    request_body = RescheduleRequest,
     responses((status = 200, body = Appointment), (status = 400, description = "Key not usable or no active appointment"),
               (status = 404, description = "No such order or appointment")),
     security(("api_key" = [])))]
-async fn phlebotomy_reschedule(
+async fn reschedule(
     team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    at: OrderAppointment,
     Typed(body): Typed<RescheduleRequest>,
 ) -> Result<Json<Appointment>, ApiError> {
-    Ok(Json(
-        appointments::reschedule(
-            &state.meta,
-            team.0.id,
-            id,
-            AppointmentType::Phlebotomy,
-            body,
-        )
-        .await?,
-    ))
+    let moved = appointments::reschedule(&state.meta, team.0.id, at.order, at.kind, body).await?;
+    Ok(Json(moved))
 }
 
-/// Moves the active PSC appointment to another slot.
-#[utoipa::path(patch, path = "/v3/order/{order_id}/psc/appointment/reschedule", tag = "lab",
-    params(("order_id" = uuid::Uuid, Path)), request_body = RescheduleRequest,
-    responses((status = 200, body = Appointment)), security(("api_key" = [])))]
-async fn psc_reschedule(
-    team: AuthTeam,
-    State(state): State<AppState>,
-    PathId(id): PathId,
-    Typed(body): Typed<RescheduleRequest>,
-) -> Result<Json<Appointment>, ApiError> {
-    Ok(Json(
-        appointments::reschedule(
-            &state.meta,
-            team.0.id,
-            id,
-            AppointmentType::PatientServiceCenter,
-            body,
-        )
-        .await?,
-    ))
-}
-
-/// Cancels the active phlebotomy appointment with a reason.
-#[utoipa::path(patch, path = "/v3/order/{order_id}/phlebotomy/appointment/cancel", tag = "lab",
-    params(("order_id" = uuid::Uuid, Path)), request_body = CancelRequest,
+/// Cancels the order's active appointment with a reason.
+#[utoipa::path(patch, path = "/v3/order/{order_id}/{appointment_type}/appointment/cancel", tag = "lab",
+    params(("order_id" = uuid::Uuid, Path), ("appointment_type" = inline(AppointmentPlace), Path)),
+    request_body = CancelRequest,
     responses((status = 200, body = Appointment), (status = 400, description = "Not active"),
               (status = 422, description = "Unknown reason or notes over 1000 characters")),
     security(("api_key" = [])))]
-async fn phlebotomy_cancel(
+async fn cancel(
     team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    at: OrderAppointment,
     Typed(body): Typed<CancelRequest>,
 ) -> Result<Json<Appointment>, ApiError> {
-    Ok(Json(
-        appointments::cancel(
-            &state.meta,
-            team.0.id,
-            id,
-            AppointmentType::Phlebotomy,
-            body,
-        )
-        .await?,
-    ))
+    let cancelled = appointments::cancel(&state.meta, team.0.id, at.order, at.kind, body).await?;
+    Ok(Json(cancelled))
 }
 
-/// Cancels the active PSC appointment with a reason.
-#[utoipa::path(patch, path = "/v3/order/{order_id}/psc/appointment/cancel", tag = "lab",
-    params(("order_id" = uuid::Uuid, Path)), request_body = CancelRequest,
-    responses((status = 200, body = Appointment)), security(("api_key" = [])))]
-async fn psc_cancel(
-    team: AuthTeam,
-    State(state): State<AppState>,
-    PathId(id): PathId,
-    Typed(body): Typed<CancelRequest>,
-) -> Result<Json<Appointment>, ApiError> {
-    Ok(Json(
-        appointments::cancel(
-            &state.meta,
-            team.0.id,
-            id,
-            AppointmentType::PatientServiceCenter,
-            body,
-        )
-        .await?,
-    ))
-}
-
-/// The order's phlebotomy appointment.
-#[utoipa::path(get, path = "/v3/order/{order_id}/phlebotomy/appointment", tag = "lab",
-    params(("order_id" = uuid::Uuid, Path)),
+/// The order's appointment of that kind.
+#[utoipa::path(get, path = "/v3/order/{order_id}/{appointment_type}/appointment", tag = "lab",
+    params(("order_id" = uuid::Uuid, Path), ("appointment_type" = inline(AppointmentPlace), Path)),
     responses((status = 200, body = Appointment), (status = 404, description = "No such order or appointment")),
     security(("api_key" = [])))]
-async fn phlebotomy_get(
+async fn get(
     team: AuthTeam,
     State(state): State<AppState>,
-    PathId(id): PathId,
+    at: OrderAppointment,
 ) -> Result<Json<Appointment>, ApiError> {
-    let (_, appt) =
-        appointments::current(&state.meta, team.0.id, id, AppointmentType::Phlebotomy).await?;
-    Ok(Json(appt))
-}
-
-/// The order's PSC appointment.
-#[utoipa::path(get, path = "/v3/order/{order_id}/psc/appointment", tag = "lab",
-    params(("order_id" = uuid::Uuid, Path)),
-    responses((status = 200, body = Appointment), (status = 404, description = "No such order or appointment")),
-    security(("api_key" = [])))]
-async fn psc_get(
-    team: AuthTeam,
-    State(state): State<AppState>,
-    PathId(id): PathId,
-) -> Result<Json<Appointment>, ApiError> {
-    let (_, appt) = appointments::current(
-        &state.meta,
-        team.0.id,
-        id,
-        AppointmentType::PatientServiceCenter,
-    )
-    .await?;
-    Ok(Json(appt))
+    let (_, appointment) = appointments::current(&state.meta, team.0.id, at.order, at.kind).await?;
+    Ok(Json(appointment))
 }
 
 /// Why a phlebotomy appointment can be cancelled.

@@ -38,7 +38,7 @@ pub(super) async fn pdf_response(
     filename: String,
     render: impl FnOnce() -> Vec<u8> + Send + 'static,
 ) -> Result<Response, ApiError> {
-    let bytes = tokio::task::spawn_blocking(render)
+    let bytes = crate::telemetry::spawn_blocking(render)
         .await
         .map_err(ApiError::internal)?;
     let mut r = Response::new(Body::from(bytes));

@@ -142,7 +142,7 @@ impl HealthStore {
         let batch_size = self.inner.options.row_group_rows;
         let write_dir = dir.clone();
         let store = self.clone();
-        let (rows_in, rows_out, written) = tokio::task::spawn_blocking(move || {
+        let (rows_in, rows_out, written) = crate::telemetry::spawn_blocking(move || {
             let merged = assemble(fetched, dataset, None, batch_size)?;
             let schema = dataset.schema();
             let mut written = Vec::new();
@@ -187,7 +187,7 @@ impl HealthStore {
             // Object storage: readers in other processes may hold the inputs (`retire.rs`).
             let outputs = written.iter().map(|(name, _)| name.clone()).collect();
             let store = self.clone();
-            tokio::task::spawn_blocking(move || store.retire(key, &newest, inputs, outputs))
+            crate::telemetry::spawn_blocking(move || store.retire(key, &newest, inputs, outputs))
                 .await??;
             // With no grace period the inputs go now; otherwise this counts what waits.
             let (removed, waiting) = self.sweep_retired(key, &self.list(key).await?).await?;
@@ -197,7 +197,8 @@ impl HealthStore {
         }
         let exclusive = locks.swap.write().await;
         let store = self.clone();
-        tokio::task::spawn_blocking(move || store.inner.backend.remove(&dir, &inputs)).await??;
+        crate::telemetry::spawn_blocking(move || store.inner.backend.remove(&dir, &inputs))
+            .await??;
         drop(exclusive);
         let mut commits: Vec<CommitId> = run.iter().filter_map(|s| s.name.commit()).collect();
         commits.sort_unstable();
@@ -205,7 +206,7 @@ impl HealthStore {
         if !commits.is_empty() {
             let store = self.clone();
             let (team, user) = (key.0, key.1);
-            let released = tokio::task::spawn_blocking(move || {
+            let released = crate::telemetry::spawn_blocking(move || {
                 release(&store.inner.backend, team, user, &commits)
             })
             .await??;
@@ -258,8 +259,9 @@ impl HealthStore {
             let dir = layout::dataset_dir(key.0, key.1, key.2);
             let store = self.clone();
             // Best effort: a temp file that resists is retried next time.
-            let _ = tokio::task::spawn_blocking(move || store.inner.backend.remove(&dir, &stale))
-                .await?;
+            let _ =
+                crate::telemetry::spawn_blocking(move || store.inner.backend.remove(&dir, &stale))
+                    .await?;
         }
         Ok(count)
     }
@@ -283,7 +285,8 @@ impl HealthStore {
         if count > 0 {
             let dir = layout::dataset_dir(key.0, key.1, key.2);
             let store = self.clone();
-            tokio::task::spawn_blocking(move || store.inner.backend.remove(&dir, &stale)).await??;
+            crate::telemetry::spawn_blocking(move || store.inner.backend.remove(&dir, &stale))
+                .await??;
         }
         Ok(count)
     }

@@ -285,7 +285,8 @@ impl HealthStore {
             held.push(l.compact.lock().await);
         }
         let store = self.clone();
-        tokio::task::spawn_blocking(move || store.inner.backend.remove_user(team, user)).await??;
+        crate::telemetry::spawn_blocking(move || store.inner.backend.remove_user(team, user))
+            .await??;
         guard(&self.inner.commits).retain(|(t, u, _)| (*t, *u) != (team, user));
         self.inner.cache.invalidate_user(team, user);
         self.bump_shared(team, user, layout::all_datasets().collect())

@@ -75,7 +75,7 @@ impl HealthStore {
         let datasets: Vec<Dataset> = grouped.iter().map(|(d, _)| *d).collect();
         let store = self.clone();
         let receipts =
-            tokio::task::spawn_blocking(move || store.commit_push(team, user, grouped, gate))
+            crate::telemetry::spawn_blocking(move || store.commit_push(team, user, grouped, gate))
                 .await??;
         self.bump_shared(team, user, datasets).await?;
         Ok(receipts)

@@ -152,7 +152,7 @@ impl HealthStore {
         .file_name(docs.len());
         let dir = part_dir(team, user, part);
         let store = self.clone();
-        tokio::task::spawn_blocking(move || {
+        crate::telemetry::spawn_blocking(move || {
             let bytes = encode(&docs)?;
             store.inner.backend.put_record(&dir, &name, bytes)
         })
@@ -188,7 +188,7 @@ impl HealthStore {
             .collect();
         files.sort_by_key(|(n, _)| (n.seq, n.nonce));
         let store = self.clone();
-        tokio::task::spawn_blocking(move || {
+        crate::telemetry::spawn_blocking(move || {
             let mut out = Vec::new();
             for (_, path) in files {
                 // A file removed since the listing (its user deleted meanwhile) is skipped.

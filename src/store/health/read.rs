@@ -78,7 +78,7 @@ impl HealthStore {
         };
         let fetched = self.fetch(key, prune).await?;
         let batch_size = self.inner.options.row_group_rows;
-        let assembled = tokio::task::spawn_blocking(move || {
+        let assembled = crate::telemetry::spawn_blocking(move || {
             let mut assembled = assemble(fetched, dataset, prune, batch_size)?;
             if let Dataset::Timeseries(_) = dataset {
                 assembled.batches = group_by_source(assembled.batches, batch_size)?;
@@ -123,7 +123,7 @@ impl HealthStore {
         let fetched = self.fetch((team, user, dataset), prune).await?;
         let batch_size = self.inner.options.row_group_rows;
         let stamp = stamp.timestamp_micros();
-        tokio::task::spawn_blocking(move || {
+        crate::telemetry::spawn_blocking(move || {
             let mut pool = ConstantPool::default();
             let mut out = Vec::new();
             for (_, bytes) in fetched {

@@ -40,8 +40,10 @@ impl HealthStore {
         let dir = query_dir(team, user, query);
         let store = self.clone();
         let written = name.clone();
-        tokio::task::spawn_blocking(move || store.inner.backend.put_record(&dir, &written, bytes))
-            .await??;
+        crate::telemetry::spawn_blocking(move || {
+            store.inner.backend.put_record(&dir, &written, bytes)
+        })
+        .await??;
         Ok(name)
     }
 
@@ -54,7 +56,7 @@ impl HealthStore {
     ) -> Result<Option<Bytes>, StoreError> {
         let path = format!("{}/{name}", query_dir(team, user, query));
         let store = self.clone();
-        tokio::task::spawn_blocking(move || store.inner.backend.read(&path)).await?
+        crate::telemetry::spawn_blocking(move || store.inner.backend.read(&path)).await?
     }
 
     /// Removes every result file of (query, user) but `keep`.
@@ -79,6 +81,6 @@ impl HealthStore {
             return Ok(());
         }
         let store = self.clone();
-        tokio::task::spawn_blocking(move || store.inner.backend.remove(&dir, &stale)).await?
+        crate::telemetry::spawn_blocking(move || store.inner.backend.remove(&dir, &stale)).await?
     }
 }

@@ -208,7 +208,7 @@ impl HealthStore {
         let locks = self.locks(key);
         let exclusive = locks.swap.write().await;
         let store = self.clone();
-        let removed = tokio::task::spawn_blocking(move || {
+        let removed = crate::telemetry::spawn_blocking(move || {
             let dir = layout::dataset_dir(key.0, key.1, key.2);
             let mut removed = 0;
             for record in due {

@@ -52,7 +52,7 @@ impl HealthStore {
         let key = (team, user, dataset);
         let props = writer_properties(dataset, self.inner.options.row_group_rows);
         let store = self.clone();
-        let (name, rows, bytes) = tokio::task::spawn_blocking(move || {
+        let (name, rows, bytes) = crate::telemetry::spawn_blocking(move || {
             let batch = prepare(batch, dataset)?;
             let range = TimeColumn::of(&batch, dataset.time_column())?.sorted_range();
             let name = SegmentName {

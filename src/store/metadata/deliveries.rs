@@ -65,7 +65,7 @@ pub struct Delivery {
     pub body: String,
     /// The event's team.
     pub team_id: Uuid,
-    /// The event's reference to its records, JSON (`data::event_records`), if it has one.
+    /// The event's reference to its records, JSON (`events::records`), if it has one.
     pub records_ref: Option<String>,
     /// The stream: the user id, or '' for events without a user.
     pub user_key: String,

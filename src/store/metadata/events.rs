@@ -30,11 +30,11 @@ pub struct StoredEvent {
     /// Its place among the events written with it.
     pub ordinal: i64,
     /// Where its records are, when it refers to them instead of carrying them
-    /// (`data::event_records`).
+    /// (`events::records`).
     pub records: Option<RecordsPointer>,
 }
 
-/// An event's reference to its records (`data::event_records::RecordsRef`), with the columns
+/// An event's reference to its records (`events::records::RecordsRef`), with the columns
 /// that find the events of an overlapped window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordsPointer {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::events_support::{self, Receiver, assert_verified};
+use crate::events::support::{self as events_support, Receiver, assert_verified};
 use wearhouse::store::metadata::MetadataStore;
 
 /// The event type under test.

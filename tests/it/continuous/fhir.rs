@@ -81,9 +81,9 @@ fn exported(obs: &[&Value]) -> BTreeMap<(String, String), Value> {
 
 /// Validates `bundles` with HL7's FHIR R4 JSON schema; answers how many Observations it saw.
 fn validate(bundles: &[Value]) -> u64 {
-    let schema = crate::provision::fhir_r4_schema();
+    let schema = crate::support::provision::fhir_r4_schema();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/fhir_validate.py");
-    let mut child = crate::provision::python_script(&script)
+    let mut child = crate::support::provision::python_script(&script)
         .arg(schema)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

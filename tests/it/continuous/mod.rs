@@ -83,7 +83,7 @@ pub async fn evaluate_at(
 /// (panics after a minute).
 pub async fn settle(app: &TestApp) {
     let registry = wearhouse::app::job_registry(&app.state);
-    let config = crate::jobs_support::config("cq", Duration::from_secs(30));
+    let config = crate::jobs::support::config("cq", Duration::from_secs(30));
     let runner = wearhouse::jobs::Runner::new(app.state.meta.clone(), registry, config).spawn();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {

@@ -230,7 +230,7 @@ async fn exercise(meta: &MetadataStore) {
     );
 }
 
-crate::backends::on_both_metadata_backends!(
+crate::support::backends::on_both_metadata_backends!(
     continuous_rows_on_sqlite,
     continuous_rows_on_postgres,
     exercise,

@@ -19,7 +19,7 @@ use wearhouse::engine::{
 use wearhouse::schema::{Dataset, resource};
 
 use super::data::{self, Row, ts};
-use crate::provision;
+use crate::support::provision;
 
 const PROVIDERS: [(&str, &str); 3] = [
     ("oura", "ring"),

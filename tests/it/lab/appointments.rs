@@ -428,7 +428,7 @@ async fn reschedule_and_cancel() {
 /// server stopped while the appointment is pending and started again cancels it on time.
 #[tokio::test(flavor = "multi_thread")]
 async fn async_booking_pending_then_cancelled_at_timeout_across_a_restart() {
-    use crate::server::{Server, create_team, http_client};
+    use crate::support::server::{Server, create_team, http_client};
     let dir = tempfile::tempdir().unwrap();
     let key = create_team(dir.path(), "restart", &[]);
     let http = http_client(30);

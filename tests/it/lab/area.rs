@@ -247,9 +247,9 @@ async fn import_pscs_cli_replaces_a_labs_network() {
         "{out:?}"
     );
     // A server on that data dir serves the imported centres.
-    let key = crate::server::create_team(dir.path(), "pscs", &[]);
-    let server = crate::server::Server::start(dir.path(), &[]);
-    let http = crate::server::http_client(10);
+    let key = crate::support::server::create_team(dir.path(), "pscs", &[]);
+    let server = crate::support::server::Server::start(dir.path(), &[]);
+    let http = crate::support::server::http_client(10);
     let info: serde_json::Value = http
         .get(server.url("/v3/order/psc/info?zip_code=85004&lab_id=3&radius=10"))
         .header("x-service-api-key", &key)

@@ -4,7 +4,7 @@
 #[path = "../../../benches/lab_support/mod.rs"]
 mod lab_support;
 
-use crate::postgres::ScratchDb;
+use crate::support::postgres::ScratchDb;
 
 #[tokio::test]
 async fn bench_scenario_checks_hold_on_sqlite() {

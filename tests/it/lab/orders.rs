@@ -340,7 +340,7 @@ async fn requisition_pdf_opens_in_pypdf_with_the_patients_name() {
     let file = dir.path().join("r.pdf");
     std::fs::write(&file, &pdf.bytes).unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/pdf_text.py");
-    let out = crate::provision::python_script(Path::new(script))
+    let out = crate::support::provision::python_script(Path::new(script))
         .arg(&file)
         .output()
         .unwrap();

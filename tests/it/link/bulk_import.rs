@@ -13,7 +13,7 @@ use wearhouse::jobs::{Runner, RunnerHandle};
 
 use super::fake_oauth::{CLIENT_ID, FakeOAuth, TEAM_CLIENT_ID, TEAM_CLIENT_SECRET};
 use super::oauth_support::setup;
-use crate::jobs_support::config;
+use crate::jobs::support::config;
 use crate::support::{Answer, TestApp, assert_422_at};
 
 const IMPORT: &str = "/v2/link/bulk_import";

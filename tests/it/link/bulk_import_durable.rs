@@ -10,7 +10,7 @@ use wearhouse::jobs::Runner;
 
 use super::bulk_import::{access_token, contains, now, recipe, refresh_token};
 use super::fake_oauth::{CLIENT_ID, FakeOAuth, TEAM_CLIENT_ID, TEAM_CLIENT_SECRET};
-use crate::jobs_support::config;
+use crate::jobs::support::config;
 
 const IMPORT: &str = "/v2/link/bulk_import";
 const OPS: &str = "/v2/link/bulk_op";
@@ -34,7 +34,7 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
     let oauth = FakeOAuth::start().await;
     // The third refresh never answers: two recipes are imported, the third is in flight.
     oauth.hang_request(3);
-    let key = crate::server::create_team(dir.path(), "acme", &[]);
+    let key = crate::support::server::create_team(dir.path(), "acme", &[]);
     let server = oauth.serve(
         dir.path(),
         &[],
@@ -43,8 +43,8 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
             "http://127.0.0.1:9",
         )],
     );
-    let http = crate::server::http_client(30);
-    let call = |server: &crate::server::Server, method: reqwest::Method, path: &str| {
+    let http = crate::support::server::http_client(30);
+    let call = |server: &crate::support::server::Server, method: reqwest::Method, path: &str| {
         http.request(method, server.url(path))
             .header("x-service-api-key", &key)
     };
@@ -81,7 +81,7 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
         .await
         .unwrap();
     assert_eq!(a.status(), 202);
-    let op = |server: &crate::server::Server| {
+    let op = |server: &crate::support::server::Server| {
         let request = call(server, reqwest::Method::GET, OPS);
         async move {
             let body: Value = request.send().await.unwrap().json().await.unwrap();
@@ -198,7 +198,7 @@ async fn an_operation_is_stored_worked_and_listed_on_postgresql() {
     use wearhouse::link::oauth::{OAuthApp, OAuthApps};
     use wearhouse::store::metadata::{MetadataStore, NewUser};
 
-    let db = crate::postgres::ScratchDb::create("wearhouse_bulk").await;
+    let db = crate::support::postgres::ScratchDb::create("wearhouse_bulk").await;
     let meta = MetadataStore::connect(&db.url).await.unwrap();
     let fake = FakeOAuth::start().await;
     let (team, _) = meta.create_team("acme").await.unwrap();

@@ -10,7 +10,7 @@ use wearhouse::store::metadata::connections::{self, ErrorDetails};
 use wearhouse::store::metadata::{ConnectionStatus, MetadataStore, NewUser};
 
 use super::{ACCESS_TOKEN, REFRESH_TOKEN, entry, keyed_app, link, linked, sqlite_bytes};
-use crate::postgres::ScratchDb;
+use crate::support::postgres::ScratchDb;
 use crate::support::{TestApp, assert_422_at};
 
 /// Links, errors, re-links and deregisters a connection through the store functions; answers
@@ -411,10 +411,10 @@ async fn entering_error_emits_one_connection_error_event_and_refreshes_the_detai
     use wearhouse::store::metadata::connections::ErrorTransition;
 
     let dir = tempfile::tempdir().unwrap();
-    let meta = crate::events_support::sqlite_meta(dir.path()).await;
+    let meta = crate::events::support::sqlite_meta(dir.path()).await;
     let key = SecretKey::generate().0;
     let (team, _) = meta.create_team("acme").await.unwrap();
-    crate::events_support::endpoint_at(&meta, team.id, "http://127.0.0.1:9/hook").await;
+    crate::events::support::endpoint_at(&meta, team.id, "http://127.0.0.1:9/hook").await;
     let user = meta
         .create_user(
             team.id,
@@ -504,7 +504,7 @@ async fn a_push_reconnects_a_deregistered_sdk_provider_but_not_a_pull_provider()
     let user = app.user("pushing").await;
     let id: Uuid = user.parse().unwrap();
     let push = |provider: &str, start: i64| {
-        let mut body = crate::events_support::push_body(start, 3, 61.0);
+        let mut body = crate::events::support::push_body(start, 3, 61.0);
         body["provider"] = json!(provider);
         body
     };

@@ -141,7 +141,7 @@ impl FakeOAuth {
         dir: &std::path::Path,
         args: &[&str],
         env: &[(&str, &str)],
-    ) -> crate::server::Server {
+    ) -> crate::support::server::Server {
         let apps = dir.join("oauth-apps.json");
         let app = json!({"oura": {
             "client_id": CLIENT_ID,
@@ -157,7 +157,7 @@ impl FakeOAuth {
             &secret,
         ];
         all.extend_from_slice(args);
-        crate::server::Server::start_with(dir, &all, "warn", env)
+        crate::support::server::Server::start_with(dir, &all, "warn", env)
     }
 
     /// The access tokens issued so far.

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::fake_oauth::FakeOAuth;
 use super::fake_peloton::{FakePeloton, PASSWORD, USERNAME};
-use crate::server::Server;
+use crate::support::server::Server;
 
 /// A ChromeDriver process and a session of headless Chromium on it, with a place for
 /// screenshots.
@@ -49,7 +49,7 @@ impl Drop for Shots {
 
 impl Browser {
     pub(super) async fn start() -> Browser {
-        let chromium = crate::provision::chromium();
+        let chromium = crate::support::provision::chromium();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -265,7 +265,7 @@ async fn the_hosted_page_links_providers_in_a_real_browser() {
     let (oauth, peloton) = (FakeOAuth::start().await, FakePeloton::start().await);
     let back = customer_app().await;
     let server = oauth.serve(dir.path(), &[], &env(&peloton));
-    let key = crate::server::create_team(dir.path(), "browser", &[]);
+    let key = crate::support::server::create_team(dir.path(), "browser", &[]);
     let mut b = Browser::start().await;
 
     // The list: grouped, searchable as the user types.

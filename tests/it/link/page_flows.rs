@@ -44,7 +44,7 @@ async fn the_code_step_and_the_email_form_work_in_a_real_browser() {
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let server = oauth.serve(dir.path(), &[], &env);
-    let key = crate::server::create_team(dir.path(), "browser-mfa", &[]);
+    let key = crate::support::server::create_team(dir.path(), "browser-mfa", &[]);
     // The team's own LibreLinkUp follower account.
     let put = reqwest::Client::new()
         .put(server.url("/v2/team/provider/freestyle_libre/credentials"))

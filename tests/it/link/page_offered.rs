@@ -13,7 +13,7 @@ use serde_json::json;
 use super::fake_libreview::{self, Factor, FakeLibreView};
 use super::fake_peloton::{self, FakePeloton};
 use super::page::{Browser, connection, customer_app, link_url};
-use crate::server::Server;
+use crate::support::server::Server;
 
 /// The slugs the page at `url` lists, in its order.
 async fn listed(b: &Browser, url: &str) -> Vec<String> {
@@ -117,7 +117,7 @@ async fn every_provider_offered_without_oauth_applications_completes_in_a_real_b
         let key = if demo {
             server.key().to_owned()
         } else {
-            crate::server::create_team(dir.path(), "offered", &[])
+            crate::support::server::create_team(dir.path(), "offered", &[])
         };
         let (_, url) = link_url(&server, &key, "lister", json!({"redirect_url": back})).await;
         // Grouped by how they connect: OAuth, password, then e-mail.

@@ -3,7 +3,11 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod backends;
+pub mod postgres;
+pub mod provision;
 pub mod reference;
+pub mod server;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -150,7 +154,7 @@ impl TestApp {
     pub async fn pull_history(&self, user: &str) {
         use std::time::Duration;
         let registry = wearhouse::app::job_registry(&self.state);
-        let config = crate::jobs_support::config("history", Duration::from_secs(30));
+        let config = crate::jobs::support::config("history", Duration::from_secs(30));
         let runner =
             wearhouse::jobs::Runner::new(self.state.meta.clone(), registry, config).spawn();
         let id = user.parse().unwrap();

@@ -20,7 +20,7 @@ pub fn check(schemas: &str, cases: &[Value]) {
     let root = env!("CARGO_MANIFEST_DIR");
     let script = format!("{root}/tests/python/reference_models.py");
     let schemas = format!("{root}/testdata/reference/{schemas}");
-    let mut child = crate::provision::python_script(Path::new(&script))
+    let mut child = crate::support::provision::python_script(Path::new(&script))
         .arg(schemas)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Value, json};
 
-use crate::jobs_support::{config, wait_for};
+use crate::jobs::support::{config, wait_for};
 use crate::link::fake_oauth::{CLIENT_ID, CLIENT_SECRET, FakeOAuth};
 use crate::link::keyed_app;
 use crate::link::oauth::{VERIFICATION_TOKEN, authorize_url, link_token};

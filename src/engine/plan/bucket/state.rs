@@ -359,10 +359,10 @@ async fn bound(mut parts: Vec<Part>, zone: Option<Tz>, tasks: usize) -> Result<V
         let rest = parts.split_off(at);
         let run = std::mem::replace(&mut parts, rest);
         let task = tracing::Instrument::in_current_span(async move { find(run) });
-        runs.push(AbortOnDrop(tokio::spawn(task)));
+        runs.push(AbortOnDrop(crate::telemetry::spawn(task)));
     }
     let task = tracing::Instrument::in_current_span(async move { find(parts) });
-    runs.push(AbortOnDrop(tokio::spawn(task)));
+    runs.push(AbortOnDrop(crate::telemetry::spawn(task)));
     let mut out = Vec::new();
     for run in runs {
         out.extend(join(run).await?);

@@ -222,3 +222,21 @@ fn pages_must_have_the_documented_envelope() {
         ));
     }
 }
+
+/// The catalogue asks for the same scopes the access module names (the catalogue's own test
+/// checks its URLs; this one ties them to the connector, which imports the catalogue, never
+/// the reverse).
+#[test]
+fn the_catalogue_asks_the_scopes_the_access_module_names() {
+    use super::access;
+    let google = crate::providers::provider("google_health").unwrap();
+    assert_eq!(
+        crate::providers::scopes::authorisation_scopes(google),
+        [
+            access::PROFILE,
+            access::SLEEP,
+            access::ACTIVITY,
+            access::HEALTH_METRICS
+        ]
+    );
+}

@@ -16,7 +16,7 @@ use super::{
     table_and_fresh,
 };
 use crate::continuous::{daily_heart_rate, registration};
-use crate::events_support::{self, Receiver};
+use crate::events::support::{self as events_support, Receiver};
 
 /// Evaluations running in the server's database: `continuous.evaluate` jobs claimed while
 /// changes still wait (the one user's; an evaluation clears them in its commit).

@@ -17,8 +17,8 @@ use super::{
     stored_events, table_and_fresh,
 };
 use crate::continuous::{daily_heart_rate, registration};
-use crate::events_support::Receiver;
-use crate::server::{Server, SharedStores, http_client};
+use crate::events::support::Receiver;
+use crate::support::server::{Server, SharedStores, http_client};
 use wearhouse::store::metadata::MetadataStore;
 
 /// Users, pushes per user and days of data of the two-process test.

@@ -1,0 +1,56 @@
+//! wearhouse's benches: one criterion target with a module per area, so DataFusion and the
+//! service are linked once (issue 36, item 3). Every bench is seeded and checks its answers
+//! before it is timed. Run them all with `cargo bench`, one area with a filter on its
+//! benchmark ids, e.g. `cargo bench -- "store push"` or `cargo bench -- readiness`; each
+//! module's docs name its scenarios and ids.
+//!
+//! | module | what it measures | a filter that selects it |
+//! |---|---|---|
+//! | `store` | health-store pushes and reads | `"store push"`, `"store read"` |
+//! | `object_store` | cold reads from a local directory and an S3-compatible server | `"object store"` |
+//! | `engine` | aggregate queries over cached data, compiling, encoding, ALIGN, readiness | `buckets`, `"compile only"`, `readiness` |
+//! | `http` | whole requests through a real server and client, pushes over HTTP, team queries, Flight SQL | `HTTP`, `"team query"`, `"flight sql"` |
+//! | `sync` | per connector: normalising a day, a 90-day historical pull from its fake | `sync` |
+//! | `metadata` | the metadata store's read-heavy mix | `^metadata/` |
+//! | `events` | the push cost of events, announcing, delivery throughput | `events` |
+//! | `lab` | order listings over 100,000 orders, area info | `lab` |
+//! | `continuous` | continuous-query re-evaluation, one user and 1,000 | `continuous` |
+//! | `metadata_growth` | the metadata database's bytes per pushed sample (a size, not a time) | `"metadata growth"` |
+//!
+//! Shared set-up: `push_support` (data loaded through the push API's own path),
+//! `heartrate_support` (seeded heart-rate series), `lab_support` (the lab scenario, also run by
+//! the lab tests), and the integration tests' PostgreSQL and provisioning helpers.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+mod heartrate_support;
+mod lab_support;
+#[path = "../tests/it/support/postgres.rs"]
+mod postgres;
+#[path = "../tests/it/support/provision/mod.rs"]
+mod provision;
+mod push_support;
+
+mod continuous;
+mod engine;
+mod events;
+mod http;
+mod lab;
+mod metadata;
+mod metadata_growth;
+mod object_store;
+mod store;
+mod sync;
+
+criterion::criterion_main!(
+    store::benches,
+    object_store::benches,
+    engine::benches,
+    http::benches,
+    sync::benches,
+    metadata::benches,
+    events::benches,
+    lab::benches,
+    continuous::benches,
+    metadata_growth::benches,
+);
