@@ -297,10 +297,9 @@ async fn count_events(meta: &MetadataStore, health: &HealthStore) -> usize {
     let mut samples = 0;
     for (body, team, user, pointer) in rows {
         let (team, user) = (team.parse().unwrap(), user.parse().ok());
-        let body =
-            wearhouse::data::event_records::body(health, team, user, &body, pointer.as_deref())
-                .await
-                .unwrap();
+        let body = wearhouse::events::records::body(health, team, user, &body, pointer.as_deref())
+            .await
+            .unwrap();
         let body: Value = serde_json::from_str(&body).unwrap();
         samples += body["data"]["data"].as_array().unwrap().len();
     }
