@@ -22,10 +22,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::definition::Definition;
+use super::event_data::QueryChanged;
 use super::shape::Shape;
 use super::{ContinuousError, keep, table};
 use crate::engine::{Engine, OutputFormat};
@@ -55,7 +55,7 @@ pub struct Payload {
 /// The evaluation job of (query, user), due at `at`: one pending per pair, so changes waiting
 /// for it are coalesced into one run.
 pub fn job(p: Payload, at: DateTime<Utc>) -> NewJob {
-    NewJob::new(KIND, json!(p))
+    NewJob::typed(KIND, &p)
         .for_team(p.team)
         .at(at)
         .unique(format!("{KIND}:{}:{}", p.query, p.user))
@@ -259,11 +259,11 @@ fn changed_events(
     while offset < changed.num_rows() {
         let len = per_event.min(changed.num_rows() - offset);
         let table = table::to_json(&changed.slice(offset, len), engine.limits())?;
-        events.push(Event {
-            event_type: EventType::ContinuousQueryChanged,
-            user: Some(EventUser::of(user)),
-            data: json!([{ "query_id": query.id, "query_slug": query.slug, "data": table }]),
-        });
+        events.push(Event::new(
+            EventType::ContinuousQueryChanged,
+            Some(EventUser::of(user)),
+            &QueryChanged::of(query, &table),
+        ));
         offset += len;
     }
     Ok(events)
@@ -311,9 +311,9 @@ impl JobHandler for Evaluator {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let p: Payload = serde_json::from_value(payload.clone())
-            .map_err(|_| JobError::Permanent(format!("malformed payload {payload}")))?;
+    type Payload = Payload;
+
+    async fn run(&self, ctx: &JobContext, p: Payload) -> Result<Outcome, JobError> {
         match evaluate(&ctx.meta, &self.health, &self.engine, p, ctx.now()).await {
             Ok(Evaluation::Wait(at)) => Ok(Outcome::RetryAt(at)),
             Ok(_) => Ok(Outcome::Done),

@@ -49,6 +49,7 @@ use serde_json::{Map, Number, Value, json};
 use uuid::Uuid;
 
 use super::ContinuousError;
+use super::event_data::{Entry, FhirObservations};
 use super::shape::Shape;
 use crate::engine::time::bucket_end;
 use crate::engine::{Func, GroupBy, Operand, Period, Query, SelectKind, Unit};
@@ -96,7 +97,10 @@ pub fn fhir_events(
         }
         bytes += size;
         let id = obs["id"].as_str().unwrap_or_default().to_owned();
-        entries.push(json!({"fullUrl": format!("urn:uuid:{id}"), "resource": obs}));
+        entries.push(Entry {
+            full_url: format!("urn:uuid:{id}"),
+            resource: obs,
+        });
     }
     if !entries.is_empty() {
         events.push(event(query, user, entries));
@@ -104,13 +108,12 @@ pub fn fhir_events(
     Ok(events)
 }
 
-fn event(query: &StoredQuery, user: &User, entries: Vec<Value>) -> Event {
-    let bundle = json!({"resourceType": "Bundle", "type": "collection", "entry": entries});
-    Event {
-        event_type: EventType::ContinuousQueryFhirObservations,
-        user: Some(EventUser::of(user)),
-        data: json!([{"query_id": query.id, "query_slug": query.slug, "bundle": bundle}]),
-    }
+fn event(query: &StoredQuery, user: &User, entries: Vec<Entry>) -> Event {
+    Event::new(
+        EventType::ContinuousQueryFhirObservations,
+        Some(EventUser::of(user)),
+        &FhirObservations::of(query, entries),
+    )
 }
 
 /// Every Observation of `changed`, row by row, columns in select order.

@@ -44,6 +44,7 @@
 
 mod definition;
 pub mod evaluate;
+pub mod event_data;
 pub mod fhir;
 mod keep;
 pub mod manage;

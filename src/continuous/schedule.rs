@@ -8,7 +8,6 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::{max, min};
 use datafusion::arrow::datatypes::{DataType, Date32Type, TimeUnit, TimestampMicrosecondType};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use sqlx::AnyConnection;
 use uuid::Uuid;
 
@@ -120,10 +119,13 @@ const PAGE: i64 = 200;
 
 /// A backfill job's payload: the page of users after `after` (by id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-struct BackfillPayload {
-    team: Uuid,
-    query: Uuid,
-    after: Option<Uuid>,
+pub struct BackfillPayload {
+    /// The query's team.
+    pub team: Uuid,
+    /// The query.
+    pub query: Uuid,
+    /// The last user of the page before (`null` for the first page).
+    pub after: Option<Uuid>,
 }
 
 /// The job evaluating a new query for the team's existing users, from the first.
@@ -137,7 +139,7 @@ pub fn backfill_job(team: Uuid, query: Uuid) -> NewJob {
 
 fn page_job(p: BackfillPayload) -> NewJob {
     let after = p.after.map(|u| u.to_string()).unwrap_or_default();
-    NewJob::new(BACKFILL, json!(p))
+    NewJob::typed(BACKFILL, &p)
         .for_team(p.team)
         .unique(format!("{BACKFILL}:{}:{after}", p.query))
 }
@@ -154,9 +156,9 @@ impl JobHandler for Backfill {
         BACKFILL
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let p: BackfillPayload = serde_json::from_value(payload.clone())
-            .map_err(|_| JobError::Permanent(format!("malformed payload {payload}")))?;
+    type Payload = BackfillPayload;
+
+    async fn run(&self, ctx: &JobContext, p: BackfillPayload) -> Result<Outcome, JobError> {
         let mut tx = ctx.meta.begin().await?;
         let query = rows::query(&mut tx, p.team, &p.query.to_string()).await?;
         let Some(query) = query.filter(|q| q.status == "active") else {

@@ -18,7 +18,6 @@
 //! client's retry announces afresh). A write that outlives [`LEASE`] (none does in practice)
 //! loses its events; its release logs it.
 
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::DataError;
@@ -41,14 +40,17 @@ pub const LEASE: chrono::Duration = chrono::Duration::minutes(5);
 /// The user's announcing job, due at `at` (one pending per user: its due time only moves
 /// earlier).
 pub fn job(team: Uuid, user: Uuid, at: chrono::DateTime<chrono::Utc>) -> NewJob {
-    NewJob {
-        kind: KIND.to_owned(),
-        team_id: Some(team),
-        payload: json!({ "user": user }),
-        run_at: at,
-        unique_key: Some(format!("{KIND}:{user}")),
-        max_attempts: 10,
-    }
+    NewJob::typed(KIND, &Payload { user })
+        .for_team(team)
+        .at(at)
+        .unique(format!("{KIND}:{user}"))
+}
+
+/// The job's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Payload {
+    /// The user whose pushes it announces.
+    pub user: Uuid,
 }
 
 /// What a pass did.
@@ -198,12 +200,10 @@ impl JobHandler for Announcer {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let user = payload
-            .get("user")
-            .and_then(Value::as_str)
-            .and_then(|u| u.parse::<Uuid>().ok())
-            .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+    type Payload = Payload;
+
+    async fn run(&self, ctx: &JobContext, payload: Payload) -> Result<Outcome, JobError> {
+        let user = payload.user;
         let out = announce(&ctx.meta, &self.health, user, ctx.now())
             .await
             .map_err(|e| JobError::Retry(format!("announcing pushes: {e}")))?;

@@ -40,9 +40,10 @@ use std::ops::Range;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use datafusion::arrow::array::RecordBatch;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
+use crate::events::data::{ConnectionCreated, HistoricalCreated};
 use crate::events::{Event, EventType, EventUser, ProviderRef};
 use crate::store::metadata::{self, push_events, push_events::PendingPush};
 
@@ -343,7 +344,7 @@ pub(crate) async fn connection_created(
         .map(provider_list::resource_name)
         .collect();
     let entry = crate::providers::provider(provider);
-    let availability: serde_json::Map<String, Value> = entry
+    let availability = entry
         .map(|p| p.supported_resources)
         .unwrap_or_default()
         .iter()
@@ -353,20 +354,38 @@ pub(crate) async fn connection_created(
             } else {
                 "unavailable"
             };
-            ((*r).to_owned(), json!({ "status": status }))
+            (*r, ResourceStatus { status })
         })
         .collect();
     let provider_obj = ProviderRef::of(provider);
-    Ok(Event {
-        event_type: EventType::ConnectionCreated,
-        user: Some(EventUser::of(user)),
-        data: json!({
-            "user_id": user.id,
-            "provider": provider_obj,
-            "source": provider_obj,
-            "resource_availability": availability,
-        }),
-    })
+    let data = ConnectionCreated {
+        user_id: user.id,
+        provider: provider_obj.clone(),
+        source: provider_obj,
+        resource_availability: InOrder(availability),
+    };
+    Ok(Event::new(
+        EventType::ConnectionCreated,
+        Some(EventUser::of(user)),
+        &data,
+    ))
+}
+
+/// One resource's availability in a pushed connection's `provider.connection.created`.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+struct ResourceStatus {
+    /// `available` or `unavailable`.
+    status: &'static str,
+}
+
+/// Resources with their statuses, as a JSON object in the catalogue's order (not sorted).
+#[derive(Debug, Clone)]
+struct InOrder(Vec<(&'static str, ResourceStatus)>);
+
+impl serde::Serialize for InOrder {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(r, status)| (r, status)))
+    }
 }
 
 /// The `historical.data.<resource>.created` events of a completed historical pull (a demo
@@ -380,15 +399,18 @@ pub(crate) fn historical_created(
     let source = ProviderRef::of(provider);
     resources
         .iter()
-        .map(|name| Event {
-            event_type: EventType::HistoricalCreated(name),
-            user: Some(EventUser::of(user)),
-            data: json!({
-                "user_id": user.id,
-                "start_date": start.to_string(),
-                "end_date": end.to_string(),
-                "provider": source,
-            }),
+        .map(|name| {
+            let data = HistoricalCreated {
+                user_id: user.id,
+                start_date: start.to_string(),
+                end_date: end.to_string(),
+                provider: source.clone(),
+            };
+            Event::new(
+                EventType::HistoricalCreated(name),
+                Some(EventUser::of(user)),
+                &data,
+            )
         })
         .collect()
 }

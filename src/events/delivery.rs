@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
@@ -40,14 +39,24 @@ const BATCH: i64 = 64;
 /// The job sending one stream, due at `at` (the team sees it under `GET /v2/team/jobs`; the
 /// payload holds ids only, never a secret).
 pub fn job(endpoint: &Endpoint, user_key: &str, at: DateTime<Utc>) -> NewJob {
-    NewJob {
-        kind: KIND.to_owned(),
-        team_id: Some(endpoint.team_id),
-        payload: json!({ "endpoint_id": endpoint.id, "user_key": user_key }),
-        run_at: at,
-        unique_key: Some(format!("{KIND}:{}:{user_key}", endpoint.id)),
-        max_attempts: 20,
-    }
+    let payload = Payload {
+        endpoint_id: endpoint.id,
+        user_key: user_key.to_owned(),
+    };
+    NewJob::typed(KIND, &payload)
+        .for_team(endpoint.team_id)
+        .at(at)
+        .unique(format!("{KIND}:{}:{user_key}", endpoint.id))
+        .max_attempts(20)
+}
+
+/// The job's payload: one endpoint's stream of one user.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Payload {
+    /// The endpoint.
+    pub endpoint_id: Uuid,
+    /// The stream's user, as deliveries store it (the user's id, empty for team events).
+    pub user_key: String,
 }
 
 /// Streams of one endpoint sent at once by one process: a slow endpoint holds at most this
@@ -123,12 +132,6 @@ impl Deliverer {
             .ok()?
             .ok()
     }
-}
-
-fn parse_payload(payload: &Value) -> Option<(Uuid, String)> {
-    let endpoint = payload.get("endpoint_id")?.as_str()?.parse().ok()?;
-    let user_key = payload.get("user_key")?.as_str()?.to_owned();
-    Some((endpoint, user_key))
 }
 
 fn retry(e: MetadataError) -> JobError {
@@ -266,9 +269,13 @@ impl JobHandler for Deliverer {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let (endpoint_id, user_key) = parse_payload(&payload)
-            .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+    type Payload = Payload;
+
+    async fn run(&self, ctx: &JobContext, payload: Payload) -> Result<Outcome, JobError> {
+        let Payload {
+            endpoint_id,
+            user_key,
+        } = payload;
         let Some(_place) = self.place(endpoint_id).await else {
             return Ok(Outcome::RetryAt(ctx.now() + span(BUSY_RETRY)));
         };

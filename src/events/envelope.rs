@@ -1,7 +1,12 @@
 //! An event as the caller builds it ([`Event`]) and as receivers get it: the envelope
 //! `{event_type, data, user_id, client_user_id, team_id}` of `events.md`.
+//!
+//! An event's `data` is built from a serde type by [`Event::new`] (the types of `data` are in
+//! [`super::data`] and in the emitting domains) and held as JSON, so the outbox, the record
+//! splitting and the listing handle every event alike; the envelope is a serde type too.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::types::EventType;
@@ -71,21 +76,43 @@ pub struct Event {
     pub data: Value,
 }
 
+/// The envelope receivers get, members in the order they have always come.
+#[derive(Serialize)]
+struct Envelope<'a> {
+    event_type: String,
+    data: &'a Value,
+    user_id: Option<Uuid>,
+    client_user_id: Option<&'a str>,
+    team_id: Uuid,
+}
+
 impl Event {
+    /// An event of `event_type` about `user` whose `data` is `data`'s JSON. The types given
+    /// are plain structs of ids, strings, numbers and JSON, whose JSON cannot fail; one that
+    /// did is logged and carries `null`, never a panic.
+    pub fn new(event_type: EventType, user: Option<EventUser>, data: &impl Serialize) -> Event {
+        let data = serde_json::to_value(data).unwrap_or_else(|e| {
+            tracing::error!(event_type = %event_type.name(), error = %e, "event data not JSON");
+            Value::Null
+        });
+        Event {
+            event_type,
+            user,
+            data,
+        }
+    }
+
     /// The envelope of this event for `team`, as the JSON text every delivery sends.
     pub fn envelope(&self, team: Uuid) -> String {
-        let (user_id, client_user_id) = match &self.user {
-            Some(u) => (json!(u.id), json!(u.client_user_id)),
-            None => (Value::Null, Value::Null),
+        let envelope = Envelope {
+            event_type: self.event_type.name(),
+            data: &self.data,
+            user_id: self.user.as_ref().map(|u| u.id),
+            client_user_id: self.user.as_ref().map(|u| u.client_user_id.as_str()),
+            team_id: team,
         };
-        json!({
-            "event_type": self.event_type.name(),
-            "data": self.data,
-            "user_id": user_id,
-            "client_user_id": client_user_id,
-            "team_id": team,
-        })
-        .to_string()
+        // Ids, strings and JSON: writing them cannot fail.
+        serde_json::to_string(&envelope).unwrap_or_default()
     }
 
     /// The events carrying `records` as `{data: [...], source}`: one event, or several when the
@@ -146,6 +173,8 @@ impl Event {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -191,6 +220,36 @@ mod tests {
         assert_eq!(body["event_type"], "daily.data.sleep.created");
         for key in ["data", "user_id", "client_user_id", "team_id"] {
             assert!(body.get(key).is_some(), "{key}");
+        }
+    }
+
+    #[test]
+    fn the_envelope_is_the_json_it_always_was() {
+        let team = Uuid::new_v4();
+        let user = EventUser {
+            id: Uuid::new_v4(),
+            client_user_id: "c\"1".to_owned(),
+        };
+        let data = json!({"b": 1, "a": [1.5, null]});
+        for user in [Some(user), None] {
+            let event = Event {
+                event_type: EventType::DailyCreated("sleep"),
+                user: user.clone(),
+                data: data.clone(),
+            };
+            let (id, client) = match &user {
+                Some(u) => (json!(u.id), json!(u.client_user_id)),
+                None => (Value::Null, Value::Null),
+            };
+            let before = json!({
+                "event_type": "daily.data.sleep.created",
+                "data": data,
+                "user_id": id,
+                "client_user_id": client,
+                "team_id": team,
+            })
+            .to_string();
+            assert_eq!(event.envelope(team), before);
         }
     }
 }

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::data::TestEvent;
 use super::endpoints::EventsError;
 use super::types::{EventType, matches};
 use super::{Event, outbox};
@@ -264,11 +265,7 @@ pub async fn test_event(
         ])
         .into());
     };
-    let event = Event {
-        event_type,
-        user: None,
-        data: json!({ "test": true, "message": "a sample event sent by POST /v2/team/events/test" }),
-    };
+    let event = Event::new(event_type, None, &TestEvent::SAMPLE);
     let out = outbox::publish(meta, team, &[event]).await?;
     let id = out.events.first().copied().unwrap_or_default();
     Ok((id, out.deliveries))

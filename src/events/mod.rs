@@ -3,8 +3,11 @@
 //! way, retried, in order per (endpoint, user).
 //!
 //! - [`types`]: every event type, names built and parsed in one place;
-//! - [`envelope`]: [`Event`] (type, user, `data` rendered by the emitting domain) and the
-//!   envelope receivers get; large record sets split under 1 MiB per body;
+//! - [`envelope`]: [`Event`] (type, user, `data` rendered by the emitting domain from a serde
+//!   type, [`Event::new`]) and the envelope receivers get; large record sets split under 1 MiB
+//!   per body;
+//! - [`data`]: the `data` types of the events several rooms emit (connections, historical
+//!   pulls, the sample event);
 //! - [`outbox`]: `enqueue` in the caller's transaction: the event row, one delivery per
 //!   subscribed endpoint, and the job of each (endpoint, user) stream;
 //! - [`delivery`]: the `webhook.deliver` job kind on the durable runner ([`crate::jobs`]);
@@ -15,6 +18,7 @@
 //!
 //! This module imports no domain: payloads are rendered by the domains that emit (`data`).
 
+pub mod data;
 pub mod delivery;
 pub mod endpoints;
 pub mod envelope;

@@ -4,9 +4,8 @@
 //! An event with a delivery still pending is kept until that delivery is sent or fails.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 
-use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
+use crate::jobs::{Empty, JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::store::metadata::events::prune_events;
 use crate::store::metadata::{MetadataError, MetadataStore};
 
@@ -28,14 +27,7 @@ const BATCH: i64 = 1000;
 
 /// The pruning job, due at `at`.
 pub fn job(at: DateTime<Utc>) -> NewJob {
-    NewJob {
-        kind: KIND.to_owned(),
-        team_id: None,
-        payload: json!({}),
-        run_at: at,
-        unique_key: Some(KIND.to_owned()),
-        max_attempts: 10,
-    }
+    NewJob::typed(KIND, &Empty {}).at(at).unique(KIND)
 }
 
 /// Removes the events older than [`KEEP`] at `now`; answers how many.
@@ -62,7 +54,9 @@ impl JobHandler for Pruner {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, _payload: Value) -> Result<Outcome, JobError> {
+    type Payload = Empty;
+
+    async fn run(&self, ctx: &JobContext, _payload: Empty) -> Result<Outcome, JobError> {
         let now = ctx.now();
         let removed = prune(&ctx.meta, now)
             .await

@@ -1,6 +1,23 @@
 //! Extractors that turn bad input into the 422 (or 401, 413) bodies of `rest-conventions.md`
 //! instead of axum's plain-text rejections: JSON bodies, uuid path segments, query strings and
 //! the team API key.
+//!
+//! **One way to read a JSON body.** Every client JSON body is read by [`read_json_bytes`]
+//! (`Content-Type`, size limit, emptiness) and, when its JSON is wanted as a tree, parsed by
+//! [`parse_json`] (the malformed-JSON 422 at `["body", <column>]`); the extractors differ only in
+//! what the handler is given:
+//! - [`Typed<T>`] and [`Decoded<T>`]: a serde model (the usual case), the first structural
+//!   mistake or every violation together;
+//! - [`JsonBody`]: the JSON tree, for the domains whose own validators list every violation
+//!   with its location (users, webhooks, continuous queries, bulk import), whose 422 bodies a
+//!   serde model would not reproduce;
+//! - [`JsonBytes`]: the text, for handlers whose bytes matter (an order's idempotency key
+//!   compares them; then [`parse_json`]);
+//! - [`PushBody`]: the push API, parsed by ingest in one pass without a tree;
+//! - the aggregate query's body is [`read_json`] under the engine's own size limit.
+//!
+//! Provider notifications (`notify*.rs`) are not client bodies: they are verified over their
+//! raw bytes (signatures, form bodies) before anything is parsed, so they take `Bytes`.
 
 use axum::body::HttpBody;
 use axum::extract::path::ErrorKind;
@@ -117,7 +134,13 @@ impl FromRequest<AppState> for JsonBytes {
 /// empty body or malformed JSON; 413 over the limit.
 pub async fn read_json(req: Request, limit: usize) -> Result<Value, ApiError> {
     let bytes = read_json_bytes(req, limit).await?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    parse_json(&bytes)
+}
+
+/// Parses a JSON body read by [`read_json_bytes`]: malformed JSON is a 422 at
+/// `["body", <column>]`.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
         ApiError::invalid(Violation::new(
             loc!["body", e.column()],
             "json_invalid",

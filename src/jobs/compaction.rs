@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
 use super::handler::{JobContext, JobError, JobHandler, Outcome};
@@ -30,14 +30,39 @@ pub const KIND: &str = "store.compact";
 /// The job compacting one dataset, due at `run_at`.
 pub fn job(team: Uuid, user: Uuid, dataset: Dataset, run_at: DateTime<Utc>) -> NewJob {
     let path = dataset.path();
-    NewJob {
-        kind: KIND.to_owned(),
-        team_id: None,
-        unique_key: Some(format!("{KIND}:{team}:{user}:{path}")),
-        payload: json!({ "team": team, "user": user, "dataset": path }),
-        run_at,
-        max_attempts: 5,
-    }
+    NewJob::typed(
+        KIND,
+        &Payload {
+            team,
+            user,
+            dataset,
+        },
+    )
+    .unique(format!("{KIND}:{team}:{user}:{path}"))
+    .at(run_at)
+    .max_attempts(5)
+}
+
+/// The job's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Payload {
+    /// The user's team.
+    pub team: Uuid,
+    /// The user.
+    pub user: Uuid,
+    /// The dataset, stored as its path (`sleep`, `timeseries/heartrate`).
+    #[serde(serialize_with = "to_path", deserialize_with = "from_path")]
+    pub dataset: Dataset,
+}
+
+fn to_path<S: Serializer>(dataset: &Dataset, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&dataset.path())
+}
+
+fn from_path<'de, D: Deserializer<'de>>(d: D) -> Result<Dataset, D::Error> {
+    let path = String::deserialize(d)?;
+    Dataset::from_path(&path)
+        .ok_or_else(|| serde::de::Error::custom(format!("no dataset {path:?}")))
 }
 
 /// Asks for the compaction of each dataset, `delay` from now, in one transaction.
@@ -107,22 +132,20 @@ impl Compaction {
     }
 }
 
-fn parse_payload(payload: &Value) -> Option<(Uuid, Uuid, Dataset)> {
-    let id = |name: &str| payload.get(name)?.as_str()?.parse::<Uuid>().ok();
-    let path = payload.get("dataset")?.as_str()?;
-    let dataset = Dataset::from_path(path)?;
-    Some((id("team")?, id("user")?, dataset))
-}
-
 #[async_trait::async_trait]
 impl JobHandler for Compaction {
     fn kind(&self) -> &'static str {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let (team, user, dataset) = parse_payload(&payload)
-            .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+    type Payload = Payload;
+
+    async fn run(&self, ctx: &JobContext, payload: Payload) -> Result<Outcome, JobError> {
+        let Payload {
+            team,
+            user,
+            dataset,
+        } = payload;
         for _ in 0..DEFER_POLLS {
             let report = self
                 .health
@@ -148,8 +171,15 @@ impl JobHandler for Compaction {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
     use crate::schema::Table;
+
+    fn parse_payload(payload: &Value) -> Option<(Uuid, Uuid, Dataset)> {
+        let p = Payload::deserialize(payload).ok()?;
+        Some((p.team, p.user, p.dataset))
+    }
 
     #[test]
     fn payloads_round_trip_and_bad_ones_are_refused() {
@@ -160,6 +190,11 @@ mod tests {
         ] {
             let job = job(team, user, dataset, Utc::now());
             assert_eq!(parse_payload(&job.payload), Some((team, user, dataset)));
+            assert_eq!(
+                job.payload,
+                json!({ "team": team, "user": user, "dataset": dataset.path() }),
+                "the stored JSON of before payloads were typed"
+            );
         }
         assert_eq!(
             parse_payload(&json!({"team": team, "user": user, "dataset": "nope"})),

@@ -13,7 +13,7 @@
 //! gone already, and they remove the health data only.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::{Deserialize, Deserializer, Serialize};
 use uuid::Uuid;
 
 use super::handler::{JobContext, JobError, JobHandler, Outcome};
@@ -28,24 +28,33 @@ pub const KIND: &str = "store.delete_user";
 /// The job purging `user`, deleted at `deleted_at` (as stored), due at `run_at` (the end of the
 /// undo window). Unique per deletion.
 pub fn purge_job(team: Uuid, user: Uuid, deleted_at: &str, run_at: DateTime<Utc>) -> NewJob {
-    NewJob {
-        kind: KIND.to_owned(),
-        team_id: None,
-        unique_key: Some(format!("{KIND}:{team}:{user}:{deleted_at}")),
-        payload: json!({ "team": team, "user": user, "deleted_at": deleted_at }),
-        run_at,
-        max_attempts: 20,
-    }
+    let payload = Payload {
+        team,
+        user,
+        deleted_at: Some(deleted_at.to_owned()),
+    };
+    NewJob::typed(KIND, &payload)
+        .unique(format!("{KIND}:{team}:{user}:{deleted_at}"))
+        .at(run_at)
+        .max_attempts(20)
 }
 
-/// A payload's team, user and deletion instant (none in jobs of before the undo window).
-fn parse_payload(payload: &Value) -> Option<(Uuid, Uuid, Option<String>)> {
-    let id = |name: &str| payload.get(name)?.as_str()?.parse::<Uuid>().ok();
-    let stamp = match payload.get("deleted_at") {
-        None => None,
-        Some(v) => Some(v.as_str()?.to_owned()),
-    };
-    Some((id("team")?, id("user")?, stamp))
+/// The job's payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Payload {
+    /// The user's team.
+    pub team: Uuid,
+    /// The deleted user.
+    pub user: Uuid,
+    /// The deletion instant, as stored; absent in jobs of before the undo window (present, it
+    /// must be a string: `null` is as malformed as a number).
+    #[serde(default, deserialize_with = "present_string")]
+    pub deleted_at: Option<String>,
+}
+
+/// A field that may be absent but, when present, is a string.
+fn present_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
 }
 
 /// The `store.delete_user` handler.
@@ -81,10 +90,15 @@ impl JobHandler for Eraser {
         KIND
     }
 
-    async fn run(&self, _ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let (team, user, stamp) = parse_payload(&payload)
-            .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
-        if let Some(stamp) = stamp
+    type Payload = Payload;
+
+    async fn run(&self, _ctx: &JobContext, payload: Payload) -> Result<Outcome, JobError> {
+        let Payload {
+            team,
+            user,
+            deleted_at,
+        } = payload;
+        if let Some(stamp) = deleted_at
             && !self.purge_rows(team, user, &stamp).await?
         {
             tracing::info!(%team, %user, "deleted user was restored: nothing removed");
@@ -100,7 +114,15 @@ impl JobHandler for Eraser {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+
+    /// A stored payload's team, user and deletion instant, or `None` if it does not decode.
+    fn parse_payload(payload: &Value) -> Option<(Uuid, Uuid, Option<String>)> {
+        let p = Payload::deserialize(payload).ok()?;
+        Some((p.team, p.user, p.deleted_at))
+    }
 
     #[test]
     fn payloads_round_trip_and_bad_ones_are_refused() {
@@ -120,6 +142,15 @@ mod tests {
         assert_eq!(
             parse_payload(&json!({ "team": team, "user": user, "deleted_at": 5 })),
             None
+        );
+        assert_eq!(
+            parse_payload(&json!({ "team": team, "user": user, "deleted_at": null })),
+            None
+        );
+        assert_eq!(
+            purge_job(team, user, stamp, Utc::now()).payload.to_string(),
+            format!(r#"{{"team":"{team}","user":"{user}","deleted_at":"{stamp}"}}"#),
+            "the stored JSON of before payloads were typed"
         );
     }
 }

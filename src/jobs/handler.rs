@@ -1,10 +1,22 @@
 //! What a job kind implements ([`JobHandler`]), what it answers ([`Outcome`], [`JobError`]),
 //! what it is given ([`JobContext`]), and the [`Registry`] a runner looks kinds up in.
+//!
+//! A kind's payload is a serde type ([`JobHandler::Payload`]) that its enqueuer builds and its
+//! handler is given, so both sides share one struct and the compiler checks the seam. The
+//! stored form stays JSON (a job row's `payload`), written by [`NewJob::typed`] and read back
+//! here in one place: a payload that does not decode fails the job at once
+//! (`JobError::Permanent("malformed payload <json>")`), before the handler runs, as every
+//! handler refused a malformed payload before payloads were typed. A kind that reads its
+//! payload loosely may still take `serde_json::Value`.
+//!
+//! [`NewJob::typed`]: crate::jobs::NewJob::typed
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -50,8 +62,45 @@ pub trait JobHandler: Send + Sync + 'static {
     /// The kind's stable name, stored in every job row (`store.compact`, `provider.pull`, ...).
     fn kind(&self) -> &'static str;
 
+    /// What a job of this kind carries: the struct its enqueuer builds. Its JSON is what the
+    /// job row stores, so a change to it must still read the rows queued before.
+    type Payload: Serialize + DeserializeOwned + Send + 'static;
+
     /// Runs one job. Dropped at an `.await` if the lease is lost or shutdown's grace ends.
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError>;
+    async fn run(&self, ctx: &JobContext, payload: Self::Payload) -> Result<Outcome, JobError>;
+}
+
+/// A handler as the runner holds it: given the stored JSON, which it decodes into the kind's
+/// payload (the one place a payload is validated) before running.
+#[async_trait::async_trait]
+pub(crate) trait StoredHandler: Send + Sync + 'static {
+    /// Decodes `payload` and runs the job.
+    async fn run_stored(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError>;
+}
+
+#[async_trait::async_trait]
+impl<H: JobHandler> StoredHandler for H {
+    async fn run_stored(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
+        let typed = decode::<H::Payload>(payload)?;
+        self.run(ctx, typed).await
+    }
+}
+
+/// A stored payload as its kind's type; one that does not decode fails the job for good.
+fn decode<P: DeserializeOwned>(payload: Value) -> Result<P, JobError> {
+    P::deserialize(&payload)
+        .map_err(|_| JobError::Permanent(format!("malformed payload {payload}")))
+}
+
+/// The payload of a kind that carries none (a standing system job): stored as `{}`. Any stored
+/// JSON reads as it, as those kinds never looked at theirs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Empty {}
+
+impl<'de> serde::Deserialize<'de> for Empty {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| Empty {})
+    }
 }
 
 /// What a handler knows about the run it performs.
@@ -94,7 +143,7 @@ impl JobContext {
 /// The kinds a runner can run, by name.
 #[derive(Clone, Default)]
 pub struct Registry {
-    handlers: HashMap<&'static str, Arc<dyn JobHandler>>,
+    handlers: HashMap<&'static str, Arc<dyn StoredHandler>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -116,7 +165,39 @@ impl Registry {
     }
 
     /// The handler of a kind.
-    pub fn get(&self, kind: &str) -> Option<Arc<dyn JobHandler>> {
+    pub(crate) fn get(&self, kind: &str) -> Option<Arc<dyn StoredHandler>> {
         self.handlers.get(kind).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_payload_that_does_not_decode_fails_the_job_as_malformed() {
+        #[derive(Debug, serde::Deserialize)]
+        struct P {
+            #[allow(dead_code)]
+            user: Uuid,
+        }
+        let bad = json!({ "user": "x" });
+        assert_eq!(
+            decode::<P>(bad).err(),
+            Some(JobError::Permanent(
+                r#"malformed payload {"user":"x"}"#.to_owned()
+            ))
+        );
+        assert!(decode::<P>(json!({ "user": Uuid::nil(), "more": 1 })).is_ok());
+    }
+
+    #[test]
+    fn an_empty_payload_is_stored_as_an_empty_object_and_reads_from_anything() {
+        assert_eq!(serde_json::to_value(Empty {}).ok(), Some(json!({})));
+        for stored in [json!({}), json!(null), json!({ "x": 1 }), json!([1])] {
+            assert_eq!(decode::<Empty>(stored).ok(), Some(Empty {}));
+        }
     }
 }

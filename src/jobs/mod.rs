@@ -63,11 +63,12 @@ pub mod view;
 
 pub use backoff::Backoff;
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use handler::{JobContext, JobError, JobHandler, Outcome, Registry};
+pub use handler::{Empty, JobContext, JobError, JobHandler, Outcome, Registry};
 pub use runner::{Runner, RunnerConfig, RunnerHandle};
 
 pub use crate::store::metadata::jobs::{Enqueued, Job, JobState, NewJob};
 
+use serde::Serialize;
 use serde_json::Value;
 use sqlx::AnyConnection;
 use uuid::Uuid;
@@ -75,7 +76,16 @@ use uuid::Uuid;
 use crate::store::metadata::{MetadataError, MetadataStore};
 
 impl NewJob {
-    /// A job of `kind` due now: no team, no unique key, 10 attempts.
+    /// A job of `kind` carrying `payload` (the kind's [`JobHandler::Payload`]), due now: no
+    /// team, no unique key, 10 attempts. The payloads of this crate are plain structs of ids,
+    /// strings and numbers, whose JSON cannot fail; one that did would be stored as `null` and
+    /// the job would fail as malformed when run, never panic here.
+    pub fn typed<P: Serialize>(kind: impl Into<String>, payload: &P) -> Self {
+        NewJob::new(kind, serde_json::to_value(payload).unwrap_or(Value::Null))
+    }
+
+    /// A job of `kind` due now with a payload given as JSON: no team, no unique key, 10
+    /// attempts.
     pub fn new(kind: impl Into<String>, payload: Value) -> Self {
         NewJob {
             kind: kind.into(),

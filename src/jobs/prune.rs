@@ -11,9 +11,8 @@
 //! `store.compact` and `webhook.deliver` job each) for ever (issue 43).
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 
-use super::handler::{JobContext, JobError, JobHandler, Outcome};
+use super::handler::{Empty, JobContext, JobError, JobHandler, Outcome};
 use crate::store::metadata::finished::{prune_jobs, prune_succeeded_deliveries};
 use crate::store::metadata::jobs::NewJob;
 use crate::store::metadata::{MetadataError, MetadataStore};
@@ -37,14 +36,7 @@ const BATCH: i64 = 1000;
 
 /// The pruning job, due at `at`.
 pub fn job(at: DateTime<Utc>) -> NewJob {
-    NewJob {
-        kind: KIND.to_owned(),
-        team_id: None,
-        payload: json!({}),
-        run_at: at,
-        unique_key: Some(KIND.to_owned()),
-        max_attempts: 10,
-    }
+    NewJob::typed(KIND, &Empty {}).at(at).unique(KIND)
 }
 
 /// What a pass removed.
@@ -96,7 +88,9 @@ impl JobHandler for Pruner {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, _payload: Value) -> Result<Outcome, JobError> {
+    type Payload = Empty;
+
+    async fn run(&self, ctx: &JobContext, _payload: Empty) -> Result<Outcome, JobError> {
         let now = ctx.now();
         let out = prune(&ctx.meta, now)
             .await

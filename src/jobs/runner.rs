@@ -258,7 +258,8 @@ async fn execute(shared: Arc<Shared>, job: Job) {
         clock: Arc::clone(&shared.clock),
         draining: shared.draining.clone(),
     };
-    let work = std::panic::AssertUnwindSafe(handler.run(&ctx, job.payload.clone())).catch_unwind();
+    let work =
+        std::panic::AssertUnwindSafe(handler.run_stored(&ctx, job.payload.clone())).catch_unwind();
     let mut abort = shared.abort.clone();
     let finish = tokio::select! {
         biased;

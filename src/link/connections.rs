@@ -5,11 +5,11 @@
 //! `provider.connection.error`, in one transaction.
 
 use chrono::{DateTime, Utc};
-use serde_json::json;
 use uuid::Uuid;
 
 use super::tokens::{self, LinkSession};
 use super::{LinkError, LinkErrorType};
+use crate::events::data::ConnectionCreated;
 use crate::events::{Event, EventType, EventUser, ProviderRef, outbox};
 use crate::providers::Provider;
 use crate::secret::SecretKey;
@@ -140,16 +140,17 @@ pub async fn connect_on(
     }
     let entry = crate::data::provider_list::entry(&connection);
     let about = ProviderRef::of(provider.slug);
-    let event = Event {
-        event_type: EventType::ConnectionCreated,
-        user: Some(EventUser::of(user)),
-        data: json!({
-            "user_id": user.id,
-            "provider": about,
-            "source": about,
-            "resource_availability": entry.resource_availability,
-        }),
+    let data = ConnectionCreated {
+        user_id: user.id,
+        provider: about.clone(),
+        source: about,
+        resource_availability: entry.resource_availability,
     };
+    let event = Event::new(
+        EventType::ConnectionCreated,
+        Some(EventUser::of(user)),
+        &data,
+    );
     Ok(
         outbox::enqueue(conn, user.team_id, &[event], metadata::now())
             .await?

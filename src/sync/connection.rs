@@ -3,12 +3,12 @@
 //! credentials are refused for good (with the `provider.connection.error` event).
 
 use chrono::{DateTime, Utc};
-use serde_json::json;
 use uuid::Uuid;
 
 use super::access::LinkErrorType;
 use super::apps::AppError;
 use super::credentials::{self, Credentials};
+use crate::events::data::ConnectionError;
 use crate::events::{Event, EventType, EventUser, ProviderRef, outbox};
 use crate::providers::Provider;
 use crate::secret::SecretKey;
@@ -54,17 +54,14 @@ pub async fn fail(
     let mut enqueued = 0;
     if found == ErrorTransition::Entered {
         let about = ProviderRef::of(provider.slug);
-        let event = Event {
-            event_type: EventType::ConnectionError,
-            user: Some(EventUser::of(user)),
-            data: json!({
-                "user_id": user.id,
-                "provider": about,
-                "source": about,
-                "error_type": details.error_type,
-                "error_message": details.error_message,
-            }),
+        let data = ConnectionError {
+            user_id: user.id,
+            provider: about.clone(),
+            source: about,
+            error_type: details.error_type.clone(),
+            error_message: details.error_message.clone(),
         };
+        let event = Event::new(EventType::ConnectionError, Some(EventUser::of(user)), &data);
         enqueued = outbox::enqueue(&mut tx, user.team_id, &[event], now)
             .await?
             .deliveries;

@@ -49,7 +49,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::access::LinkErrorType;
@@ -81,14 +81,11 @@ const LONGEST_WAIT: chrono::Duration = chrono::Duration::hours(1);
 
 /// The connection's historical pull job, due at `at` (one per connection).
 pub fn job(team: Uuid, user: Uuid, provider: &str, at: DateTime<Utc>) -> NewJob {
-    NewJob {
-        kind: KIND.to_owned(),
-        team_id: Some(team),
-        payload: json!({ "user": user, "provider": provider }),
-        run_at: at,
-        unique_key: Some(format!("{KIND}:{user}:{provider}")),
-        max_attempts: 8,
-    }
+    NewJob::typed(KIND, &PullPayload::new(user, provider))
+        .for_team(team)
+        .at(at)
+        .unique(format!("{KIND}:{user}:{provider}"))
+        .max_attempts(8)
 }
 
 /// The window a pull started at `now` covers for `user`, if any.
@@ -750,14 +747,11 @@ pub const INCREMENTAL_KIND: &str = "sync.incremental";
 /// The connection's incremental pull job, due at `at` (one per connection; enqueuing it again
 /// only moves it earlier, which is how `POST /v2/user/refresh` asks for a pull now).
 pub fn incremental_job(team: Uuid, user: Uuid, provider: &str, at: DateTime<Utc>) -> NewJob {
-    NewJob {
-        kind: INCREMENTAL_KIND.to_owned(),
-        team_id: Some(team),
-        payload: json!({ "user": user, "provider": provider }),
-        run_at: at,
-        unique_key: Some(format!("{INCREMENTAL_KIND}:{user}:{provider}")),
-        max_attempts: 8,
-    }
+    NewJob::typed(INCREMENTAL_KIND, &PullPayload::new(user, provider))
+        .for_team(team)
+        .at(at)
+        .unique(format!("{INCREMENTAL_KIND}:{user}:{provider}"))
+        .max_attempts(8)
 }
 
 /// How a run ends when its pull was restarted under it: done, leaving the new pull to the job's
@@ -772,15 +766,21 @@ fn permanent(message: String) -> JobError {
     JobError::Permanent(message)
 }
 
-fn parse_payload(payload: &Value) -> Result<(Uuid, String), JobError> {
-    let user = payload
-        .get("user")
-        .and_then(Value::as_str)
-        .and_then(|u| u.parse::<Uuid>().ok());
-    let provider = payload.get("provider").and_then(Value::as_str);
-    match (user, provider) {
-        (Some(user), Some(provider)) => Ok((user, provider.to_owned())),
-        _ => Err(JobError::Permanent(format!("malformed payload {payload}"))),
+/// The payload of both pull kinds: the connection pulled.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PullPayload {
+    /// The connection's user.
+    pub user: Uuid,
+    /// The provider's slug.
+    pub provider: String,
+}
+
+impl PullPayload {
+    fn new(user: Uuid, provider: &str) -> Self {
+        PullPayload {
+            user,
+            provider: provider.to_owned(),
+        }
     }
 }
 
@@ -794,8 +794,10 @@ impl JobHandler for HistoricalPuller {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let (user, provider) = parse_payload(&payload)?;
+    type Payload = PullPayload;
+
+    async fn run(&self, ctx: &JobContext, payload: PullPayload) -> Result<Outcome, JobError> {
+        let PullPayload { user, provider } = payload;
         let result = self.0.historical(ctx, user, &provider).await;
         let result = Puller::note(&ctx.meta, user, &provider, result).await;
         self.0.count(&provider, "historical", &result);
@@ -815,8 +817,10 @@ impl JobHandler for IncrementalPuller {
         INCREMENTAL_KIND
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let (user, provider) = parse_payload(&payload)?;
+    type Payload = PullPayload;
+
+    async fn run(&self, ctx: &JobContext, payload: PullPayload) -> Result<Outcome, JobError> {
+        let PullPayload { user, provider } = payload;
         let result = self.0.incremental(ctx, user, &provider).await;
         let result = Puller::note(&ctx.meta, user, &provider, result).await;
         self.0.count(&provider, "incremental", &result);

@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use super::super::AppState;
 use super::super::error::ApiError;
-use super::super::extract::{AuthTeam, JsonBytes, PathId, QueryParams};
+use super::super::extract::{AuthTeam, JsonBytes, PathId, QueryParams, parse_json};
 use super::page;
 use crate::http::extract::Typed;
 use crate::lab::model::enums::Low;
@@ -39,13 +39,7 @@ async fn create(
     team: uuid::Uuid,
     bytes: &[u8],
 ) -> Result<OrderResponse, ApiError> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-        ApiError::invalid(Violation::new(
-            loc!["body", e.column()],
-            "json_invalid",
-            format!("JSON decode error: {e}"),
-        ))
-    })?;
+    let value = parse_json(bytes)?;
     let req: CreateOrder = decode_lenient(&value, loc!["body"])?;
     Ok(orders::create(&state.meta, team, req).await?)
 }

@@ -176,14 +176,11 @@ pub async fn book(
         } => {
             row.deadline = Some(deadline);
             let due = answer_at.map_or(deadline, |a| a.min(deadline));
-            let job = NewJob::new(
-                CONFIRM_JOB,
-                serde_json::to_value(confirm::Payload { appointment_id: id }).unwrap_or_default(),
-            )
-            .for_team(team)
-            .at(due)
-            .unique(format!("{CONFIRM_JOB}:{id}"))
-            .max_attempts(20);
+            let job = NewJob::typed(CONFIRM_JOB, &confirm::Payload { appointment_id: id })
+                .for_team(team)
+                .at(due)
+                .unique(format!("{CONFIRM_JOB}:{id}"))
+                .max_attempts(20);
             crate::jobs::enqueue(&mut tx, &job).await?;
             vec![Low::AppointmentPending]
         }

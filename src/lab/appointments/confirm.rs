@@ -8,7 +8,6 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::super::model::appointment::{AppointmentStatus, EventStatus};
@@ -67,9 +66,9 @@ impl JobHandler for Confirmer {
         CONFIRM_JOB
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let p: Payload = serde_json::from_value(payload)
-            .map_err(|e| JobError::Permanent(format!("bad payload: {e}")))?;
+    type Payload = Payload;
+
+    async fn run(&self, ctx: &JobContext, p: Payload) -> Result<Outcome, JobError> {
         let retry = |e: super::super::LabError| JobError::Retry(e.to_string());
         let meta = &ctx.meta;
         let Some(mut row) = store::get(

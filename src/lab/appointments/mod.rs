@@ -147,15 +147,12 @@ pub(crate) async fn write(
     row.updated_at = now;
     store::upsert(&mut *conn, row).await?;
     let mut deliveries = orders::save_changed(&mut *conn, user, &order, steps, now).await?;
-    let event = Event {
-        event_type: if created {
-            EventType::AppointmentCreated
-        } else {
-            EventType::AppointmentUpdated
-        },
-        user: Some(EventUser::of(user)),
-        data: serde_json::to_value(&*appt).unwrap_or_default(),
+    let event_type = if created {
+        EventType::AppointmentCreated
+    } else {
+        EventType::AppointmentUpdated
     };
+    let event = Event::new(event_type, Some(EventUser::of(user)), &*appt);
     deliveries += outbox::enqueue(conn, row.team_id, &[event], now)
         .await?
         .deliveries;

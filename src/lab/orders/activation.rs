@@ -6,7 +6,6 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use sqlx::AnyConnection;
 use uuid::Uuid;
 
@@ -31,13 +30,10 @@ pub fn due(date: NaiveDate) -> DateTime<Utc> {
 }
 
 fn job(team: Uuid, order: Uuid, date: NaiveDate) -> NewJob {
-    NewJob::new(
-        ACTIVATE_JOB,
-        serde_json::to_value(Payload { order_id: order }).unwrap_or_default(),
-    )
-    .for_team(team)
-    .at(due(date))
-    .unique(format!("{ACTIVATE_JOB}:{order}"))
+    NewJob::typed(ACTIVATE_JOB, &Payload { order_id: order })
+        .for_team(team)
+        .at(due(date))
+        .unique(format!("{ACTIVATE_JOB}:{order}"))
 }
 
 /// Enqueues the activation of `order` on `conn` (the creating transaction).
@@ -72,9 +68,9 @@ impl JobHandler for Activator {
         ACTIVATE_JOB
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let p: Payload = serde_json::from_value(payload)
-            .map_err(|e| JobError::Permanent(format!("bad payload: {e}")))?;
+    type Payload = Payload;
+
+    async fn run(&self, ctx: &JobContext, p: Payload) -> Result<Outcome, JobError> {
         let team = ctx
             .team_id
             .ok_or_else(|| JobError::Permanent("an activation job without a team".into()))?;

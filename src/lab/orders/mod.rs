@@ -81,11 +81,7 @@ pub fn from_document(doc: &str) -> Result<Order, LabError> {
 
 /// The event of an order change.
 pub fn order_event(kind: EventType, user: &User, order: &Order) -> Event {
-    Event {
-        event_type: kind,
-        user: Some(EventUser::of(user)),
-        data: serde_json::to_value(order).unwrap_or_default(),
-    }
+    Event::new(kind, Some(EventUser::of(user)), order)
 }
 
 /// Moves `order` along `steps` (each must be legal from the one before), recording an event per
@@ -241,16 +237,12 @@ where
     if let Some(r) = &filled {
         results::save(&mut tx, &order, r).await?;
         if order.is_critical {
-            let critical = Event {
-                event_type: EventType::ResultCritical,
-                user: Some(EventUser::of(&user)),
-                data: serde_json::to_value(CriticalResult {
-                    order_id: order.id,
-                    sample_id: order.sample_id.clone(),
-                    interpretation: Interpretation::Critical,
-                })
-                .unwrap_or_default(),
+            let data = CriticalResult {
+                order_id: order.id,
+                sample_id: order.sample_id.clone(),
+                interpretation: Interpretation::Critical,
             };
+            let critical = Event::new(EventType::ResultCritical, Some(EventUser::of(&user)), &data);
             deliveries += outbox::enqueue(&mut tx, team, &[critical], now)
                 .await?
                 .deliveries;

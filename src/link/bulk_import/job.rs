@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{KIND, MAX_ATTEMPTS, OpStatus, context};
@@ -21,10 +21,18 @@ use crate::sync::credentials::{self, Credentials};
 
 /// The job working operation `op` of `team`.
 pub fn job(team: Uuid, op: Uuid) -> NewJob {
-    NewJob::new(KIND, json!({ "op": op }))
+    NewJob::typed(KIND, &OpPayload { op })
         .for_team(team)
         .unique(format!("{KIND}:{op}"))
         .max_attempts(MAX_ATTEMPTS)
+}
+
+/// The payload of a job working one bulk operation: this job's and the historical trigger's
+/// (`link::bulk_ops`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpPayload {
+    /// The operation.
+    pub op: Uuid,
 }
 
 /// The handler: opens recipes with the deployment's key and refreshes tokens with the team's
@@ -281,12 +289,10 @@ impl JobHandler for Importer {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let id: Uuid = payload
-            .get("op")
-            .and_then(Value::as_str)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+    type Payload = OpPayload;
+
+    async fn run(&self, ctx: &JobContext, payload: OpPayload) -> Result<Outcome, JobError> {
+        let id = payload.op;
         let Some(op) = bulk_imports::op(&mut *ctx.meta.reader().await?, None, id).await? else {
             return Err(JobError::Permanent(format!("no bulk import {id}")));
         };

@@ -2,12 +2,12 @@
 //! operation again, in submission order (the rules are in the parent module's docs).
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::KIND;
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::link::bulk_import::OpStatus;
+use crate::link::bulk_import::job::OpPayload;
 use crate::store::metadata::bulk_imports::{self, OpRow, PendingRecipe, Settled};
 use crate::store::metadata::sync_pulls::{self, ConnectionSync};
 use crate::store::metadata::{ConnectionStatus, MetadataError, MetadataStore};
@@ -17,7 +17,7 @@ const MAX_ATTEMPTS: u32 = 8;
 
 /// The job working operation `op` of `team`.
 pub fn job(team: Uuid, op: Uuid) -> NewJob {
-    NewJob::new(KIND, json!({ "op": op }))
+    NewJob::typed(KIND, &OpPayload { op })
         .for_team(team)
         .unique(format!("{KIND}:{op}"))
         .max_attempts(MAX_ATTEMPTS)
@@ -112,12 +112,10 @@ impl JobHandler for Triggerer {
         KIND
     }
 
-    async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
-        let id: Uuid = payload
-            .get("op")
-            .and_then(Value::as_str)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| JobError::Permanent(format!("malformed payload {payload}")))?;
+    type Payload = OpPayload;
+
+    async fn run(&self, ctx: &JobContext, payload: OpPayload) -> Result<Outcome, JobError> {
+        let id = payload.op;
         let Some(op) = bulk_imports::op(&mut *ctx.meta.reader().await?, None, id).await? else {
             return Err(JobError::Permanent(format!("no bulk operation {id}")));
         };

@@ -125,6 +125,8 @@ impl JobHandler for Recorder {
         "test.record"
     }
 
+    type Payload = Value;
+
     async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
         {
             let mut runs = self.runs.lock().unwrap();
@@ -160,6 +162,8 @@ impl JobHandler for Failing {
         "test.fail"
     }
 
+    type Payload = Value;
+
     async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
         let count = {
             let mut started = self.started.lock().unwrap();
@@ -190,6 +194,8 @@ impl JobHandler for Sleeper {
     fn kind(&self) -> &'static str {
         "test.sleep"
     }
+
+    type Payload = Value;
 
     async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
         let ms = payload["ms"].as_u64().unwrap_or(0);
@@ -229,6 +235,8 @@ impl JobHandler for Steps {
     fn kind(&self) -> &'static str {
         "test.steps"
     }
+
+    type Payload = Value;
 
     async fn run(&self, ctx: &JobContext, payload: Value) -> Result<Outcome, JobError> {
         let steps = payload["steps"].as_u64().unwrap_or(1);
