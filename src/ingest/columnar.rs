@@ -115,27 +115,7 @@ pub fn parse_push_columnar(
     let input = decode(body, format)?;
     let schema = input.schema();
     let columns = Columns::check(&schema, &storage)?;
-    let provider = source_value(
-        &input,
-        "source_provider",
-        target.provider.as_deref(),
-        "provider",
-    )?;
-    let provider = provider.ok_or_else(|| {
-        Violation::new(
-            loc!["query", "provider"],
-            "missing",
-            "the provider slug is required: a `provider` query parameter or a \
-             `source_provider` column",
-        )
-    })?;
-    let Some(entry) = providers::provider(&provider) else {
-        return Err(
-            Violation::new(loc!["query", "provider"], "enum", "Unknown provider slug")
-                .with_input(Value::from(provider))
-                .into(),
-        );
-    };
+    let entry = push_provider(&input, target)?;
     let source_type = source_value(
         &input,
         "source_type",
@@ -182,27 +162,7 @@ fn table_push(
     now: DateTime<Utc>,
 ) -> Result<PushBatches, Invalid> {
     let input = decode(body, format)?;
-    let provider = source_value(
-        &input,
-        "source_provider",
-        target.provider.as_deref(),
-        "provider",
-    )?
-    .ok_or_else(|| {
-        Violation::new(
-            loc!["query", "provider"],
-            "missing",
-            "the provider slug is required: a `provider` query parameter or a \
-                 `source_provider` column",
-        )
-    })?;
-    let Some(entry) = providers::provider(&provider) else {
-        return Err(
-            Violation::new(loc!["query", "provider"], "enum", "Unknown provider slug")
-                .with_input(Value::from(provider))
-                .into(),
-        );
-    };
+    let entry = push_provider(&input, target)?;
     let source = TableSource {
         provider: entry.slug.to_owned(),
         source_type: source_value(
@@ -366,6 +326,35 @@ fn convertible(from: &DataType, to: &DataType) -> bool {
             _ => false,
         },
         _ => false,
+    }
+}
+
+/// The push's provider: the `provider` query parameter or the `source_provider` column, which
+/// must name a provider of the catalogue.
+fn push_provider(
+    input: &RecordBatch,
+    target: &ColumnarTarget,
+) -> Result<&'static providers::Provider, Violation> {
+    let provider = source_value(
+        input,
+        "source_provider",
+        target.provider.as_deref(),
+        "provider",
+    )?
+    .ok_or_else(|| {
+        Violation::new(
+            loc!["query", "provider"],
+            "missing",
+            "the provider slug is required: a `provider` query parameter or a \
+             `source_provider` column",
+        )
+    })?;
+    match providers::provider(&provider) {
+        Some(entry) => Ok(entry),
+        None => Err(
+            Violation::new(loc!["query", "provider"], "enum", "Unknown provider slug")
+                .with_input(Value::from(provider)),
+        ),
     }
 }
 

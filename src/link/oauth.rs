@@ -10,10 +10,8 @@
 //! deployment has no application for it (`team_apps::Endpoints`).
 
 use chrono::{DateTime, Utc};
-use oauth2::basic::BasicErrorResponseType;
 use oauth2::{
-    AuthorizationCode, CsrfToken, PkceCodeChallenge, PkceCodeVerifier, RequestTokenError, Scope,
-    TokenResponse,
+    AuthorizationCode, CsrfToken, PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse,
 };
 use rand::RngCore;
 
@@ -190,24 +188,13 @@ async fn exchange_and_link(
         .await;
     let token = match answer {
         Ok(token) => token,
-        Err(RequestTokenError::ServerResponse(e))
-            if matches!(
-                e.error(),
-                BasicErrorResponseType::InvalidGrant
-                    | BasicErrorResponseType::InvalidClient
-                    | BasicErrorResponseType::UnauthorizedClient
-            ) =>
-        {
-            return Ok(fail(
-                LinkErrorType::ProviderCredentialError,
-                format!(
-                    "{} refused the authorisation ({}).",
-                    provider.name,
-                    e.error().as_ref()
-                ),
-            ));
-        }
         Err(e) => {
+            if let Some(code) = crate::sync::oauth::refused(&e) {
+                return Ok(fail(
+                    LinkErrorType::ProviderCredentialError,
+                    format!("{} refused the authorisation ({code}).", provider.name),
+                ));
+            }
             tracing::warn!(provider = provider.slug, error = %e, "OAuth code exchange failed");
             return Ok(fail(
                 LinkErrorType::ProviderApiError,

@@ -54,7 +54,7 @@ const STRAVA_SET: &[&str] = &[
 const POLAR_SET: &[&str] = &["profile", "sleep", "activity", "workouts", "heartrate"];
 /// What the Garmin connector pulls (`sync::connectors::garmin`).
 const GARMIN_SET: &[&str] = &[
-    "profile",
+    // No profile: the Health API has no user profile endpoint the connector pulls.
     "sleep",
     "activity",
     "workouts",

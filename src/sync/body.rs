@@ -116,3 +116,41 @@ pub(crate) fn clock_offset(utc: DateTime<Utc>, local: NaiveDateTime) -> Option<i
     let seconds = steps * OFFSET_STEP_SECONDS;
     (seconds.abs() <= MAX_OFFSET_SECONDS).then_some(seconds)
 }
+
+/// A provider record a normaliser could not read: logged with the provider, the resource, the
+/// record's id (the first of `id_fields` it has) and why, and counted in `skipped`. Answers
+/// `None`, so that a reader can return it.
+pub(crate) fn skip<T>(
+    skipped: &mut usize,
+    (provider, id_fields): (&str, &[&str]),
+    resource: &str,
+    record: &Value,
+    why: &str,
+) -> Option<T> {
+    let id = id_fields
+        .iter()
+        .find_map(|f| record.get(*f))
+        .map_or_else(|| "?".into(), Value::to_string);
+    tracing::warn!(
+        provider,
+        resource,
+        id,
+        error = why,
+        "skipped a malformed provider record"
+    );
+    *skipped += 1;
+    None
+}
+
+/// Reads one provider record as `T`, or [`skip`]s it.
+pub(crate) fn read_record<'a, T: serde::Deserialize<'a>>(
+    skipped: &mut usize,
+    who: (&str, &[&str]),
+    resource: &str,
+    record: &'a Value,
+) -> Option<T> {
+    match T::deserialize(record) {
+        Ok(t) => Some(t),
+        Err(e) => skip(skipped, who, resource, record, &e.to_string()),
+    }
+}

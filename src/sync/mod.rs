@@ -70,6 +70,27 @@ impl Window {
     }
 }
 
+/// Consecutive inclusive ranges of at most `max_days` days covering `first..=last`.
+pub(crate) fn date_chunks(
+    first: chrono::NaiveDate,
+    last: chrono::NaiveDate,
+    max_days: u64,
+) -> Vec<(chrono::NaiveDate, chrono::NaiveDate)> {
+    let mut out = Vec::new();
+    let mut from = first;
+    while from <= last {
+        let to = from
+            .checked_add_days(chrono::Days::new(max_days.max(1) - 1))
+            .map_or(last, |t| t.min(last));
+        out.push((from, to));
+        match to.succ_opt() {
+            Some(next) => from = next,
+            None => break,
+        }
+    }
+    out
+}
+
 /// What to pull.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pull {

@@ -193,21 +193,15 @@ pub async fn refresh(
         .await;
     let token = match answer {
         Ok(token) => token,
-        Err(RequestTokenError::ServerResponse(e))
-            if matches!(
-                e.error(),
-                BasicErrorResponseType::InvalidGrant
-                    | BasicErrorResponseType::InvalidClient
-                    | BasicErrorResponseType::UnauthorizedClient
-            ) =>
-        {
-            return Ok(Refreshed::Refused(format!(
-                "{} refused to refresh the access ({}).",
-                provider.name,
-                e.error().as_ref()
-            )));
+        Err(e) => {
+            return Ok(match refused(&e) {
+                Some(code) => Refreshed::Refused(format!(
+                    "{} refused to refresh the access ({code}).",
+                    provider.name
+                )),
+                None => Refreshed::Failed(format!("token refresh failed: {e}")),
+            });
         }
-        Err(e) => return Ok(Refreshed::Failed(format!("token refresh failed: {e}"))),
     };
     Ok(Refreshed::Tokens(Credentials {
         access_token: Some(token.access_token().secret().clone()),
@@ -221,6 +215,28 @@ pub async fn refresh(
             .map(|d| (Utc::now() + d).timestamp()),
         ..Credentials::default()
     }))
+}
+
+/// The provider's error code when a token request was refused for the grant itself
+/// (`invalid_grant`, `invalid_client`, `unauthorized_client`): the user has to act, and no
+/// retry helps. Any other failure (transport, another error code, an unreadable answer) is
+/// `None`. Both the code exchange (`link::oauth`) and the refresh decide by it.
+pub fn refused<E: std::error::Error + 'static>(
+    error: &RequestTokenError<E, BasicErrorResponse>,
+) -> Option<&str> {
+    match error {
+        RequestTokenError::ServerResponse(e)
+            if matches!(
+                e.error(),
+                BasicErrorResponseType::InvalidGrant
+                    | BasicErrorResponseType::InvalidClient
+                    | BasicErrorResponseType::UnauthorizedClient
+            ) =>
+        {
+            Some(e.error().as_ref())
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@
 //! - A new sign-in with the same link token replaces a pending one; the pending sign-in is
 //!   forgotten when the link succeeds or fails for another reason than a wrong code.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +30,7 @@ use crate::providers::Provider;
 use crate::secret::{SecretError, SecretKey};
 use crate::store::metadata::MetadataStore;
 use crate::store::metadata::pending_sign_ins::{self, PendingSignIn};
-use crate::sync::access::Mfa;
+use crate::sync::access::{Mfa, PasswordLogin};
 
 /// How long a pending sign-in takes its code.
 pub const LIFETIME: Duration = Duration::minutes(10);
@@ -127,6 +129,24 @@ async fn forget(meta: &MetadataStore, session: &LinkSession) -> Result<(), LinkE
     Ok(())
 }
 
+/// The provider's sign-in with the session's pending sign-in of it and what waits; `None`
+/// when nothing waits (or the provider signs in otherwise).
+async fn waiting_sign_in<'l>(
+    meta: &MetadataStore,
+    key: &SecretKey,
+    logins: &'l PasswordLogins,
+    session: &LinkSession,
+    provider: &Provider,
+    now: DateTime<Utc>,
+) -> Result<Option<(&'l Arc<dyn PasswordLogin>, PendingSignIn, Waiting)>, LinkError> {
+    let Some(login) = logins.get(provider.slug) else {
+        return Ok(None);
+    };
+    Ok(waiting(meta, key, session, provider.slug, now)
+        .await?
+        .map(|(pending, waiting)| (login, pending, waiting)))
+}
+
 fn nothing_waiting(provider: &Provider) -> (LinkErrorType, String) {
     (
         LinkErrorType::ProviderCredentialError,
@@ -153,10 +173,9 @@ pub async fn complete(
 ) -> Result<Outcome, LinkError> {
     let key = key.ok_or(SecretError::Missing)?;
     let mut landing = landing(session, provider);
-    let (Some(login), Some((pending, waiting))) = (
-        logins.get(provider.slug),
-        waiting(meta, key, session, provider.slug, now).await?,
-    ) else {
+    let Some((login, pending, waiting)) =
+        waiting_sign_in(meta, key, logins, session, provider, now).await?
+    else {
         landing.error = Some(nothing_waiting(provider));
         return Ok(Outcome::of(landing, None));
     };
@@ -240,10 +259,9 @@ pub async fn resend(
 ) -> Result<Outcome, LinkError> {
     let key = key.ok_or(SecretError::Missing)?;
     let mut landing = landing(session, provider);
-    let (Some(login), Some((pending, waiting))) = (
-        logins.get(provider.slug),
-        waiting(meta, key, session, provider.slug, now).await?,
-    ) else {
+    let Some((login, pending, waiting)) =
+        waiting_sign_in(meta, key, logins, session, provider, now).await?
+    else {
         landing.error = Some(nothing_waiting(provider));
         return Ok(Outcome::of(landing, None));
     };

@@ -47,6 +47,7 @@ mod sleep;
 mod tests;
 mod zone;
 
+use crate::sync::date_chunks;
 use std::collections::BTreeSet;
 
 use chrono::{Days, NaiveDate};
@@ -212,23 +213,6 @@ impl Connector for Fitbit {
         }
         Ok(body.finish())
     }
-}
-
-/// Consecutive inclusive ranges of at most `max_days` days covering `first..=last`.
-fn date_chunks(first: NaiveDate, last: NaiveDate, max_days: u64) -> Vec<(NaiveDate, NaiveDate)> {
-    let mut out = Vec::new();
-    let mut from = first;
-    while from <= last {
-        let to = from
-            .checked_add_days(Days::new(max_days.max(1) - 1))
-            .map_or(last, |t| t.min(last));
-        out.push((from, to));
-        match to.succ_opt() {
-            Some(next) => from = next,
-            None => break,
-        }
-    }
-    out
 }
 
 /// Every day of `first..=last`.

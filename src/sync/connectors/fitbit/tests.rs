@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use super::normalise::Body;
 use super::zone::UserZone;
-use super::{MAX_SLEEP_RANGE_DAYS, date_chunks, member_array};
+use super::{MAX_SLEEP_RANGE_DAYS, member_array};
+use crate::sync::date_chunks;
 use crate::sync::ingest_counts;
 use crate::sync::{SyncError, Window};
 

@@ -197,31 +197,20 @@ fn sport_name(kind: &str) -> String {
     }
 }
 
+/// The provider and the members naming a record, in the malformed-record log.
+const WHO: (&str, &[&str]) = ("garmin", &["summaryId"]);
+
 impl Body {
     pub(super) fn read<'a, T: Deserialize<'a>>(
         &mut self,
         resource: &str,
         record: &'a Value,
     ) -> Option<T> {
-        match T::deserialize(record) {
-            Ok(t) => Some(t),
-            Err(e) => self.malformed(resource, record, &e.to_string()),
-        }
+        crate::sync::body::read_record(&mut self.skipped, WHO, resource, record)
     }
 
     pub(super) fn malformed<T>(&mut self, resource: &str, record: &Value, why: &str) -> Option<T> {
-        let id = record
-            .get("summaryId")
-            .map_or_else(|| "?".into(), Value::to_string);
-        tracing::warn!(
-            provider = "garmin",
-            resource,
-            id,
-            error = why,
-            "skipped a malformed provider record"
-        );
-        self.skipped += 1;
-        None
+        crate::sync::body::skip(&mut self.skipped, WHO, resource, record, why)
     }
 
     /// Samples of `map` placed from `start` in `zone`, pushed onto `into` as `unit`; values

@@ -160,6 +160,9 @@ pub(super) fn round(v: f64) -> Option<i64> {
     v.is_finite().then(|| v.round() as i64)
 }
 
+/// The provider and the members naming a record, in the malformed-record log.
+const WHO: (&str, &[&str]) = ("whoop_v2", &["id"]);
+
 impl Body {
     /// Reads one record, or counts and logs it as malformed.
     pub(super) fn read<'a, T: Deserialize<'a>>(
@@ -167,25 +170,11 @@ impl Body {
         resource: &str,
         record: &'a Value,
     ) -> Option<T> {
-        match T::deserialize(record) {
-            Ok(t) => Some(t),
-            Err(e) => self.malformed(resource, record, &e.to_string()),
-        }
+        crate::sync::body::read_record(&mut self.skipped, WHO, resource, record)
     }
 
     pub(super) fn malformed<T>(&mut self, resource: &str, record: &Value, why: &str) -> Option<T> {
-        let id = record
-            .get("id")
-            .map_or_else(|| "?".into(), Value::to_string);
-        tracing::warn!(
-            provider = "whoop_v2",
-            resource,
-            id,
-            error = why,
-            "skipped a malformed provider record"
-        );
-        self.skipped += 1;
-        None
+        crate::sync::body::skip(&mut self.skipped, WHO, resource, record, why)
     }
 
     /// A record's offset, or `None` (counted as malformed) when its designator is unreadable.

@@ -76,6 +76,7 @@ mod normalise;
 mod tests;
 mod workouts;
 
+use crate::sync::date_chunks;
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Days, NaiveDate, TimeDelta, Timelike, Utc};
@@ -429,21 +430,4 @@ fn around(w: &Window) -> (NaiveDate, NaiveDate) {
 /// An instant in unix seconds, a fractional second rounded up.
 fn ceil_seconds(at: DateTime<Utc>) -> i64 {
     at.timestamp() + i64::from(at.nanosecond() > 0)
-}
-
-/// Consecutive inclusive ranges of at most `max_days` days covering `first..=last`.
-fn date_chunks(first: NaiveDate, last: NaiveDate, max_days: u64) -> Vec<(NaiveDate, NaiveDate)> {
-    let mut out = Vec::new();
-    let mut from = first;
-    while from <= last {
-        let to = from
-            .checked_add_days(Days::new(max_days.max(1) - 1))
-            .map_or(last, |t| t.min(last));
-        out.push((from, to));
-        match to.succ_opt() {
-            Some(next) => from = next,
-            None => break,
-        }
-    }
-    out
 }

@@ -10,7 +10,8 @@ use chrono::{NaiveDate, TimeZone, Utc};
 use serde_json::{Value, json};
 
 use super::normalise::Body;
-use super::{MAX_RANGE_DAYS, around, date_chunks, envelope, status_error};
+use super::{MAX_RANGE_DAYS, around, envelope, status_error};
+use crate::sync::date_chunks;
 use crate::sync::ingest_counts;
 use crate::sync::{SyncError, Window};
 
