@@ -54,7 +54,7 @@ pub fn normalise_one_day(c: &mut Criterion) {
     let docs = documents(NaiveDate::from_ymd_opt(2025, 3, 1).unwrap(), 1);
     let pulled = normalise(&docs, true, true);
     assert_eq!(pulled.skipped, 0);
-    let body = &pulled.body;
+    let body = &pulled.body.to_json();
     assert_eq!(
         body["timeseries"]["heartrate"].as_array().unwrap().len(),
         PER_DAY as usize

@@ -9,7 +9,7 @@ use chrono::Utc;
 use criterion::Criterion;
 use serde_json::json;
 use wearhouse::jobs::{JobState, Registry, Runner, RunnerConfig};
-use wearhouse::link::connections::{Linked, link_on};
+use wearhouse::link::lifecycle::{Linked, link_on};
 use wearhouse::schema::Dataset;
 use wearhouse::store::health::HealthStore;
 use wearhouse::store::metadata::{MetadataStore, NewUser};

@@ -84,7 +84,7 @@ pub fn normalise_one_day(c: &mut Criterion) {
     let docs = documents(NaiveDate::from_ymd_opt(2025, 3, 1).unwrap(), 1);
     let pulled = normalise(&docs, ALL);
     assert_eq!(pulled.skipped, 0);
-    let body = &pulled.body;
+    let body = &pulled.body.to_json();
     assert_eq!(body["workouts"].as_array().unwrap().len(), 1);
     let samples = POINTS as usize;
     assert_eq!(

@@ -83,7 +83,7 @@ pub fn normalise_one_day(c: &mut Criterion) {
     let docs = documents(NaiveDate::from_ymd_opt(2025, 3, 1).unwrap(), 1);
     let pulled = normalise(&docs, everything());
     assert_eq!(pulled.skipped, 0);
-    let body = &pulled.body;
+    let body = &pulled.body.to_json();
     for part in ["sleep", "activity", "workouts", "body"] {
         assert_eq!(body[part].as_array().unwrap().len(), 1, "{part}");
     }

@@ -156,7 +156,6 @@ fn push_user(user: &User) -> PushUser {
     PushUser {
         fallback_time_zone: fallback_zone(user),
         user_id: user.id,
-        pulled: false,
     }
 }
 

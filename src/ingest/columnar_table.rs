@@ -108,7 +108,6 @@ pub(crate) fn parse_table_rows(
     let user = PushUser {
         fallback_time_zone: None,
         user_id,
-        pulled: false,
     };
     parse_push(&Value::Object(body), &user, now)
 }

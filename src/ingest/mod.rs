@@ -11,6 +11,8 @@
 //!   from JSON text in one pass, samples straight into Arrow builders with no JSON tree of the
 //!   body (`push_body.rs`): a push costs about its body plus its batches (measured: 3× the body
 //!   for 10^6 samples, was 16×).
+//! - [`parse_pulled`] does the same for a connector's answer, a typed [`PulledBody`] whose
+//!   records go through the same rules (`pulled.rs`).
 //! - [`parse_push_columnar`] does the same for the rows of one timeseries sent as an Arrow
 //!   IPC stream or a Parquet file (`columnar.rs`), for data teams, and the rows of the
 //!   `menstrual_cycle` table the same way (`columnar_table.rs`).
@@ -58,6 +60,7 @@ mod cycle;
 mod dates;
 pub(crate) mod fields;
 pub(crate) mod json_schema;
+mod pulled;
 mod push;
 mod push_body;
 pub mod push_schema;
@@ -72,6 +75,7 @@ pub use columnar::{
 };
 pub use dates::{DATE_OR_DATE_TIME_PATTERN, parse_date_range};
 pub use fields::{SOURCE_TYPES, push_key};
+pub use pulled::{PulledBody, PulledRecord, parse_pulled};
 pub use push::{PushBatches, PushUser, parse_push, parse_push_json};
 pub use summary::derive_id;
 pub(crate) use zone::format_offset;

@@ -19,6 +19,7 @@ use serde::de::DeserializeSeed;
 use super::columns::BatchBuilder;
 use super::context::{internal, source};
 use super::fields::push_key;
+use super::pulled::PulledBody;
 use super::push_body::{BodySeed, Collected};
 use super::raw;
 use super::summary;
@@ -36,9 +37,6 @@ pub struct PushUser {
     /// The user's id: part of every id ingest derives, so two users' records with the same
     /// content never share an id (nil where no user is known: the CLI's demo files).
     pub user_id: uuid::Uuid,
-    /// Whether the body is a connector's (a pull): its records may carry their provider
-    /// document under [`super::raw::PAYLOAD_MEMBER`] (see `raw.rs`).
-    pub pulled: bool,
 }
 
 /// A validated push body: one record batch per dataset that received rows, in the order
@@ -103,7 +101,7 @@ pub fn parse_push(
 ) -> Result<PushBatches, Invalid> {
     // Reading a `Value` cannot fail: only malformed JSON text can.
     let collected = BodySeed.deserialize(body).map_err(|e| json_invalid(&e))?;
-    assemble(collected, user, now)
+    assemble(collected, user, now, Documents::Pushed)
 }
 
 /// Parses and validates a push body from its JSON text in one pass, without building a JSON
@@ -119,7 +117,31 @@ pub fn parse_push_json(
         .deserialize(&mut de)
         .and_then(|c| de.end().map(|()| c))
         .map_err(|e| json_invalid(&e))?;
-    assemble(collected, user, now)
+    assemble(collected, user, now, Documents::Pushed)
+}
+
+/// Where a summary record's raw payload comes from (see `raw.rs`).
+pub(crate) enum Documents<'a> {
+    /// A pushed record is its own payload.
+    Pushed,
+    /// A pulled record's is the provider document beside it.
+    Pulled(&'a PulledBody),
+}
+
+impl Documents<'_> {
+    /// The payload of record `index` of `table`, which reads `record`.
+    fn of(&self, table: Table, index: usize, record: &Value) -> Option<Value> {
+        match self {
+            Documents::Pushed => Some(record.clone()),
+            Documents::Pulled(body) => {
+                let pulled = match table {
+                    Table::Profile => body.profile.as_ref(),
+                    _ => body.records(table).and_then(|r| r.get(index)),
+                };
+                pulled.and_then(|r| r.document.clone())
+            }
+        }
+    }
 }
 
 /// The violation of malformed JSON text, as the HTTP layer's JSON extractor reports it.
@@ -133,10 +155,11 @@ fn json_invalid(e: &serde_json::Error) -> Violation {
 
 /// Validates what the pass collected, in the order a whole-tree parse checks it: the body,
 /// provider and source, the summary parts, then the timeseries in body order.
-fn assemble(
+pub(crate) fn assemble(
     collected: Collected,
     user: &PushUser,
     now: DateTime<Utc>,
+    documents: Documents<'_>,
 ) -> Result<PushBatches, Invalid> {
     let root = loc!["body"];
     let (head, series) = match collected {
@@ -179,13 +202,11 @@ fn assemble(
                 .map(|(i, r)| (r, at(&ploc, i)))
                 .collect()
         };
-        for (record, rloc) in records {
-            let (stripped, data) = if raw::kept(table) {
-                raw::split(record, user.pulled)
-            } else {
-                (None, None)
-            };
-            let row = summary::parse(table, stripped.as_ref().unwrap_or(record), &rloc, &ctx)?;
+        for (index, (record, rloc)) in records.into_iter().enumerate() {
+            let row = summary::parse(table, record, &rloc, &ctx)?;
+            let data = raw::kept(table)
+                .then(|| documents.of(table, index, record))
+                .flatten();
             if let Some(data) = data {
                 out.raw
                     .push(raw::payload(table, &row, provider.slug, data, now));

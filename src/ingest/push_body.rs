@@ -59,7 +59,7 @@ impl<'de> DeserializeSeed<'de> for BodySeed {
 
 struct BodyVisitor;
 
-fn root(key: &str) -> Vec<Loc> {
+pub(crate) fn root(key: &str) -> Vec<Loc> {
     vec![Loc::from("body"), Loc::from(key)]
 }
 
@@ -158,17 +158,10 @@ impl<'de> Visitor<'de> for SeriesVisitor {
                 Some(res) => map.next_value_seed(SamplesSeed { resource: res, loc })?,
                 None => {
                     map.next_value::<IgnoredAny>()?;
-                    Err(Violation::new(
-                        loc,
-                        "extra_forbidden",
-                        "Unknown timeseries resource",
-                    ))
+                    Err(unknown_resource(loc))
                 }
             };
-            match parts.iter_mut().find(|p| p.name == name) {
-                Some(part) => part.samples = samples,
-                None => parts.push(ResourcePart { name, samples }),
-            }
+            add_part(&mut parts, name, samples);
         }
         Ok(Series::Parts(parts))
     }
@@ -208,7 +201,7 @@ struct SamplesSeed {
     loc: Vec<Loc>,
 }
 
-type Samples = Result<(Resource, BatchBuilder), Violation>;
+pub(crate) type Samples = Result<(Resource, BatchBuilder), Violation>;
 
 impl<'de> DeserializeSeed<'de> for SamplesSeed {
     type Value = Samples;
@@ -235,6 +228,59 @@ const SHARED: [&str; 5] = [
     INGESTED_AT,
 ];
 
+/// One resource's samples on their way into Arrow builders: each validated by `sample.rs`
+/// at its location (`[..., <resource>, <index>]`) and appended, one at a time.
+pub(crate) struct SampleSink {
+    resource: Resource,
+    keys: Vec<String>,
+    builder: BatchBuilder,
+    loc: Vec<Loc>,
+    index: usize,
+}
+
+impl SampleSink {
+    /// A sink for `resource`'s list at `loc`.
+    pub(crate) fn new(resource: Resource, loc: Vec<Loc>) -> Self {
+        let schema = Dataset::Timeseries(resource).schema();
+        SampleSink {
+            resource,
+            keys: sample::accepted_keys(resource.family),
+            builder: BatchBuilder::with_constants(schema, &SHARED),
+            loc,
+            index: 0,
+        }
+    }
+
+    /// Validates and appends the next sample; its violation otherwise.
+    pub(crate) fn push(&mut self, value: &Value) -> Result<(), Violation> {
+        self.loc.push(Loc::Index(self.index));
+        let parsed = sample::parse(self.resource, &self.keys, value, &self.loc)
+            .and_then(|row| self.builder.push(row).map_err(internal));
+        self.loc.pop();
+        self.index += 1;
+        parsed
+    }
+
+    /// The resource and its samples.
+    pub(crate) fn finish(self) -> (Resource, BatchBuilder) {
+        (self.resource, self.builder)
+    }
+}
+
+/// The violation of a `timeseries` member that names no resource.
+pub(crate) fn unknown_resource(loc: Vec<Loc>) -> Violation {
+    Violation::new(loc, "extra_forbidden", "Unknown timeseries resource")
+}
+
+/// Adds a resource's list to the parts; a name given twice keeps the last list at the first
+/// one's position, as a JSON tree does.
+pub(crate) fn add_part(parts: &mut Vec<ResourcePart>, name: String, samples: Samples) {
+    match parts.iter_mut().find(|p| p.name == name) {
+        Some(part) => part.samples = samples,
+        None => parts.push(ResourcePart { name, samples }),
+    }
+}
+
 impl<'de> Visitor<'de> for SamplesSeed {
     type Value = Samples;
 
@@ -242,23 +288,15 @@ impl<'de> Visitor<'de> for SamplesSeed {
         f.write_str("a list of samples")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Samples, A::Error> {
-        let keys = sample::accepted_keys(self.resource.family);
-        let schema = Dataset::Timeseries(self.resource).schema();
-        let mut builder = BatchBuilder::with_constants(schema, &SHARED);
-        let mut index = 0;
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Samples, A::Error> {
+        let mut sink = SampleSink::new(self.resource, self.loc);
         while let Some(value) = seq.next_element::<Value>()? {
-            self.loc.push(Loc::Index(index));
-            let parsed = sample::parse(self.resource, &keys, &value, &self.loc)
-                .and_then(|row| builder.push(row).map_err(internal));
-            self.loc.pop();
-            if let Err(violation) = parsed {
+            if let Err(violation) = sink.push(&value) {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 return Ok(Err(violation));
             }
-            index += 1;
         }
-        Ok(Ok((self.resource, builder)))
+        Ok(Ok(sink.finish()))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Samples, A::Error> {

@@ -5,10 +5,9 @@
 //! Decisions where the spec is silent:
 //! - A pushed record's payload is the record exactly as pushed (members, order and numbers as
 //!   the client sent them).
-//! - A connector's body (a pull, [`super::PushUser::pulled`]) carries each record's provider
-//!   document under [`PAYLOAD_MEMBER`]; parsing takes it out before the record is validated. A
-//!   pulled record without one keeps no payload (there is nothing as received to keep). Outside
-//!   pulls the member is an unknown member like any other (422).
+//! - A pulled record's payload is the provider document its connector made it from, which the
+//!   typed pulled body carries beside the record ([`super::PulledRecord::document`]); a pulled
+//!   record without one keeps no payload (there is nothing as received to keep).
 //! - A payload is filed under its record's index instant (the instant the summary getters
 //!   filter on: a sleep's end, a workout's start, a body measurement's time, an activity day's
 //!   midnight UTC, a profile's `updated_at`), so a raw getter over a date range answers the
@@ -17,14 +16,11 @@
 //!   the record's id, the time it was received and, for a workout, its sport.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::columns::{Cell, Row};
 use super::fields::push_key;
 use crate::schema::Table;
-
-/// The member of a connector's record holding the provider's document it was made from.
-pub const PAYLOAD_MEMBER: &str = "$payload";
 
 /// One record's payload, ready for the store.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,22 +39,6 @@ pub(crate) fn kept(table: Table) -> bool {
         table,
         Table::Sleep | Table::Activity | Table::Workout | Table::Body | Table::Profile
     )
-}
-
-/// Splits a pulled record into the record to validate and its provider document; a pushed
-/// record is its own payload.
-pub(crate) fn split(record: &Value, pulled: bool) -> (Option<Value>, Option<Value>) {
-    if !pulled {
-        return (None, Some(record.clone()));
-    }
-    match record.as_object() {
-        Some(obj) if obj.contains_key(PAYLOAD_MEMBER) => {
-            let mut rest: Map<String, Value> = obj.clone();
-            let payload = rest.remove(PAYLOAD_MEMBER);
-            (Some(Value::Object(rest)), payload)
-        }
-        _ => (None, None),
-    }
 }
 
 /// The payload entry of a parsed row.

@@ -19,10 +19,14 @@ use std::collections::VecDeque;
 use super::model::enums::{Low, Method, Top};
 use Low::*;
 
-/// One method's table: each state with the states it may move to.
-pub type Table = &'static [(Low, &'static [Low])];
+/// Rows of a table: each state with the states it may move to.
+type Rows = &'static [(Low, &'static [Low])];
 
-const TESTKIT: Table = &[
+/// One method's table, as the segments it is made of (several methods share some).
+type Segments = &'static [Rows];
+
+/// Every method starts here: an order is registered, then its requisition is made or bypassed.
+const REGISTRATION: Rows = &[
     (
         Ordered,
         &[
@@ -35,63 +39,10 @@ const TESTKIT: Table = &[
     ),
     (AwaitingRegistration, &[Registered, Cancelled]),
     (Registered, &[RequisitionCreated]),
-    (
-        RequisitionCreated,
-        &[TransitCustomer, Cancelled, DoNotProcess],
-    ),
-    (RequisitionBypassed, &[TransitCustomer, Cancelled]),
-    (
-        TransitCustomer,
-        &[
-            OutForDelivery,
-            ProblemInTransitCustomer,
-            FailureToDeliverToCustomer,
-        ],
-    ),
-    (
-        ProblemInTransitCustomer,
-        &[OutForDelivery, FailureToDeliverToCustomer],
-    ),
-    (OutForDelivery, &[WithCustomer, FailureToDeliverToCustomer]),
-    (WithCustomer, &[TransitLab]),
-    (
-        TransitLab,
-        &[
-            DeliveredToLab,
-            ProblemInTransitLab,
-            FailureToDeliverToLab,
-            Lost,
-        ],
-    ),
-    (
-        ProblemInTransitLab,
-        &[DeliveredToLab, FailureToDeliverToLab, Lost],
-    ),
-    (
-        DeliveredToLab,
-        &[PartialResults, Completed, SampleError, LabProcessingBlocked],
-    ),
-    (
-        LabProcessingBlocked,
-        &[PartialResults, Completed, SampleError],
-    ),
-    (PartialResults, &[Completed]),
-    (Completed, &[Corrected]),
 ];
 
-const WALK_IN: Table = &[
-    (
-        Ordered,
-        &[
-            RequisitionCreated,
-            RequisitionBypassed,
-            AwaitingRegistration,
-            Cancelled,
-            DoNotProcess,
-        ],
-    ),
-    (AwaitingRegistration, &[Registered, Cancelled]),
-    (Registered, &[RequisitionCreated]),
+/// The methods with an appointment book one after the requisition.
+const BOOKING: Rows = &[
     (
         RequisitionCreated,
         &[
@@ -109,7 +60,82 @@ const WALK_IN: Table = &[
         AppointmentPending,
         &[AppointmentScheduled, AppointmentCancelled, Cancelled],
     ),
+];
+
+/// A cancelled appointment can be booked again.
+const REBOOKING: Rows = &[(
+    AppointmentCancelled,
+    &[AppointmentPending, AppointmentScheduled, Cancelled],
+)];
+
+/// A sample on its way to the lab.
+const TO_LAB: Rows = &[
+    (TransitLab, &[DeliveredToLab, ProblemInTransitLab, Lost]),
     (
+        ProblemInTransitLab,
+        &[DeliveredToLab, FailureToDeliverToLab, Lost],
+    ),
+];
+
+/// The methods with an appointment can draw again after a sample error.
+const REDRAW: Rows = &[
+    (SampleError, &[RedrawAvailable]),
+    (RedrawAvailable, &[AppointmentPending, AppointmentScheduled]),
+    (Completed, &[Corrected]),
+];
+
+const TESTKIT: Segments = &[
+    REGISTRATION,
+    &[
+        (
+            RequisitionCreated,
+            &[TransitCustomer, Cancelled, DoNotProcess],
+        ),
+        (RequisitionBypassed, &[TransitCustomer, Cancelled]),
+        (
+            TransitCustomer,
+            &[
+                OutForDelivery,
+                ProblemInTransitCustomer,
+                FailureToDeliverToCustomer,
+            ],
+        ),
+        (
+            ProblemInTransitCustomer,
+            &[OutForDelivery, FailureToDeliverToCustomer],
+        ),
+        (OutForDelivery, &[WithCustomer, FailureToDeliverToCustomer]),
+        (WithCustomer, &[TransitLab]),
+        (
+            TransitLab,
+            &[
+                DeliveredToLab,
+                ProblemInTransitLab,
+                FailureToDeliverToLab,
+                Lost,
+            ],
+        ),
+        (
+            ProblemInTransitLab,
+            &[DeliveredToLab, FailureToDeliverToLab, Lost],
+        ),
+        (
+            DeliveredToLab,
+            &[PartialResults, Completed, SampleError, LabProcessingBlocked],
+        ),
+        (
+            LabProcessingBlocked,
+            &[PartialResults, Completed, SampleError],
+        ),
+        (PartialResults, &[Completed]),
+        (Completed, &[Corrected]),
+    ],
+];
+
+const WALK_IN: Segments = &[
+    REGISTRATION,
+    BOOKING,
+    &[(
         AppointmentScheduled,
         &[
             PartialResults,
@@ -118,56 +144,21 @@ const WALK_IN: Table = &[
             SampleError,
             Cancelled,
         ],
-    ),
-    (
-        AppointmentCancelled,
-        &[AppointmentPending, AppointmentScheduled, Cancelled],
-    ),
-    (PartialResults, &[Completed, SampleError]),
-    (SampleError, &[RedrawAvailable]),
-    (RedrawAvailable, &[AppointmentPending, AppointmentScheduled]),
-    (Completed, &[Corrected]),
+    )],
+    REBOOKING,
+    &[(PartialResults, &[Completed, SampleError])],
+    REDRAW,
 ];
 
-const PHLEBOTOMY: Table = &[
-    (
-        Ordered,
-        &[
-            RequisitionCreated,
-            RequisitionBypassed,
-            AwaitingRegistration,
-            Cancelled,
-            DoNotProcess,
-        ],
-    ),
-    (AwaitingRegistration, &[Registered, Cancelled]),
-    (Registered, &[RequisitionCreated]),
-    (
-        RequisitionCreated,
-        &[
-            AppointmentPending,
-            AppointmentScheduled,
-            Cancelled,
-            DoNotProcess,
-        ],
-    ),
-    (
-        RequisitionBypassed,
-        &[AppointmentPending, AppointmentScheduled, Cancelled],
-    ),
-    (
-        AppointmentPending,
-        &[AppointmentScheduled, AppointmentCancelled, Cancelled],
-    ),
-    (
+const PHLEBOTOMY: Segments = &[
+    REGISTRATION,
+    BOOKING,
+    &[(
         AppointmentScheduled,
         &[DrawCompleted, AppointmentCancelled, Cancelled],
-    ),
-    (
-        AppointmentCancelled,
-        &[AppointmentPending, AppointmentScheduled, Cancelled],
-    ),
-    (
+    )],
+    REBOOKING,
+    &[(
         DrawCompleted,
         &[
             TransitLab,
@@ -176,65 +167,51 @@ const PHLEBOTOMY: Table = &[
             Completed,
             Cancelled,
         ],
-    ),
-    (TransitLab, &[DeliveredToLab, ProblemInTransitLab, Lost]),
-    (
-        ProblemInTransitLab,
-        &[DeliveredToLab, FailureToDeliverToLab, Lost],
-    ),
-    (DeliveredToLab, &[PartialResults, Completed, SampleError]),
-    (PartialResults, &[Completed, SampleError]),
-    (SampleError, &[RedrawAvailable]),
-    (RedrawAvailable, &[AppointmentPending, AppointmentScheduled]),
-    (Completed, &[Corrected]),
+    )],
+    TO_LAB,
+    &[
+        (DeliveredToLab, &[PartialResults, Completed, SampleError]),
+        (PartialResults, &[Completed, SampleError]),
+    ],
+    REDRAW,
 ];
 
-const ON_SITE: Table = &[
-    (
-        Ordered,
-        &[
+const ON_SITE: Segments = &[
+    REGISTRATION,
+    &[
+        (
             RequisitionCreated,
-            RequisitionBypassed,
-            AwaitingRegistration,
-            Cancelled,
-            DoNotProcess,
-        ],
-    ),
-    (AwaitingRegistration, &[Registered, Cancelled]),
-    (Registered, &[RequisitionCreated]),
-    (
-        RequisitionCreated,
-        &[DrawCompleted, Cancelled, DoNotProcess],
-    ),
-    (RequisitionBypassed, &[DrawCompleted, Cancelled]),
-    (
-        DrawCompleted,
-        &[TransitLab, DeliveredToLab, PartialResults, Completed],
-    ),
-    (TransitLab, &[DeliveredToLab, ProblemInTransitLab, Lost]),
-    (
-        ProblemInTransitLab,
-        &[DeliveredToLab, FailureToDeliverToLab, Lost],
-    ),
-    (DeliveredToLab, &[PartialResults, Completed, SampleError]),
-    (PartialResults, &[Completed, SampleError]),
-    (Completed, &[Corrected]),
+            &[DrawCompleted, Cancelled, DoNotProcess],
+        ),
+        (RequisitionBypassed, &[DrawCompleted, Cancelled]),
+        (
+            DrawCompleted,
+            &[TransitLab, DeliveredToLab, PartialResults, Completed],
+        ),
+    ],
+    TO_LAB,
+    &[
+        (DeliveredToLab, &[PartialResults, Completed, SampleError]),
+        (PartialResults, &[Completed, SampleError]),
+        (Completed, &[Corrected]),
+    ],
 ];
 
-/// The transition table of a method.
-pub fn table(method: Method) -> Table {
-    match method {
+/// The transition table of a method: each state with the states it may move to, in the
+/// tables' order (the happy path first).
+pub fn table(method: Method) -> impl Iterator<Item = &'static (Low, &'static [Low])> + Clone {
+    let segments = match method {
         Method::Testkit => TESTKIT,
         Method::WalkIn => WALK_IN,
         Method::Phlebotomy => PHLEBOTOMY,
         Method::OnSite => ON_SITE,
-    }
+    };
+    segments.iter().flat_map(|rows| rows.iter())
 }
 
 /// The states `from` may move to under `method` (empty for a final state).
 pub fn next(method: Method, from: Low) -> &'static [Low] {
     table(method)
-        .iter()
         .find(|(s, _)| *s == from)
         .map_or(&[], |(_, to)| *to)
 }

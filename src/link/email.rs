@@ -32,7 +32,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::connections::{Linked, finish_link};
+use super::lifecycle::{Linked, finish_link};
 use super::password::{self, Login, Outcome, SignIn};
 use super::tokens::LinkSession;
 use super::{LinkError, LinkErrorType, team_apps};

@@ -10,8 +10,8 @@
 pub mod bulk_import;
 pub mod bulk_ops;
 pub mod codes;
-pub mod connections;
 pub mod email;
+pub mod lifecycle;
 pub mod oauth;
 pub mod offer;
 pub mod password;

@@ -15,7 +15,7 @@ use oauth2::{
 };
 use rand::RngCore;
 
-use super::connections::{Linked, finish_link};
+use super::lifecycle::{Linked, finish_link};
 use super::tokens::{self, LinkSession};
 use super::{Landing, LinkConfig, LinkError, LinkErrorType, token_wire};
 use crate::providers::{Provider, scopes};

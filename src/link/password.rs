@@ -22,7 +22,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::connections::{Linked, finish_link};
+use super::lifecycle::{Linked, finish_link};
 use super::tokens::LinkSession;
 use super::{Landing, LinkError, LinkErrorType};
 use crate::providers::Provider;

@@ -1,32 +1,15 @@
 //! Building the push body a connector answers: what every normaliser shares.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::{Payload, Pulled};
-use crate::ingest::raw::PAYLOAD_MEMBER;
+use super::Pulled;
+use crate::ingest::{PulledBody, PulledRecord};
+use crate::schema::Table;
 
-/// `record` (a JSON object) carrying the provider `document` it was made from; [`pulled`]
-/// takes it off again into [`Pulled::payloads`].
-pub(crate) fn with_payload(mut record: Value, document: &Value) -> Value {
-    if let Value::Object(obj) = &mut record {
-        obj.insert(PAYLOAD_MEMBER.to_owned(), document.clone());
-    }
-    record
-}
-
-/// Takes the provider document off a record, if it carries one.
-fn take_payload(record: &mut Value, part: &str, index: usize, into: &mut Vec<Payload>) {
-    if let Some(document) = record
-        .as_object_mut()
-        .and_then(|o| o.remove(PAYLOAD_MEMBER))
-    {
-        into.push(Payload {
-            part: part.to_owned(),
-            index,
-            document,
-        });
-    }
+/// `record` (a JSON object) made from the provider `document`, which the raw getters keep.
+pub(crate) fn with_payload(record: Value, document: &Value) -> PulledRecord {
+    PulledRecord::new(record, Some(document.clone()))
 }
 
 /// Inserts `value` under `key` when there is one.
@@ -50,41 +33,22 @@ pub(crate) fn num(v: f64) -> Value {
 /// that received records, and the profile if there is one.
 pub(crate) fn pulled(
     (provider, source_type): (&str, &str),
-    tables: Vec<(&str, Vec<Value>)>,
-    profile: Option<Value>,
+    tables: Vec<(Table, Vec<PulledRecord>)>,
+    profile: Option<PulledRecord>,
     series: Vec<(&str, Vec<Value>)>,
     skipped: usize,
 ) -> Pulled {
-    let mut body = Map::new();
-    let mut payloads = Vec::new();
-    body.insert("provider".into(), provider.into());
-    body.insert("source".into(), json!({ "type": source_type }));
-    for (key, mut rows) in tables {
-        for (i, row) in rows.iter_mut().enumerate() {
-            take_payload(row, key, i, &mut payloads);
-        }
-        if !rows.is_empty() {
-            body.insert(key.into(), Value::Array(rows));
-        }
-    }
-    let profile = profile.map(|mut p| {
-        take_payload(&mut p, "profile", 0, &mut payloads);
-        p
-    });
-    put(&mut body, "profile", profile);
-    let series: Map<String, Value> = series
-        .into_iter()
-        .filter(|(_, samples)| !samples.is_empty())
-        .map(|(resource, samples)| (resource.to_owned(), Value::Array(samples)))
-        .collect();
-    if !series.is_empty() {
-        body.insert("timeseries".into(), Value::Object(series));
-    }
-    Pulled {
-        body: Value::Object(body),
-        skipped,
-        payloads,
-    }
+    let body = PulledBody {
+        tables: tables.into_iter().filter(|(_, r)| !r.is_empty()).collect(),
+        profile,
+        timeseries: series
+            .into_iter()
+            .filter(|(_, samples)| !samples.is_empty())
+            .map(|(resource, samples)| (resource.to_owned(), samples))
+            .collect(),
+        ..PulledBody::new(provider, source_type)
+    };
+    Pulled { body, skipped }
 }
 
 /// mg/dL per mmol/L of glucose (its molar mass, 180.182 g/mol, over 10).

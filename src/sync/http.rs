@@ -254,6 +254,28 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use reqwest::header::HeaderValue;
+    use serde_json::json;
+
+    #[test]
+    fn token_pages_must_have_the_documented_envelope() {
+        for (items, other) in [("data", "items"), ("records", "data")] {
+            let members = (items, "next_token");
+            let page = |v: serde_json::Value| token_page(v, members, "x");
+            let (data, next) = page(json!({items: [1, 2], "next_token": "abc"})).unwrap();
+            assert_eq!((data.len(), next.as_deref()), (2, Some("abc")));
+            let (_, next) = page(json!({items: [], "next_token": ""})).unwrap();
+            assert_eq!(next, None);
+            let (_, next) = page(json!({items: []})).unwrap();
+            assert_eq!(next, None);
+            for bad in [
+                json!([1, 2]),
+                json!({other: []}),
+                json!({items: [], "next_token": 5}),
+            ] {
+                assert!(matches!(page(bad), Err(SyncError::Permanent { .. })));
+            }
+        }
+    }
 
     #[test]
     fn retry_after_reads_seconds_http_dates_and_a_reset_header() {
@@ -298,5 +320,45 @@ mod tests {
             None,
             "a reset header counts only for the provider that sends it"
         );
+    }
+}
+
+/// One page of a provider that pages by token: its `items` array and its `token` for the
+/// next page (absent, null or empty: the last page). `who` names the provider and the
+/// resource in the error of a page of another shape (`Oura sleep`).
+pub fn token_page(
+    page: Value,
+    (items, token): (&str, &str),
+    who: &str,
+) -> Result<(Vec<Value>, Option<String>), SyncError> {
+    let bad = |what: String| SyncError::Permanent {
+        reason: format!("{who}: {what}"),
+    };
+    let Value::Object(mut page) = page else {
+        return Err(bad("the page is not a JSON object".into()));
+    };
+    let records = match page.remove(items) {
+        Some(Value::Array(records)) => records,
+        _ => return Err(bad(format!("the page has no `{items}` array"))),
+    };
+    let next = match page.remove(token) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) if t.is_empty() => None,
+        Some(Value::String(t)) => Some(t),
+        Some(_) => return Err(bad(format!("`{token}` is not a string"))),
+    };
+    Ok((records, next))
+}
+
+/// Whether the RFC 3339 instant under `member` of `record` falls in `window`; a record
+/// without a readable one is kept (its normaliser counts it as malformed).
+pub fn instant_in(record: &Value, member: &str, window: &super::Window) -> bool {
+    match record
+        .get(member)
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+    {
+        Some(at) => window.contains(at.with_timezone(&Utc)),
+        None => true,
     }
 }

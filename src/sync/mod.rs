@@ -4,13 +4,11 @@
 //!
 //! - A [`Connector`] is asked for a [`Pull`] (a set of [`Resource`]s over a [`Window`]
 //!   `[start, end)` of UTC instants) with the connection's access token, and answers
-//!   [`Pulled`]: a push body (`data-model.md` §Reading and writing, the shape
-//!   `POST /v2/user/{user_id}/data` takes) plus how many provider records it skipped.
-//! - Pulled data goes through [`crate::ingest::parse_push`] like any push: one validation path.
-//!   The provider document behind each summary record travels beside the body
-//!   ([`Pulled::payloads`]: a normaliser puts it on the record with [`body::with_payload`] and
-//!   [`body::pulled`] takes it off, so bodies read as before) and rejoins it for parsing
-//!   ([`Pulled::body_with_payloads`]), which keeps it for the raw getters.
+//!   [`Pulled`]: a typed push body ([`PulledBody`]: `data-model.md` §Reading and writing, the
+//!   shape `POST /v2/user/{user_id}/data` takes, each summary record with the provider document
+//!   it was made from beside it) plus how many provider records it skipped.
+//! - Pulled data goes through ingest's push rules ([`crate::ingest::parse_pulled`]) like any
+//!   push: one validation path. The documents become the raw getters' payloads.
 //!   [`screen`] does that and drops, record by record, whatever ingest refuses, so that one odd
 //!   provider value never costs the rest of the pull.
 //! - A failure is a [`SyncError`], typed by what the caller should do next: wait
@@ -40,9 +38,10 @@ pub mod token_wire;
 pub use registry::{Connectors, has_connector};
 
 use chrono::{DateTime, Utc};
+#[cfg(test)]
 use serde_json::Value;
 
-use crate::ingest::{PushBatches, PushUser, parse_push};
+use crate::ingest::{PulledBody, PushBatches, PushUser, parse_pulled};
 use crate::validation::{Invalid, Loc, Violation};
 
 /// A kind of data a connector can pull: the catalogue's (`providers`) so that rooms below
@@ -103,45 +102,10 @@ pub struct Pull {
 /// What a pull answers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pulled {
-    /// A push body: `{"provider", "source", "sleep", "activity", "workouts", "profile",
-    /// "timeseries": {...}}`, with only the parts that received records.
-    pub body: Value,
+    /// The push body, with only the parts that received records.
+    pub body: PulledBody,
     /// Provider records that could not be normalised (each logged with `tracing::warn!`).
     pub skipped: usize,
-    /// The provider document each summary record was made from, as the API answered it (kept
-    /// for the raw getters; see `crate::data::raw`).
-    pub payloads: Vec<Payload>,
-}
-
-/// The provider document behind one record of a pulled body.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Payload {
-    /// The body part (`sleep`, `activity`, `workouts`, `body`, `profile`).
-    pub part: String,
-    /// The record's index in the part (0 for the profile).
-    pub index: usize,
-    /// The document.
-    pub document: Value,
-}
-
-impl Pulled {
-    /// The body with each record's provider document under
-    /// [`crate::ingest::raw::PAYLOAD_MEMBER`], as parsing a pull takes it
-    /// ([`crate::ingest::PushUser::pulled`]).
-    pub fn body_with_payloads(self) -> Value {
-        let mut body = self.body;
-        for p in self.payloads {
-            let record = match body.get_mut(&p.part) {
-                Some(Value::Array(records)) => records.get_mut(p.index),
-                Some(profile @ Value::Object(_)) if p.index == 0 => Some(profile),
-                _ => None,
-            };
-            if let Some(Value::Object(record)) = record {
-                record.insert(crate::ingest::raw::PAYLOAD_MEMBER.to_owned(), p.document);
-            }
-        }
-        body
-    }
 }
 
 /// A failed pull, by what the caller should do about it.
@@ -212,24 +176,28 @@ pub trait Connector: Send + Sync {
 /// A pulled body after ingest's validation: what was admitted and what was dropped.
 #[derive(Debug, Clone)]
 pub struct Screened {
-    /// The body less the dropped records: `parse_push` accepts it.
-    pub body: Value,
-    /// Its batches, as `parse_push` built them.
+    /// The body less the dropped records: ingest accepts it.
+    pub body: PulledBody,
+    /// Its batches, as [`parse_pulled`] built them.
     pub batches: PushBatches,
     /// One violation per dropped record, in the order they were found.
     pub dropped: Vec<Violation>,
 }
 
-/// Runs `body` through [`parse_push`], dropping each record ingest refuses (logged with
+/// Runs `body` through [`parse_pulled`], dropping each record ingest refuses (logged with
 /// `tracing::warn!`) until the rest is accepted. A violation that names no single record (the
 /// provider slug, the source) is returned as the error: that is a connector bug, not data.
 ///
 /// Each refusal costs one more parse, so a connector should not rely on this for checks it can
 /// make itself; it is the safety net that keeps one odd value from costing a whole pull.
-pub fn screen(mut body: Value, user: &PushUser, now: DateTime<Utc>) -> Result<Screened, Invalid> {
+pub fn screen(
+    mut body: PulledBody,
+    user: &PushUser,
+    now: DateTime<Utc>,
+) -> Result<Screened, Invalid> {
     let mut dropped = Vec::new();
     loop {
-        let violation = match parse_push(&body, user, now) {
+        let violation = match parse_pulled(&body, user, now) {
             Ok(batches) => {
                 return Ok(Screened {
                     body,
@@ -241,7 +209,7 @@ pub fn screen(mut body: Value, user: &PushUser, now: DateTime<Utc>) -> Result<Sc
                 Violation::value(vec![Loc::from("body")], "rejected without a violation")
             })?,
         };
-        if !drop_record(&mut body, &violation.loc) {
+        if !body.drop_record(&violation.loc) {
             return Err(violation.into());
         }
         tracing::warn!(
@@ -253,55 +221,11 @@ pub fn screen(mut body: Value, user: &PushUser, now: DateTime<Utc>) -> Result<Sc
     }
 }
 
-/// Removes the record a violation's location names: `["body", part, i, ...]`,
-/// `["body", "timeseries", resource, i, ...]` or `["body", "profile", ...]`. `false` when it
-/// names no record.
-fn drop_record(body: &mut Value, loc: &[Loc]) -> bool {
-    let key = |i: usize| match loc.get(i) {
-        Some(Loc::Key(k)) => Some(k.as_str()),
-        _ => None,
-    };
-    let index = |i: usize| match loc.get(i) {
-        Some(Loc::Index(n)) => Some(*n),
-        _ => None,
-    };
-    let Some(obj) = body.as_object_mut() else {
-        return false;
-    };
-    match (key(0), key(1)) {
-        (Some("body"), Some("profile")) => obj.remove("profile").is_some(),
-        (Some("body"), Some("timeseries")) => {
-            let (Some(resource), Some(i)) = (key(2), index(3)) else {
-                return false;
-            };
-            remove_at(
-                obj.get_mut("timeseries").and_then(|t| t.get_mut(resource)),
-                i,
-            )
-        }
-        (Some("body"), Some(part)) => match index(2) {
-            Some(i) => remove_at(obj.get_mut(part), i),
-            None => false,
-        },
-        _ => false,
-    }
-}
-
-fn remove_at(list: Option<&mut Value>, i: usize) -> bool {
-    match list.and_then(Value::as_array_mut) {
-        Some(items) if i < items.len() => {
-            items.remove(i);
-            true
-        }
-        _ => false,
-    }
-}
-
 /// What ingest counts in a pulled body, which it must accept: the connectors' unit tests.
 #[cfg(test)]
-pub(crate) fn ingest_counts(body: &Value) -> Value {
+pub(crate) fn ingest_counts(body: &PulledBody) -> Value {
     let now = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, 0, 0).unwrap();
-    parse_push(body, &PushUser::default(), now)
+    parse_pulled(body, &PushUser::default(), now)
         .unwrap_or_else(|e| panic!("ingest refused the body: {e:?}"))
         .counts()
 }
@@ -319,11 +243,12 @@ pub(crate) fn assert_fixture(
 ) {
     assert_eq!(pulled.skipped, skipped, "{name}");
     let expected = fixture(provider, &format!("{name}.expected.json"));
+    let body = pulled.body.to_json();
     assert_eq!(
-        pulled.body,
+        body,
         expected,
         "{name}: got\n{}",
-        serde_json::to_string_pretty(&pulled.body).unwrap()
+        serde_json::to_string_pretty(&body).unwrap()
     );
     assert_eq!(ingest_counts(&pulled.body), counts, "{name}");
 }
@@ -353,6 +278,10 @@ mod tests {
         Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
     }
 
+    fn pulled(body: Value) -> PulledBody {
+        PulledBody::from_json(body).unwrap()
+    }
+
     #[test]
     fn windows_are_half_open() {
         let start = Utc.with_ymd_and_hms(2025, 3, 1, 0, 0, 0).unwrap();
@@ -380,13 +309,13 @@ mod tests {
                 {"timestamp": "2025-03-01T10:10:00Z", "unit": "bpm", "value": 63}
             ]}
         });
-        let screened = screen(body, &PushUser::default(), now()).unwrap();
+        let screened = screen(pulled(body), &PushUser::default(), now()).unwrap();
         assert_eq!(screened.dropped.len(), 2);
         assert_eq!(
             screened.batches.counts(),
             json!({"workouts": 2, "timeseries": {"heartrate": 2}})
         );
-        let ids: Vec<_> = screened.body["workouts"]
+        let ids: Vec<_> = screened.body.to_json()["workouts"]
             .as_array()
             .unwrap()
             .iter()
@@ -398,7 +327,7 @@ mod tests {
     #[test]
     fn screen_refuses_a_body_level_error() {
         let body = json!({"provider": "no-such-provider", "sleep": []});
-        let err = screen(body, &PushUser::default(), now()).unwrap_err();
+        let err = screen(pulled(body), &PushUser::default(), now()).unwrap_err();
         assert_eq!(err.0[0].loc, vec![Loc::from("body"), Loc::from("provider")]);
     }
 
@@ -409,9 +338,9 @@ mod tests {
             "profile": {"height": 178, "sex": "robot"},
             "timeseries": {"heartrate": [{"timestamp": "2025-03-01T10:00:00Z", "value": 61}]}
         });
-        let screened = screen(body, &PushUser::default(), now()).unwrap();
+        let screened = screen(pulled(body), &PushUser::default(), now()).unwrap();
         assert_eq!(screened.dropped.len(), 1);
-        assert!(screened.body.get("profile").is_none());
+        assert!(screened.body.profile.is_none());
         assert_eq!(
             screened.batches.counts(),
             json!({"timeseries": {"heartrate": 1}})

@@ -5,7 +5,7 @@
 //! and announced with one `historical.data.<resource>.created` per resource that received
 //! records once the last chunk is stored.
 //!
-//! - **Start**: [`start_on`] runs in the link's own transaction (`link::connections`): it
+//! - **Start**: [`start_on`] runs in the link's own transaction (`link::lifecycle`): it
 //!   records the pull's window in `sync_pulls` and enqueues the job, so a link is never
 //!   committed without its pull.
 //! - **Window**: `[now - HISTORY, now)`, narrowed to the user's `ingestion_start` /
@@ -49,7 +49,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::access::LinkErrorType;
@@ -57,7 +56,7 @@ use super::credentials::Credentials;
 use super::oauth::Refreshed;
 use super::{Connector, Connectors, Pull, Resource, SyncError, Window, screen};
 use crate::events::outbox;
-use crate::ingest::PushBatches;
+use crate::ingest::{PulledBody, PushBatches};
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
 use crate::schema::Dataset;
 use crate::store::health::HealthStore;
@@ -143,21 +142,12 @@ pub(crate) async fn begin_on(
     let Some(window) = window else {
         return Ok(false);
     };
-    let pull = ConnectionSync {
-        user_id: user.id,
-        provider: provider.to_owned(),
-        team_id: user.team_id,
-        window_start: window.start,
-        window_end: window.end,
-        done_until: window.start,
-        resources: Vec::new(),
-        completed_at: None,
-        synced_until: window.end,
-        synced_at: None,
-        synced_resources: Vec::new(),
-        failed: None,
-        demo_persona: demo.map(|p| p.name().to_owned()),
-    };
+    let pull = ConnectionSync::new(
+        (user.id, user.team_id),
+        provider,
+        (window.start, window.end),
+        demo.map(|p| p.name().to_owned()),
+    );
     let started = match sync_pulls::get(&mut *conn, user.id, provider).await? {
         None => sync_pulls::start(&mut *conn, &pull, now).await?,
         Some(before) if before.demo_persona.is_some() || demo.is_some() => {
@@ -313,8 +303,7 @@ impl Puller {
             let token = session.credentials.access_token.clone().unwrap_or_default();
             match session.connector.pull(&token, &asked).await {
                 Ok(pulled) => {
-                    let body = pulled.body_with_payloads();
-                    return self.screened(session, body, now).map_err(Err);
+                    return self.screened(session, pulled.body, now).map_err(Err);
                 }
                 Err(SyncError::Unauthorised) if !session.refreshed => {
                     session.refreshed = true;
@@ -358,13 +347,12 @@ impl Puller {
     fn screened(
         &self,
         session: &Session,
-        body: Value,
+        body: PulledBody,
         now: DateTime<Utc>,
     ) -> Result<PushBatches, JobError> {
         let zone = crate::ingest::PushUser {
             fallback_time_zone: crate::data::fallback_zone(&session.user),
             user_id: session.user.id,
-            pulled: true,
         };
         let screened = screen(body, &zone, now).map_err(|e| {
             permanent(format!(

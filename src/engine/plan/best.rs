@@ -25,7 +25,6 @@ use datafusion::arrow::compute::{interleave, nullif};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility,
 };
@@ -92,18 +91,7 @@ impl AggregateUDFImpl for Best {
         Ok(Box::new(One(self.groups(&args))))
     }
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(vec![
-            Arc::new(Field::new(
-                format_state_name(args.name, "value"),
-                args.return_type().clone(),
-                true,
-            )),
-            Arc::new(Field::new(
-                format_state_name(args.name, "source"),
-                DataType::Int64,
-                true,
-            )),
-        ])
+        Ok(super::udaf::value_and_keys(&args, &["source"]))
     }
     fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
         true

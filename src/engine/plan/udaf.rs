@@ -57,23 +57,7 @@ impl AggregateUDFImpl for Pick {
         }))
     }
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(vec![
-            Arc::new(Field::new(
-                format_state_name(args.name, "value"),
-                args.return_type().clone(),
-                true,
-            )),
-            Arc::new(Field::new(
-                format_state_name(args.name, "time"),
-                DataType::Int64,
-                true,
-            )),
-            Arc::new(Field::new(
-                format_state_name(args.name, "ingested"),
-                DataType::Int64,
-                true,
-            )),
-        ])
+        Ok(value_and_keys(&args, &["time", "ingested"]))
     }
     fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
         true
@@ -87,6 +71,20 @@ impl AggregateUDFImpl for Pick {
             args.return_field.data_type().clone(),
         )))
     }
+}
+
+/// The state of an aggregate that keeps one winning value per group: the value, then the
+/// `Int64` keys it won by (nullable: a group may have seen no row).
+pub(super) fn value_and_keys(args: &StateFieldsArgs, keys: &[&str]) -> Vec<FieldRef> {
+    let value = Field::new(
+        format_state_name(args.name, "value"),
+        args.return_type().clone(),
+        true,
+    );
+    let keys = keys
+        .iter()
+        .map(|k| Field::new(format_state_name(args.name, k), DataType::Int64, true));
+    std::iter::once(value).chain(keys).map(Arc::new).collect()
 }
 
 /// Per-group winners.

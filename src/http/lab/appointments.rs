@@ -117,13 +117,22 @@ struct OrderAppointment {
     kind: AppointmentType,
 }
 
-/// The `appointment_type` path parameter as documented.
-#[derive(utoipa::ToSchema)]
+/// The `appointment_type` path parameter, as documented and as read.
+#[derive(utoipa::ToSchema, serde::Deserialize)]
 #[schema(rename_all = "snake_case")]
-#[allow(dead_code)] // documents the parameter; the extractor reads the path itself
+#[serde(rename_all = "snake_case")]
 enum AppointmentPlace {
     Phlebotomy,
     Psc,
+}
+
+impl From<AppointmentPlace> for AppointmentType {
+    fn from(place: AppointmentPlace) -> Self {
+        match place {
+            AppointmentPlace::Phlebotomy => AppointmentType::Phlebotomy,
+            AppointmentPlace::Psc => AppointmentType::PatientServiceCenter,
+        }
+    }
 }
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for OrderAppointment {
@@ -142,11 +151,12 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for OrderAppointment {
                 .map(|(_, v)| v.as_str())
                 .ok_or_else(|| ApiError::internal(format!("route without {name}")))
         };
-        let kind = match value("appointment_type")? {
-            "phlebotomy" => AppointmentType::Phlebotomy,
-            "psc" => AppointmentType::PatientServiceCenter,
-            _ => return Err(ApiError::NotFound("Route")),
-        };
+        let place = value("appointment_type")?;
+        let place: serde::de::value::StrDeserializer<serde::de::value::Error> =
+            serde::de::IntoDeserializer::into_deserializer(place);
+        let kind = <AppointmentPlace as serde::Deserialize>::deserialize(place)
+            .map(AppointmentType::from)
+            .map_err(|_| ApiError::NotFound("Route"))?;
         let order = parse_uuid(value("order_id")?, loc!["path", "order_id"])?;
         Ok(OrderAppointment { order, kind })
     }

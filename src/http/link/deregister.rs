@@ -35,6 +35,6 @@ async fn deregister(
     let id = parse_uuid(&user_id, loc!["path", "user_id"])?;
     let provider = path_provider(&provider)?;
     let user = team_user(&state, &team, id).await?;
-    crate::link::connections::deregister(&state.meta, user.id, provider.slug).await?;
+    crate::link::lifecycle::deregister(&state.meta, user.id, provider.slug).await?;
     Ok(Json(Success { success: true }))
 }

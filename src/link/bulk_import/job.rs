@@ -9,7 +9,8 @@ use uuid::Uuid;
 
 use super::{KIND, MAX_ATTEMPTS, OpStatus, context};
 use crate::jobs::{JobContext, JobError, JobHandler, NewJob, Outcome};
-use crate::link::connections::{self, Linked};
+use crate::link::bulk_ops::job::settle;
+use crate::link::lifecycle::{self, Linked};
 use crate::link::oauth::{self, Refreshed};
 use crate::link::{LinkConfig, LinkError};
 use crate::providers::{self, Provider, scopes};
@@ -195,8 +196,7 @@ impl Importer {
         let linked = match verdict {
             Verdict::Import(linked) => linked,
             Verdict::Fail(reason) => {
-                return settle_alone(meta, op.id, recipe.position, Settled::Failed(reason), now)
-                    .await;
+                return settle(meta, op.id, recipe.position, Settled::Failed(reason), now).await;
             }
             Verdict::Abort(reason) => {
                 let mut tx = meta.begin().await?;
@@ -208,25 +208,18 @@ impl Importer {
         };
         let Some(user) = meta.user(op.team_id, recipe.user_id).await? else {
             let reason = format!("user {} is not a user of this team", recipe.user_id);
-            return settle_alone(meta, op.id, recipe.position, Settled::Failed(reason), now).await;
+            return settle(meta, op.id, recipe.position, Settled::Failed(reason), now).await;
         };
         let mut tx = meta.begin().await?;
-        let settled = match connections::duplicate_on(&mut tx, &user, provider, &linked)
+        let settled = match lifecycle::duplicate_on(&mut tx, &user, provider, &linked)
             .await
             .map_err(link_error)?
         {
             Some((_, message)) => Settled::Failed(message),
             None => {
-                connections::connect_on(
-                    &mut tx,
-                    self.secret.as_ref(),
-                    &user,
-                    provider,
-                    &linked,
-                    now,
-                )
-                .await
-                .map_err(link_error)?;
+                lifecycle::connect_on(&mut tx, self.secret.as_ref(), &user, provider, &linked, now)
+                    .await
+                    .map_err(link_error)?;
                 Settled::Imported
             }
         };
@@ -264,19 +257,6 @@ fn linked(provider: &Provider, recipe: &PendingRecipe, tokens: Credentials) -> L
             ..Credentials::default()
         },
     }
-}
-
-async fn settle_alone(
-    meta: &MetadataStore,
-    op: Uuid,
-    position: i64,
-    outcome: Settled,
-    now: DateTime<Utc>,
-) -> Result<(), JobError> {
-    let mut tx = meta.begin().await?;
-    bulk_imports::settle(&mut tx, op, position, &outcome, now).await?;
-    tx.commit().await.map_err(MetadataError::from)?;
-    Ok(())
 }
 
 fn link_error(e: LinkError) -> JobError {

@@ -60,21 +60,12 @@ async fn trigger_one(
         let reason = "the user's ingestion bounds leave nothing to pull".to_owned();
         return settle(meta, op.id, recipe.position, Settled::Failed(reason), now).await;
     };
-    let pull = ConnectionSync {
-        user_id: user.id,
-        provider: provider.to_owned(),
-        team_id: user.team_id,
-        window_start: window.start,
-        window_end: window.end,
-        done_until: window.start,
-        resources: Vec::new(),
-        completed_at: None,
-        synced_until: window.end,
-        synced_at: None,
-        synced_resources: Vec::new(),
-        failed: None,
-        demo_persona: demo,
-    };
+    let pull = ConnectionSync::new(
+        (user.id, user.team_id),
+        provider,
+        (window.start, window.end),
+        demo,
+    );
     if before.is_some() {
         sync_pulls::restart(&mut tx, &pull).await?;
     } else {
@@ -93,7 +84,8 @@ async fn trigger_one(
     Ok(())
 }
 
-async fn settle(
+/// Settles one recipe of a bulk operation in a transaction of its own.
+pub(in crate::link) async fn settle(
     meta: &MetadataStore,
     op: Uuid,
     position: i64,

@@ -39,6 +39,33 @@ pub struct ConnectionSync {
     pub demo_persona: Option<String>,
 }
 
+impl ConnectionSync {
+    /// A connection's pulls before any ran: the historical pull of `[window_start,
+    /// window_end)` not started, the incremental cursor at its end.
+    pub fn new(
+        (user_id, team_id): (Uuid, Uuid),
+        provider: &str,
+        (window_start, window_end): (DateTime<Utc>, DateTime<Utc>),
+        demo_persona: Option<String>,
+    ) -> Self {
+        ConnectionSync {
+            user_id,
+            provider: provider.to_owned(),
+            team_id,
+            window_start,
+            window_end,
+            done_until: window_start,
+            resources: Vec::new(),
+            completed_at: None,
+            synced_until: window_end,
+            synced_at: None,
+            synced_resources: Vec::new(),
+            failed: None,
+            demo_persona,
+        }
+    }
+}
+
 /// Starts a connection's historical pull unless one is recorded (a link made again resumes or
 /// keeps the first); answers whether it was new.
 pub async fn start(

@@ -96,7 +96,7 @@ async fn cancellation_from_each_state() {
     let app = TestApp::new().await;
     let u = user(&app, "canceller").await;
     for method in Method::ALL {
-        let states_of: Vec<Low> = states::table(*method).iter().map(|(s, _)| *s).collect();
+        let states_of: Vec<Low> = states::table(*method).map(|(s, _)| *s).collect();
         let mut reachable: Vec<Low> = states_of.clone();
         for (_, tos) in states::table(*method) {
             reachable.extend(tos.iter().copied());

@@ -218,7 +218,7 @@ async fn a_submission_answers_202_at_once_and_imports_in_the_background_never_in
         let key = app.state.secret.clone();
         let user = user.parse().unwrap();
         async move {
-            wearhouse::link::connections::credentials(&meta, key.as_ref(), user, "oura")
+            wearhouse::link::lifecycle::credentials(&meta, key.as_ref(), user, "oura")
                 .await
                 .unwrap()
                 .unwrap()

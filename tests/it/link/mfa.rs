@@ -146,7 +146,7 @@ async fn a_second_factor_by_sms_takes_a_wrong_code_then_the_right_one() {
     );
     assert!(ok.json.get("provider_mfa").is_none(), "{}", ok.json);
     assert_eq!(status(&app, &user).await, Some(ConnectionStatus::Connected));
-    let session = wearhouse::link::connections::credentials(
+    let session = wearhouse::link::lifecycle::credentials(
         &app.state.meta,
         app.state.secret.as_ref(),
         user.parse().unwrap(),

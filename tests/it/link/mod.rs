@@ -1,7 +1,7 @@
 //! Linking (issue 14): connections as records with sealed credentials, their provider list and
 //! deregistration.
 //!
-//! - [`connections`]: the store functions on SQLite and PostgreSQL (credentials never in clear
+//! - [`lifecycle`]: the store functions on SQLite and PostgreSQL (credentials never in clear
 //!   in either database), `GET /v2/user/providers/{user_id}` availability and scopes,
 //!   `DELETE /v2/user/{user_id}/{provider}`, the secret key's start-up rules;
 //! - [`tokens`]: `POST /v2/link/token` (every 422 rule, hashed storage, lifetime, single use)
@@ -26,10 +26,10 @@ mod bulk_import;
 mod bulk_import_durable;
 mod catalogue;
 mod codes;
-mod connections;
 pub(crate) mod fake_libreview;
 pub(crate) mod fake_oauth;
 pub(crate) mod fake_peloton;
+mod lifecycle;
 pub(crate) mod mfa;
 mod no_secret_key;
 pub(crate) mod oauth;
@@ -71,7 +71,7 @@ mod oauth_support {
 }
 
 use serde_json::Value;
-use wearhouse::link::connections::Linked;
+use wearhouse::link::lifecycle::Linked;
 use wearhouse::secret::SecretKey;
 use wearhouse::sync::credentials::Credentials;
 
@@ -144,7 +144,7 @@ pub async fn password_link(app: &TestApp, user: &str, provider: &str, body: Valu
 /// Records `linked` for the user through the domain function, in a transaction.
 pub async fn link(app: &TestApp, user: &str, provider: &str, linked: &Linked) {
     let mut tx = app.state.meta.begin().await.unwrap();
-    wearhouse::link::connections::link_on(
+    wearhouse::link::lifecycle::link_on(
         &mut tx,
         app.state.secret.as_ref(),
         user.parse().unwrap(),

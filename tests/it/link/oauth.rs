@@ -162,7 +162,7 @@ async fn an_oauth_round_trip_connects_with_sealed_tokens_and_consumes_the_link_t
         .unwrap()
         .unwrap();
     assert_eq!(c.provider_user_id.as_deref(), Some("acct-7"));
-    let creds = wearhouse::link::connections::credentials(
+    let creds = wearhouse::link::lifecycle::credentials(
         &app.state.meta,
         app.state.secret.as_ref(),
         id,
@@ -421,7 +421,7 @@ async fn log_capture_round_trip() {
     let u = authorize_url(&app, &token, "oura").await;
     assert_eq!(landed(&visit(&app, &u, &[]).await)["state"], "success");
     let id = user.parse().unwrap();
-    let creds = wearhouse::link::connections::credentials(
+    let creds = wearhouse::link::lifecycle::credentials(
         &app.state.meta,
         app.state.secret.as_ref(),
         id,

@@ -254,7 +254,7 @@ async fn a_teams_own_verification_token_is_answered_and_kept_only_as_a_hash() {
 async fn a_withings_notification_queues_the_named_accounts_pull() {
     let app = crate::link::keyed_app().await;
     let user = app.user("withings-notified").await;
-    let linked = wearhouse::link::connections::Linked {
+    let linked = wearhouse::link::lifecycle::Linked {
         provider_user_id: Some("363".into()),
         scopes_granted: vec!["user.metrics".into()],
         scopes_denied: Vec::new(),

@@ -106,7 +106,7 @@ async fn a_pull_gives_the_fixture_body_page_by_page() {
         )
         .await
         .unwrap();
-    assert_eq!(pulled.body, fixture("workouts.expected.json"));
+    assert_eq!(pulled.body.to_json(), fixture("workouts.expected.json"));
     assert_eq!(pulled.skipped, 1, "the malformed record");
     assert_eq!(fake.pages(), 3, "six workouts, two a page");
     assert_eq!(
@@ -130,7 +130,7 @@ async fn paging_stops_at_the_first_page_older_than_the_window() {
         .await
         .unwrap();
     assert_eq!(fake.pages(), 2);
-    let ids: Vec<&str> = pulled.body["workouts"]
+    let ids: Vec<&str> = pulled.body.to_json()["workouts"]
         .as_array()
         .unwrap()
         .iter()
@@ -149,7 +149,11 @@ async fn paging_stops_at_the_first_page_older_than_the_window() {
         .pull(&session, &pull(&[Resource::Sleep], start, utc(2025, 3, 4)))
         .await
         .unwrap();
-    assert!(none.body.get("workouts").is_none(), "{}", none.body);
+    assert!(
+        none.body.to_json().get("workouts").is_none(),
+        "{}",
+        none.body.to_json()
+    );
     assert_eq!(fake.pages(), 2);
 }
 
@@ -244,7 +248,7 @@ async fn pulled() -> (FakePeloton, Linked) {
 async fn stored(l: &Linked) -> wearhouse::sync::credentials::Credentials {
     let uuid: Uuid = l.user.parse().unwrap();
     let state = &l.app.state;
-    wearhouse::link::connections::credentials(&state.meta, state.secret.as_ref(), uuid, "peloton")
+    wearhouse::link::lifecycle::credentials(&state.meta, state.secret.as_ref(), uuid, "peloton")
         .await
         .unwrap()
         .unwrap()

@@ -33,11 +33,12 @@ use uuid::Uuid;
 
 use crate::data::DataError;
 use crate::events::outbox;
+use crate::ingest::PulledBody;
 use crate::store::health::HealthStore;
 use crate::store::metadata::{
     self, ConnectionStatus, MetadataError, MetadataStore, User, connections,
 };
-use crate::sync::{Connector, Payload, Pull, Pulled, Resource, SyncError, Window};
+use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use generator::Persona;
 
 /// Default history length of a demo connection, in days.
@@ -100,35 +101,12 @@ impl Connector for Demo {
             }
             keep_window(parts, pull.window);
         }
-        let payloads = generated_payloads(&body);
-        Ok(Pulled {
-            body,
-            skipped: 0,
-            payloads,
-        })
+        // Each generated summary record is what the demo "provider" sent: its own document.
+        let body = PulledBody::from_json(body).map_err(|e| SyncError::Permanent {
+            reason: format!("demo data: {e}"),
+        })?;
+        Ok(Pulled { body, skipped: 0 })
     }
-}
-
-/// The demo's payloads: each generated summary record is what the demo "provider" sent.
-fn generated_payloads(body: &Value) -> Vec<Payload> {
-    let mut out = Vec::new();
-    for part in ["sleep", "activity", "workouts", "body"] {
-        if let Some(Value::Array(records)) = body.get(part) {
-            out.extend(records.iter().enumerate().map(|(index, r)| Payload {
-                part: part.to_owned(),
-                index,
-                document: r.clone(),
-            }));
-        }
-    }
-    if let Some(profile) = body.get("profile").filter(|p| p.is_object()) {
-        out.push(Payload {
-            part: "profile".to_owned(),
-            index: 0,
-            document: profile.clone(),
-        });
-    }
-    out
 }
 
 /// The first and last UTC day of `window`.
@@ -389,7 +367,7 @@ mod tests {
             .pull("", &pull(Resource::ALL.to_vec(), start, end))
             .await
             .unwrap();
-        let (hr, nights) = instants(&whole.body);
+        let (hr, nights) = instants(&whole.body.to_json());
         let inside = |t: &String| {
             let t = DateTime::parse_from_rfc3339(t).unwrap().with_timezone(&Utc);
             start < t && t <= end
@@ -409,7 +387,7 @@ mod tests {
         let within = |l: Vec<String>| l.into_iter().filter(inside).collect::<Vec<_>>();
         assert_eq!(hr, within(all_hr));
         assert_eq!(nights, within(all_nights));
-        assert!(whole.body.get("profile").is_some());
+        assert!(whole.body.to_json().get("profile").is_some());
 
         // Two chunks meeting at an instant in the middle of a Denver evening: each record once.
         let resources = vec![Resource::Sleep, Resource::Heartrate, Resource::Activity];
@@ -418,8 +396,9 @@ mod tests {
             .await
             .unwrap();
         let b = demo.pull("", &pull(resources, middle, end)).await.unwrap();
-        assert!(a.body.get("profile").is_none());
-        let ((mut hr_a, mut nights_a), (hr_b, nights_b)) = (instants(&a.body), instants(&b.body));
+        assert!(a.body.to_json().get("profile").is_none());
+        let ((mut hr_a, mut nights_a), (hr_b, nights_b)) =
+            (instants(&a.body.to_json()), instants(&b.body.to_json()));
         assert!(!hr_a.is_empty() && !hr_b.is_empty());
         hr_a.extend(hr_b);
         nights_a.extend(nights_b);
@@ -435,12 +414,12 @@ mod tests {
                 .collect()
         };
         assert!(
-            dates(&whole.body)
+            dates(&whole.body.to_json())
                 .iter()
                 .all(|d| d.as_str() >= "\"2025-03-01\"" && d.as_str() <= "\"2025-03-10\"")
         );
-        assert!(dates(&a.body).contains(&"\"2025-03-06\"".to_owned()));
-        assert!(dates(&b.body).contains(&"\"2025-03-06\"".to_owned()));
+        assert!(dates(&a.body.to_json()).contains(&"\"2025-03-06\"".to_owned()));
+        assert!(dates(&b.body.to_json()).contains(&"\"2025-03-06\"".to_owned()));
     }
 
     #[test]

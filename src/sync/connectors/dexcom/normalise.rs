@@ -99,18 +99,8 @@ fn offset(system: DateTime<Utc>, display: Stamp) -> Option<i64> {
 
 impl Body {
     fn malformed(&mut self, record: &Value, why: &str) {
-        let id = record
-            .get("recordId")
-            .and_then(Value::as_str)
-            .unwrap_or("?");
-        tracing::warn!(
-            provider = "dexcom_v3",
-            resource = "egvs",
-            id,
-            error = why,
-            "skipped a malformed provider record"
-        );
-        self.skipped += 1;
+        let who = ("dexcom_v3", ["recordId"].as_slice());
+        crate::sync::body::skip::<()>(&mut self.skipped, who, "egvs", record, why);
     }
 
     /// Estimated glucose values.

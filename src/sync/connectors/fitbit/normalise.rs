@@ -41,6 +41,8 @@ use serde_json::{Map, Value, json};
 
 use super::sleep::{self, SleepLog};
 use super::zone::{UserZone, offset, stamp};
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::body::with_payload;
 pub(super) use crate::sync::body::{num, put};
 use crate::sync::{Pulled, Window};
@@ -50,14 +52,14 @@ use crate::sync::{Pulled, Window};
 pub(crate) struct Body {
     pub(super) zone: UserZone,
     window: Option<Window>,
-    sleep: Vec<Value>,
-    activity: Vec<Value>,
-    pub(super) body: Vec<Value>,
+    sleep: Vec<PulledRecord>,
+    activity: Vec<PulledRecord>,
+    pub(super) body: Vec<PulledRecord>,
     heartrate: Vec<Value>,
     steps: Vec<Value>,
     pub(super) weight: Vec<Value>,
     pub(super) fat: Vec<Value>,
-    pub(super) profile: Option<Value>,
+    pub(super) profile: Option<PulledRecord>,
     skipped: usize,
 }
 
@@ -312,9 +314,9 @@ impl Body {
         crate::sync::body::pulled(
             ("fitbit", "watch"),
             vec![
-                ("sleep", self.sleep),
-                ("activity", self.activity),
-                ("body", self.body),
+                (Table::Sleep, self.sleep),
+                (Table::Activity, self.activity),
+                (Table::Body, self.body),
             ],
             self.profile,
             vec![

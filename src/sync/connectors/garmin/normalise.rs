@@ -38,6 +38,8 @@ use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::Resource;
 use crate::sync::body::{num, put, with_payload};
 use crate::sync::{Pulled, body::MAX_OFFSET_SECONDS};
@@ -147,10 +149,10 @@ pub fn normalise(documents: &Documents, wanted: Wanted) -> Pulled {
 /// A push body being filled, part by part.
 #[derive(Debug, Default)]
 pub(super) struct Body {
-    pub(super) sleep: Vec<Value>,
-    pub(super) activity: Vec<Value>,
-    workouts: Vec<Value>,
-    body: Vec<Value>,
+    pub(super) sleep: Vec<PulledRecord>,
+    pub(super) activity: Vec<PulledRecord>,
+    workouts: Vec<PulledRecord>,
+    body: Vec<PulledRecord>,
     pub(super) heartrate: Vec<Value>,
     pub(super) blood_oxygen: Vec<Value>,
     pub(super) stress_level: Vec<Value>,
@@ -349,10 +351,10 @@ impl Body {
         crate::sync::body::pulled(
             (super::SLUG, "watch"),
             vec![
-                ("sleep", self.sleep),
-                ("activity", self.activity),
-                ("workouts", self.workouts),
-                ("body", self.body),
+                (Table::Sleep, self.sleep),
+                (Table::Activity, self.activity),
+                (Table::Workout, self.workouts),
+                (Table::Body, self.body),
             ],
             None,
             vec![

@@ -14,6 +14,7 @@ use super::{
     Documents, MAX_UPLOAD_WINDOW, Summary, Wanted, backfill_ranges, normalise, summaries,
     upload_windows,
 };
+use crate::schema::Table;
 use crate::sync::{Resource, Window, assert_fixture};
 
 fn list(name: &str) -> Vec<Value> {
@@ -43,7 +44,7 @@ fn documents() -> Documents {
 fn dailies_become_activity_rows() {
     let pulled = normalise(&documents(), only(|w| w.activity = true));
     // Activity also brings the day's stress; the fixture checks the activity part.
-    let mut body = pulled.body.clone();
+    let mut body = pulled.body.to_json();
     let stress = body["timeseries"]["stress_level"].take();
     body.as_object_mut().unwrap().remove("timeseries");
     let expected = crate::sync::fixture("garmin", "dailies.expected.json");
@@ -52,7 +53,12 @@ fn dailies_become_activity_rows() {
         stress,
         crate::sync::fixture("garmin", "stress_details.expected.json")["timeseries"]["stress_level"]
     );
-    assert_eq!(pulled.payloads.len(), 3, "each row keeps its document");
+    let activity = pulled.body.records(Table::Activity).unwrap();
+    assert_eq!(activity.len(), 3);
+    assert!(
+        activity.iter().all(|r| r.document.is_some()),
+        "each row keeps its document"
+    );
 }
 
 #[test]
@@ -83,7 +89,7 @@ fn sleeps_become_sleep_rows_with_their_stages_and_spo2() {
         0,
         json!({"sleep": 2, "timeseries": {"blood_oxygen": 4}}),
     );
-    let stages = pulled.body["sleep"][0]["sleep_stream"]["hypnogram"]
+    let stages = pulled.body.to_json()["sleep"][0]["sleep_stream"]["hypnogram"]
         .as_array()
         .unwrap()
         .clone();
@@ -93,7 +99,11 @@ fn sleeps_become_sleep_rows_with_their_stages_and_spo2() {
     assert_eq!(minutes(1), 5400);
     assert_eq!(minutes(3), 5700);
     assert_eq!(minutes(4), 900);
-    assert!(pulled.body["sleep"][1].get("sleep_stream").is_none());
+    assert!(
+        pulled.body.to_json()["sleep"][1]
+            .get("sleep_stream")
+            .is_none()
+    );
 }
 
 #[test]
@@ -127,10 +137,16 @@ fn malformed_summaries_are_skipped_one_by_one() {
     let all = Wanted::of(&Resource::ALL.into_iter().collect());
     let pulled = normalise(&docs, all);
     assert_eq!(pulled.skipped, 5);
-    assert_eq!(pulled.body["activity"].as_array().unwrap().len(), 3);
-    assert_eq!(pulled.body["sleep"].as_array().unwrap().len(), 2);
-    assert_eq!(pulled.body["workouts"].as_array().unwrap().len(), 2);
-    assert_eq!(pulled.body["body"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        pulled.body.to_json()["activity"].as_array().unwrap().len(),
+        3
+    );
+    assert_eq!(pulled.body.to_json()["sleep"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        pulled.body.to_json()["workouts"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(pulled.body.to_json()["body"].as_array().unwrap().len(), 2);
     crate::sync::ingest_counts(&pulled.body);
 }
 

@@ -34,6 +34,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::pull::Kind;
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::Pulled;
 use crate::sync::body::MAX_OFFSET_SECONDS;
 pub(super) use crate::sync::body::{num, put};
@@ -41,15 +43,15 @@ pub(super) use crate::sync::body::{num, put};
 /// A push body being filled, part by part.
 #[derive(Debug, Default)]
 pub(crate) struct Body {
-    pub(super) sleep: Vec<Value>,
-    activity: Vec<Value>,
-    body: Vec<Value>,
+    pub(super) sleep: Vec<PulledRecord>,
+    activity: Vec<PulledRecord>,
+    body: Vec<PulledRecord>,
     heartrate: Vec<Value>,
     hrv: Vec<Value>,
     blood_oxygen: Vec<Value>,
     weight: Vec<Value>,
     fat: Vec<Value>,
-    profile: Option<Value>,
+    profile: Option<PulledRecord>,
     skipped: usize,
 }
 
@@ -225,7 +227,7 @@ impl Body {
             row.insert("measured_at".into(), stamp(at, offset).into());
             row.insert("weight".into(), num(kg));
             put(&mut row, "fat", fat_at.get(&at).copied().map(num));
-            self.body.push(Value::Object(row));
+            self.body.push(Value::Object(row).into());
             self.weight.push(json!({
                 "timestamp": stamp(at, offset), "timezone_offset": offset,
                 "unit": "kg", "value": num(kg),
@@ -239,7 +241,10 @@ impl Body {
             return;
         };
         match s.height_millimeters.filter(|mm| *mm > 0) {
-            Some(mm) => self.profile = Some(json!({"height": (mm as f64 / 10.0).round() as i64})),
+            Some(mm) => {
+                let cm = (mm as f64 / 10.0).round() as i64;
+                self.profile = Some(json!({ "height": cm }).into());
+            }
             None => {
                 self.malformed::<()>("height", point, "heightMillimeters missing");
             }
@@ -263,7 +268,7 @@ impl Body {
         }
         for (day, mut row) in days {
             row.insert("date".into(), day.to_string().into());
-            self.activity.push(Value::Object(row));
+            self.activity.push(Value::Object(row).into());
         }
     }
 
@@ -272,9 +277,9 @@ impl Body {
         crate::sync::body::pulled(
             (super::SLUG, "watch"),
             vec![
-                ("sleep", self.sleep),
-                ("activity", self.activity),
-                ("body", self.body),
+                (Table::Sleep, self.sleep),
+                (Table::Activity, self.activity),
+                (Table::Body, self.body),
             ],
             self.profile,
             vec![

@@ -142,7 +142,7 @@ impl Body {
                 row.insert("latency".into(), (latency * 60).into());
             }
             row.insert("timezone_offset".into(), i.end_utc_offset.into());
-            self.sleep.push(Value::Object(row));
+            self.sleep.push(Value::Object(row).into());
         }
     }
 }

@@ -145,7 +145,8 @@ fn malformed_points_are_skipped_and_their_neighbours_kept() {
     docs.rollups[0].1[0]["civilStartTime"] = json!({"date": {"year": 2025}});
     let pulled = normalise(&docs);
     assert_eq!(pulled.skipped, 8);
-    let ids: Vec<&Value> = pulled.body["sleep"]
+    let json = pulled.body.to_json();
+    let ids: Vec<&Value> = json["sleep"]
         .as_array()
         .unwrap()
         .iter()

@@ -305,13 +305,13 @@ mod tests {
             "an unreadable time, a reading without its fields"
         );
         assert_eq!(
-            pulled.body["timeseries"]["glucose"],
+            pulled.body.to_json()["timeseries"]["glucose"],
             json!([
                 {"timestamp": "2022-12-30T04:50:40Z", "timezone_offset": 3600, "unit": "mmol/L", "value": 9.6},
                 {"timestamp": "2022-12-30T16:55:40Z", "timezone_offset": -28800, "unit": "mmol/L", "value": 4.99}
             ])
         );
-        assert_eq!(pulled.body["provider"], "freestyle_libre");
+        assert_eq!(pulled.body.to_json()["provider"], "freestyle_libre");
     }
 
     /// `testdata/providers/freestyle_libre/graph.json` is a graph answer in LibreLinkUp's

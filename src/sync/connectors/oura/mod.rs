@@ -39,7 +39,7 @@ use std::collections::{BTreeSet, HashSet};
 use chrono::{DateTime, Days, NaiveDate, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
-use crate::sync::http::Api;
+use crate::sync::http::{Api, instant_in, token_page};
 use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use normalise::Body;
 
@@ -140,7 +140,8 @@ impl Oura {
                 query.push(("next_token", t.clone()));
             }
             let page = self.api.get(token, &path, &query).await?;
-            let (data, token_after) = envelope(page, name)?;
+            let (data, token_after) =
+                token_page(page, ("data", "next_token"), &format!("Oura {name}"))?;
             documents.extend(data.into_iter().filter(|d| in_window(d, span, window)));
             match token_after {
                 None => return Ok(documents),
@@ -296,34 +297,6 @@ fn in_window(document: &Value, span: Span, window: &Window) -> bool {
                 None => true,
             }
         }
-        Span::Instants => match document
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-        {
-            Some(at) => window.contains(at.with_timezone(&Utc)),
-            None => true,
-        },
+        Span::Instants => instant_in(document, "timestamp", window),
     }
-}
-
-/// A page's `data` and `next_token` (an empty token counts as none).
-fn envelope(page: Value, name: &str) -> Result<(Vec<Value>, Option<String>), SyncError> {
-    let bad = |what: &str| SyncError::Permanent {
-        reason: format!("Oura {name}: {what}"),
-    };
-    let Value::Object(mut page) = page else {
-        return Err(bad("the page is not a JSON object"));
-    };
-    let data = match page.remove("data") {
-        Some(Value::Array(items)) => items,
-        _ => return Err(bad("the page has no `data` array")),
-    };
-    let next = match page.remove("next_token") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(t)) if t.is_empty() => None,
-        Some(Value::String(t)) => Some(t),
-        Some(_) => return Err(bad("`next_token` is not a string")),
-    };
-    Ok((data, next))
 }

@@ -41,6 +41,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::sleep::{self, Sleep};
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::Pulled;
 use crate::sync::body::with_payload;
 pub(super) use crate::sync::body::{num, put};
@@ -48,13 +50,13 @@ pub(super) use crate::sync::body::{num, put};
 /// A push body being filled, part by part.
 #[derive(Debug, Default)]
 pub(crate) struct Body {
-    sleep: Vec<Value>,
-    activity: Vec<Value>,
-    workouts: Vec<Value>,
+    sleep: Vec<PulledRecord>,
+    activity: Vec<PulledRecord>,
+    workouts: Vec<PulledRecord>,
     heartrate: Vec<Value>,
     hrv: Vec<Value>,
     blood_oxygen: Vec<Value>,
-    profile: Option<Value>,
+    profile: Option<PulledRecord>,
     skipped: usize,
 }
 
@@ -303,9 +305,9 @@ impl Body {
         crate::sync::body::pulled(
             ("oura", "ring"),
             vec![
-                ("sleep", self.sleep),
-                ("activity", self.activity),
-                ("workouts", self.workouts),
+                (Table::Sleep, self.sleep),
+                (Table::Activity, self.activity),
+                (Table::Workout, self.workouts),
             ],
             self.profile,
             vec![

@@ -29,6 +29,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::body::{num, put};
 use crate::sync::{Pulled, Window};
 
@@ -36,7 +38,7 @@ use crate::sync::{Pulled, Window};
 #[derive(Debug)]
 pub(crate) struct Body {
     window: Option<Window>,
-    workouts: Vec<Value>,
+    workouts: Vec<PulledRecord>,
     skipped: usize,
 }
 
@@ -100,17 +102,8 @@ impl Body {
 
     /// Counts and logs a malformed record.
     fn malformed(&mut self, record: &Value, why: &str) {
-        let id = record
-            .get("id")
-            .map_or_else(|| "?".to_owned(), Value::to_string);
-        tracing::warn!(
-            provider = "peloton",
-            resource = "workouts",
-            id,
-            error = why,
-            "skipped a malformed provider record"
-        );
-        self.skipped += 1;
+        let who = ("peloton", ["id"].as_slice());
+        crate::sync::body::skip::<()>(&mut self.skipped, who, "workouts", record, why);
     }
 
     /// Workouts (a workouts page's `data[]`).
@@ -176,7 +169,7 @@ impl Body {
     pub(crate) fn finish(self) -> Pulled {
         crate::sync::body::pulled(
             ("peloton", "exercise_machine"),
-            vec![("workouts", self.workouts)],
+            vec![(Table::Workout, self.workouts)],
             None,
             Vec::new(),
             self.skipped,

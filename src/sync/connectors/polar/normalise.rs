@@ -40,6 +40,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::heart_rate::Zones;
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::body::{num, put, with_payload};
 use crate::sync::{Pulled, Window};
 
@@ -141,9 +143,9 @@ pub fn normalise(documents: &Documents, wanted: Wanted, window: &Window) -> Pull
 /// A push body being filled, part by part.
 #[derive(Debug, Default)]
 pub(super) struct Body {
-    sleep: Vec<Value>,
-    activity: Vec<Value>,
-    workouts: Vec<Value>,
+    sleep: Vec<PulledRecord>,
+    activity: Vec<PulledRecord>,
+    workouts: Vec<PulledRecord>,
     pub(super) heartrate: Vec<Value>,
     skipped: usize,
 }
@@ -333,9 +335,9 @@ impl Body {
         crate::sync::body::pulled(
             ("polar", "watch"),
             vec![
-                ("sleep", self.sleep),
-                ("activity", self.activity),
-                ("workouts", self.workouts),
+                (Table::Sleep, self.sleep),
+                (Table::Activity, self.activity),
+                (Table::Workout, self.workouts),
             ],
             None,
             vec![("heartrate", self.heartrate)],

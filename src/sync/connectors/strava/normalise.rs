@@ -33,16 +33,18 @@ use serde_json::{Map, Value, json};
 
 use super::Wanted;
 use super::streams;
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::Pulled;
 use crate::sync::body::{clock_offset, num, put};
 
 /// A push body being filled, part by part.
 #[derive(Debug, Default)]
 pub(super) struct Body {
-    workouts: Vec<Value>,
+    workouts: Vec<PulledRecord>,
     pub(super) heartrate: Vec<Value>,
     pub(super) distance: Vec<Value>,
-    profile: Option<Value>,
+    profile: Option<PulledRecord>,
     pub(super) skipped: usize,
 }
 
@@ -211,7 +213,7 @@ impl Body {
         }
         row.insert("provider_id".into(), session.id.into());
         row.insert("timezone_offset".into(), zone.local_minus_utc().into());
-        self.workouts.push(Value::Object(row));
+        self.workouts.push(Value::Object(row).into());
     }
 
     /// The athlete: the profile's sex (`M`, `F`); nothing else of it has a field.
@@ -225,14 +227,14 @@ impl Body {
             Some("F") => "female",
             _ => return,
         };
-        self.profile = Some(json!({ "sex": sex }));
+        self.profile = Some(json!({ "sex": sex }).into());
     }
 
     /// The push body, with only the parts that received records.
     pub(super) fn finish(self) -> Pulled {
         crate::sync::body::pulled(
             ("strava", "app"),
-            vec![("workouts", self.workouts)],
+            vec![(Table::Workout, self.workouts)],
             self.profile,
             vec![("heartrate", self.heartrate), ("distance", self.distance)],
             self.skipped,

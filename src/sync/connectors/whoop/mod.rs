@@ -51,7 +51,7 @@ use std::collections::{BTreeSet, HashSet};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
-use crate::sync::http::Api;
+use crate::sync::http::{Api, instant_in, token_page};
 use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
 use normalise::Body;
 
@@ -169,8 +169,12 @@ impl Whoop {
                 query.push(("nextToken", t.clone()));
             }
             let page = self.api.get(token, path, &query).await?;
-            let (data, token_after) = envelope(page, path)?;
-            records.extend(data.into_iter().filter(|r| !cut || starts_in(r, window)));
+            let (data, token_after) =
+                token_page(page, ("records", "next_token"), &format!("WHOOP {path}"))?;
+            records.extend(
+                data.into_iter()
+                    .filter(|r| !cut || instant_in(r, "start", window)),
+            );
             match token_after {
                 None => return Ok(records),
                 Some(t) if !seen.insert(t.clone()) => {
@@ -243,38 +247,4 @@ impl Connector for Whoop {
 
 fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-/// Whether a record starts in the window. A record without a readable `start` is kept: the
-/// normaliser counts it as malformed.
-fn starts_in(record: &Value, window: &Window) -> bool {
-    match record
-        .get("start")
-        .and_then(Value::as_str)
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-    {
-        Some(at) => window.contains(at.with_timezone(&Utc)),
-        None => true,
-    }
-}
-
-/// A page's `records` and `next_token` (absent, null or empty: the last page).
-fn envelope(page: Value, path: &str) -> Result<(Vec<Value>, Option<String>), SyncError> {
-    let bad = |what: &str| SyncError::Permanent {
-        reason: format!("WHOOP {path}: {what}"),
-    };
-    let Value::Object(mut page) = page else {
-        return Err(bad("the page is not a JSON object"));
-    };
-    let records = match page.remove("records") {
-        Some(Value::Array(items)) => items,
-        _ => return Err(bad("the page has no `records` array")),
-    };
-    let next = match page.remove("next_token") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(t)) if t.is_empty() => None,
-        Some(Value::String(t)) => Some(t),
-        Some(_) => return Err(bad("`next_token` is not a string")),
-    };
-    Ok((records, next))
 }

@@ -44,6 +44,8 @@ use chrono::{DateTime, FixedOffset, SecondsFormat, TimeDelta, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::Pulled;
 use crate::sync::body::with_payload;
 pub(super) use crate::sync::body::{num, put};
@@ -57,15 +59,15 @@ pub(super) const BODY_ROW_ID: &str = "body_measurement";
 /// A push body being filled, part by part.
 #[derive(Debug, Default)]
 pub(crate) struct Body {
-    pub(super) sleep: Vec<Value>,
-    activity: Vec<Value>,
-    workouts: Vec<Value>,
-    body: Vec<Value>,
+    pub(super) sleep: Vec<PulledRecord>,
+    activity: Vec<PulledRecord>,
+    workouts: Vec<PulledRecord>,
+    body: Vec<PulledRecord>,
     pub(super) heartrate: Vec<Value>,
     pub(super) hrv: Vec<Value>,
     pub(super) blood_oxygen: Vec<Value>,
     pub(super) body_temperature: Vec<Value>,
-    profile: Option<Value>,
+    profile: Option<PulledRecord>,
     skipped: usize,
 }
 
@@ -291,10 +293,10 @@ impl Body {
         crate::sync::body::pulled(
             ("whoop_v2", "automatic"),
             vec![
-                ("sleep", self.sleep),
-                ("activity", self.activity),
-                ("workouts", self.workouts),
-                ("body", self.body),
+                (Table::Sleep, self.sleep),
+                (Table::Activity, self.activity),
+                (Table::Workout, self.workouts),
+                (Table::Body, self.body),
             ],
             self.profile,
             vec![

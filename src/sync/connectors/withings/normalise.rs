@@ -39,6 +39,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::body::with_payload;
 pub(super) use crate::sync::body::{num, put};
 use crate::sync::{Pulled, Window};
@@ -47,10 +49,10 @@ use crate::sync::{Pulled, Window};
 #[derive(Debug)]
 pub(crate) struct Body {
     window: Option<Window>,
-    sleep: Vec<Value>,
-    activity: Vec<Value>,
-    pub(super) workouts: Vec<Value>,
-    pub(super) body: Vec<Value>,
+    sleep: Vec<PulledRecord>,
+    activity: Vec<PulledRecord>,
+    pub(super) workouts: Vec<PulledRecord>,
+    pub(super) body: Vec<PulledRecord>,
     pub(super) weight: Vec<Value>,
     pub(super) fat: Vec<Value>,
     pub(super) blood_pressure: Vec<Value>,
@@ -325,8 +327,8 @@ impl Body {
                 painted = true;
             }
         }
-        if let (true, Some(Value::Object(row))) = (painted, self.sleep.get_mut(index)) {
-            row.insert(
+        if let (true, Some(row)) = (painted, self.sleep.get_mut(index)) {
+            row.fields.insert(
                 "sleep_stream".into(),
                 json!({"hypnogram": codes, "interval": STAGE_INTERVAL}),
             );
@@ -437,10 +439,10 @@ impl Body {
         crate::sync::body::pulled(
             ("withings", "scale"),
             vec![
-                ("sleep", self.sleep),
-                ("activity", self.activity),
-                ("workouts", self.workouts),
-                ("body", self.body),
+                (Table::Sleep, self.sleep),
+                (Table::Activity, self.activity),
+                (Table::Workout, self.workouts),
+                (Table::Body, self.body),
             ],
             None,
             vec![

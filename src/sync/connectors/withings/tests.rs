@@ -72,7 +72,7 @@ fn an_instant_a_scale_already_gave_is_kept_once() {
         Some("Europe/Paris"),
     );
     let pulled = body.finish();
-    let values: Vec<i64> = pulled.body["timeseries"]["heartrate"]
+    let values: Vec<i64> = pulled.body.to_json()["timeseries"]["heartrate"]
         .as_array()
         .unwrap()
         .iter()
@@ -168,8 +168,12 @@ fn heart_pulses_come_only_with_heartrate_and_body_only_with_body() {
     let mut b = Body::new(None);
     b.measure_groups(groups, Some("Europe/Paris"), (true, false));
     let pulled = b.finish();
-    assert!(pulled.body["timeseries"].get("heartrate").is_none());
-    assert_eq!(pulled.body["body"].as_array().unwrap().len(), 2);
+    assert!(
+        pulled.body.to_json()["timeseries"]
+            .get("heartrate")
+            .is_none()
+    );
+    assert_eq!(pulled.body.to_json()["body"].as_array().unwrap().len(), 2);
 }
 
 #[test]
@@ -192,7 +196,7 @@ fn a_window_cuts_records_by_their_instant_and_days_by_overlap() {
     );
     let pulled = b.finish();
     let ids = |part: &str, key: &str| -> Vec<Value> {
-        pulled.body[part]
+        pulled.body.to_json()[part]
             .as_array()
             .map(|rows| rows.iter().map(|r| r[key].clone()).collect())
             .unwrap_or_default()
@@ -208,9 +212,9 @@ fn a_window_cuts_records_by_their_instant_and_days_by_overlap() {
     // Workouts by their start: the weights session of 03-02 19:30 Paris.
     assert_eq!(ids("workouts", "id"), [json!("7002")]);
     // Only the cuff reading lies in the window: no body row.
-    assert!(pulled.body.get("body").is_none());
+    assert!(pulled.body.to_json().get("body").is_none());
     assert_eq!(
-        pulled.body["timeseries"]["blood_pressure"][0]["systolic"],
+        pulled.body.to_json()["timeseries"]["blood_pressure"][0]["systolic"],
         json!(121)
     );
 }

@@ -24,7 +24,6 @@ fn user() -> PushUser {
     PushUser {
         fallback_time_zone: Some(chrono_tz::Europe::Berlin),
         user_id: Uuid::nil(),
-        pulled: false,
     }
 }
 

@@ -45,7 +45,7 @@ async fn a_multi_page_pull_returns_every_point_exactly_once() {
     assert_eq!(pulled.skipped, 0);
 
     // Every type, normalised exactly as the fixture tests expect it.
-    let body = sorted(&pulled.body);
+    let body = sorted(&pulled.body.to_json());
     let expected =
         |file: &str, pointer: &str| sorted(&fixture(file)).pointer(pointer).cloned().unwrap();
     assert_eq!(body["sleep"], expected("sleep.expected.json", "/sleep"));
@@ -125,20 +125,27 @@ async fn points_are_asked_by_the_window() {
         utc(2025, 3, 3),
     );
     let pulled = google.pull(TOKEN, &window).await.unwrap();
-    let ids: Vec<&Value> = pulled.body["sleep"]
+    let ids: Vec<&Value> = pulled.body.to_json()["sleep"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| &r["id"])
         .collect();
     assert_eq!(ids, [&json!("8675309003")]);
-    let hr = &pulled.body["timeseries"]["heartrate"];
+    let hr = &pulled.body.to_json()["timeseries"]["heartrate"];
     assert_eq!(hr.as_array().unwrap().len(), 1, "{hr}");
     assert_eq!(hr[0]["value"], json!(57));
     // Body fat of 03-02 but no weigh-in that day; no profile asked.
-    assert!(pulled.body.get("body").is_none(), "{}", pulled.body);
-    assert_eq!(pulled.body["timeseries"]["fat"][0]["value"], json!(24.3));
-    assert!(pulled.body.get("profile").is_none());
+    assert!(
+        pulled.body.to_json().get("body").is_none(),
+        "{}",
+        pulled.body.to_json()
+    );
+    assert_eq!(
+        pulled.body.to_json()["timeseries"]["fat"][0]["value"],
+        json!(24.3)
+    );
+    assert!(pulled.body.to_json().get("profile").is_none());
     assert!(!fake.log().iter().any(|l| l.contains("height")));
 }
 

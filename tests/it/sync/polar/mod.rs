@@ -59,7 +59,7 @@ async fn a_registered_user_is_pulled_into_the_fixtures_bodies() {
 
     let pulled = polar.pull(TOKEN, &fixture_days()).await.unwrap();
     assert_eq!(pulled.skipped, 0);
-    let body = &pulled.body;
+    let body = &pulled.body.to_json();
     assert_eq!(
         body["workouts"],
         expected("exercises.expected.json", "/workouts")
@@ -103,7 +103,7 @@ async fn before_registration_polar_serves_nothing() {
     let polar = Polar::new(&fake.base).unwrap();
     let pulled = polar.pull(TOKEN, &fixture_days()).await.unwrap();
     assert_eq!(
-        pulled.body,
+        pulled.body.to_json(),
         json!({"provider": "polar", "source": {"type": "watch"}})
     );
 }

@@ -50,7 +50,7 @@ async fn a_multi_page_pull_returns_every_activity_and_its_streams_once() {
     assert_eq!(pulled.skipped, 0);
 
     // Normalised exactly as the fixture tests expect, whatever order the pages brought.
-    let body = sorted(&pulled.body);
+    let body = sorted(&pulled.body.to_json());
     let expected = sorted(&fixture("activities.expected.json"));
     assert_eq!(body["workouts"], expected["workouts"]);
     assert_eq!(body["timeseries"], expected["timeseries"]);
@@ -97,7 +97,7 @@ async fn activities_are_cut_to_the_window_and_only_what_is_asked_is_read() {
     // 2025-03-02 only: the run.
     let window = pull(&[Resource::Workouts], utc(2025, 3, 2), utc(2025, 3, 3));
     let pulled = strava.pull(TOKEN, &window).await.unwrap();
-    let ids: Vec<&Value> = pulled.body["workouts"]
+    let ids: Vec<&Value> = pulled.body.to_json()["workouts"]
         .as_array()
         .unwrap()
         .iter()
@@ -105,17 +105,19 @@ async fn activities_are_cut_to_the_window_and_only_what_is_asked_is_read() {
         .collect();
     assert_eq!(ids, [&json!("13000000002")]);
     assert!(
-        pulled.body["timeseries"].get("heartrate").is_none(),
+        pulled.body.to_json()["timeseries"]
+            .get("heartrate")
+            .is_none(),
         "not asked"
     );
     assert_eq!(
-        pulled.body["timeseries"]["distance"]
+        pulled.body.to_json()["timeseries"]["distance"]
             .as_array()
             .unwrap()
             .len(),
         3
     );
-    assert!(pulled.body.get("profile").is_none());
+    assert!(pulled.body.to_json().get("profile").is_none());
 
     // Sleep and glucose are not Strava's: nothing is asked of it.
     let before = fake.log().len();
@@ -127,7 +129,7 @@ async fn activities_are_cut_to_the_window_and_only_what_is_asked_is_read() {
     let pulled = strava.pull(TOKEN, &window).await.unwrap();
     assert_eq!(fake.log().len(), before);
     assert_eq!(
-        pulled.body,
+        pulled.body.to_json(),
         json!({"provider": "strava", "source": {"type": "app"}})
     );
 }
@@ -207,10 +209,13 @@ async fn an_activity_whose_streams_are_gone_keeps_its_workout() {
     let strava = Strava::new(&fake.base).unwrap();
     let pulled = strava.pull(TOKEN, &all_march()).await.unwrap();
     assert_eq!(pulled.skipped, 0);
-    assert_eq!(pulled.body["workouts"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        pulled.body.to_json()["workouts"].as_array().unwrap().len(),
+        3
+    );
     // Only the run's 4 heart rates are left.
     assert_eq!(
-        pulled.body["timeseries"]["heartrate"]
+        pulled.body.to_json()["timeseries"]["heartrate"]
             .as_array()
             .unwrap()
             .len(),

@@ -66,7 +66,7 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
     // One malformed record per endpoint: skipped, its neighbours kept.
     assert_eq!(pulled.skipped, 6);
 
-    let body = &pulled.body;
+    let body = &pulled.body.to_json();
     assert_eq!(body["provider"], "withings");
     assert_eq!(body["source"], json!({"type": "scale"}));
     let expected = |file: &str, pointer: &str| fixture(file).pointer(pointer).cloned().unwrap();
@@ -184,7 +184,7 @@ async fn a_multi_range_pull_returns_every_record_exactly_once() {
     assert_eq!(pulled.skipped, 0);
 
     let keys = |part: &str, key: &str| -> Vec<String> {
-        pulled.body[part]
+        pulled.body.to_json()[part]
             .as_array()
             .unwrap()
             .iter()
@@ -330,10 +330,10 @@ async fn only_the_resources_asked_are_fetched() {
             .iter()
             .all(|l| l.starts_with("/v2/measure getintradayactivity "))
     );
-    let parts: Vec<&String> = pulled.body.as_object().unwrap().keys().collect();
+    let parts: Vec<&String> = pulled.body.to_json().as_object().unwrap().keys().collect();
     assert_eq!(parts, ["provider", "source", "timeseries"]);
     assert_eq!(
-        pulled.body["timeseries"],
+        pulled.body.to_json()["timeseries"],
         json!({"heartrate": measured_and_intraday()["heartrate"]})
     );
 }

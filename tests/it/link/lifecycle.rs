@@ -4,7 +4,7 @@
 use serde_json::json;
 use sqlx::Row;
 use uuid::Uuid;
-use wearhouse::link::connections::{credentials, deregister, link_on};
+use wearhouse::link::lifecycle::{credentials, deregister, link_on};
 use wearhouse::secret::SecretKey;
 use wearhouse::store::metadata::connections::{self, ErrorDetails};
 use wearhouse::store::metadata::{ConnectionStatus, MetadataStore, NewUser};
@@ -407,7 +407,7 @@ async fn error_events(meta: &MetadataStore) -> Vec<serde_json::Value> {
 #[tokio::test]
 async fn entering_error_emits_one_connection_error_event_and_refreshes_the_details() {
     use wearhouse::link::LinkErrorType;
-    use wearhouse::link::connections::fail;
+    use wearhouse::link::lifecycle::fail;
     use wearhouse::store::metadata::connections::ErrorTransition;
 
     let dir = tempfile::tempdir().unwrap();
