@@ -2,8 +2,8 @@
 //! [`super`]): each input's best source per day, the night of each day, the rolling baseline,
 //! and one output row per day of the window that has a night or a training load. A user's data
 //! is a few hundred nights and days, so plain loops over maps are the right tool; the only
-//! large input, heart-rate samples, is read in one pass after one sort by (source, time) (a
-//! store's batches arrive in that order already, which the sort detects).
+//! large input, heart-rate samples, is reduced to daily loads in one pass over its batches as
+//! the scan hands them (`load.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -17,10 +17,12 @@ use datafusion::common::Result;
 
 use super::Spec;
 use super::columns::{ByDay, Codes, best_rows, dates, floats, get, ints, strs, text, times};
+use super::load::heart_rate_days;
 use super::score::{
-    BASELINE_DAYS, BASELINE_NIGHTS, SAMPLE_CAP_SECONDS, baseline_chronotype, hr_max, recovery,
-    recovery_zone, strain, strain_zone, z_component, zone_weight,
+    BASELINE_DAYS, BASELINE_NIGHTS, baseline_chronotype, recovery, recovery_zone, strain,
+    strain_zone, z_component,
 };
+use crate::engine::stored::StoredBatches;
 use crate::engine::time::MICROS_PER_DAY;
 
 /// The collected inputs, one batch each, in [`super::inputs::plans`] order.
@@ -31,8 +33,8 @@ pub struct Inputs {
     pub activity: RecordBatch,
     /// Workouts.
     pub workout: RecordBatch,
-    /// Heart-rate samples.
-    pub heartrate: RecordBatch,
+    /// Heart-rate samples: the scan's batches as they are ([`super::load::COLUMNS`]).
+    pub heartrate: Vec<RecordBatch>,
     /// HRV samples.
     pub hrv: RecordBatch,
     /// Profiles.
@@ -202,52 +204,6 @@ fn workout_days(w: &RecordBatch, order: &[String]) -> Result<BTreeMap<i64, (f64,
     Ok(out)
 }
 
-/// Each day's training impulse from the heart-rate samples of its best source: a sample
-/// stands for the time to the next sample of its source on the same day, at most 5 minutes
-/// (the day's last sample for none), weighted by its zone.
-fn heart_rate_days(
-    h: &RecordBatch,
-    order: &[String],
-    birth_day: Option<i64>,
-) -> Result<BTreeMap<i64, f64>> {
-    let codes = Codes::of(h)?;
-    let (time, value) = (times(h, "time")?, floats(h, "value")?);
-    let mut samples: Vec<(usize, i64, f64)> = (0..h.num_rows())
-        .filter_map(|i| Some((codes.rows[i], get(time, i)?, get(value, i)?)))
-        .collect();
-    samples.sort_by_key(|s| (s.0, s.1));
-    let mut per_day: BTreeMap<i64, Vec<(usize, f64)>> = BTreeMap::new();
-    let mut k = 0;
-    while k < samples.len() {
-        let (code, t0, _) = samples[k];
-        let day = t0.div_euclid(MICROS_PER_DAY);
-        let hr_max = hr_max(birth_day, day);
-        let mut trimp = 0.0;
-        while k < samples.len()
-            && samples[k].0 == code
-            && samples[k].1.div_euclid(MICROS_PER_DAY) == day
-        {
-            let (_, t, v) = samples[k];
-            if let Some(&(c, next, _)) = samples.get(k + 1)
-                && c == code
-                && next.div_euclid(MICROS_PER_DAY) == day
-            {
-                let seconds = ((next - t) as f64 / 1e6).min(SAMPLE_CAP_SECONDS);
-                trimp += seconds / 60.0 * zone_weight(v, hr_max);
-            }
-            k += 1;
-        }
-        per_day.entry(day).or_default().push((code, trimp));
-    }
-    Ok(per_day
-        .into_iter()
-        .filter_map(|(day, loads)| {
-            let best = codes.best(loads.iter().map(|l| l.0), order)?;
-            loads.into_iter().find(|l| l.0 == best).map(|l| (day, l.1))
-        })
-        .collect())
-}
-
 /// The birth date (day number) of the best source's profile that has one.
 fn birth_day(p: &RecordBatch, order: &[String]) -> Result<Option<i64>> {
     let codes = Codes::of(p)?;
@@ -261,8 +217,14 @@ fn birth_day(p: &RecordBatch, order: &[String]) -> Result<Option<i64>> {
     }))
 }
 
-/// The output rows (schema [`crate::schema::Derived::schema`]) of the days of `spec`.
-pub fn compute(inputs: &Inputs, spec: &Spec, schema: SchemaRef) -> Result<RecordBatch> {
+/// The output rows (schema [`crate::schema::Derived::schema`]) of the days of `spec`;
+/// `stored` is what the caller declared about the heart-rate batches (`engine::stored`).
+pub fn compute(
+    inputs: &Inputs,
+    spec: &Spec,
+    stored: Option<&StoredBatches>,
+    schema: SchemaRef,
+) -> Result<RecordBatch> {
     let o = &spec.orders;
     let mut nights = nights(&inputs.sleep, &o.sleep)?;
     let activity = activity_days(&inputs.activity, &o.activity)?;
@@ -274,10 +236,18 @@ pub fn compute(inputs: &Inputs, spec: &Spec, schema: SchemaRef) -> Result<Record
     hrv_from_samples(&mut nights, &inputs.hrv, &o.timeseries)?;
     let birth = birth_day(&inputs.profile, &o.profile)?;
     let workouts = workout_days(&inputs.workout, &o.workouts)?;
-    let heart = heart_rate_days(&inputs.heartrate, &o.timeseries, birth)?;
     let Some(b) = spec.bounds else {
         return Ok(RecordBatch::new_empty(schema));
     };
+    let floating = (b.first_day * MICROS_PER_DAY, b.end_day * MICROS_PER_DAY);
+    let heart = heart_rate_days(
+        &inputs.heartrate,
+        floating,
+        spec.zone,
+        stored,
+        &o.timeseries,
+        birth,
+    )?;
     let window = b.first_day..b.end_day;
     let days: BTreeSet<i64> = nights
         .keys()

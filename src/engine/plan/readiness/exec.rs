@@ -1,6 +1,7 @@
 //! The readiness node and its operator: [`ReadinessNode`] in the logical plan (six inputs, the
 //! derived table's schema), [`ReadinessExec`] in the physical one, which collects each input
-//! as one partition and answers one batch.
+//! as one partition (each small input concatenated into one batch, the heart-rate batches kept
+//! as the scan hands them) and answers one batch.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -26,6 +27,7 @@ use futures::TryStreamExt;
 use super::Spec;
 use super::days::{Inputs, compute};
 use crate::engine::plan::operator::{NodePlanner, PlannedNode};
+use crate::engine::stored::StoredBatches;
 
 /// Inputs of the node, in order.
 const INPUTS: [&str; 6] = [
@@ -162,15 +164,17 @@ impl DisplayAs for ReadinessExec {
     }
 }
 
-/// Every partition of `input` as one batch (the planner gives one partition, as required).
-async fn collect(input: Arc<dyn ExecutionPlan>, context: Arc<TaskContext>) -> Result<RecordBatch> {
-    let schema = input.schema();
+/// Every partition of `input`, in order (the planner gives one partition, as required).
+async fn batches(
+    input: Arc<dyn ExecutionPlan>,
+    context: Arc<TaskContext>,
+) -> Result<Vec<RecordBatch>> {
     let mut batches: Vec<RecordBatch> = Vec::new();
     for p in 0..input.output_partitioning().partition_count() {
         let part: Vec<RecordBatch> = input.execute(p, context.clone())?.try_collect().await?;
         batches.extend(part);
     }
-    Ok(concat_batches(&schema, &batches)?)
+    Ok(batches)
 }
 
 impl ExecutionPlan for ReadinessExec {
@@ -197,29 +201,32 @@ impl ExecutionPlan for ReadinessExec {
             return internal_err!("ReadinessExec has one partition, not {partition}");
         }
         let inputs = self.inputs.clone();
+        let schemas: Vec<SchemaRef> = inputs.iter().map(|i| i.schema()).collect();
         let reservation = MemoryConsumer::new("ReadinessExec").register(context.memory_pool());
         let baseline = BaselineMetrics::new(&self.metrics, partition);
         let (spec, schema) = (self.spec.clone(), self.schema.clone());
         let output = futures::stream::once(async move {
             let mut got = Vec::with_capacity(inputs.len());
             for input in inputs {
-                got.push(collect(input, context.clone()).await?);
+                got.push(batches(input, context.clone()).await?);
             }
             let Ok([sleep, activity, workout, heartrate, hrv, profile]) =
-                <[RecordBatch; 6]>::try_from(got)
+                <[Vec<RecordBatch>; 6]>::try_from(got)
             else {
                 return internal_err!("ReadinessExec collected the wrong number of inputs");
             };
             let timer = baseline.elapsed_compute().timer();
+            let one = |batches: Vec<RecordBatch>, i: usize| concat_batches(&schemas[i], &batches);
             let inputs = Inputs {
-                sleep,
-                activity,
-                workout,
+                sleep: one(sleep, 0)?,
+                activity: one(activity, 1)?,
+                workout: one(workout, 2)?,
                 heartrate,
-                hrv,
-                profile,
+                hrv: one(hrv, 4)?,
+                profile: one(profile, 5)?,
             };
-            let out = compute(&inputs, &spec, schema)?;
+            let stored = context.session_config().get_extension::<StoredBatches>();
+            let out = compute(&inputs, &spec, stored.as_deref(), schema)?;
             reservation.try_grow(out.get_array_memory_size())?;
             timer.done();
             baseline.record_output(out.num_rows());

@@ -3,12 +3,16 @@
 //! before it, never before the user's `ingestion_start`) and a projection of the columns the
 //! formulas read, instants already in floating time (the compiler's own expressions, so
 //! floating time, the fallback zone and the `sleep_score` macro are exactly the language's).
+//! Heart rate is the exception: its scan's columns as they are, which `load.rs` windows
+//! itself (a filter and a projection would copy every row of the largest input, only for
+//! one pass to read them).
 
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use datafusion::common::{ScalarValue, TableReference};
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, ident};
 use datafusion::prelude::{Expr, lit};
 
+use super::load::COLUMNS as HEART_RATE_COLUMNS;
 use super::score::BASELINE_DAYS;
 use crate::engine::EngineError;
 use crate::engine::lang::request::{Operand, QuerySource, Timeframe, ValueMacro};
@@ -180,20 +184,28 @@ pub fn plans(catalog: &Catalog, bounds: Option<Bounds>) -> Result<Vec<LogicalPla
             workout_cols,
         )?,
     ];
-    for (name, from) in [("heartrate", first), ("hrv", hrv)] {
-        let r =
-            resource(name).ok_or_else(|| EngineError::Internal(format!("no {name} resource")))?;
-        let src = QuerySource::Timeseries(vec![r]);
-        let rows = RowExprs { source: &src, zone };
-        let mut cols = vec![rows.index_ts().alias("time"), ident("value")];
-        cols.extend(sources());
-        out.push(input(
-            catalog,
-            Dataset::Timeseries(r),
-            between(rows.index_ts(), from, end),
-            cols,
-        )?);
-    }
+    let series =
+        |name| resource(name).ok_or_else(|| EngineError::Internal(format!("no {name} resource")));
+    // Heart rate, the one large input, as the scan has it: `load.rs` applies the window and
+    // floating time in its one pass over the rows (the same kernel as `index_ts`).
+    let heartrate = Dataset::Timeseries(series("heartrate")?);
+    out.push(
+        scan(catalog, heartrate)?
+            .project(HEART_RATE_COLUMNS.iter().map(|c| ident(*c)))
+            .and_then(|b| b.build())
+            .map_err(|source| EngineError::Planning { source })?,
+    );
+    let hrv_series = series("hrv")?;
+    let src = QuerySource::Timeseries(vec![hrv_series]);
+    let rows = RowExprs { source: &src, zone };
+    let mut cols = vec![rows.index_ts().alias("time"), ident("value")];
+    cols.extend(sources());
+    out.push(input(
+        catalog,
+        Dataset::Timeseries(hrv_series),
+        between(rows.index_ts(), hrv, end),
+        cols,
+    )?);
     let profile_cols = with(sources(), &["birth_date"]);
     out.push(input(
         catalog,
@@ -210,14 +222,18 @@ fn input(
     filter: Expr,
     cols: Vec<Expr>,
 ) -> Result<LogicalPlan, EngineError> {
-    let df = |source| EngineError::Planning { source };
+    scan(catalog, dataset)?
+        .filter(filter)
+        .and_then(|b| b.project(cols))
+        .and_then(|b| b.build())
+        .map_err(|source| EngineError::Planning { source })
+}
+
+fn scan(catalog: &Catalog, dataset: Dataset) -> Result<LogicalPlanBuilder, EngineError> {
     let name = match dataset {
         Dataset::Table(t) => t.name(),
         Dataset::Timeseries(r) => r.name,
     };
     LogicalPlanBuilder::scan(TableReference::bare(name), catalog.source(dataset)?, None)
-        .and_then(|b| b.filter(filter))
-        .and_then(|b| b.project(cols))
-        .and_then(|b| b.build())
-        .map_err(df)
+        .map_err(|source| EngineError::Planning { source })
 }

@@ -6,8 +6,12 @@
 //! ## The plan
 //! [`plan`] is a logical extension node, [`ReadinessNode`], over six inputs (`inputs.rs`: a
 //! scan, a filter to the days the window can depend on and a projection each, floating time
-//! and the `sleep_score` macro being the language's own expressions); it is planned as
-//! [`ReadinessExec`], which collects them and computes the rows (`days.rs`). The compiler
+//! and the `sleep_score` macro being the language's own expressions; the heart-rate input,
+//! the one large input, is the scan's raw columns); it is planned as [`ReadinessExec`], which
+//! collects them and computes the rows (`days.rs`), the heart-rate samples reduced to daily
+//! loads in one pass over the scan's batches (`load.rs`: the window and floating time applied
+//! as the language applies them, no copy of the rows, no sort of rows already in order). The
+//! compiler
 //! then treats the node's output like a date-indexed table (window, WHERE, grouping, sort), so
 //! select, group by, where, ALIGN and both answer formats work as for any table.
 //!
@@ -76,12 +80,14 @@ mod columns;
 mod days;
 mod exec;
 mod inputs;
+mod load;
 mod score;
 
 pub use score::BASELINE_DAYS;
 
 use std::sync::Arc;
 
+use chrono_tz::Tz;
 use datafusion::common::DFSchema;
 use datafusion::logical_expr::{Extension, LogicalPlan};
 
@@ -117,6 +123,8 @@ pub struct Spec {
     pub bounds: Option<Bounds>,
     /// Provider orders.
     pub orders: Orders,
+    /// The user's fallback zone (floating time of the heart-rate samples read raw).
+    pub zone: Option<Tz>,
 }
 
 /// The `derived_readiness` rows of the request's window as a logical plan.
@@ -146,6 +154,7 @@ pub fn plan(req: &ValidRequest, catalog: &Catalog) -> Result<LogicalPlan, Engine
             timeseries: provider_order(&req.priority_overrides, &timeseries),
             profile: order(Table::Profile),
         },
+        zone: catalog.user.fallback_time_zone,
     };
     let inputs = inputs::plans(catalog, bounds)?;
     let schema = DFSchema::try_from(Derived::Readiness.schema())
