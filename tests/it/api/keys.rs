@@ -6,6 +6,26 @@
 //! - [`processes`]: a revocation, a rotation and a CLI revocation seen at once by two real
 //!   server processes on one PostgreSQL database; the CLI on SQLite.
 
+/// Two tests of one key exercise (`async fn(&TestApp)`): `$sqlite` on a fresh app, `$postgres`
+/// on an app whose metadata lives in a scratch PostgreSQL database ([`postgres_app`]).
+macro_rules! on_both_backends {
+    ($sqlite:ident, $postgres:ident, $exercise:path) => {
+        #[tokio::test]
+        async fn $sqlite() {
+            $exercise(&crate::support::TestApp::new().await).await;
+        }
+
+        #[tokio::test]
+        async fn $postgres() {
+            let db = crate::support::postgres::ScratchDb::create("wearhouse_keys").await;
+            let app = super::postgres_app(&db).await;
+            $exercise(&app).await;
+            app.state.meta.close().await;
+            db.drop_db().await;
+        }
+    };
+}
+
 mod lifecycle;
 mod processes;
 mod rules;

@@ -4,10 +4,10 @@
 
 use chrono::{Duration, Utc};
 use uuid::Uuid;
+use wearhouse::store::metadata::MetadataStore;
 use wearhouse::store::metadata::continuous::{
     self as rows, Commit, Evaluated, NewResult, ResultRef, StoredQuery, UserState,
 };
-use wearhouse::store::metadata::{MetadataStore, NewUser};
 
 fn query(team: Uuid, slug: &str) -> StoredQuery {
     let now = Utc::now();
@@ -46,16 +46,7 @@ const DONE: Commit = Commit::Done {
 async fn exercise(meta: &MetadataStore) {
     let (team, _) = meta.create_team("acme").await.unwrap();
     let (other, _) = meta.create_team("globex").await.unwrap();
-    let user = meta
-        .create_user(
-            team.id,
-            NewUser {
-                client_user_id: "u".into(),
-                ..NewUser::default()
-            },
-        )
-        .await
-        .unwrap();
+    let user = crate::support::new_user(meta, team.id, "u").await;
     let mut conn = meta.writer().await.unwrap();
     let mut q = query(team.id, "daily");
     assert!(rows::insert_query(&mut conn, &q).await.unwrap());

@@ -175,20 +175,7 @@ async fn get_from(state: &AppState, key: &str, uri: &str) -> Answer {
         .await
         .unwrap_or_else(|_| panic!("no answer within {PATIENCE:?}: GET {uri}"))
         .unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Answer {
-        status,
-        headers,
-        json,
-        bytes,
-    }
+    Answer::read(response).await
 }
 
 #[tokio::test]

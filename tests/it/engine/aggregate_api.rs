@@ -7,8 +7,7 @@ use crate::support;
 
 use std::io::Read;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use chrono::Utc;
 use serde_json::{Value, json};
 use support::{TestApp, assert_422_at};
@@ -38,19 +37,6 @@ fn daily_heart_rate(days: u32) -> Value {
             "group_by": [{"source": "source_provider"}, {"source": "source_type"}]
         }]
     })
-}
-
-async fn query(app: &TestApp, id: &str, body: &Value, accept: Option<&str>) -> support::Answer {
-    let mut req = Request::builder()
-        .method("POST")
-        .uri(format!("/aggregate/v1/user/{id}/query"))
-        .header("x-service-api-key", &app.key)
-        .header("content-type", "application/json");
-    if let Some(a) = accept {
-        req = req.header("accept", a);
-    }
-    app.raw(req.body(Body::from(body.to_string())).unwrap())
-        .await
 }
 
 #[tokio::test]
@@ -83,7 +69,7 @@ async fn demo_ring_and_watch_answer_json_and_parquet() {
     );
 
     let body = daily_heart_rate(6);
-    let a = query(&app, &id, &body, None).await;
+    let a = app.aggregate(&id, &body, None).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.json);
     let table = &a.json["results"][0]["table"];
     let days = table["group_key.0"].as_array().unwrap();
@@ -123,17 +109,13 @@ async fn demo_ring_and_watch_answer_json_and_parquet() {
         Some("application/json"),
         Some("text/html, application/json;q=0.9"),
     ] {
-        let again = query(&app, &id, &body, accept).await;
+        let again = app.aggregate(&id, &body, accept).await;
         assert_eq!(again.json, a.json, "{accept:?}");
     }
 
-    let tar = query(
-        &app,
-        &id,
-        &body,
-        Some("application/vnd.service.tar+gzip+parquet"),
-    )
-    .await;
+    let tar = app
+        .aggregate(&id, &body, Some("application/vnd.service.tar+gzip+parquet"))
+        .await;
     assert_eq!(tar.status, StatusCode::OK);
     assert_eq!(
         tar.headers["content-type"],
@@ -179,7 +161,7 @@ async fn refusals_have_their_statuses() {
     let app = TestApp::new().await;
     let id = app.user("q").await;
     let body = daily_heart_rate(3);
-    let a = query(&app, &id, &body, Some("text/csv")).await;
+    let a = app.aggregate(&id, &body, Some("text/csv")).await;
     assert_eq!(a.status, StatusCode::NOT_ACCEPTABLE);
     assert!(
         a.json["detail"]
@@ -190,17 +172,17 @@ async fn refusals_have_their_statuses() {
 
     let foreign = app.foreign_user().await;
     assert_eq!(
-        query(&app, &foreign, &body, None).await.status,
+        app.aggregate(&foreign, &body, None).await.status,
         StatusCode::NOT_FOUND
     );
     assert_eq!(
-        query(&app, "00000000-0000-4000-8000-000000000000", &body, None)
+        app.aggregate("00000000-0000-4000-8000-000000000000", &body, None)
             .await
             .status,
         StatusCode::NOT_FOUND
     );
     assert_422_at(
-        &query(&app, "nope", &body, None).await,
+        &app.aggregate("nope", &body, None).await,
         &[json!("path"), json!("user_id")],
     );
     let a = app
@@ -216,7 +198,7 @@ async fn refusals_have_their_statuses() {
     let mut bad = body.clone();
     bad["queries"][0]["select"][1]["func"] = json!("avg");
     assert_422_at(
-        &query(&app, &id, &bad, None).await,
+        &app.aggregate(&id, &bad, None).await,
         &[
             json!("body"),
             json!("queries"),
@@ -229,17 +211,17 @@ async fn refusals_have_their_statuses() {
     let mut bad = body.clone();
     bad["extra"] = json!(1);
     assert_eq!(
-        query(&app, &id, &bad, None).await.status,
+        app.aggregate(&id, &bad, None).await.status,
         StatusCode::UNPROCESSABLE_ENTITY
     );
 
     let mut huge = body.clone();
     huge["queries"][0]["where"] = json!("x".repeat(1_100_000));
-    let a = query(&app, &id, &huge, None).await;
+    let a = app.aggregate(&id, &huge, None).await;
     assert_eq!(a.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", a.json);
 
     // An empty history answers empty tables, not an error.
-    let a = query(&app, &id, &body, None).await;
+    let a = app.aggregate(&id, &body, None).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.json);
     assert_eq!(a.json["results"][0]["table"]["group_key.0"], json!([]));
 }
@@ -250,7 +232,7 @@ async fn a_query_past_its_time_limit_answers_504() {
     config.query_limits.timeout = std::time::Duration::ZERO;
     let app = TestApp::with_config(config).await;
     let id = demo_user(&app, &["apple_health_kit"], 3).await;
-    let a = query(&app, &id, &daily_heart_rate(3), None).await;
+    let a = app.aggregate(&id, &daily_heart_rate(3), None).await;
     assert_eq!(a.status, StatusCode::GATEWAY_TIMEOUT, "{}", a.json);
     assert!(a.json["detail"].is_string());
 }

@@ -58,63 +58,26 @@ pub fn to_batch(d: Dataset, rows: &[Row]) -> RecordBatch {
         .iter()
         .map(|f| {
             let get = |r: &Row| r.get(f.name().as_str()).cloned();
+            // A column of `$array` from each row's value of the shape `$val`, else null.
+            macro_rules! column {
+                ($array:ty, $val:pat => $cell:expr) => {
+                    rows.iter()
+                        .map(|r| match get(r) {
+                            Some($val) => Some($cell),
+                            _ => None,
+                        })
+                        .collect::<$array>()
+                };
+            }
             let a: ArrayRef = match f.data_type() {
-                DataType::Utf8 => Arc::new(
-                    rows.iter()
-                        .map(|r| match get(r) {
-                            Some(Val::S(s)) => Some(s),
-                            _ => None,
-                        })
-                        .collect::<StringArray>(),
-                ),
-                DataType::Int64 => Arc::new(
-                    rows.iter()
-                        .map(|r| match get(r) {
-                            Some(Val::I(i)) => Some(i),
-                            _ => None,
-                        })
-                        .collect::<Int64Array>(),
-                ),
-                DataType::Int32 => Arc::new(
-                    rows.iter()
-                        .map(|r| match get(r) {
-                            Some(Val::I(i)) => Some(i as i32),
-                            _ => None,
-                        })
-                        .collect::<Int32Array>(),
-                ),
-                DataType::Float64 => Arc::new(
-                    rows.iter()
-                        .map(|r| match get(r) {
-                            Some(Val::F(x)) => Some(x),
-                            _ => None,
-                        })
-                        .collect::<Float64Array>(),
-                ),
-                DataType::Boolean => Arc::new(
-                    rows.iter()
-                        .map(|r| match get(r) {
-                            Some(Val::B(b)) => Some(b),
-                            _ => None,
-                        })
-                        .collect::<BooleanArray>(),
-                ),
-                DataType::Date32 => Arc::new(
-                    rows.iter()
-                        .map(|r| match get(r) {
-                            Some(Val::D(d)) => Some(d),
-                            _ => None,
-                        })
-                        .collect::<Date32Array>(),
-                ),
+                DataType::Utf8 => Arc::new(column!(StringArray, Val::S(s) => s)),
+                DataType::Int64 => Arc::new(column!(Int64Array, Val::I(i) => i)),
+                DataType::Int32 => Arc::new(column!(Int32Array, Val::I(i) => i as i32)),
+                DataType::Float64 => Arc::new(column!(Float64Array, Val::F(x) => x)),
+                DataType::Boolean => Arc::new(column!(BooleanArray, Val::B(b) => b)),
+                DataType::Date32 => Arc::new(column!(Date32Array, Val::D(d) => d)),
                 DataType::Timestamp(TimeUnit::Microsecond, _) => Arc::new(
-                    rows.iter()
-                        .map(|r| match get(r) {
-                            Some(Val::T(t)) => Some(t),
-                            _ => None,
-                        })
-                        .collect::<TimestampMicrosecondArray>()
-                        .with_timezone("UTC"),
+                    column!(TimestampMicrosecondArray, Val::T(t) => t).with_timezone("UTC"),
                 ),
                 DataType::List(_) => {
                     let mut b = ListBuilder::new(Int8Builder::new());

@@ -9,8 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use chrono::{Duration, NaiveDate};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, Int64Type};
@@ -286,19 +285,6 @@ fn rows_query(anchor: i64, past: i64) -> Value {
     })
 }
 
-async fn query(app: &TestApp, id: &str, body: &Value, accept: Option<&str>) -> support::Answer {
-    let mut req = Request::builder()
-        .method("POST")
-        .uri(format!("/aggregate/v1/user/{id}/query"))
-        .header("x-service-api-key", &app.key)
-        .header("content-type", "application/json");
-    if let Some(a) = accept {
-        req = req.header("accept", a);
-    }
-    app.raw(req.body(Body::from(body.to_string())).unwrap())
-        .await
-}
-
 /// The answer's rows as arrays in [`COLUMNS`] order after the index.
 fn rows_of(table: &Value) -> BTreeMap<String, Value> {
     let dates = table["timestamp"].as_array().unwrap();
@@ -337,7 +323,9 @@ pub async fn pushed() -> (TestApp, String, Vec<i64>) {
 #[tokio::test]
 async fn scores_match_the_hand_computed_days_and_a_late_night_changes_the_days_it_feeds() {
     let (app, id, mut nights) = pushed().await;
-    let a = query(&app, &id, &rows_query(DAYS - 1, DAYS - 1), None).await;
+    let a = app
+        .aggregate(&id, &rows_query(DAYS - 1, DAYS - 1), None)
+        .await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.json);
     let before = rows_of(&a.json["results"][0]["table"]);
     check(&before, &nights, 0..DAYS);
@@ -356,7 +344,9 @@ async fn scores_match_the_hand_computed_days_and_a_late_night_changes_the_days_i
     assert_eq!(a.status, StatusCode::OK, "{}", a.json);
     nights.push(10);
     nights.sort();
-    let a = query(&app, &id, &rows_query(DAYS - 1, DAYS - 1), None).await;
+    let a = app
+        .aggregate(&id, &rows_query(DAYS - 1, DAYS - 1), None)
+        .await;
     let after = rows_of(&a.json["results"][0]["table"]);
     check(&after, &nights, 0..DAYS);
     for i in 0..10 {
@@ -373,7 +363,7 @@ async fn scores_match_the_hand_computed_days_and_a_late_night_changes_the_days_i
     );
 
     // A week's window reads its baselines from the three weeks before it.
-    let a = query(&app, &id, &rows_query(DAYS - 1, 6), None).await;
+    let a = app.aggregate(&id, &rows_query(DAYS - 1, 6), None).await;
     let week = rows_of(&a.json["results"][0]["table"]);
     check(&week, &nights, DAYS - 7..DAYS);
 }
@@ -394,7 +384,7 @@ async fn one_written_out_day() {
     let nights: Vec<i64> = (0..DAYS).filter(|i| !MISSING.contains(i)).collect();
     assert_eq!(expected(9, &nights), want);
     let (app, id, _) = pushed().await;
-    let a = query(&app, &id, &rows_query(9, 1), None).await;
+    let a = app.aggregate(&id, &rows_query(9, 1), None).await;
     let got = rows_of(&a.json["results"][0]["table"]);
     assert_eq!(got[&day(9).to_string()], want);
 }
@@ -418,7 +408,7 @@ async fn weekly_means_green_days_and_the_parquet_answer() {
             "group_by": [{"derived_readiness": "recovery_zone"}]
         }]
     });
-    let a = query(&app, &id, &body, None).await;
+    let a = app.aggregate(&id, &body, None).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.json);
     let all: Vec<Value> = (0..DAYS).map(|i| expected(i, &nights)).collect();
     // Weekly means: weeks start on Monday; 2025-03-03 is one.
@@ -472,13 +462,9 @@ async fn weekly_means_green_days_and_the_parquet_answer() {
     assert_eq!(counted, DAYS);
 
     // The same request as Parquet: every member holds its JSON table.
-    let p = query(
-        &app,
-        &id,
-        &body,
-        Some("application/vnd.service.tar+gzip+parquet"),
-    )
-    .await;
+    let p = app
+        .aggregate(&id, &body, Some("application/vnd.service.tar+gzip+parquet"))
+        .await;
     assert_eq!(p.status, StatusCode::OK);
     let mut members = 0;
     for (q, batches) in support::parquet_members(&p.bytes).into_iter().enumerate() {
@@ -562,5 +548,5 @@ async fn readiness_refusals_name_the_table() {
 }
 
 async fn query_json(app: &TestApp, id: &str, body: &Value) -> support::Answer {
-    query(app, id, body, None).await
+    app.aggregate(id, body, None).await
 }

@@ -62,7 +62,6 @@ async fn an_unreleased_push_is_announced_at_its_expiry_if_it_committed_and_dropp
     use wearhouse::data::announce;
     use wearhouse::events::history;
     use wearhouse::store::health::HealthStore;
-    use wearhouse::store::metadata::NewUser;
 
     let dir = tempfile::tempdir().unwrap();
     let meta = support::sqlite_meta(dir.path()).await;
@@ -73,16 +72,7 @@ async fn an_unreleased_push_is_announced_at_its_expiry_if_it_committed_and_dropp
     .unwrap();
     let (team, _) = meta.create_team("acme").await.unwrap();
     let endpoint = support::endpoint_at(&meta, team.id, "http://127.0.0.1:9/h").await;
-    let user = meta
-        .create_user(
-            team.id,
-            NewUser {
-                client_user_id: "u".to_owned(),
-                ..NewUser::default()
-            },
-        )
-        .await
-        .unwrap();
+    let user = crate::support::new_user(&meta, team.id, "u").await;
     let begin = |body: Value, at: chrono::DateTime<chrono::Utc>| {
         let (meta, health, user) = (meta.clone(), health.clone(), user.clone());
         async move {

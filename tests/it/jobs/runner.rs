@@ -25,6 +25,22 @@ use jobs_support::{Db, Failing, Recorder, Sleeper, Steps, config, wait_for};
 
 const LONG: Duration = Duration::from_secs(30);
 
+/// Two tests of one runner exercise (`async fn(Db)`): `$sqlite` on a SQLite file, `$postgres`
+/// on a scratch PostgreSQL database.
+macro_rules! on_both {
+    ($sqlite:ident, $postgres:ident, $exercise:ident) => {
+        #[tokio::test]
+        async fn $sqlite() {
+            $exercise(Db::sqlite().await).await;
+        }
+
+        #[tokio::test]
+        async fn $postgres() {
+            $exercise(Db::postgres().await).await;
+        }
+    };
+}
+
 async fn add(meta: &MetadataStore, job: NewJob) -> Uuid {
     enqueue_now(meta, &job).await.unwrap().id()
 }
@@ -116,15 +132,11 @@ async fn survives_sigkill(db: Db) {
     db.close().await;
 }
 
-#[tokio::test]
-async fn a_job_survives_sigkill_and_completes_once_after_restart_sqlite() {
-    survives_sigkill(Db::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn a_job_survives_sigkill_and_completes_once_after_restart_postgres() {
-    survives_sigkill(Db::postgres().await).await;
-}
+on_both!(
+    a_job_survives_sigkill_and_completes_once_after_restart_sqlite,
+    a_job_survives_sigkill_and_completes_once_after_restart_postgres,
+    survives_sigkill
+);
 
 // ---- (b) two runners on one PostgreSQL never run a job twice at once ----
 
@@ -221,15 +233,11 @@ async fn expired_lease_is_taken_over(db: Db) {
     db.close().await;
 }
 
-#[tokio::test]
-async fn an_expired_lease_is_taken_over_sqlite() {
-    expired_lease_is_taken_over(Db::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn an_expired_lease_is_taken_over_postgres() {
-    expired_lease_is_taken_over(Db::postgres().await).await;
-}
+on_both!(
+    an_expired_lease_is_taken_over_sqlite,
+    an_expired_lease_is_taken_over_postgres,
+    expired_lease_is_taken_over
+);
 
 // ---- (d) retries back off and end in `failed` with the last error ----
 
@@ -279,15 +287,11 @@ async fn retries_end_in_failed(db: Db) {
     db.close().await;
 }
 
-#[tokio::test]
-async fn retries_back_off_and_end_in_failed_sqlite() {
-    retries_end_in_failed(Db::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn retries_back_off_and_end_in_failed_postgres() {
-    retries_end_in_failed(Db::postgres().await).await;
-}
+on_both!(
+    retries_back_off_and_end_in_failed_sqlite,
+    retries_back_off_and_end_in_failed_postgres,
+    retries_end_in_failed
+);
 
 // ---- graceful shutdown finishes or releases running jobs ----
 
@@ -328,15 +332,11 @@ async fn shutdown_finishes_or_releases(db: Db) {
     db.close().await;
 }
 
-#[tokio::test]
-async fn shutdown_finishes_or_releases_running_jobs_sqlite() {
-    shutdown_finishes_or_releases(Db::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn shutdown_finishes_or_releases_running_jobs_postgres() {
-    shutdown_finishes_or_releases(Db::postgres().await).await;
-}
+on_both!(
+    shutdown_finishes_or_releases_running_jobs_sqlite,
+    shutdown_finishes_or_releases_running_jobs_postgres,
+    shutdown_finishes_or_releases
+);
 
 // ---- unique keys: one unfinished job per key; a request during a run reruns it ----
 
@@ -421,22 +421,14 @@ async fn a_rerun_asked_during_a_run_is_not_postponed_by_its_retry(db: Db) {
     db.close().await;
 }
 
-#[tokio::test]
-async fn a_rerun_asked_during_a_run_is_not_postponed_by_its_retry_sqlite() {
-    a_rerun_asked_during_a_run_is_not_postponed_by_its_retry(Db::sqlite().await).await;
-}
+on_both!(
+    a_rerun_asked_during_a_run_is_not_postponed_by_its_retry_sqlite,
+    a_rerun_asked_during_a_run_is_not_postponed_by_its_retry_postgres,
+    a_rerun_asked_during_a_run_is_not_postponed_by_its_retry
+);
 
-#[tokio::test]
-async fn a_rerun_asked_during_a_run_is_not_postponed_by_its_retry_postgres() {
-    a_rerun_asked_during_a_run_is_not_postponed_by_its_retry(Db::postgres().await).await;
-}
-
-#[tokio::test]
-async fn unique_keys_fold_requests_sqlite() {
-    unique_keys_fold_requests(Db::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn unique_keys_fold_requests_postgres() {
-    unique_keys_fold_requests(Db::postgres().await).await;
-}
+on_both!(
+    unique_keys_fold_requests_sqlite,
+    unique_keys_fold_requests_postgres,
+    unique_keys_fold_requests
+);

@@ -109,6 +109,28 @@ pub(super) fn contains(haystack: &[u8], needle: &str) -> bool {
         .any(|w| w == needle.as_bytes())
 }
 
+/// Checks that `stored` holds none of the tokens of recipes `recipes` nor any of `issued`
+/// (the tokens refreshes got) in clear.
+pub(super) fn assert_no_token_in_clear(
+    stored: &[u8],
+    recipes: std::ops::RangeInclusive<usize>,
+    issued: &[String],
+) {
+    for n in recipes {
+        assert!(
+            !contains(stored, &access_token(n)),
+            "access token {n} in clear"
+        );
+        assert!(
+            !contains(stored, &refresh_token(n)),
+            "refresh token {n} in clear"
+        );
+    }
+    for token in issued {
+        assert!(!contains(stored, token), "refreshed token in clear");
+    }
+}
+
 /// Whether `user` (asked with `key`) has a connected Oura connection.
 async fn connected(app: &TestApp, key: &str, user: &str) -> bool {
     let a = app
@@ -164,16 +186,7 @@ async fn a_submission_answers_202_at_once_and_imports_in_the_background_never_in
         "{op}"
     );
     let staged = super::sqlite_bytes(app.dir.path());
-    for n in [1, 2] {
-        assert!(
-            !contains(&staged, &access_token(n)),
-            "access token {n} in clear"
-        );
-        assert!(
-            !contains(&staged, &refresh_token(n)),
-            "refresh token {n} in clear"
-        );
-    }
+    assert_no_token_in_clear(&staged, 1..=2, &[]);
 
     let runner = runner(&app);
     let op = ended_op(&app).await;
@@ -231,19 +244,7 @@ async fn a_submission_answers_202_at_once_and_imports_in_the_background_never_in
     assert_eq!(renewed.access_token, fake.issued().first().cloned());
     assert!(renewed.expires_at.unwrap() > now());
     let stored = super::sqlite_bytes(app.dir.path());
-    for n in [1, 2] {
-        assert!(
-            !contains(&stored, &access_token(n)),
-            "access token {n} in clear"
-        );
-        assert!(
-            !contains(&stored, &refresh_token(n)),
-            "refresh token {n} in clear"
-        );
-    }
-    for token in fake.issued() {
-        assert!(!contains(&stored, &token), "refreshed token in clear");
-    }
+    assert_no_token_in_clear(&stored, 1..=2, &fake.issued());
 }
 
 #[tokio::test(flavor = "multi_thread")]

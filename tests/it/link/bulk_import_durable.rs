@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wearhouse::jobs::Runner;
 
-use super::bulk_import::{access_token, contains, now, recipe, refresh_token};
+use super::bulk_import::{access_token, assert_no_token_in_clear, now, recipe, refresh_token};
 use super::fake_oauth::{CLIENT_ID, FakeOAuth, TEAM_CLIENT_ID, TEAM_CLIENT_SECRET};
 use crate::jobs::support::config;
 
@@ -135,17 +135,9 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
     assert_eq!(presented, (1..=5).map(refresh_token).collect::<Vec<_>>());
     assert_eq!(oauth.token_requests(), 6);
     for user in &users {
-        let events: Value = call(
-            &server,
-            reqwest::Method::GET,
-            &format!("/v2/team/events?user_id={user}&limit=100"),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        let events = server
+            .get_json(&format!("/v2/team/events?user_id={user}&limit=100"), &key)
+            .await;
         let created = events["events"]
             .as_array()
             .unwrap()
@@ -153,17 +145,9 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
             .filter(|e| e["event_type"] == "provider.connection.created")
             .count();
         assert_eq!(created, 1, "{user}: {events}");
-        let providers: Value = call(
-            &server,
-            reqwest::Method::GET,
-            &format!("/v2/user/providers/{user}"),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        let providers = server
+            .get_json(&format!("/v2/user/providers/{user}"), &key)
+            .await;
         let oura = providers["providers"]
             .as_array()
             .unwrap()
@@ -173,20 +157,7 @@ async fn a_server_killed_mid_import_resumes_after_restart_and_imports_each_recip
             .unwrap_or_default();
         assert_eq!(oura["status"], "connected", "{providers}");
     }
-    let bytes = server_db_bytes(dir.path());
-    for n in 1..=5 {
-        assert!(
-            !contains(&bytes, &access_token(n)),
-            "access token {n} in clear"
-        );
-        assert!(
-            !contains(&bytes, &refresh_token(n)),
-            "refresh token {n} in clear"
-        );
-    }
-    for token in oauth.issued() {
-        assert!(!contains(&bytes, &token), "refreshed token in clear");
-    }
+    assert_no_token_in_clear(&server_db_bytes(dir.path()), 1..=5, &oauth.issued());
 }
 
 /// The operation's SQL on PostgreSQL: submitted, worked by the job, listed; no token in clear

@@ -7,8 +7,9 @@ use uuid::Uuid;
 use wearhouse::link::lifecycle::{credentials, deregister, link_on};
 use wearhouse::secret::SecretKey;
 use wearhouse::store::metadata::connections::{self, ErrorDetails};
-use wearhouse::store::metadata::{ConnectionStatus, MetadataStore, NewUser};
+use wearhouse::store::metadata::{ConnectionStatus, MetadataStore};
 
+use super::bulk_import::contains;
 use super::{ACCESS_TOKEN, REFRESH_TOKEN, entry, keyed_app, link, linked, sqlite_bytes};
 use crate::support::postgres::ScratchDb;
 use crate::support::{TestApp, assert_422_at};
@@ -17,16 +18,7 @@ use crate::support::{TestApp, assert_422_at};
 /// the user.
 async fn exercise(meta: &MetadataStore, key: &SecretKey) -> Uuid {
     let (team, _) = meta.create_team("acme").await.unwrap();
-    let user = meta
-        .create_user(
-            team.id,
-            NewUser {
-                client_user_id: "linked".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    let user = crate::support::new_user(meta, team.id, "linked").await;
     let mut tx = meta.begin().await.unwrap();
     let (c, was) = link_on(
         &mut tx,
@@ -90,12 +82,6 @@ async fn exercise(meta: &MetadataStore, key: &SecretKey) -> Uuid {
     assert_eq!(again.error_details, None);
     assert_eq!(again.created_at, c.created_at);
     user.id
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
 }
 
 #[tokio::test]
@@ -415,16 +401,7 @@ async fn entering_error_emits_one_connection_error_event_and_refreshes_the_detai
     let key = SecretKey::generate().0;
     let (team, _) = meta.create_team("acme").await.unwrap();
     crate::events::support::endpoint_at(&meta, team.id, "http://127.0.0.1:9/hook").await;
-    let user = meta
-        .create_user(
-            team.id,
-            NewUser {
-                client_user_id: "failing".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    let user = crate::support::new_user(&meta, team.id, "failing").await;
     let oura = wearhouse::providers::provider("oura").unwrap();
     let now = chrono::Utc::now();
     let fail_with = async |error_type, message: &str, at| {

@@ -21,7 +21,7 @@ use super::fake_libreview::{
 use super::fake_oauth::FakeOAuth;
 use super::{password_app, sqlite_bytes};
 use crate::support::{Answer, TestApp};
-use crate::sync::support::linked::{LONG, Linked};
+use crate::sync::support::linked::Linked;
 
 const BACK: &str = "https://app.example.com/linked";
 const PROVIDER: &str = "abbott_libreview";
@@ -85,20 +85,33 @@ async fn status(app: &TestApp, user: &str) -> Option<ConnectionStatus> {
     c.map(|c| c.status)
 }
 
-#[tokio::test]
-async fn a_second_factor_by_sms_takes_a_wrong_code_then_the_right_one() {
-    let fake = FakeLibreView::start(Factor::Sms).await;
+/// An app on a fake LibreView whose second factor is `factor`, a user of it (`client_user_id`)
+/// and its link token, signed in with the right password: the answer (also answered) asks for
+/// the code, sent by that factor to `hint`.
+async fn asked_for_a_code(
+    factor: Factor,
+    client_user_id: &str,
+    hint: &str,
+) -> (FakeLibreView, TestApp, String, String, Value) {
+    let fake = FakeLibreView::start(factor).await;
     let app = app(&fake).await;
-    let user = app.user("sms-patient").await;
+    let user = app.user(client_user_id).await;
     let t = token(&app, &user).await;
-
-    // Asked in the US, the account lives in the EU: followed; then a code goes by SMS.
     let a = sign_in(&app, &t, right()).await;
     assert_eq!(a["state"], "pending_provider_mfa", "{a}");
-    assert_eq!(
-        a["provider_mfa"],
-        json!({"method": "sms", "hint": SMS_HINT})
-    );
+    let method = match factor {
+        Factor::Sms => "sms",
+        Factor::Email => "email",
+        Factor::Off => panic!("no second factor to ask for"),
+    };
+    assert_eq!(a["provider_mfa"], json!({"method": method, "hint": hint}));
+    (fake, app, user, t, a)
+}
+
+#[tokio::test]
+async fn a_second_factor_by_sms_takes_a_wrong_code_then_the_right_one() {
+    // Asked in the US, the account lives in the EU: followed; then a code goes by SMS.
+    let (fake, app, user, t, a) = asked_for_a_code(Factor::Sms, "sms-patient", SMS_HINT).await;
     assert_eq!(a["connected"], false);
     assert_eq!(a["provider"], PROVIDER);
     assert!(a.get("redirect_url").is_none(), "not landed yet: {a}");
@@ -171,16 +184,7 @@ async fn a_second_factor_by_sms_takes_a_wrong_code_then_the_right_one() {
 
 #[tokio::test]
 async fn a_second_factor_by_email_says_where_the_code_went_and_a_new_code_can_be_sent() {
-    let fake = FakeLibreView::start(Factor::Email).await;
-    let app = app(&fake).await;
-    let user = app.user("email-patient").await;
-    let t = token(&app, &user).await;
-    let a = sign_in(&app, &t, right()).await;
-    assert_eq!(a["state"], "pending_provider_mfa", "{a}");
-    assert_eq!(
-        a["provider_mfa"],
-        json!({"method": "email", "hint": EMAIL_HINT})
-    );
+    let (fake, app, _, t, _) = asked_for_a_code(Factor::Email, "email-patient", EMAIL_HINT).await;
     let first = fake.last_code();
 
     // A new code (the page's "send a new code"): the first one no longer works.
@@ -345,36 +349,11 @@ async fn a_linked_patient_is_pulled_and_a_password_change_at_pull_time_is_a_conn
 
     fake.expire_sessions();
     fake.password_expired(true);
-    let runner = l.runner();
-    let r = l.refresh("20").await;
-    assert_eq!(r.status, 200, "{}", r.json);
-    let uuid: Uuid = l.user.parse().unwrap();
-    let deadline = tokio::time::Instant::now() + LONG;
-    let connection = loop {
-        let c = l
-            .app
-            .state
-            .meta
-            .connection(uuid, PROVIDER)
-            .await
-            .unwrap()
-            .unwrap();
-        if c.status != ConnectionStatus::Connected || tokio::time::Instant::now() > deadline {
-            break c;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
-    runner.shutdown().await;
+    let connection = l.refresh_until_disconnected().await;
     assert_eq!(connection.status, ConnectionStatus::Error);
-    let details = connection.error_details.unwrap();
-    assert_eq!(details.error_type, "provider_password_expired");
+    let details = l.assert_errored("provider_password_expired").await;
     assert!(details.error_message.contains("password"), "{details:?}");
     assert!(!details.error_message.contains(PASSWORD));
-    let types = l.event_types().await;
-    assert!(
-        types.iter().any(|t| t == "provider.connection.error"),
-        "{types:?}"
-    );
 }
 
 #[tokio::test]

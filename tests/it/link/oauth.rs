@@ -68,9 +68,19 @@ pub(crate) async fn authorize_url(app: &TestApp, token: &str, provider: &str) ->
         .to_owned()
 }
 
-/// Plays the browser: opens the authorisation URL (plus steering parameters), follows the
-/// provider's redirect to the callback, and answers the callback's answer.
+/// Plays the browser for an Oura link: [`visit_as`].
 pub(crate) async fn visit(app: &TestApp, url: &str, extra: &[(&str, &str)]) -> Answer {
+    visit_as(app, "oura", url, extra).await
+}
+
+/// Plays the browser: opens the authorisation URL (plus steering parameters), follows the
+/// authorisation server's redirect to `provider`'s callback, and answers the callback's answer.
+pub(crate) async fn visit_as(
+    app: &TestApp,
+    provider: &str,
+    url: &str,
+    extra: &[(&str, &str)],
+) -> Answer {
     let mut url = url::Url::parse(url).unwrap();
     for (k, v) in extra {
         url.query_pairs_mut().append_pair(k, v);
@@ -82,7 +92,10 @@ pub(crate) async fn visit(app: &TestApp, url: &str, extra: &[(&str, &str)]) -> A
     let r = client.get(url).send().await.unwrap();
     assert_eq!(r.status(), 303, "{:?}", r.text().await);
     let location = url::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
-    assert_eq!(location.path(), "/v2/link/oauth/callback/oura");
+    assert_eq!(
+        location.path(),
+        format!("/v2/link/oauth/callback/{provider}")
+    );
     let path = format!("{}?{}", location.path(), location.query().unwrap_or(""));
     app.send("GET", &path, None, None).await
 }

@@ -259,6 +259,28 @@ pub(super) async fn connection(
         .map(|p| p["status"].as_str().unwrap().to_owned())
 }
 
+/// Checks that the browser came back to the app at `back` saying `provider` was linked, and
+/// that `user`'s connection to it is connected.
+pub(super) async fn assert_linked_back(
+    b: &Browser,
+    back: &str,
+    (server, key): (&Server, &str),
+    user: &str,
+    provider: &str,
+) {
+    let landing = b.landed_on(back).await;
+    assert_eq!(
+        landing.get("state").map(String::as_str),
+        Some("success"),
+        "{landing:?}"
+    );
+    assert_eq!(landing.get("provider").map(String::as_str), Some(provider));
+    assert_eq!(
+        connection(server, key, user, provider).await.as_deref(),
+        Some("connected")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hosted_page_links_providers_in_a_real_browser() {
     let dir = tempfile::tempdir().unwrap();
@@ -334,19 +356,7 @@ async fn the_hosted_page_links_providers_in_a_real_browser() {
     b.fill("#username", USERNAME).await;
     b.fill("#password", PASSWORD).await;
     b.click("#connect").await;
-    let landing = b.landed_on(&back).await;
-    assert_eq!(
-        landing.get("state").map(String::as_str),
-        Some("success"),
-        "{landing:?}"
-    );
-    assert_eq!(landing.get("provider").map(String::as_str), Some("peloton"));
-    assert_eq!(
-        connection(&server, &key, &rider, "peloton")
-            .await
-            .as_deref(),
-        Some("connected")
-    );
+    assert_linked_back(&b, &back, (&server, &key), &rider, "peloton").await;
 
     // on_error=redirect: the refusal goes back to the app; a token naming the provider opens
     // its form directly.

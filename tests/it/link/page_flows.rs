@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::fake_libreview::{EMAIL, Factor, FakeLibreView, PASSWORD, SMS_HINT};
 use super::fake_oauth::FakeOAuth;
-use super::page::{Browser, connection, customer_app, link_url};
+use super::page::{Browser, assert_linked_back, connection, customer_app, link_url};
 use crate::sync::libre::{FOLLOWER, FOLLOWER_PASSWORD, FakeLibre};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,22 +96,7 @@ async fn the_code_step_and_the_email_form_work_in_a_real_browser() {
     assert_eq!(libreview.codes_sent(), 2);
     b.fill("#mfa_code", &libreview.last_code()).await;
     b.click("#verify").await;
-    let landing = b.landed_on(&back).await;
-    assert_eq!(
-        landing.get("state").map(String::as_str),
-        Some("success"),
-        "{landing:?}"
-    );
-    assert_eq!(
-        landing.get("provider").map(String::as_str),
-        Some("abbott_libreview")
-    );
-    assert_eq!(
-        connection(&server, &key, &patient, "abbott_libreview")
-            .await
-            .as_deref(),
-        Some("connected")
-    );
+    assert_linked_back(&b, &back, (&server, &key), &patient, "abbott_libreview").await;
 
     // The Close button on the code step, with on_close=redirect.
     let (_, url) = link_url(
@@ -157,22 +142,7 @@ async fn the_code_step_and_the_email_form_work_in_a_real_browser() {
     );
     llu.share();
     b.click("#connect").await;
-    let landing = b.landed_on(&back).await;
-    assert_eq!(
-        landing.get("state").map(String::as_str),
-        Some("success"),
-        "{landing:?}"
-    );
-    assert_eq!(
-        landing.get("provider").map(String::as_str),
-        Some("freestyle_libre")
-    );
-    assert_eq!(
-        connection(&server, &key, &wearer, "freestyle_libre")
-            .await
-            .as_deref(),
-        Some("connected")
-    );
+    assert_linked_back(&b, &back, (&server, &key), &wearer, "freestyle_libre").await;
 
     // on_error=redirect: an address that has not shared goes back to the app.
     let (_, url) = link_url(

@@ -34,6 +34,20 @@ pub struct Answer {
     pub bytes: Vec<u8>,
 }
 
+impl Answer {
+    /// The router's `response`, its body read whole (and as JSON, or `null`).
+    pub async fn read(response: axum::response::Response) -> Answer {
+        let (parts, body) = response.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes().to_vec();
+        Answer {
+            status: parts.status,
+            headers: parts.headers,
+            json: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            bytes,
+        }
+    }
+}
+
 impl TestApp {
     pub async fn new() -> TestApp {
         Self::with_config(HttpConfig::default()).await
@@ -79,23 +93,7 @@ impl TestApp {
     }
 
     pub async fn raw(&self, req: Request<Body>) -> Answer {
-        let resp = router(self.state.clone()).oneshot(req).await.unwrap();
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Answer {
-            status,
-            headers,
-            json,
-            bytes,
-        }
+        Answer::read(router(self.state.clone()).oneshot(req).await.unwrap()).await
     }
 
     pub async fn get(&self, uri: &str) -> Answer {
@@ -109,6 +107,21 @@ impl TestApp {
 
     pub async fn patch(&self, uri: &str, body: Value) -> Answer {
         self.send("PATCH", uri, Some(&self.key.clone()), Some(body))
+            .await
+    }
+
+    /// `POST /aggregate/v1/user/{id}/query` with `body`, asking for `accept` (the default, JSON,
+    /// when `None`).
+    pub async fn aggregate(&self, id: &str, body: &Value, accept: Option<&str>) -> Answer {
+        let mut req = Request::builder()
+            .method("POST")
+            .uri(format!("/aggregate/v1/user/{id}/query"))
+            .header("x-service-api-key", &self.key)
+            .header("content-type", "application/json");
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        self.raw(req.body(Body::from(body.to_string())).unwrap())
             .await
     }
 
@@ -204,6 +217,19 @@ impl TestApp {
 }
 
 /// Asserts a 422 whose first violation is located at `loc`.
+/// A user of `team` made straight in the metadata store, as `client_user_id`.
+pub async fn new_user(
+    meta: &MetadataStore,
+    team: uuid::Uuid,
+    client_user_id: &str,
+) -> wearhouse::store::metadata::User {
+    let new = wearhouse::store::metadata::NewUser {
+        client_user_id: client_user_id.into(),
+        ..Default::default()
+    };
+    meta.create_user(team, new).await.unwrap()
+}
+
 pub fn assert_422_at(a: &Answer, loc: &[Value]) {
     assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", a.json);
     let detail = a.json["detail"]

@@ -27,7 +27,6 @@ use super::support::linked::{Linked, offset_days};
 use super::support::{pull, utc};
 use wearhouse::ingest::PushUser;
 use wearhouse::jobs::JobState;
-use wearhouse::store::metadata::ConnectionStatus;
 use wearhouse::sync::{Connector, Pulled, Resource, screen};
 
 /// The table's faults, as every provider's fake can be told them.
@@ -74,107 +73,126 @@ fn speaks<F: Copy + Send + Sync + 'static>(
     })
 }
 
+/// A row's fake (started by `$fake`), its faults said by `$says`, and its connector at the
+/// fake (built by `$new`).
+macro_rules! row {
+    ($fake:expr, $new:expr, $says:expr) => {{
+        let fake = $fake.await;
+        let connector: Arc<dyn Connector> = Arc::new($new(&fake.base).unwrap());
+        (speaks(&*fake, $says), connector)
+    }};
+}
+
 /// A row: the provider's fake (the fixtures moved into the pull's window) and its connector.
 async fn start(slug: &str) -> (Box<dyn Faults>, Arc<dyn Connector>) {
     use wearhouse::sync::connectors as c;
     match slug {
         "oura" => {
             use sync::oura::fake_oura::Fault as F;
-            let fake = sync::pull::fake_oura().await;
-            let says = |f: Fault| match f {
-                Fault::RateLimited { retry_after } => F::RateLimited { retry_after },
-                Fault::ServerError => F::ServerError,
-            };
-            let connector = c::oura::Oura::new(&fake.base).unwrap();
-            (speaks(&*fake, says), Arc::new(connector))
+            row!(
+                sync::pull::fake_oura(),
+                c::oura::Oura::new,
+                |f: Fault| match f {
+                    Fault::RateLimited { retry_after } => F::RateLimited { retry_after },
+                    Fault::ServerError => F::ServerError,
+                }
+            )
         }
         "dexcom_v3" => {
             use sync::dexcom::fake_dexcom::Fault as F;
-            let fake = sync::dexcom::end_to_end::fake_dexcom().await;
-            let says = |f: Fault| match f {
-                Fault::RateLimited { retry_after } => F::RateLimited { retry_after },
-                Fault::ServerError => F::ServerError,
-            };
-            let connector = c::dexcom::Dexcom::new(&fake.base).unwrap();
-            (speaks(&*fake, says), Arc::new(connector))
+            row!(
+                sync::dexcom::end_to_end::fake_dexcom(),
+                c::dexcom::Dexcom::new,
+                |f: Fault| match f {
+                    Fault::RateLimited { retry_after } => F::RateLimited { retry_after },
+                    Fault::ServerError => F::ServerError,
+                }
+            )
         }
         "fitbit" => {
             use sync::fitbit::fake_fitbit::Fault as F;
-            let fake = sync::fitbit::end_to_end::fake_fitbit().await;
-            let says = |f: Fault| match f {
-                Fault::RateLimited { retry_after } => F::RateLimited {
-                    retry_after,
-                    reset: retry_after,
-                },
-                Fault::ServerError => F::ServerError,
-            };
-            let connector = c::fitbit::Fitbit::new(&fake.base).unwrap();
-            (speaks(&*fake, says), Arc::new(connector))
+            row!(
+                sync::fitbit::end_to_end::fake_fitbit(),
+                c::fitbit::Fitbit::new,
+                |f: Fault| match f {
+                    Fault::RateLimited { retry_after } => F::RateLimited {
+                        retry_after,
+                        reset: retry_after,
+                    },
+                    Fault::ServerError => F::ServerError,
+                }
+            )
         }
         "withings" => {
             use sync::withings::fake_withings::Fault as F;
-            let fake = sync::withings::end_to_end::fake_withings().await;
-            let says = |f: Fault| match f {
-                Fault::RateLimited { retry_after } => F::HttpRateLimited { retry_after },
-                Fault::ServerError => F::ServerError,
-            };
-            let connector = c::withings::Withings::new(&fake.base).unwrap();
-            (speaks(&*fake, says), Arc::new(connector))
+            row!(
+                sync::withings::end_to_end::fake_withings(),
+                c::withings::Withings::new,
+                |f: Fault| match f {
+                    Fault::RateLimited { retry_after } => F::HttpRateLimited { retry_after },
+                    Fault::ServerError => F::ServerError,
+                }
+            )
         }
         "whoop" => {
             use sync::whoop::fake_whoop::Fault as F;
-            let fake = sync::whoop::end_to_end::fake_whoop().await;
-            let says = |f: Fault| match f {
-                Fault::RateLimited { retry_after } => F::RateLimited {
-                    retry_after: Some(retry_after),
-                    reset: None,
-                },
-                Fault::ServerError => F::ServerError,
-            };
-            let connector = c::whoop::Whoop::new(&fake.base).unwrap();
-            (speaks(&*fake, says), Arc::new(connector))
+            row!(
+                sync::whoop::end_to_end::fake_whoop(),
+                c::whoop::Whoop::new,
+                |f: Fault| match f {
+                    Fault::RateLimited { retry_after } => F::RateLimited {
+                        retry_after: Some(retry_after),
+                        reset: None,
+                    },
+                    Fault::ServerError => F::ServerError,
+                }
+            )
         }
         "google_health" => {
             use sync::google_health::fake_google_health::Fault as F;
-            let fake = sync::google_health::end_to_end::fake_google().await;
-            let says = |f: Fault| match f {
-                Fault::RateLimited { retry_after } => F::RateLimited(retry_after),
-                Fault::ServerError => F::ServerError,
-            };
-            let connector = c::google_health::GoogleHealth::new(&fake.base).unwrap();
-            (speaks(&*fake, says), Arc::new(connector))
+            row!(
+                sync::google_health::end_to_end::fake_google(),
+                c::google_health::GoogleHealth::new,
+                |f: Fault| match f {
+                    Fault::RateLimited { retry_after } => F::RateLimited(retry_after),
+                    Fault::ServerError => F::ServerError,
+                }
+            )
         }
         "garmin" => {
             use sync::garmin::fake_garmin::Fault as F;
-            let fake = sync::garmin::end_to_end::fake_garmin().await;
-            let says = |f: Fault| match f {
-                Fault::RateLimited { retry_after } => F::RateLimited(retry_after),
-                Fault::ServerError => F::ServerError,
-            };
-            let connector = c::garmin::Garmin::new(&fake.base).unwrap();
-            (speaks(&*fake, says), Arc::new(connector))
+            row!(
+                sync::garmin::end_to_end::fake_garmin(),
+                c::garmin::Garmin::new,
+                |f: Fault| match f {
+                    Fault::RateLimited { retry_after } => F::RateLimited(retry_after),
+                    Fault::ServerError => F::ServerError,
+                }
+            )
         }
         "polar" => {
             use sync::polar::fake_polar::Fault as F;
-            let fake = sync::polar::end_to_end::fake_polar().await;
             // Polar sends no `Retry-After`: its headers say the 15-minute window is spent.
-            let says = |f: Fault| match f {
-                Fault::RateLimited { .. } => F::RateLimited { day: false },
-                Fault::ServerError => F::ServerError,
-            };
-            let connector = c::polar::Polar::new(&fake.base).unwrap();
-            (speaks(&*fake, says), Arc::new(connector))
+            row!(
+                sync::polar::end_to_end::fake_polar(),
+                c::polar::Polar::new,
+                |f: Fault| match f {
+                    Fault::RateLimited { .. } => F::RateLimited { day: false },
+                    Fault::ServerError => F::ServerError,
+                }
+            )
         }
         "strava" => {
             use sync::strava::fake_strava::Fault as F;
-            let fake = sync::strava::end_to_end::fake_strava().await;
             // Strava sends no `Retry-After`: its usage headers say the 15-minute window is spent.
-            let says = |f: Fault| match f {
-                Fault::RateLimited { .. } => F::RateLimited,
-                Fault::ServerError => F::ServerError,
-            };
-            let connector = c::strava::Strava::new(&fake.base).unwrap();
-            (speaks(&*fake, says), Arc::new(connector))
+            row!(
+                sync::strava::end_to_end::fake_strava(),
+                c::strava::Strava::new,
+                |f: Fault| match f {
+                    Fault::RateLimited { .. } => F::RateLimited,
+                    Fault::ServerError => F::ServerError,
+                }
+            )
         }
         other => panic!("no row for {other}"),
     }
@@ -338,22 +356,8 @@ async fn revoked_token(slug: &str) {
 /// The connection is in error for its credentials, said by event, and nothing historical was
 /// announced.
 async fn assert_errored(slug: &str, l: &Linked) {
-    let connection = l
-        .app
-        .state
-        .meta
-        .connection(l.user.parse().unwrap(), l.provider)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(connection.status, ConnectionStatus::Error, "{slug}");
-    let details = connection.error_details.unwrap();
-    assert_eq!(details.error_type, "provider_credential_error", "{slug}");
+    l.assert_errored("provider_credential_error").await;
     let types = l.event_types().await;
-    assert!(
-        types.iter().any(|t| t == "provider.connection.error"),
-        "{slug}: {types:?}"
-    );
     assert!(
         !types.iter().any(|t| t.starts_with("historical.data.")),
         "{slug}: {types:?}"

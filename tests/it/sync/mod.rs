@@ -3,7 +3,8 @@
 //! × faults table of `provider-sync.md` ([`faults`]), the pull job ([`pull`]), change
 //! notifications ([`notify`]), the password and e-mail sign-ins ([`peloton`], [`libre`]), the
 //! demo connector and its generator, and [`support`], what the suites share (instants and
-//! pulls, and the end-to-end harness that links a user and runs the real job runner).
+//! pulls, the failure kinds every connector surfaces alike, and the end-to-end harness that
+//! links a user and runs the real job runner).
 
 pub mod support;
 

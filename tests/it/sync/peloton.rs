@@ -16,7 +16,6 @@
 //! moved forward by whole days ([`offset_days`]) to end ten days ago.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -26,7 +25,7 @@ use crate::link::fake_peloton::{
     ACCESS_TOKEN, FakePeloton, Fault, PASSWORD, REFRESH_TOKEN, USER_ID, USERNAME,
 };
 use crate::link::{password_app, password_link};
-use crate::sync::support::linked::{LONG, Linked, instant, offset_days, shifted};
+use crate::sync::support::linked::{Linked, instant, offset_days, shifted};
 use crate::sync::support::{pull, utc};
 use wearhouse::jobs::JobState;
 use wearhouse::link::password::{Login, PasswordLogin, SignIn};
@@ -335,30 +334,9 @@ async fn a_changed_password_puts_the_connection_in_error() {
     fake.revoke_refresh_tokens();
     let attempts = fake.attempts();
 
-    let runner = l.runner();
-    let a = l.refresh("20").await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    let uuid: Uuid = l.user.parse().unwrap();
-    let deadline = tokio::time::Instant::now() + LONG;
-    let connection = loop {
-        let c = l
-            .app
-            .state
-            .meta
-            .connection(uuid, "peloton")
-            .await
-            .unwrap()
-            .unwrap();
-        if c.status != ConnectionStatus::Connected || tokio::time::Instant::now() > deadline {
-            break c;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    runner.shutdown().await;
-
+    let connection = l.refresh_until_disconnected().await;
     assert_eq!(connection.status, ConnectionStatus::Error);
-    let details = connection.error_details.unwrap();
-    assert_eq!(details.error_type, "provider_credential_error");
+    let details = l.assert_errored("provider_credential_error").await;
     assert!(details.error_message.contains("Peloton"), "{details:?}");
     assert!(
         !details.error_message.contains(PASSWORD),
@@ -367,11 +345,6 @@ async fn a_changed_password_puts_the_connection_in_error() {
     assert_eq!(fake.refreshes(), (1, 0));
     assert_eq!(fake.attempts(), attempts + 1, "one sign-in, refused");
     assert_eq!(fake.logins(), 1);
-    let types = l.event_types().await;
-    assert!(
-        types.iter().any(|t| t == "provider.connection.error"),
-        "{types:?}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -393,15 +366,7 @@ async fn an_auth_outage_is_retried_and_the_connection_stays_connected() {
         1,
         "an outage never falls back to the password"
     );
-    let uuid: Uuid = l.user.parse().unwrap();
-    let connection = l
-        .app
-        .state
-        .meta
-        .connection(uuid, "peloton")
-        .await
-        .unwrap()
-        .unwrap();
+    let connection = l.connection().await;
     assert_eq!(connection.status, ConnectionStatus::Connected);
     assert!(connection.error_details.is_none(), "{connection:?}");
 

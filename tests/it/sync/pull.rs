@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use uuid::Uuid;
 
 use crate::link::fake_oauth::FakeOAuth;
 use crate::support::TestApp;
@@ -167,27 +166,9 @@ async fn a_revoked_refresh_token_puts_the_connection_in_error() {
             .is_some_and(|e| e.contains("invalid_grant")),
         "{done:?}"
     );
-    let uuid: Uuid = l.user.parse().unwrap();
-    let connection = l
-        .app
-        .state
-        .meta
-        .connection(uuid, "oura")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        connection.status,
-        wearhouse::store::metadata::ConnectionStatus::Error
-    );
-    let details = connection.error_details.unwrap();
-    assert_eq!(details.error_type, "provider_credential_error");
+    let details = l.assert_errored("provider_credential_error").await;
     assert!(details.error_message.contains("Oura"), "{details:?}");
     let types = l.event_types().await;
-    assert!(
-        types.iter().any(|t| t == "provider.connection.error"),
-        "{types:?}"
-    );
     assert!(
         !types.iter().any(|t| t.starts_with("historical.data.")),
         "{types:?}"

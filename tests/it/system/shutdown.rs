@@ -85,16 +85,30 @@ async fn start_push(server: &Server, key: &str, user: &str, n: usize) -> (TcpStr
     (stream, body[half..].to_vec())
 }
 
+/// A server in `dir` with a grace period of `grace` seconds, its team's key and a user of the
+/// team, `client_user_id`.
+async fn started(
+    dir: &std::path::Path,
+    grace: &str,
+    client_user_id: &str,
+) -> (Server, String, String) {
+    let key = create_team(dir, client_user_id, &[]);
+    let server = Server::start(dir, &["--shutdown-grace-secs", grace]);
+    let user = server
+        .create_user(
+            &http_client(30),
+            Some(&key),
+            json!({"client_user_id": client_user_id}),
+        )
+        .await;
+    let user = user["user_id"].as_str().unwrap().to_owned();
+    (server, key, user)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_answers_every_request_in_flight_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
-    let key = create_team(dir.path(), "shutdown", &[]);
-    let http = http_client(30);
-    let mut server = Server::start(dir.path(), &["--shutdown-grace-secs", "30"]);
-    let user = server
-        .create_user(&http, Some(&key), json!({"client_user_id": "draining"}))
-        .await;
-    let user = user["user_id"].as_str().unwrap().to_owned();
+    let (mut server, key, user) = started(dir.path(), "30", "draining").await;
 
     let mut open = Vec::new();
     for n in 0..IN_FLIGHT {
@@ -133,7 +147,7 @@ async fn sigterm_answers_every_request_in_flight_and_exits_0() {
 
     // Everything acknowledged is stored.
     let server = Server::start(dir.path(), &[]);
-    let stored = http
+    let stored = http_client(30)
         .get(server.url(&format!(
             "/v2/timeseries/{user}/heartrate?start_date=2025-03-01&end_date=2025-03-02"
         )))
@@ -153,13 +167,7 @@ async fn sigterm_answers_every_request_in_flight_and_exits_0() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_never_completes_is_cut_at_the_grace_period() {
     let dir = tempfile::tempdir().unwrap();
-    let key = create_team(dir.path(), "stuck", &[]);
-    let http = http_client(30);
-    let mut server = Server::start(dir.path(), &["--shutdown-grace-secs", "1"]);
-    let user = server
-        .create_user(&http, Some(&key), json!({"client_user_id": "stuck"}))
-        .await;
-    let user = user["user_id"].as_str().unwrap().to_owned();
+    let (mut server, key, user) = started(dir.path(), "1", "stuck").await;
     // Half a body, and the rest never comes.
     let (_stream, _rest) = start_push(&server, &key, &user, 0).await;
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -8,23 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{assert_no_secret, instant, list_with, listed, postgres_app, status_of, wait_until};
+use super::{assert_no_secret, instant, list_with, listed, status_of, wait_until};
 use crate::support::TestApp;
-use crate::support::postgres::ScratchDb;
 
-#[tokio::test]
-async fn lifecycle_on_sqlite() {
-    lifecycle(&TestApp::new().await).await;
-}
-
-#[tokio::test]
-async fn lifecycle_on_postgres() {
-    let db = ScratchDb::create("wearhouse_keys").await;
-    let app = postgres_app(&db).await;
-    lifecycle(&app).await;
-    app.state.meta.close().await;
-    db.drop_db().await;
-}
+on_both_backends!(lifecycle_on_sqlite, lifecycle_on_postgres, lifecycle);
 
 /// The secret of a create or rotate answer, checked for its shape.
 fn secret_of(a: &Value) -> String {

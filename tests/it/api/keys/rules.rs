@@ -4,23 +4,14 @@
 
 use serde_json::{Value, json};
 
-use super::{instant, listed, postgres_app, status_of};
-use crate::support::postgres::ScratchDb;
+use super::{instant, listed, status_of};
 use crate::support::{TestApp, assert_422_at};
 
-#[tokio::test]
-async fn another_teams_key_is_not_found_on_sqlite() {
-    tenancy(&TestApp::new().await).await;
-}
-
-#[tokio::test]
-async fn another_teams_key_is_not_found_on_postgres() {
-    let db = ScratchDb::create("wearhouse_keys").await;
-    let app = postgres_app(&db).await;
-    tenancy(&app).await;
-    app.state.meta.close().await;
-    db.drop_db().await;
-}
+on_both_backends!(
+    another_teams_key_is_not_found_on_sqlite,
+    another_teams_key_is_not_found_on_postgres,
+    tenancy
+);
 
 async fn tenancy(app: &TestApp) {
     let ours = app.post("/v2/team/keys", json!({"name": "ours"})).await;

@@ -118,17 +118,7 @@ async fn devices_are_the_sources_the_users_data_names() {
     ));
 
     // Another user of the team with the same source gets another id.
-    let second = world
-        .server
-        .create_user(
-            &world.http,
-            Some(&world.key),
-            json!({"client_user_id": "surface-2"}),
-        )
-        .await["user_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let second = world.new_user("surface-2").await;
     let (status, _) = world
         .post(
             &format!("/v2/user/{second}/data"),

@@ -46,28 +46,8 @@ async fn until_pulled(world: &World, user: &str) -> Value {
 async fn introspection_shows_each_users_pulls() {
     let world = World::start().await;
     let first = world.user.clone();
-    let second = world
-        .server
-        .create_user(
-            &world.http,
-            Some(&world.key),
-            json!({"client_user_id": "surface-2"}),
-        )
-        .await["user_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let pushed_only = world
-        .server
-        .create_user(
-            &world.http,
-            Some(&world.key),
-            json!({"client_user_id": "surface-3"}),
-        )
-        .await["user_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let second = world.new_user("surface-2").await;
+    let pushed_only = world.new_user("surface-3").await;
     let (status, _) = world
         .post(
             &format!("/v2/user/{pushed_only}/data"),

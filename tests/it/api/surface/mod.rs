@@ -33,18 +33,29 @@ impl World {
         let other_key = create_team(dir.path(), "globex", &[]);
         let server = Server::start(dir.path(), &[]);
         let http = crate::support::server::http_client(60);
-        let created = server
-            .create_user(&http, Some(&key), json!({"client_user_id": "surface-1"}))
-            .await;
-        let user = created["user_id"].as_str().unwrap().to_owned();
-        World {
+        let mut world = World {
             server,
             http,
             key,
             other_key,
-            user,
+            user: String::new(),
             _dir: dir,
-        }
+        };
+        world.user = world.new_user("surface-1").await;
+        world
+    }
+
+    /// Creates another user of our team, as `client_user_id`; its id.
+    pub async fn new_user(&self, client_user_id: &str) -> String {
+        let created = self
+            .server
+            .create_user(
+                &self.http,
+                Some(&self.key),
+                json!({"client_user_id": client_user_id}),
+            )
+            .await;
+        created["user_id"].as_str().unwrap().to_owned()
     }
 
     /// `GET path` with `key`: (status, JSON body).

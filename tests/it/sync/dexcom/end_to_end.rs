@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 
 use super::fake_dexcom::{FakeDexcom, fixture, fixture_records};
 use crate::sync::support::linked::{Linked, expected_at, instant, offset_days, shifted};
-use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::dexcom::Dexcom;
 
 /// A fake Dexcom serving the fixture's readings moved into the pull's window.
@@ -22,11 +21,7 @@ pub(crate) async fn fake_dexcom() -> FakeDexcom {
 
 /// A user linked to Dexcom whose historical pull has succeeded at its first attempt.
 async fn pulled(dexcom: &FakeDexcom) -> Linked {
-    let l = Linked::link(Arc::new(Dexcom::new(&dexcom.base).unwrap())).await;
-    dexcom.accept_when(l.issued_tokens(None));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-    l
+    Linked::pulled(Arc::new(Dexcom::new(&dexcom.base).unwrap()), &[], dexcom).await
 }
 
 fn expected() -> Vec<Value> {
@@ -39,12 +34,7 @@ async fn a_linked_dexcom_user_is_pulled_and_the_glucose_getter_answers_the_fixtu
     let l = pulled(&dexcom).await;
     assert_fixtures_stored(&l).await;
 
-    let types = l.event_types().await;
-    let created = types
-        .iter()
-        .filter(|t| *t == "historical.data.glucose.created")
-        .count();
-    assert_eq!(created, 1, "{types:?}");
+    l.assert_created_once(&["glucose"]).await;
 }
 
 /// The glucose getter answers the fixture's readings, moved into the pull's window, each once.

@@ -9,7 +9,6 @@
 //! The skeleton (server, faults, log) is the shared fake provider's, `sync/fake/`.
 
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Query, State};
@@ -45,18 +44,10 @@ struct Fake {
     records: Arc<Mutex<Vec<Value>>>,
 }
 
-/// A running fake Dexcom API; its [`Gate`] (faults, token check, log) is reached through it.
-pub struct FakeDexcom {
-    /// Its base URL, `http://127.0.0.1:<port>`.
-    pub base: String,
-    fake: Fake,
-}
-
-impl Deref for FakeDexcom {
-    type Target = Gate<Fault>;
-    fn deref(&self) -> &Gate<Fault> {
-        &self.fake.gate
-    }
+fake::running! {
+    /// A running fake Dexcom API; its [`Gate`] (faults, token check, log) is reached through it.
+    FakeDexcom(Fake, Fault),
+    base: "http://127.0.0.1:<port>"
 }
 
 impl FakeDexcom {

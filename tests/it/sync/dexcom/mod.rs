@@ -9,6 +9,9 @@ pub mod fake_dexcom;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Value, json};
 
+use crate::sync::support::failures::{
+    assert_refused_tokens_unauthorised, pull_err, refused_connection,
+};
 use crate::sync::support::{all_march, pull, utc};
 use fake_dexcom::{EGVS_PATH, FakeDexcom, Fault, TOKEN, fixture, fixture_records};
 use wearhouse::ingest::PushUser;
@@ -184,41 +187,26 @@ async fn rate_limiting_surfaces_with_its_retry_after() {
 
 #[tokio::test]
 async fn a_refused_token_is_unauthorised() {
-    let fake = FakeDexcom::start(fixture_records()).await;
-    let dexcom = Dexcom::new(&fake.base).unwrap();
-    fake.fail(Fault::Unauthorised, 0);
-    let err = dexcom.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
-
-    // The fake's own check: a token it never issued.
-    let fake = FakeDexcom::start(fixture_records()).await;
-    let dexcom = Dexcom::new(&fake.base).unwrap();
-    let err = dexcom.pull("revoked", &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
-    fake.accept_when(|t| t == "revoked");
+    let faulted = FakeDexcom::start(fixture_records()).await;
+    faulted.fail(Fault::Unauthorised, 0);
+    let fresh = FakeDexcom::start(fixture_records()).await;
+    let dexcom = Dexcom::new(&fresh.base).unwrap();
+    assert_refused_tokens_unauthorised(&Dexcom::new(&faulted.base).unwrap(), TOKEN, &dexcom).await;
+    fresh.accept_when(|t| t == "revoked");
     assert!(dexcom.pull("revoked", &all_march()).await.is_ok());
 }
 
 #[tokio::test]
 async fn server_errors_and_refused_connections_are_transient() {
     let fake = FakeDexcom::start(fixture_records()).await;
-    let dexcom = Dexcom::new(&fake.base).unwrap();
     fake.fail(Fault::ServerError, 0);
-    let err = dexcom.pull(TOKEN, &all_march()).await.unwrap_err();
+    let err = pull_err(&Dexcom::new(&fake.base).unwrap(), TOKEN).await;
     assert!(
         matches!(&err, SyncError::Transient { source: None, .. }),
         "{err:?}"
     );
 
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
-    let err = Dexcom::new(&closed)
-        .unwrap()
-        .pull(TOKEN, &all_march())
-        .await
-        .unwrap_err();
+    let err = refused_connection(Dexcom::new, TOKEN).await;
     assert!(
         matches!(
             &err,

@@ -10,6 +10,7 @@
 //!   answer that carries records, at the record lists the route table names ([`serve`]'s
 //!   `records_at`), ahead of its first record;
 //! - [`Pager`]: opaque next-page tokens;
+//! - [`running`]: the running fake a test holds (its base URL, its gate reached through it);
 //! - [`fixture`]: the documents of `testdata/providers/<dir>/`.
 //!
 //! It shares no code with `wearhouse::sync`: only the wire format. The sync benches include it
@@ -31,6 +32,28 @@ use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use serde_json::{Value, json};
+
+/// Declares a provider's running fake, `$name`: its base URL (`$base`, where its connector is
+/// pointed) and its route table's state (`$state`, whose `gate` is its [`Gate`] of `$fault`),
+/// the gate reached through it.
+macro_rules! running {
+    ($(#[$doc:meta])* $name:ident($state:ty, $fault:ty), base: $base:literal) => {
+        $(#[$doc])*
+        pub struct $name {
+            #[doc = concat!("Its base URL, `", $base, "`.")]
+            pub base: String,
+            fake: $state,
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = Gate<$fault>;
+            fn deref(&self) -> &Gate<$fault> {
+                &self.fake.gate
+            }
+        }
+    };
+}
+pub(crate) use running;
 
 /// What a malformed record is served as: no provider's documented record shape.
 pub const MALFORMED: &str = "not a record";

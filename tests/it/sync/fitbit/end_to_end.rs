@@ -17,8 +17,9 @@ use chrono_tz::Europe::Berlin;
 use serde_json::{Value, json};
 
 use super::fake_fitbit::{Data, FakeFitbit, fixture, fixture_data};
-use crate::sync::support::linked::{Linked, expected_at, instant, offset_days, shifted};
-use wearhouse::jobs::JobState;
+use crate::sync::support::linked::{
+    Linked, assert_same_numbers, expected_at, instant, offset_days, shifted,
+};
 use wearhouse::sync::connectors::fitbit::Fitbit;
 
 /// A fake Fitbit serving the fixtures moved into the pull's window (the profile as it is).
@@ -44,11 +45,7 @@ pub(crate) async fn fake_fitbit() -> FakeFitbit {
 
 /// A user linked to Fitbit whose historical pull has succeeded at its first attempt.
 async fn pulled(fitbit: &FakeFitbit) -> Linked {
-    let l = Linked::link(Arc::new(Fitbit::new(&fitbit.base).unwrap())).await;
-    fitbit.accept_when(l.issued_tokens(None));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-    l
+    Linked::pulled(Arc::new(Fitbit::new(&fitbit.base).unwrap()), &[], fitbit).await
 }
 
 fn expected(file: &str, pointer: &str) -> Vec<Value> {
@@ -100,27 +97,11 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
                 want["id"]
             );
         }
-        for field in ["latency", "efficiency"] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "sleep {} {field}",
-                want["id"]
-            );
-        }
+        assert_same_numbers(got, want, &["latency", "efficiency"]);
     }
 
-    let activity = l.summary("activity", "calendar_date").await;
-    let want = expected("activities.expected.json", "/activity");
-    assert_eq!(activity.len(), want.len(), "{activity:#?}");
-    for (got, want) in activity.iter().zip(&want) {
-        let day: NaiveDate = want["date"].as_str().unwrap().parse().unwrap();
-        let day = (day + Duration::days(days)).to_string();
-        assert_eq!(got["calendar_date"].as_str(), Some(day.as_str()), "{got}");
-        for field in ["steps", "calories_total", "calories_active", "distance"] {
-            assert_eq!(got[field].as_f64(), want[field].as_f64(), "{day} {field}");
-        }
-    }
+    l.assert_activity_days(&expected("activities.expected.json", "/activity"), days)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -128,15 +109,8 @@ async fn a_linked_fitbit_user_is_pulled_and_the_getters_answer_the_fixtures() {
     let fitbit = fake_fitbit().await;
     let l = pulled(&fitbit).await;
     assert_fixtures_stored(&l, offset_days()).await;
-    let types = l.event_types().await;
-    for resource in ["sleep", "activity", "heartrate"] {
-        let t = format!("historical.data.{resource}.created");
-        assert_eq!(
-            types.iter().filter(|e| **e == t).count(),
-            1,
-            "{t} once: {types:?}"
-        );
-    }
+    l.assert_created_once(&["sleep", "activity", "heartrate"])
+        .await;
 }
 
 /// What the user recorded lately, in Fitbit's shapes: a night ending about three hours before

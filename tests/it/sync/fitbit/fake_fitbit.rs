@@ -10,7 +10,6 @@
 //! provider's, `sync/fake/`.
 
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use axum::Json;
@@ -66,18 +65,10 @@ struct Fake {
     data: Arc<Mutex<Data>>,
 }
 
-/// A running fake Fitbit API; its [`Gate`] (faults, token check, log) is reached through it.
-pub struct FakeFitbit {
-    /// Its base URL, `http://127.0.0.1:<port>`.
-    pub base: String,
-    fake: Fake,
-}
-
-impl Deref for FakeFitbit {
-    type Target = Gate<Fault>;
-    fn deref(&self) -> &Gate<Fault> {
-        &self.fake.gate
-    }
+fake::running! {
+    /// A running fake Fitbit API; its [`Gate`] (faults, token check, log) is reached through it.
+    FakeFitbit(Fake, Fault),
+    base: "http://127.0.0.1:<port>"
 }
 
 /// Where Fitbit's answers carry records.

@@ -12,7 +12,8 @@ use std::collections::BTreeSet;
 use chrono::{Days, NaiveDate, Utc};
 use serde_json::{Value, json};
 
-use crate::sync::support::{all_march, pull, utc};
+use crate::sync::support::failures::assert_refused_tokens_unauthorised;
+use crate::sync::support::{all_march, assert_parts, pull, utc};
 use fake_fitbit::{Data, FakeFitbit, Fault, TOKEN, fixture, fixture_data};
 use wearhouse::ingest::PushUser;
 use wearhouse::sync::connectors::fitbit::Fitbit;
@@ -27,27 +28,17 @@ async fn a_pull_of_every_resource_gives_the_fixture_bodies() {
     assert_eq!(pulled.skipped, 0);
 
     let body = &pulled.body.to_json();
-    let expected = |file: &str, pointer: &str| fixture(file).pointer(pointer).cloned().unwrap();
-    assert_eq!(body["sleep"], expected("sleep.expected.json", "/sleep"));
-    assert_eq!(
-        body["activity"],
-        expected("activities.expected.json", "/activity")
-    );
-    assert_eq!(
-        body["timeseries"]["heartrate"],
-        expected("heart_intraday.expected.json", "/timeseries/heartrate")
-    );
-    assert_eq!(
-        body["timeseries"]["steps"],
-        expected("steps_intraday.expected.json", "/timeseries/steps")
-    );
-    assert_eq!(
-        body["profile"],
-        expected("profile.expected.json", "/profile")
-    );
-    assert_eq!(
-        body["timeseries"]["weight"],
-        expected("weight.expected.json", "/timeseries/weight")
+    assert_parts(
+        body,
+        fixture,
+        &[
+            ("sleep.expected.json", "/sleep"),
+            ("activities.expected.json", "/activity"),
+            ("heart_intraday.expected.json", "/timeseries/heartrate"),
+            ("steps_intraday.expected.json", "/timeseries/steps"),
+            ("profile.expected.json", "/profile"),
+            ("weight.expected.json", "/timeseries/weight"),
+        ],
     );
     assert_eq!(body["body"].as_array().unwrap().len(), 3);
 
@@ -140,9 +131,7 @@ async fn a_multi_chunk_pull_returns_every_record_exactly_once() {
     }
     assert_eq!(ids("sleep")[0], "40000000001");
     assert_eq!(ids("body")[119], "1700000000120");
-    let weights = pulled.body.to_json()["timeseries"]["weight"]
-        .as_array()
-        .unwrap();
+    let weights = pulled.body.to_json()["timeseries"]["weight"].as_array().unwrap();
     assert_eq!(weights.len(), 120);
     assert_eq!(weights[0]["timestamp"], json!("2025-01-01T07:00:00+01:00"));
     // Berlin is on summer time from 2025-03-30.
@@ -216,17 +205,15 @@ async fn rate_limiting_surfaces_with_its_retry_after() {
 
 #[tokio::test]
 async fn a_refused_token_is_unauthorised() {
-    let fake = FakeFitbit::start(fixture_data()).await;
-    let fitbit = Fitbit::new(&fake.base).unwrap();
-    fake.fail(Fault::Unauthorised, 3);
-    let err = fitbit.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
-
-    // The fake's own check: a token it never issued.
-    let fake = FakeFitbit::start(fixture_data()).await;
-    let fitbit = Fitbit::new(&fake.base).unwrap();
-    let err = fitbit.pull("revoked", &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
+    let faulted = FakeFitbit::start(fixture_data()).await;
+    faulted.fail(Fault::Unauthorised, 3);
+    let fresh = FakeFitbit::start(fixture_data()).await;
+    assert_refused_tokens_unauthorised(
+        &Fitbit::new(&faulted.base).unwrap(),
+        TOKEN,
+        &Fitbit::new(&fresh.base).unwrap(),
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -16,9 +16,8 @@ use serde_json::{Value, json};
 
 use super::fake_garmin::{Data, FakeGarmin, GARMIN_USER, fixture, synced_at};
 use crate::sync::support::linked::{
-    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+    Linked, assert_same_numbers, expected_at, instant, offset_days, series_values, shifted,
 };
-use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::garmin::Garmin;
 
 /// The `scope` of Garmin's token answers (its OAuth 2.0 PKCE specification's example).
@@ -77,11 +76,7 @@ pub(super) async fn pulled(garmin: &FakeGarmin) -> Linked {
     // Garmin's token answer names no user (the first pull asks `/user/id`), and its `scope` is
     // the application's fixed one, whatever the user chose to share.
     let steer = [("x_account", ""), ("x_grant", GARMIN_SCOPE)];
-    let l = Linked::link_with(connector, &steer).await;
-    garmin.accept_when(l.issued_tokens(None));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-    l
+    Linked::pulled(connector, &steer, garmin).await
 }
 
 fn later(value: &Value, days: i64) -> DateTime<Utc> {
@@ -124,19 +119,17 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
     for (got, want) in activity.iter().zip(&want) {
         let day = shifted(&want["date"], days);
         assert_eq!(got["calendar_date"], day, "{got}");
-        for field in [
-            "calories_total",
-            "calories_active",
-            "steps",
-            "distance",
-            "floors_climbed",
-        ] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "{day} {field}: {got}"
-            );
-        }
+        assert_same_numbers(
+            got,
+            want,
+            &[
+                "calories_total",
+                "calories_active",
+                "steps",
+                "distance",
+                "floors_climbed",
+            ],
+        );
         assert_eq!(
             got["heart_rate"]["avg_bpm"].as_f64(),
             want["heart_rate"]["avg_bpm"].as_f64(),
@@ -155,9 +148,7 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         assert_eq!(instant(&got["time_end"]), later(&want["time_end"], days));
         assert_eq!(got["sport"]["slug"], want["sport"]["slug"], "{got}");
         assert_eq!(got["provider_id"], want["provider_id"]);
-        for field in ["calories", "distance", "average_hr", "max_hr"] {
-            assert_eq!(got[field].as_f64(), want[field].as_f64(), "{field}: {got}");
-        }
+        assert_same_numbers(got, want, &["calories", "distance", "average_hr", "max_hr"]);
     }
 
     let body = l.summary("body", "measured_at").await;
@@ -194,20 +185,8 @@ async fn a_linked_garmin_user_is_pulled_and_the_getters_answer_the_fixtures() {
     assert_fixtures_stored(&l, offset_days()).await;
 
     // Garmin wants its client in the form; the user's Garmin id is what its pings name.
-    let auth = l.oauth.client_auth();
-    assert!(
-        !auth.is_empty() && auth.iter().all(|(how, _)| *how == "form"),
-        "{auth:?}"
-    );
-    let connection = l
-        .app
-        .state
-        .meta
-        .connection(l.user.parse().unwrap(), "garmin")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(connection.provider_user_id.as_deref(), Some(GARMIN_USER));
+    l.assert_client_auth("form");
+    assert_eq!(l.provider_user_id().await.as_deref(), Some(GARMIN_USER));
 
     // The historical window's older data was asked of every summary type once, in the same
     // contiguous ranges of at most 30 days, covering the 90 days up to the link.
@@ -228,45 +207,44 @@ async fn a_linked_garmin_user_is_pulled_and_the_getters_answer_the_fixtures() {
     assert!((last - first - 90 * 86_400).abs() <= 2, "{dailies:?}");
     assert!((Utc::now().timestamp() - last).abs() < 120, "{dailies:?}");
 
-    let types = l.event_types().await;
-    for resource in ["sleep", "activity", "workouts", "body"] {
-        let name = format!("historical.data.{resource}.created");
-        assert_eq!(types.iter().filter(|t| **t == name).count(), 1, "{types:?}");
-    }
+    l.assert_created_once(&["sleep", "activity", "workouts", "body"])
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let garmin = fake_garmin().await;
     let l = pulled(&garmin).await;
-    let total =
-        |file: &str, pointer: &str, field: &str| fixture_total(&fixture(file), pointer, field);
-    l.assert_totals(&[
-        (
-            json!({"workout": "calories"}),
-            total("activities.expected.json", "/workouts", "calories"),
-        ),
-        (
-            json!({"sleep": "stage_asleep_second"}),
-            total("sleeps.expected.json", "/sleep", "total"),
-        ),
-        (
-            json!({"activity": "steps"}),
-            total("dailies.expected.json", "/activity", "steps"),
-        ),
-        (
-            json!({"timeseries": "heartrate", "field": "value"}),
-            total("heart_rate.expected.json", "/timeseries/heartrate", "value"),
-        ),
-        (
-            json!({"timeseries": "stress_level", "field": "value"}),
-            total(
-                "stress_details.expected.json",
-                "/timeseries/stress_level",
+    l.assert_fixture_totals(
+        fixture,
+        &[
+            (
+                json!({"workout": "calories"}),
+                "activities.expected.json#/workouts",
+                "calories",
+            ),
+            (
+                json!({"sleep": "stage_asleep_second"}),
+                "sleeps.expected.json#/sleep",
+                "total",
+            ),
+            (
+                json!({"activity": "steps"}),
+                "dailies.expected.json#/activity",
+                "steps",
+            ),
+            (
+                series_values("heartrate"),
+                "heart_rate.expected.json#/timeseries/heartrate",
                 "value",
             ),
-        ),
-    ])
+            (
+                series_values("stress_level"),
+                "stress_details.expected.json#/timeseries/stress_level",
+                "value",
+            ),
+        ],
+    )
     .await;
 }
 
@@ -301,18 +279,15 @@ async fn refresh_shows_new_and_revised_records_once() {
         d.upload("dailies", synced, today.clone());
     });
     l.refreshed().await;
-    let got = l.summary("workouts", "time_start").await;
-    assert_eq!(got.len(), workouts + 1, "{got:#?}");
-    let last = got.last().unwrap();
+    let last = &l.last_of("workouts", "time_start", workouts + 1).await;
     assert_eq!(last["provider_id"], "10400000001");
     assert_eq!(last["calories"].as_f64(), Some(602.0), "{last}");
     assert_eq!(
         instant(&last["time_start"]),
         now - chrono::Duration::hours(3)
     );
-    let got = l.summary("activity", "calendar_date").await;
-    assert_eq!(got.len(), days + 1, "{got:#?}");
-    assert_eq!(got.last().unwrap()["steps"], json!(4321));
+    let last = l.last_of("activity", "calendar_date", days + 1).await;
+    assert_eq!(last["steps"], json!(4321));
 
     // The same uploads read again: nothing twice.
     l.refreshed().await;
@@ -330,12 +305,10 @@ async fn refresh_shows_new_and_revised_records_once() {
     });
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     l.refreshed().await;
-    let got = l.summary("workouts", "time_start").await;
-    assert_eq!(got.len(), workouts + 1, "{got:#?}");
-    assert_eq!(got.last().unwrap()["calories"].as_f64(), Some(640.0));
-    let got = l.summary("activity", "calendar_date").await;
-    assert_eq!(got.len(), days + 1, "{got:#?}");
-    assert_eq!(got.last().unwrap()["steps"], json!(9876));
+    let last = l.last_of("workouts", "time_start", workouts + 1).await;
+    assert_eq!(last["calories"].as_f64(), Some(640.0));
+    let last = l.last_of("activity", "calendar_date", days + 1).await;
+    assert_eq!(last["steps"], json!(9876));
     // Nothing of the fixtures was stored twice by three incremental pulls.
     let hr = expected_at(
         &fixture("heart_rate.expected.json"),

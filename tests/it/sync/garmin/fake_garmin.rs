@@ -20,7 +20,6 @@
 //! The skeleton (server, faults, log) is the shared fake provider's, `sync/fake/`.
 
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, Query, State};
@@ -78,18 +77,10 @@ struct Fake {
     backfills: Arc<Mutex<Vec<(String, i64, i64)>>>,
 }
 
-/// A running fake Garmin API; its [`Gate`] (faults, token check, log) is reached through it.
-pub struct FakeGarmin {
-    /// Its base URL, `http://127.0.0.1:<port>`.
-    pub base: String,
-    fake: Fake,
-}
-
-impl Deref for FakeGarmin {
-    type Target = Gate<Fault>;
-    fn deref(&self) -> &Gate<Fault> {
-        &self.fake.gate
-    }
+fake::running! {
+    /// A running fake Garmin API; its [`Gate`] (faults, token check, log) is reached through it.
+    FakeGarmin(Fake, Fault),
+    base: "http://127.0.0.1:<port>"
 }
 
 /// A fixture file of `testdata/providers/garmin/`.

@@ -9,18 +9,13 @@ pub mod fake_garmin;
 mod notify;
 
 use chrono::Utc;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::sync::support::{all_march, pull, utc};
+use crate::sync::support::{all_march, assert_parts, pull, utc};
 use fake_garmin::{Data, FakeGarmin, Fault, GARMIN_USER, TOKEN, TYPES, fixture, fixture_data};
 use wearhouse::ingest::PushUser;
 use wearhouse::sync::connectors::garmin::Garmin;
 use wearhouse::sync::{Connector, Resource, SyncError, screen};
-
-/// The part at `pointer` of a fixture's expected body.
-fn expected(file: &str, pointer: &str) -> Value {
-    fixture(file).pointer(pointer).cloned().unwrap()
-}
 
 #[tokio::test]
 async fn every_upload_window_is_pulled_into_the_fixtures_bodies() {
@@ -35,27 +30,19 @@ async fn every_upload_window_is_pulled_into_the_fixtures_bodies() {
     let pulled = garmin.pull(TOKEN, &all_march()).await.unwrap();
     assert_eq!(pulled.skipped, 0);
     let body = &pulled.body.to_json();
-    assert_eq!(
-        body["activity"],
-        expected("dailies.expected.json", "/activity")
+    assert_parts(
+        body,
+        fixture,
+        &[
+            ("dailies.expected.json", "/activity"),
+            ("sleeps.expected.json", "/sleep"),
+            ("activities.expected.json", "/workouts"),
+            ("body_comps.expected.json", "/body"),
+            ("heart_rate.expected.json", "/timeseries/heartrate"),
+            ("sleeps.expected.json", "/timeseries/blood_oxygen"),
+            ("stress_details.expected.json", "/timeseries/stress_level"),
+        ],
     );
-    assert_eq!(body["sleep"], expected("sleeps.expected.json", "/sleep"));
-    assert_eq!(
-        body["workouts"],
-        expected("activities.expected.json", "/workouts")
-    );
-    assert_eq!(body["body"], expected("body_comps.expected.json", "/body"));
-    for (file, series) in [
-        ("heart_rate.expected.json", "heartrate"),
-        ("sleeps.expected.json", "blood_oxygen"),
-        ("stress_details.expected.json", "stress_level"),
-    ] {
-        assert_eq!(
-            body["timeseries"][series],
-            expected(file, &format!("/timeseries/{series}")),
-            "{series}"
-        );
-    }
     assert!(body.get("profile").is_none());
 
     // Three days, asked a day at a time of each summary type, by upload time.
@@ -101,11 +88,7 @@ async fn a_summary_is_found_by_when_it_was_synced_not_by_its_own_time() {
 
     let february = pull(&[Resource::Activity], utc(2025, 2, 20), utc(2025, 2, 21));
     let got = garmin.pull(TOKEN, &february).await.unwrap();
-    assert!(
-        got.body.to_json().get("activity").is_none(),
-        "{}",
-        got.body.to_json()
-    );
+    assert!(got.body.to_json().get("activity").is_none(), "{}", got.body.to_json());
     let march = pull(&[Resource::Activity], utc(2025, 3, 2), utc(2025, 3, 3));
     let got = garmin.pull(TOKEN, &march).await.unwrap();
     assert_eq!(got.body.to_json()["activity"][0]["date"], "2025-02-20");
@@ -196,10 +179,7 @@ async fn rate_limits_refused_tokens_and_server_errors_surface_by_kind() {
 
     // After the faults, the same pull answers in full.
     let pulled = garmin.pull(TOKEN, &all_march()).await.unwrap();
-    assert_eq!(
-        pulled.body.to_json()["workouts"].as_array().unwrap().len(),
-        2
-    );
+    assert_eq!(pulled.body.to_json()["workouts"].as_array().unwrap().len(), 2);
 }
 
 #[tokio::test]
@@ -214,8 +194,5 @@ async fn a_malformed_summary_is_skipped_and_its_neighbours_kept() {
     let garmin = Garmin::new(&fake.base).unwrap();
     let pulled = garmin.pull(TOKEN, &all_march()).await.unwrap();
     assert_eq!(pulled.skipped, 1);
-    assert_eq!(
-        pulled.body.to_json()["workouts"].as_array().unwrap().len(),
-        2
-    );
+    assert_eq!(pulled.body.to_json()["workouts"].as_array().unwrap().len(), 2);
 }

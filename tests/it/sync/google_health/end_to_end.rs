@@ -11,15 +11,14 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Days, NaiveDate, SubsecRound, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::{Value, json};
 
 use super::fake_google_health::{Data, FakeGoogleHealth, civil_date, fixture, fixture_data};
 use crate::link::oauth::{authorize_url, link_token};
 use crate::sync::support::linked::{
-    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+    Linked, expected_at, instant, offset_days, series_values, shifted,
 };
-use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::google_health::GoogleHealth;
 
 /// `value` moved forward by `days`: its RFC 3339 strings ([`shifted`]) and its civil dates
@@ -69,11 +68,7 @@ pub(crate) async fn fake_google() -> FakeGoogleHealth {
 /// whose historical pull has succeeded at its first attempt.
 pub(super) async fn pulled(google: &FakeGoogleHealth) -> Linked {
     let connector = Arc::new(GoogleHealth::new(&google.base).unwrap());
-    let l = Linked::link_with(connector, &[("x_account", "")]).await;
-    google.accept_when(l.issued_tokens(None));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-    l
+    Linked::pulled(connector, &[("x_account", "")], google).await
 }
 
 fn later(value: &Value, days: i64) -> DateTime<Utc> {
@@ -116,21 +111,8 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         ]
     );
 
-    let activity = l.summary("activity", "calendar_date").await;
     let want = expected_at(&fixture("activity.expected.json"), "/activity");
-    assert_eq!(activity.len(), want.len(), "{activity:#?}");
-    for (got, want) in activity.iter().zip(&want) {
-        let day: NaiveDate = want["date"].as_str().unwrap().parse().unwrap();
-        let day = (day + Days::new(days as u64)).to_string();
-        assert_eq!(got["calendar_date"].as_str(), Some(day.as_str()), "{got}");
-        for field in ["steps", "distance", "calories_total", "calories_active"] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "{day} {field}: {got}"
-            );
-        }
-    }
+    l.assert_activity_days(&want, days).await;
 
     let samples = fixture("samples.expected.json");
     let body = fixture("body.expected.json");
@@ -165,10 +147,9 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         assert_eq!(got["weight"].as_f64(), want["weight"].as_f64(), "{got}");
         assert_eq!(got["fat"].as_f64(), want["fat"].as_f64(), "{got}");
     }
-    let a = l.app.get(&format!("/v2/summary/profile/{}", l.user)).await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    let height = fixture("height.expected.json")["profile"]["height"].clone();
-    assert_eq!(a.json["height"].as_f64(), height.as_f64(), "{}", a.json);
+    let profile = l.profile().await;
+    let height = &fixture("height.expected.json")["profile"]["height"];
+    assert_eq!(profile["height"].as_f64(), height.as_f64(), "{profile}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -178,11 +159,7 @@ async fn a_linked_google_health_user_is_pulled_and_the_getters_answer_the_fixtur
     assert_fixtures_stored(&l, offset_days()).await;
 
     // Google wants its client in the form.
-    let auth = l.oauth.client_auth();
-    assert!(
-        !auth.is_empty() && auth.iter().all(|(how, _)| *how == "form"),
-        "{auth:?}"
-    );
+    l.assert_client_auth("form");
     // The authorisation URL asks for offline access and Google's scope URLs.
     let token = link_token(&l.app, &l.user, true).await;
     let url = url::Url::parse(&authorize_url(&l.app, &token, "google_health").await).unwrap();
@@ -202,21 +179,8 @@ async fn a_linked_google_health_user_is_pulled_and_the_getters_answer_the_fixtur
         "{scope}"
     );
     // The pull recorded the Google Health user the webhooks name.
-    let connection = l
-        .app
-        .state
-        .meta
-        .connection(l.user.parse().unwrap(), "google_health")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(connection.provider_user_id.as_deref(), Some("4k2Zq9hT"));
-
-    let types = l.event_types().await;
-    for resource in ["sleep", "activity"] {
-        let name = format!("historical.data.{resource}.created");
-        assert_eq!(types.iter().filter(|t| **t == name).count(), 1, "{types:?}");
-    }
+    assert_eq!(l.provider_user_id().await.as_deref(), Some("4k2Zq9hT"));
+    l.assert_created_once(&["sleep", "activity"]).await;
 }
 
 fn at(t: DateTime<Utc>) -> String {
@@ -268,9 +232,7 @@ async fn refresh_shows_new_and_changed_records_once() {
         "sampleTime": {"physicalTime": at(now - chrono::Duration::hours(1)), "utcOffset": "3600s"}}});
     google.put("heart-rate", hr);
     l.refreshed().await;
-    let got = l.summary("sleep", "bedtime_start").await;
-    assert_eq!(got.len(), sleeps + 1, "{got:#?}");
-    let last = got.last().unwrap();
+    let last = &l.last_of("sleep", "bedtime_start", sleeps + 1).await;
     assert_eq!(last["state"], "tentative", "{last}");
     assert_eq!(last["total"], json!(23_400), "{last}");
     let series = l.series("heartrate").await;
@@ -280,9 +242,7 @@ async fn refresh_shows_new_and_changed_records_once() {
     // Changed: Google finishes the night; the same id replaces, not adds.
     google.put("sleep", recent_sleep(now, true));
     l.refreshed().await;
-    let got = l.summary("sleep", "bedtime_start").await;
-    assert_eq!(got.len(), sleeps + 1, "{got:#?}");
-    let last = got.last().unwrap();
+    let last = &l.last_of("sleep", "bedtime_start", sleeps + 1).await;
     assert_eq!(last["state"], "confirmed", "{last}");
     assert_eq!(last["total"], json!(23_040), "{last}");
     assert_eq!(last["deep"], json!(5_040), "{last}");
@@ -298,26 +258,31 @@ async fn refresh_shows_new_and_changed_records_once() {
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let google = fake_google().await;
     let l = pulled(&google).await;
-    let total =
-        |file: &str, pointer: &str, field: &str| fixture_total(&fixture(file), pointer, field);
-    l.assert_totals(&[
-        (
-            json!({"sleep": "stage_asleep_second"}),
-            total("sleep.expected.json", "/sleep", "total"),
-        ),
-        (
-            json!({"activity": "steps"}),
-            total("activity.expected.json", "/activity", "steps"),
-        ),
-        (
-            json!({"timeseries": "heartrate", "field": "value"}),
-            total("samples.expected.json", "/timeseries/heartrate", "value"),
-        ),
-        (
-            json!({"timeseries": "hrv", "field": "value"}),
-            total("samples.expected.json", "/timeseries/hrv", "value"),
-        ),
-    ])
+    l.assert_fixture_totals(
+        fixture,
+        &[
+            (
+                json!({"sleep": "stage_asleep_second"}),
+                "sleep.expected.json#/sleep",
+                "total",
+            ),
+            (
+                json!({"activity": "steps"}),
+                "activity.expected.json#/activity",
+                "steps",
+            ),
+            (
+                series_values("heartrate"),
+                "samples.expected.json#/timeseries/heartrate",
+                "value",
+            ),
+            (
+                series_values("hrv"),
+                "samples.expected.json#/timeseries/hrv",
+                "value",
+            ),
+        ],
+    )
     .await;
 }
 
@@ -325,12 +290,8 @@ async fn an_aggregate_query_answers_the_fixtures_totals() {
 async fn an_expired_access_token_is_refreshed() {
     let google = fake_google().await;
     let connector = Arc::new(GoogleHealth::new(&google.base).unwrap());
-    let l = Linked::link_with(connector, &[("x_account", "")]).await;
     // The link's access token has expired: Google answers 401 to it.
-    google.accept_when(l.issued_tokens(Some(l.oauth.issued()[0].clone())));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-    assert_eq!(l.oauth.issued().len(), 2, "one refresh");
+    let l = Linked::pulled_after_a_refresh(connector, &[("x_account", "")], &google).await;
     // The code exchange and the refresh, both with the client in the form and no scope named
     // again (Google keeps the grant's).
     let auth = l.oauth.client_auth();

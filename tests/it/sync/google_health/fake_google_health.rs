@@ -25,7 +25,6 @@
 //! The skeleton (server, faults, paging, log) is the shared fake provider's, `sync/fake/`.
 
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, Query, State};
@@ -128,19 +127,11 @@ struct Fake {
     page_size: usize,
 }
 
-/// A running fake Google Health API; its [`Gate`] (faults, token check, log) is reached
-/// through it.
-pub struct FakeGoogleHealth {
-    /// Its base URL, `http://127.0.0.1:<port>`.
-    pub base: String,
-    fake: Fake,
-}
-
-impl Deref for FakeGoogleHealth {
-    type Target = Gate<Fault>;
-    fn deref(&self) -> &Gate<Fault> {
-        &self.fake.gate
-    }
+fake::running! {
+    /// A running fake Google Health API; its [`Gate`] (faults, token check, log) is reached
+    /// through it.
+    FakeGoogleHealth(Fake, Fault),
+    base: "http://127.0.0.1:<port>"
 }
 
 /// A fixture file of `testdata/providers/google_health/`.

@@ -8,7 +8,6 @@
 //! shared fake provider's, `sync/fake/`.
 
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,18 +42,10 @@ struct Fake {
     page_size: usize,
 }
 
-/// A running fake Oura API; its [`Gate`] (faults, token check, log) is reached through it.
-pub struct FakeOura {
-    /// Its base URL, `http://127.0.0.1:<port>`.
-    pub base: String,
-    fake: Fake,
-}
-
-impl Deref for FakeOura {
-    type Target = Gate<Fault>;
-    fn deref(&self) -> &Gate<Fault> {
-        &self.fake.gate
-    }
+fake::running! {
+    /// A running fake Oura API; its [`Gate`] (faults, token check, log) is reached through it.
+    FakeOura(Fake, Fault),
+    base: "http://127.0.0.1:<port>"
 }
 
 impl FakeOura {

@@ -5,12 +5,12 @@
 pub mod fake_oura;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use crate::sync::support::{all_march, pull, utc};
+use crate::sync::support::failures::failure_kinds;
+use crate::sync::support::{all_march, assert_parts, pull, utc};
 use fake_oura::{FakeOura, Fault, TOKEN, fixture, fixture_collections};
 use wearhouse::ingest::PushUser;
 use wearhouse::sync::connectors::oura::Oura;
@@ -25,32 +25,18 @@ async fn a_multi_page_pull_returns_every_record_exactly_once() {
     assert_eq!(pulled.skipped, 0);
 
     // Every collection's documents, normalised, exactly as the fixture tests expect them.
-    let body = &pulled.body.to_json();
-    let expected = |file: &str, pointer: &str| fixture(file).pointer(pointer).cloned().unwrap();
-    assert_eq!(body["sleep"], expected("sleep.expected.json", "/sleep"));
-    assert_eq!(
-        body["timeseries"]["hrv"],
-        expected("sleep.expected.json", "/timeseries/hrv")
-    );
-    assert_eq!(
-        body["activity"],
-        expected("daily_activity.expected.json", "/activity")
-    );
-    assert_eq!(
-        body["workouts"],
-        expected("workout.expected.json", "/workouts")
-    );
-    assert_eq!(
-        body["timeseries"]["heartrate"],
-        expected("heartrate.expected.json", "/timeseries/heartrate")
-    );
-    assert_eq!(
-        body["timeseries"]["blood_oxygen"],
-        expected("daily_spo2.expected.json", "/timeseries/blood_oxygen")
-    );
-    assert_eq!(
-        body["profile"],
-        expected("personal_info.expected.json", "/profile")
+    assert_parts(
+        &pulled.body.to_json(),
+        fixture,
+        &[
+            ("sleep.expected.json", "/sleep"),
+            ("sleep.expected.json", "/timeseries/hrv"),
+            ("daily_activity.expected.json", "/activity"),
+            ("workout.expected.json", "/workouts"),
+            ("heartrate.expected.json", "/timeseries/heartrate"),
+            ("daily_spo2.expected.json", "/timeseries/blood_oxygen"),
+            ("personal_info.expected.json", "/profile"),
+        ],
     );
 
     // Paging was exercised: 10 heart-rate samples at 2 per page are 5 requests.
@@ -96,9 +82,7 @@ async fn a_day_of_heart_rate_over_many_pages_is_cut_to_the_window() {
     let oura = Oura::new(&fake.base).unwrap();
     let window = pull(&[Resource::Heartrate], utc(2025, 3, 1), utc(2025, 3, 2));
     let pulled = oura.pull(TOKEN, &window).await.unwrap();
-    let got = pulled.body.to_json()["timeseries"]["heartrate"]
-        .as_array()
-        .unwrap();
+    let got = pulled.body.to_json()["timeseries"]["heartrate"].as_array().unwrap();
     assert_eq!(got.len(), 1440);
     let stamps: std::collections::BTreeSet<&str> = got
         .iter()
@@ -124,9 +108,7 @@ async fn a_long_heart_rate_window_is_asked_in_chunks_the_api_accepts() {
     let oura = Oura::new(&fake.base).unwrap();
     let window = pull(&[Resource::Heartrate], utc(2025, 1, 1), utc(2025, 2, 15));
     let pulled = oura.pull(TOKEN, &window).await.unwrap();
-    let got = pulled.body.to_json()["timeseries"]["heartrate"]
-        .as_array()
-        .unwrap();
+    let got = pulled.body.to_json()["timeseries"]["heartrate"].as_array().unwrap();
     let stamps: std::collections::BTreeSet<&str> = got
         .iter()
         .map(|s| s["timestamp"].as_str().unwrap())
@@ -169,70 +151,13 @@ async fn rate_limiting_surfaces_with_its_retry_after() {
     assert_eq!(fake.log().len(), 2);
 }
 
-#[tokio::test]
-async fn a_refused_token_is_unauthorised() {
-    let fake = FakeOura::start(fixture_collections(), 2).await;
-    let oura = Oura::new(&fake.base).unwrap();
-    fake.fail(Fault::Unauthorised, 0);
-    let err = oura.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
-
-    // The fake's own check: a token it never issued.
-    let fake = FakeOura::start(fixture_collections(), 2).await;
-    let oura = Oura::new(&fake.base).unwrap();
-    let err = oura.pull("revoked", &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
-}
-
-#[tokio::test]
-async fn server_errors_timeouts_and_refused_connections_are_transient() {
-    let fake = FakeOura::start(fixture_collections(), 2).await;
-    let oura = Oura::new(&fake.base).unwrap();
-    fake.fail(Fault::ServerError, 1);
-    let err = oura.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Transient { .. }), "{err:?}");
-
-    fake.fail(Fault::Hang, 0);
-    let quick = reqwest::Client::builder()
-        .timeout(Duration::from_millis(300))
-        .build()
-        .unwrap();
-    let impatient = Oura::with_client(url::Url::parse(&fake.base).unwrap(), quick);
-    let err = impatient.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            SyncError::Transient {
-                source: Some(_),
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
-    let err = Oura::new(&closed)
-        .unwrap()
-        .pull(TOKEN, &all_march())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, SyncError::Transient { .. }), "{err:?}");
-}
-
-#[tokio::test]
-async fn an_unknown_path_is_permanent() {
+failure_kinds! {
+    connector: Oura,
+    fake: FakeOura::start(fixture_collections(), 2),
+    fault: Fault,
+    token: TOKEN,
+    server_error_after: 1,
     // A fake without the collections: every collection answers 404.
-    let fake = FakeOura::start(HashMap::new(), 2).await;
-    let oura = Oura::new(&fake.base).unwrap();
-    let err = oura
-        .pull(
-            TOKEN,
-            &pull(&[Resource::Sleep], utc(2025, 3, 1), utc(2025, 3, 2)),
-        )
-        .await
-        .unwrap_err();
-    assert!(matches!(err, SyncError::Permanent { .. }), "{err:?}");
+    empty: FakeOura::start(HashMap::new(), 2),
+    resource: Resource::Sleep,
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::fake_polar::{Data, FakePolar, fixture, fixture_data};
 use crate::sync::support::linked::{
-    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+    Linked, assert_same_numbers, expected_at, instant, offset_days, series_values, shifted,
 };
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::polar::Polar;
@@ -42,11 +42,7 @@ pub(crate) async fn fake_polar() -> FakePolar {
 pub(super) async fn pulled(polar: &FakePolar) -> Linked {
     let connector = Arc::new(Polar::new(&polar.base).unwrap());
     let steer = [("x_account", POLAR_USER), ("x_wire", "polar")];
-    let l = Linked::link_with(connector, &steer).await;
-    polar.accept_when(l.issued_tokens(None));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-    l
+    Linked::pulled(connector, &steer, polar).await
 }
 
 fn moved(value: &Value, days: i64) -> DateTime<Utc> {
@@ -90,13 +86,7 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
                 "sleep {field}: {got:#}"
             );
         }
-        for field in ["average_hrv", "respiratory_rate"] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "sleep {field}: {got:#}"
-            );
-        }
+        assert_same_numbers(got, want, &["average_hrv", "respiratory_rate"]);
         assert_eq!(got["state"], "confirmed");
     }
 
@@ -106,13 +96,11 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
     for (got, want) in activity.iter().zip(&want) {
         let day = moved_day(&want["date"], days);
         assert_eq!(got["calendar_date"].as_str(), Some(day.as_str()), "{got}");
-        for field in ["calories_total", "calories_active", "steps", "distance"] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "{day} {field}: {got}"
-            );
-        }
+        assert_same_numbers(
+            got,
+            want,
+            &["calories_total", "calories_active", "steps", "distance"],
+        );
     }
 
     let workouts = l.summary("workouts", "time_start").await;
@@ -127,9 +115,7 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         assert_eq!(got["sport"]["slug"], want["sport"]["slug"], "{got}");
         assert_eq!(got["sport"]["name"], want["sport"]["name"], "{got}");
         assert_eq!(got["provider_id"], want["provider_id"]);
-        for field in ["calories", "distance", "average_hr", "max_hr"] {
-            assert_eq!(got[field].as_f64(), want[field].as_f64(), "{field}: {got}");
-        }
+        assert_same_numbers(got, want, &["calories", "distance", "average_hr", "max_hr"]);
     }
 
     let got = l.series("heartrate").await;
@@ -154,57 +140,42 @@ async fn a_linked_polar_user_is_registered_pulled_and_the_getters_answer_the_fix
 
     // Polar wants its client in HTTP Basic; its token answer's x_user_id is the account the
     // webhooks name; the user was registered with Polar under the wearhouse user id.
-    let auth = l.oauth.client_auth();
-    assert!(
-        !auth.is_empty() && auth.iter().all(|(how, _)| *how == "basic"),
-        "{auth:?}"
-    );
-    let connection = l
-        .app
-        .state
-        .meta
-        .connection(l.user.parse().unwrap(), "polar")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(connection.provider_user_id.as_deref(), Some(POLAR_USER));
+    l.assert_client_auth("basic");
+    assert_eq!(l.provider_user_id().await.as_deref(), Some(POLAR_USER));
     assert_eq!(polar.members(), [l.user.clone()].into());
-
-    let types = l.event_types().await;
-    for resource in ["sleep", "activity", "workouts"] {
-        let name = format!("historical.data.{resource}.created");
-        assert_eq!(types.iter().filter(|t| **t == name).count(), 1, "{types:?}");
-    }
+    l.assert_created_once(&["sleep", "activity", "workouts"])
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let polar = fake_polar().await;
     let l = pulled(&polar).await;
-    let total =
-        |file: &str, pointer: &str, field: &str| fixture_total(&fixture(file), pointer, field);
-    l.assert_totals(&[
-        (
-            json!({"workout": "calories"}),
-            total("exercises.expected.json", "/workouts", "calories"),
-        ),
-        (
-            json!({"sleep": "stage_asleep_second"}),
-            total("sleep.expected.json", "/sleep", "total"),
-        ),
-        (
-            json!({"activity": "steps"}),
-            total("activities.expected.json", "/activity", "steps"),
-        ),
-        (
-            json!({"timeseries": "heartrate", "field": "value"}),
-            total(
-                "continuous_heart_rate.expected.json",
-                "/timeseries/heartrate",
+    l.assert_fixture_totals(
+        fixture,
+        &[
+            (
+                json!({"workout": "calories"}),
+                "exercises.expected.json#/workouts",
+                "calories",
+            ),
+            (
+                json!({"sleep": "stage_asleep_second"}),
+                "sleep.expected.json#/sleep",
+                "total",
+            ),
+            (
+                json!({"activity": "steps"}),
+                "activities.expected.json#/activity",
+                "steps",
+            ),
+            (
+                series_values("heartrate"),
+                "continuous_heart_rate.expected.json#/timeseries/heartrate",
                 "value",
             ),
-        ),
-    ])
+        ],
+    )
     .await;
 }
 
@@ -247,18 +218,15 @@ async fn refresh_shows_new_and_revised_records_once() {
         d.nights.push(recent_night(now));
     });
     l.refreshed().await;
-    let got = l.summary("workouts", "time_start").await;
-    assert_eq!(got.len(), workouts + 1, "{got:#?}");
-    let last = got.last().unwrap();
+    let last = &l.last_of("workouts", "time_start", workouts + 1).await;
     assert_eq!(last["provider_id"], "Dz5Fg1Hj");
     assert_eq!(last["calories"].as_f64(), Some(602.0), "{last}");
     assert_eq!(
         instant(&last["time_start"]),
         now - chrono::Duration::hours(3)
     );
-    let got = l.summary("sleep", "bedtime_start").await;
-    assert_eq!(got.len(), sleeps + 1, "{got:#?}");
-    assert_eq!(got.last().unwrap()["total"], json!(23_200));
+    let last = l.last_of("sleep", "bedtime_start", sleeps + 1).await;
+    assert_eq!(last["total"], json!(23_200));
 
     // The same lists read again: nothing twice.
     l.refreshed().await;
@@ -274,9 +242,8 @@ async fn refresh_shows_new_and_revised_records_once() {
         d.exercises.push(recent_exercise(now, 640));
     });
     l.refreshed().await;
-    let got = l.summary("workouts", "time_start").await;
-    assert_eq!(got.len(), workouts + 1, "{got:#?}");
-    assert_eq!(got.last().unwrap()["calories"].as_f64(), Some(640.0));
+    let last = l.last_of("workouts", "time_start", workouts + 1).await;
+    assert_eq!(last["calories"].as_f64(), Some(640.0));
     // Nothing of the fixtures was stored twice by three incremental pulls.
     assert_eq!(l.summary("sleep", "bedtime_start").await.len(), sleeps + 1);
     let hr = expected_at(
@@ -300,25 +267,7 @@ async fn a_revoked_token_puts_the_connection_in_error_without_a_refresh() {
         1,
         "the code exchange only: {done:?}"
     );
-    let connection = l
-        .app
-        .state
-        .meta
-        .connection(l.user.parse().unwrap(), "polar")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        connection.status,
-        wearhouse::store::metadata::ConnectionStatus::Error
-    );
-    let details = connection.error_details.unwrap();
-    assert_eq!(details.error_type, "provider_credential_error");
+    let details = l.assert_errored("provider_credential_error").await;
     assert!(details.error_message.contains("Polar"), "{details:?}");
     assert!(polar.members().is_empty(), "never registered");
-    let types = l.event_types().await;
-    assert!(
-        types.iter().any(|t| t == "provider.connection.error"),
-        "{types:?}"
-    );
 }

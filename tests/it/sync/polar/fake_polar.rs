@@ -23,7 +23,6 @@
 //! The skeleton (server, faults, log) is the shared fake provider's, `sync/fake/`.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, Query, State};
@@ -71,19 +70,11 @@ struct Fake {
     registered: Arc<Mutex<HashMap<String, String>>>,
 }
 
-/// A running fake Polar AccessLink; its [`Gate`] (faults, token check, log) is reached through
-/// it.
-pub struct FakePolar {
-    /// Its base URL, `http://127.0.0.1:<port>`.
-    pub base: String,
-    fake: Fake,
-}
-
-impl Deref for FakePolar {
-    type Target = Gate<Fault>;
-    fn deref(&self) -> &Gate<Fault> {
-        &self.fake.gate
-    }
+fake::running! {
+    /// A running fake Polar AccessLink; its [`Gate`] (faults, token check, log) is reached through
+    /// it.
+    FakePolar(Fake, Fault),
+    base: "http://127.0.0.1:<port>"
 }
 
 /// A fixture file of `testdata/providers/polar/`.

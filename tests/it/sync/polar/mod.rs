@@ -13,7 +13,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use crate::sync::support::linked::{offset_days, shifted};
-use crate::sync::support::{all_march, pull, utc};
+use crate::sync::support::{all_march, assert_parts, pull, utc};
 use end_to_end::fake_polar;
 use fake_polar::{Data, FakePolar, Fault, TOKEN, fixture, fixture_data};
 use wearhouse::ingest::PushUser;
@@ -21,13 +21,10 @@ use wearhouse::sync::Pull;
 use wearhouse::sync::connectors::polar::Polar;
 use wearhouse::sync::{Connector, Resource, SyncError, screen};
 
-/// The part at `pointer` of a fixture's expected body, moved as [`fake_polar`] moves the
-/// documents (Polar answers no activity older than a year).
-fn expected(file: &str, pointer: &str) -> Value {
+/// A fixture's expected body, moved as [`fake_polar`] moves the documents (Polar answers no
+/// activity older than a year).
+fn moved_fixture(file: &str) -> Value {
     shifted(&fixture(file), offset_days())
-        .pointer(pointer)
-        .cloned()
-        .unwrap()
 }
 
 /// The fixtures' days, 2025-03-01 to 03-03, moved as [`fake_polar`] moves them.
@@ -60,21 +57,18 @@ async fn a_registered_user_is_pulled_into_the_fixtures_bodies() {
     let pulled = polar.pull(TOKEN, &fixture_days()).await.unwrap();
     assert_eq!(pulled.skipped, 0);
     let body = &pulled.body.to_json();
-    assert_eq!(
-        body["workouts"],
-        expected("exercises.expected.json", "/workouts")
-    );
-    assert_eq!(body["sleep"], expected("sleep.expected.json", "/sleep"));
-    assert_eq!(
-        body["activity"],
-        expected("activities.expected.json", "/activity")
-    );
-    assert_eq!(
-        body["timeseries"]["heartrate"],
-        expected(
-            "continuous_heart_rate.expected.json",
-            "/timeseries/heartrate"
-        )
+    assert_parts(
+        body,
+        moved_fixture,
+        &[
+            ("exercises.expected.json", "/workouts"),
+            ("sleep.expected.json", "/sleep"),
+            ("activities.expected.json", "/activity"),
+            (
+                "continuous_heart_rate.expected.json",
+                "/timeseries/heartrate",
+            ),
+        ],
     );
     assert!(body.get("profile").is_none());
 

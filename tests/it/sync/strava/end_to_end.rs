@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::fake_strava::{FakeStrava, Fault, fixture, fixture_data};
 use crate::sync::support::linked::{
-    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+    Linked, assert_same_numbers, expected_at, instant, offset_days, series_values, shifted,
 };
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::strava::Strava;
@@ -34,11 +34,7 @@ pub(crate) async fn fake_strava() -> FakeStrava {
 /// historical pull has succeeded at its first attempt.
 pub(super) async fn pulled(strava: &FakeStrava) -> Linked {
     let connector = Arc::new(Strava::new(&strava.base).unwrap());
-    let l = Linked::link_with(connector, &[("x_account", "")]).await;
-    strava.accept_when(l.issued_tokens(None));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-    l
+    Linked::pulled(connector, &[("x_account", "")], strava).await
 }
 
 /// `value`'s instant moved forward by `days`.
@@ -67,26 +63,24 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         }
         assert_eq!(got["sport"]["slug"], want["sport"]["slug"], "{got:#}");
         assert_eq!(got["sport"]["name"], want["sport"]["name"], "{got:#}");
-        for field in [
-            "moving_time",
-            "distance",
-            "total_elevation_gain",
-            "elev_high",
-            "elev_low",
-            "average_speed",
-            "max_speed",
-            "average_hr",
-            "max_hr",
-            "average_watts",
-            "max_watts",
-            "weighted_average_watts",
-        ] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "{field}: {got:#}"
-            );
-        }
+        assert_same_numbers(
+            got,
+            want,
+            &[
+                "moving_time",
+                "distance",
+                "total_elevation_gain",
+                "elev_high",
+                "elev_low",
+                "average_speed",
+                "max_speed",
+                "average_hr",
+                "max_hr",
+                "average_watts",
+                "max_watts",
+                "weighted_average_watts",
+            ],
+        );
         assert_eq!(
             got["map"]["summary_polyline"].as_str(),
             want["map"]["summary_polyline"].as_str(),
@@ -110,10 +104,8 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         }
     }
 
-    let a = l.app.get(&format!("/v2/summary/profile/{}", l.user)).await;
-    assert_eq!(a.status, 200, "{}", a.json);
     assert_eq!(
-        a.json["sex"],
+        l.profile().await["sex"],
         fixture("athlete.expected.json")["profile"]["sex"]
     );
 }
@@ -125,47 +117,36 @@ async fn a_linked_strava_user_is_pulled_and_the_getters_answer_the_fixtures() {
     assert_fixtures_stored(&l, offset_days()).await;
 
     // Strava wants its client in the form.
-    let auth = l.oauth.client_auth();
-    assert!(
-        !auth.is_empty() && auth.iter().all(|(how, _)| *how == "form"),
-        "{auth:?}"
-    );
+    l.assert_client_auth("form");
     // The pull recorded the athlete Strava's events name.
-    let connection = l
-        .app
-        .state
-        .meta
-        .connection(l.user.parse().unwrap(), "strava")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(connection.provider_user_id.as_deref(), Some("98765432"));
-
-    let types = l.event_types().await;
-    let name = "historical.data.workouts.created";
-    assert_eq!(types.iter().filter(|t| *t == name).count(), 1, "{types:?}");
+    assert_eq!(l.provider_user_id().await.as_deref(), Some("98765432"));
+    l.assert_created_once(&["workouts"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let strava = fake_strava().await;
     let l = pulled(&strava).await;
-    let expected = fixture("activities.expected.json");
-    let total = |pointer: &str, field: &str| fixture_total(&expected, pointer, field);
-    l.assert_totals(&[
-        (
-            json!({"workout": "distance_meter"}),
-            total("/workouts", "distance"),
-        ),
-        (
-            json!({"timeseries": "heartrate", "field": "value"}),
-            total("/timeseries/heartrate", "value"),
-        ),
-        (
-            json!({"timeseries": "distance", "field": "value"}),
-            total("/timeseries/distance", "value"),
-        ),
-    ])
+    l.assert_fixture_totals(
+        fixture,
+        &[
+            (
+                json!({"workout": "distance_meter"}),
+                "activities.expected.json#/workouts",
+                "distance",
+            ),
+            (
+                series_values("heartrate"),
+                "activities.expected.json#/timeseries/heartrate",
+                "value",
+            ),
+            (
+                series_values("distance"),
+                "activities.expected.json#/timeseries/distance",
+                "value",
+            ),
+        ],
+    )
     .await;
 }
 

@@ -19,7 +19,6 @@
 //! the shared fake provider's, `sync/fake/`.
 
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -60,18 +59,10 @@ struct Fake {
     athlete: Value,
 }
 
-/// A running fake Strava API; its [`Gate`] (faults, token check, log) is reached through it.
-pub struct FakeStrava {
-    /// Its base URL, `http://127.0.0.1:<port>/api/v3`.
-    pub base: String,
-    fake: Fake,
-}
-
-impl Deref for FakeStrava {
-    type Target = Gate<Fault>;
-    fn deref(&self) -> &Gate<Fault> {
-        &self.fake.gate
-    }
+fake::running! {
+    /// A running fake Strava API; its [`Gate`] (faults, token check, log) is reached through it.
+    FakeStrava(Fake, Fault),
+    base: "http://127.0.0.1:<port>/api/v3"
 }
 
 /// A fixture file of `testdata/providers/strava/`.

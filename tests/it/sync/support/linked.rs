@@ -17,12 +17,15 @@ use serde_json::{Value, json};
 use crate::jobs::support::{config, wait_for};
 use crate::link::fake_oauth::{CLIENT_ID, CLIENT_SECRET, FakeOAuth};
 use crate::link::keyed_app;
-use crate::link::oauth::{VERIFICATION_TOKEN, authorize_url, link_token};
+use crate::link::oauth::{VERIFICATION_TOKEN, authorize_url, link_token, visit_as};
 use crate::support::{Answer, TestApp};
+use crate::sync::fake::Gate;
 use wearhouse::jobs::{Job, JobState, Runner, RunnerHandle};
 use wearhouse::link::LinkConfig;
 use wearhouse::link::oauth::{OAuthApp, OAuthApps};
+use wearhouse::store::metadata::connections::ErrorDetails;
 use wearhouse::store::metadata::jobs::{JobFilter, list_jobs};
+use wearhouse::store::metadata::{Connection, ConnectionStatus};
 use wearhouse::sync::{Connector, Connectors};
 
 /// The webhook subscription id of the deployment's application (Strava's events carry it).
@@ -97,6 +100,20 @@ pub fn expected_at(body: &Value, pointer: &str) -> Vec<Value> {
         .unwrap_or_else(|| panic!("no array at {pointer}"))
 }
 
+/// Checks that a getter's row `got` holds each of `fields` as the same number as the expected
+/// row `want` (absent from both is the same).
+pub fn assert_same_numbers(got: &Value, want: &Value, fields: &[&str]) {
+    for field in fields {
+        let (g, w) = (got[*field].as_f64(), want[*field].as_f64());
+        assert_eq!(g, w, "{field}: {got:#}");
+    }
+}
+
+/// A query's argument naming the values of the `series` timeseries.
+pub fn series_values(series: &str) -> Value {
+    json!({"timeseries": series, "field": "value"})
+}
+
 /// An app pulling one provider, and a user linked to it.
 pub struct Linked {
     pub app: TestApp,
@@ -160,7 +177,7 @@ impl Linked {
         let asks = wearhouse::sync::token_wire::asks_scopes(provider)
             && !wearhouse::providers::scopes::authorisation_scopes(entry).is_empty();
         assert_eq!(named, asks, "{provider}: {url}");
-        let landed = visit(&app, provider, &url, extra).await;
+        let landed = visit_as(&app, provider, &url, extra).await;
         assert_eq!(landed.status, 303, "{}", landed.json);
         let back = landed.headers["location"].to_str().unwrap();
         assert!(back.contains("state=success"), "{back}");
@@ -170,6 +187,124 @@ impl Linked {
             user,
             provider,
         }
+    }
+
+    /// [`Linked::link_with`], the provider's fake (its `gate`) accepting the tokens the
+    /// authorisation server issues, and the historical pull run, checked to have succeeded at
+    /// its first attempt.
+    pub async fn pulled<F: Copy + Send + 'static>(
+        connector: Arc<dyn Connector>,
+        extra: &[(&str, &str)],
+        gate: &Gate<F>,
+    ) -> Linked {
+        let l = Linked::link_with(connector, extra).await;
+        gate.accept_when(l.issued_tokens(None));
+        let done = l.run_until(JobState::Succeeded).await;
+        assert_eq!(done.attempts, 1, "{done:?}");
+        l
+    }
+
+    /// [`Linked::link_with`] whose link's access token has expired (the provider's fake, its
+    /// `gate`, refuses it), and the historical pull run, checked to have refreshed the token
+    /// once and succeeded at its first attempt.
+    pub async fn pulled_after_a_refresh<F: Copy + Send + 'static>(
+        connector: Arc<dyn Connector>,
+        extra: &[(&str, &str)],
+        gate: &Gate<F>,
+    ) -> Linked {
+        let l = Linked::link_with(connector, extra).await;
+        gate.accept_when(l.issued_tokens(Some(l.oauth.issued()[0].clone())));
+        let done = l.run_until(JobState::Succeeded).await;
+        assert_eq!(done.attempts, 1, "{done:?}");
+        assert_eq!(l.oauth.issued().len(), 2, "one refresh");
+        l
+    }
+
+    /// Checks that the authorisation server was given the client `how` (`form`, `basic`)
+    /// every time.
+    pub fn assert_client_auth(&self, how: &str) {
+        let auth = self.oauth.client_auth();
+        assert!(
+            !auth.is_empty() && auth.iter().all(|(h, _)| *h == how),
+            "{auth:?}"
+        );
+    }
+
+    /// The linked user's connection to the provider.
+    pub async fn connection(&self) -> Connection {
+        self.app
+            .state
+            .meta
+            .connection(self.user.parse().unwrap(), self.provider)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    /// The linked user's id at the provider, as the connection records it.
+    pub async fn provider_user_id(&self) -> Option<String> {
+        self.connection().await.provider_user_id
+    }
+
+    /// Checks that the connection is in error for `error_type`, said by a
+    /// `provider.connection.error` event; answers the error's details.
+    pub async fn assert_errored(&self, error_type: &str) -> ErrorDetails {
+        let connection = self.connection().await;
+        assert_eq!(connection.status, ConnectionStatus::Error, "{connection:?}");
+        let details = connection.error_details.unwrap();
+        assert_eq!(details.error_type, error_type, "{details:?}");
+        let types = self.event_types().await;
+        assert!(
+            types.iter().any(|t| t == "provider.connection.error"),
+            "{types:?}"
+        );
+        details
+    }
+
+    /// A refresh (answered 200) with the app's jobs running until the connection is no longer
+    /// connected, or for [`LONG`]; the connection then.
+    pub async fn refresh_until_disconnected(&self) -> Connection {
+        let runner = self.runner();
+        let a = self.refresh("20").await;
+        assert_eq!(a.status, 200, "{}", a.json);
+        let deadline = tokio::time::Instant::now() + LONG;
+        let connection = loop {
+            let c = self.connection().await;
+            if c.status != ConnectionStatus::Connected || tokio::time::Instant::now() > deadline {
+                break c;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        runner.shutdown().await;
+        connection
+    }
+
+    /// Checks that the user's events hold `historical.data.<resource>.created` once for each
+    /// of `resources`.
+    pub async fn assert_created_once(&self, resources: &[&str]) {
+        let types = self.event_types().await;
+        for resource in resources {
+            let name = format!("historical.data.{resource}.created");
+            let once = types.iter().filter(|t| **t == name).count();
+            assert_eq!(once, 1, "{name} once: {types:?}");
+        }
+    }
+
+    /// [`Linked::assert_totals`] with each wanted (sum, count) that of rows of the provider's
+    /// fixture files ([`fixture_total`]): (argument, `file#pointer` of the rows, field).
+    pub async fn assert_fixture_totals(
+        &self,
+        fixture: fn(&str) -> Value,
+        want: &[(Value, &str, &str)],
+    ) {
+        let want: Vec<(Value, (f64, i64))> = want
+            .iter()
+            .map(|(arg, rows, field)| {
+                let (file, pointer) = rows.split_once('#').unwrap();
+                (arg.clone(), fixture_total(&fixture(file), pointer, field))
+            })
+            .collect();
+        self.assert_totals(&want).await;
     }
 
     /// `POST /aggregate/v1/user/{user}/query` with `body`, answered 200.
@@ -319,31 +454,41 @@ impl Linked {
         rows
     }
 
+    /// Checks that the activity getter answers the days of `want` (an expected body's
+    /// `/activity` rows) moved by `days`, each once, with their steps, calories and distance.
+    pub async fn assert_activity_days(&self, want: &[Value], days: i64) {
+        let activity = self.summary("activity", "calendar_date").await;
+        assert_eq!(activity.len(), want.len(), "{activity:#?}");
+        for (got, want) in activity.iter().zip(want) {
+            let day: NaiveDate = want["date"].as_str().unwrap().parse().unwrap();
+            let day = (day + chrono::Duration::days(days)).to_string();
+            assert_eq!(got["calendar_date"].as_str(), Some(day.as_str()), "{got}");
+            for field in ["steps", "calories_total", "calories_active", "distance"] {
+                assert_eq!(got[field].as_f64(), want[field].as_f64(), "{day} {field}");
+            }
+        }
+    }
+
+    /// The last of a summary getter's rows ([`Linked::summary`]), the rows checked to be
+    /// `count`.
+    pub async fn last_of(&self, table: &str, key: &str, count: usize) -> Value {
+        let rows = self.summary(table, key).await;
+        assert_eq!(rows.len(), count, "{rows:#?}");
+        rows.last().cloned().unwrap()
+    }
+
+    /// The profile getter's answer, answered 200.
+    pub async fn profile(&self) -> Value {
+        let a = self
+            .app
+            .get(&format!("/v2/summary/profile/{}", self.user))
+            .await;
+        assert_eq!(a.status, 200, "{}", a.json);
+        a.json
+    }
+
     /// The types of the user's events, oldest first.
     pub async fn event_types(&self) -> Vec<String> {
         self.app.event_types(&self.user).await
     }
-}
-
-/// Plays the browser: opens the authorisation URL (plus steering parameters), follows the
-/// authorisation server's redirect to the provider's callback, and answers the callback's
-/// answer.
-async fn visit(app: &TestApp, provider: &str, url: &str, extra: &[(&str, &str)]) -> Answer {
-    let mut url = url::Url::parse(url).unwrap();
-    for (k, v) in extra {
-        url.query_pairs_mut().append_pair(k, v);
-    }
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let r = client.get(url).send().await.unwrap();
-    assert_eq!(r.status(), 303, "{:?}", r.text().await);
-    let location = url::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
-    assert_eq!(
-        location.path(),
-        format!("/v2/link/oauth/callback/{provider}")
-    );
-    let path = format!("{}?{}", location.path(), location.query().unwrap_or(""));
-    app.send("GET", &path, None, None).await
 }

@@ -1,7 +1,10 @@
-//! What the sync tests share: instants and pulls for the connector tests against their fakes,
-//! and [`linked`], the end-to-end harness (a provider's connector behind the app, linked
-//! through OAuth, pulled by the real job runner).
+//! What the sync tests share: instants, pulls and the fixture check for the connector tests
+//! against their fakes, [`failures`] (the failure kinds a connector's pull surfaces, asserted
+//! alike for every connector), and [`linked`], the end-to-end harness (a provider's connector
+//! behind the app, linked through OAuth, pulled by the real job runner, and the checks the
+//! end-to-end suites share).
 
+pub mod failures;
 pub mod linked;
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -23,6 +26,20 @@ pub fn pull(resources: &[Resource], start: DateTime<Utc>, end: DateTime<Utc>) ->
 /// Every resource over the fixtures' days, 2025-03-01 to 03-03.
 pub fn all_march() -> Pull {
     pull(&Resource::ALL, utc(2025, 3, 1), utc(2025, 3, 4))
+}
+
+/// Checks that each part of a pulled body is the same part of the fixture file that expects
+/// it: `parts` are (file, JSON pointer), `fixture` reads the provider's files.
+pub fn assert_parts(
+    body: &serde_json::Value,
+    fixture: fn(&str) -> serde_json::Value,
+    parts: &[(&str, &str)],
+) {
+    for (file, pointer) in parts {
+        let want = fixture(file).pointer(pointer).cloned().unwrap();
+        let got = body.pointer(pointer).cloned().unwrap_or_default();
+        assert_eq!(got, want, "{pointer} of {file}");
+    }
 }
 
 /// The `historical.*` event types of a `GET /v2/team/events` answer, each checked to be there

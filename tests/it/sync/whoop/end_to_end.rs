@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::fake_whoop::{FakeWhoop, Fault, fixture, fixture_collections};
 use crate::sync::support::linked::{
-    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+    Linked, assert_same_numbers, expected_at, fixture_total, instant, offset_days, shifted,
 };
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::whoop::Whoop;
@@ -36,11 +36,7 @@ pub(crate) async fn fake_whoop() -> FakeWhoop {
 /// historical pull has succeeded at its first attempt.
 pub(super) async fn pulled(whoop: &FakeWhoop) -> Linked {
     let connector = Arc::new(Whoop::new(&whoop.base).unwrap());
-    let l = Linked::link_with(connector, &[("x_account", "")]).await;
-    whoop.accept_when(l.issued_tokens(None));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-    l
+    Linked::pulled(connector, &[("x_account", "")], whoop).await
 }
 
 /// `value`'s instant moved forward by `days`.
@@ -73,21 +69,18 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         let span = instant(&want["bedtime_stop"]) - instant(&want["bedtime_start"]);
         let duration = want["duration"].as_i64().unwrap_or(span.num_seconds());
         assert_eq!(got["duration"].as_i64(), Some(duration), "{got:#}");
-        for field in [
-            "efficiency",
-            "respiratory_rate",
-            "score",
-            "hr_resting",
-            "average_hrv",
-            "skin_temperature",
-        ] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "sleep {} {field}",
-                want["id"]
-            );
-        }
+        assert_same_numbers(
+            got,
+            want,
+            &[
+                "efficiency",
+                "respiratory_rate",
+                "score",
+                "hr_resting",
+                "average_hrv",
+                "skin_temperature",
+            ],
+        );
     }
     let types: Vec<&Value> = sleep.iter().map(|s| &s["type"]).collect();
     // The nap as WHOOP says; the nights by their length (7 h 38 min, 6 h 37 min).
@@ -133,15 +126,17 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         assert_eq!(got["sport"]["slug"], want["sport"]["slug"], "{got}");
         assert_eq!(got["sport"]["name"], want["sport"]["name"], "{got}");
         assert_eq!(got["provider_id"], want["provider_id"]);
-        for field in [
-            "calories",
-            "distance",
-            "total_elevation_gain",
-            "average_hr",
-            "max_hr",
-        ] {
-            assert_eq!(got[field].as_f64(), want[field].as_f64(), "{field}: {got}");
-        }
+        assert_same_numbers(
+            got,
+            want,
+            &[
+                "calories",
+                "distance",
+                "total_elevation_gain",
+                "average_hr",
+                "max_hr",
+            ],
+        );
         let zones = want.get("hr_zones").cloned().unwrap_or(Value::Null);
         assert_eq!(got["hr_zones"], zones, "{got}");
     }
@@ -167,10 +162,9 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         "one row however many chunks read it: {body:#?}"
     );
     assert_eq!(body[0]["weight"].as_f64(), want[0]["weight"].as_f64());
-    let a = l.app.get(&format!("/v2/summary/profile/{}", l.user)).await;
-    assert_eq!(a.status, 200, "{}", a.json);
-    let height = fixture("body_measurement.expected.json")["profile"]["height"].clone();
-    assert_eq!(a.json["height"].as_f64(), height.as_f64(), "{}", a.json);
+    let profile = l.profile().await;
+    let height = &fixture("body_measurement.expected.json")["profile"]["height"];
+    assert_eq!(profile["height"].as_f64(), height.as_f64(), "{profile}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -180,27 +174,11 @@ async fn a_linked_whoop_user_is_pulled_and_the_getters_answer_the_fixtures() {
     assert_fixtures_stored(&l, offset_days()).await;
 
     // WHOOP wants its client in the form, and the link asked for a refresh token.
-    let auth = l.oauth.client_auth();
-    assert!(
-        !auth.is_empty() && auth.iter().all(|(how, _)| *how == "form"),
-        "{auth:?}"
-    );
+    l.assert_client_auth("form");
     // The pull recorded the WHOOP user the webhooks name.
-    let connection = l
-        .app
-        .state
-        .meta
-        .connection(l.user.parse().unwrap(), "whoop_v2")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(connection.provider_user_id.as_deref(), Some("10129"));
-
-    let types = l.event_types().await;
-    for resource in ["sleep", "activity", "workouts"] {
-        let name = format!("historical.data.{resource}.created");
-        assert_eq!(types.iter().filter(|t| **t == name).count(), 1, "{types:?}");
-    }
+    assert_eq!(l.provider_user_id().await.as_deref(), Some("10129"));
+    l.assert_created_once(&["sleep", "activity", "workouts"])
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -287,14 +265,10 @@ async fn refresh_shows_new_and_changed_records_once() {
     });
     whoop.put("activity/workout", "id", ride);
     l.refreshed().await;
-    let got = l.summary("sleep", "bedtime_start").await;
-    assert_eq!(got.len(), sleeps + 1, "{got:#?}");
-    let last = got.last().unwrap();
+    let last = &l.last_of("sleep", "bedtime_start", sleeps + 1).await;
     assert_eq!(last["state"], "tentative", "{last}");
     assert!(last["score"].is_null(), "{last}");
-    let got = l.summary("workouts", "time_start").await;
-    assert_eq!(got.len(), workouts + 1, "{got:#?}");
-    let last = got.last().unwrap();
+    let last = &l.last_of("workouts", "time_start", workouts + 1).await;
     assert_eq!(last["sport"]["slug"], "cycling");
     assert_eq!(last["calories"].as_f64(), Some(500.0), "2092 kJ: {last}");
     assert_eq!(last["hr_zones"], json!([0, 600, 1200, 1200, 600, 0]));
@@ -302,9 +276,7 @@ async fn refresh_shows_new_and_changed_records_once() {
     // Changed: WHOOP scores the night; the same id replaces, not adds.
     whoop.put("activity/sleep", "id", recent_sleep(now, Some((88, 14.5))));
     l.refreshed().await;
-    let got = l.summary("sleep", "bedtime_start").await;
-    assert_eq!(got.len(), sleeps + 1, "{got:#?}");
-    let last = got.last().unwrap();
+    let last = &l.last_of("sleep", "bedtime_start", sleeps + 1).await;
     assert_eq!(last["state"], "confirmed", "{last}");
     assert_eq!(last["score"].as_f64(), Some(88.0), "{last}");
     assert_eq!(last["total"], json!(23_400), "{last}");
@@ -360,12 +332,8 @@ async fn an_aggregate_query_answers_the_fixtures_totals() {
 async fn an_expired_access_token_is_refreshed_as_whoop_wants() {
     let whoop = fake_whoop().await;
     let connector = Arc::new(Whoop::new(&whoop.base).unwrap());
-    let l = Linked::link_with(connector, &[("x_account", "")]).await;
     // The link's access token has expired: WHOOP answers 401 to it.
-    whoop.accept_when(l.issued_tokens(Some(l.oauth.issued()[0].clone())));
-    let done = l.run_until(JobState::Succeeded).await;
-    assert_eq!(done.attempts, 1, "{done:?}");
-    assert_eq!(l.oauth.issued().len(), 2, "one refresh");
+    let l = Linked::pulled_after_a_refresh(connector, &[("x_account", "")], &whoop).await;
     // The code exchange and the refresh, both with the client in the form; the refresh asks
     // `offline` again, for a new refresh token.
     let auth = l.oauth.client_auth();

@@ -20,7 +20,6 @@
 //! The skeleton (server, faults, paging, log) is the shared fake provider's, `sync/fake/`.
 
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,18 +60,10 @@ struct Fake {
     page_size: usize,
 }
 
-/// A running fake WHOOP API; its [`Gate`] (faults, token check, log) is reached through it.
-pub struct FakeWhoop {
-    /// Its base URL, `http://127.0.0.1:<port>/developer`.
-    pub base: String,
-    fake: Fake,
-}
-
-impl Deref for FakeWhoop {
-    type Target = Gate<Fault>;
-    fn deref(&self) -> &Gate<Fault> {
-        &self.fake.gate
-    }
+fake::running! {
+    /// A running fake WHOOP API; its [`Gate`] (faults, token check, log) is reached through it.
+    FakeWhoop(Fake, Fault),
+    base: "http://127.0.0.1:<port>/developer"
 }
 
 /// A fixture file of `testdata/providers/whoop/`.

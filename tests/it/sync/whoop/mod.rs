@@ -9,11 +9,11 @@ pub mod fake_whoop;
 mod notify;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{Value, json};
 
+use crate::sync::support::failures::failure_kinds;
 use crate::sync::support::{all_march, pull, utc};
 use fake_whoop::{FakeWhoop, Fault, TOKEN, fixture, fixture_collections};
 use wearhouse::ingest::PushUser;
@@ -188,69 +188,13 @@ async fn rate_limiting_surfaces_with_its_wait() {
     );
 }
 
-#[tokio::test]
-async fn a_refused_token_is_unauthorised() {
-    let fake = FakeWhoop::start(fixture_collections(), 2).await;
-    let whoop = Whoop::new(&fake.base).unwrap();
-    fake.fail(Fault::Unauthorised, 0);
-    let err = whoop.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
-
-    let fake = FakeWhoop::start(fixture_collections(), 2).await;
-    let whoop = Whoop::new(&fake.base).unwrap();
-    let err = whoop.pull("revoked", &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
-}
-
-#[tokio::test]
-async fn server_errors_timeouts_and_refused_connections_are_transient() {
-    let fake = FakeWhoop::start(fixture_collections(), 2).await;
-    let whoop = Whoop::new(&fake.base).unwrap();
-    fake.fail(Fault::ServerError, 3);
-    let err = whoop.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Transient { .. }), "{err:?}");
-
-    fake.fail(Fault::Hang, 0);
-    let quick = reqwest::Client::builder()
-        .timeout(Duration::from_millis(300))
-        .build()
-        .unwrap();
-    let impatient = Whoop::with_client(url::Url::parse(&fake.base).unwrap(), quick);
-    let err = impatient.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            SyncError::Transient {
-                source: Some(_),
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
-    let err = Whoop::new(&closed)
-        .unwrap()
-        .pull(TOKEN, &all_march())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, SyncError::Transient { .. }), "{err:?}");
-}
-
-#[tokio::test]
-async fn an_unknown_path_is_permanent() {
+failure_kinds! {
+    connector: Whoop,
+    fake: FakeWhoop::start(fixture_collections(), 2),
+    fault: Fault,
+    token: TOKEN,
+    server_error_after: 3,
     // A fake without the collections: every collection answers 404.
-    let fake = FakeWhoop::start(HashMap::new(), 2).await;
-    let whoop = Whoop::new(&fake.base).unwrap();
-    let err = whoop
-        .pull(
-            TOKEN,
-            &pull(&[Resource::Workouts], utc(2025, 3, 1), utc(2025, 3, 2)),
-        )
-        .await
-        .unwrap_err();
-    assert!(matches!(err, SyncError::Permanent { .. }), "{err:?}");
+    empty: FakeWhoop::start(HashMap::new(), 2),
+    resource: Resource::Workouts,
 }

@@ -11,11 +11,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{NaiveDate, Utc};
+use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::fake_withings::{Data, FakeWithings, Fault, fixture, fixture_data, shifted};
-use crate::sync::support::linked::{Linked, instant, offset_days};
+use crate::sync::support::linked::{Linked, assert_same_numbers, instant, offset_days};
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::withings::Withings;
 
@@ -92,33 +92,21 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         ] {
             assert_eq!(got[field], want[field], "sleep {} {field}", want["id"]);
         }
-        for field in [
-            "hr_lowest",
-            "hr_average",
-            "score",
-            "efficiency",
-            "respiratory_rate",
-        ] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "sleep {} {field}",
-                want["id"]
-            );
-        }
+        assert_same_numbers(
+            got,
+            want,
+            &[
+                "hr_lowest",
+                "hr_average",
+                "score",
+                "efficiency",
+                "respiratory_rate",
+            ],
+        );
     }
 
-    let activity = l.summary("activity", "calendar_date").await;
-    let want = expected("activity.expected.json", "/activity");
-    assert_eq!(activity.len(), want.len(), "{activity:#?}");
-    for (got, want) in activity.iter().zip(&want) {
-        let day: NaiveDate = want["date"].as_str().unwrap().parse().unwrap();
-        let day = (day + chrono::Duration::days(days)).to_string();
-        assert_eq!(got["calendar_date"].as_str(), Some(day.as_str()), "{got}");
-        for field in ["steps", "calories_total", "calories_active", "distance"] {
-            assert_eq!(got[field].as_f64(), want[field].as_f64(), "{day} {field}");
-        }
-    }
+    l.assert_activity_days(&expected("activity.expected.json", "/activity"), days)
+        .await;
 
     let workouts = l.summary("workouts", "id").await;
     let want = expected("workouts.expected.json", "/workouts");
@@ -128,14 +116,11 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
         assert_eq!(instant(&got["time_start"]), moved(&want["time_start"]));
         assert_eq!(instant(&got["time_end"]), moved(&want["time_end"]));
         assert_eq!(got["sport"]["slug"], want["sport"]["slug"]);
-        for field in ["moving_time", "calories", "distance", "steps", "average_hr"] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "{} {field}",
-                want["id"]
-            );
-        }
+        assert_same_numbers(
+            got,
+            want,
+            &["moving_time", "calories", "distance", "steps", "average_hr"],
+        );
     }
 
     let body = l.summary("body", "id").await;
@@ -144,19 +129,16 @@ pub(crate) async fn assert_fixtures_stored(l: &Linked, days: i64) {
     for (got, want) in body.iter().zip(&want) {
         assert_eq!(got["id"], want["id"]);
         assert_eq!(instant(&got["measured_at"]), moved(&want["measured_at"]));
-        for field in [
-            "weight",
-            "fat",
-            "muscle_mass_percentage",
-            "visceral_fat_index",
-        ] {
-            assert_eq!(
-                got[field].as_f64(),
-                want[field].as_f64(),
-                "{} {field}",
-                want["id"]
-            );
-        }
+        assert_same_numbers(
+            got,
+            want,
+            &[
+                "weight",
+                "fat",
+                "muscle_mass_percentage",
+                "visceral_fat_index",
+            ],
+        );
     }
 
     for resource in ["weight", "fat", "heartrate"] {
