@@ -176,6 +176,16 @@ async fn start(slug: &str) -> (Box<dyn Faults>, Arc<dyn Connector>) {
             let connector = c::strava::Strava::new(&fake.base).unwrap();
             (speaks(&*fake, says), Arc::new(connector))
         }
+        "ultrahuman" => {
+            use sync::ultrahuman::fake_ultrahuman::Fault as F;
+            let fake = sync::ultrahuman::end_to_end::fake_ultrahuman().await;
+            let says = |f: Fault| match f {
+                Fault::RateLimited { retry_after } => F::RateLimited { retry_after },
+                Fault::ServerError => F::ServerError,
+            };
+            let connector = c::ultrahuman::Ultrahuman::new(&fake.base).unwrap();
+            (speaks(&*fake, says), Arc::new(connector))
+        }
         other => panic!("no row for {other}"),
     }
 }
@@ -183,7 +193,7 @@ async fn start(slug: &str) -> (Box<dyn Faults>, Arc<dyn Connector>) {
 /// How the provider's authorisation server answers the link (as its end-to-end suite links).
 fn steer(slug: &str) -> Vec<(&'static str, &'static str)> {
     match slug {
-        "whoop" | "strava" | "google_health" => vec![("x_account", "")],
+        "whoop" | "strava" | "google_health" | "ultrahuman" => vec![("x_account", "")],
         "garmin" => vec![
             ("x_account", ""),
             ("x_grant", sync::garmin::end_to_end::GARMIN_SCOPE),
@@ -209,6 +219,7 @@ async fn assert_stored(slug: &str, l: &Linked) {
         "garmin" => sync::garmin::end_to_end::assert_fixtures_stored(l, days).await,
         "polar" => sync::polar::end_to_end::assert_fixtures_stored(l, days).await,
         "strava" => sync::strava::end_to_end::assert_fixtures_stored(l, days).await,
+        "ultrahuman" => sync::ultrahuman::end_to_end::assert_fixtures_stored(l, days).await,
         other => panic!("no row for {other}"),
     }
 }
@@ -439,6 +450,7 @@ fn token(slug: &str) -> &'static str {
         "garmin" => sync::garmin::fake_garmin::TOKEN,
         "polar" => sync::polar::fake_polar::TOKEN,
         "strava" => sync::strava::fake_strava::TOKEN,
+        "ultrahuman" => sync::ultrahuman::fake_ultrahuman::TOKEN,
         other => panic!("no row for {other}"),
     }
 }
@@ -481,4 +493,5 @@ table! {
     garmin => "garmin",
     polar => "polar",
     strava => "strava",
+    ultrahuman => "ultrahuman",
 }
