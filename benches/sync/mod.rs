@@ -10,6 +10,8 @@
 //!   the fake pages 25 records (WHOOP's maximum).
 //! - `strava.rs`: a ride a day with an hour of 1 Hz streams (heart rate, distance, watts); the
 //!   fake pages 200 activities (Strava's maximum) and answers one streams request per activity.
+//! - `ultrahuman.rs`: a night, heart rate every 5 minutes, glucose every 15, the night's HRV,
+//!   temperature and SpO2, the day's steps and VO2 max; the fake answers ranges of 7 days.
 //!
 //! The pull (`pull.rs`) is the real `sync.historical` job on the durable runner (SQLite
 //! metadata, local Parquet store), timed from the runner's start to the job's success; each
@@ -25,6 +27,7 @@ mod google_health;
 mod oura;
 mod pull;
 mod strava;
+mod ultrahuman;
 mod whoop;
 
 criterion::criterion_group!(
@@ -36,5 +39,7 @@ criterion::criterion_group!(
     google_health::normalise_one_day,
     google_health::historical_pull,
     strava::normalise_one_day,
-    strava::historical_pull
+    strava::historical_pull,
+    ultrahuman::normalise_one_day,
+    ultrahuman::historical_pull
 );

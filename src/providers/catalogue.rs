@@ -52,6 +52,18 @@ const STRAVA_SET: &[&str] = &[
 ];
 /// What the Polar AccessLink connector pulls (`sync::connectors::polar`).
 const POLAR_SET: &[&str] = &["profile", "sleep", "activity", "workouts", "heartrate"];
+/// What the Ultrahuman connector pulls (`sync::connectors::ultrahuman`). No profile: its
+/// `user_info` names none of the profile table's fields.
+const ULTRAHUMAN_SET: &[&str] = &[
+    "sleep",
+    "activity",
+    "heartrate",
+    "hrv",
+    "blood_oxygen",
+    "body_temperature",
+    "vo2_max",
+    "glucose",
+];
 /// What the Garmin connector pulls (`sync::connectors::garmin`).
 const GARMIN_SET: &[&str] = &[
     // No profile: the Health API has no user profile endpoint the connector pulls.
@@ -236,7 +248,7 @@ pub static CATALOGUE: LazyLock<Vec<Provider>> = LazyLock::new(|| {
         p(19, "renpho", "Renpho", Password, "scale", SCALE_SET, false, "Body composition from Renpho smart scales."),
         p(20, "samsung_health", "Samsung Health", Sdk, "watch", PHONE_SET, false, "Samsung Health data through the mobile SDK."),
         p(21, "strava", "Strava", Oauth, "app", STRAVA_SET, false, "Workouts recorded with Strava, with their heart rate and distance."),
-        p(22, "ultrahuman", "Ultrahuman", TeamOauth, "ring", SLEEP_SET, false, "Sleep, heart rate and movement from the Ultrahuman ring."),
+        p(22, "ultrahuman", "Ultrahuman", TeamOauth, "ring", ULTRAHUMAN_SET, false, "Sleep, heart rate, HRV, temperature, SpO2, steps and VO2 max from the Ultrahuman ring, and glucose from its M1 sensor."),
         p(23, "wahoo", "Wahoo", Oauth, "exercise_machine", CYCLING_SET, false, "Workouts from Wahoo bike computers and trainers."),
         p(24, "whoop_v2", "WHOOP", Oauth, "automatic", WHOOP_SET, false, "Sleep, recovery, strain and workouts from WHOOP straps."),
         p(25, "withings", "Withings", Oauth, "scale", WITHINGS_SET, false, "Weight, body composition, blood pressure and sleep from Withings devices."),

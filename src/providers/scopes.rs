@@ -223,6 +223,29 @@ const GARMIN: NativeScopes = NativeScopes {
     ],
 };
 
+/// Ultrahuman's partner OAuth (`vision.ultrahuman.com/developer-docs?type=oauth`):
+/// `profile` (the user's id and zone, for `user_info`), `ring_data` (the ring's metrics) and
+/// `cgm_data` (the M1 sensor's glucose), space-separated.
+const ULTRAHUMAN: NativeScopes = NativeScopes {
+    separator: ' ',
+    grants: &[
+        ("profile", &["profile"]),
+        (
+            "ring_data",
+            &[
+                "sleep",
+                "activity",
+                "heartrate",
+                "hrv",
+                "blood_oxygen",
+                "body_temperature",
+                "vo2_max",
+            ],
+        ),
+        ("cgm_data", &["glucose"]),
+    ],
+};
+
 /// Every wearhouse scope of the provider, required first (what its links ask for).
 pub fn all_scopes(provider: &Provider) -> Vec<&'static str> {
     let wanted = scopes(provider);
@@ -241,6 +264,7 @@ pub fn native(provider: &Provider) -> Option<&'static NativeScopes> {
         "strava" => Some(&STRAVA),
         "polar" => Some(&POLAR),
         "garmin" => Some(&GARMIN),
+        "ultrahuman" => Some(&ULTRAHUMAN),
         _ => None,
     }
 }
@@ -429,6 +453,26 @@ mod tests {
             granted(polar, &["accesslink.read_all".to_owned()]),
             ["profile", "sleep", "activity", "workouts", "heartrate"]
         );
+
+        let ultrahuman = provider("ultrahuman").unwrap();
+        assert_eq!(
+            authorisation_scopes(ultrahuman),
+            ["profile", "ring_data", "cgm_data"]
+        );
+        assert_eq!(
+            granted(ultrahuman, &["profile ring_data".to_owned()]),
+            [
+                "profile",
+                "sleep",
+                "activity",
+                "heartrate",
+                "hrv",
+                "blood_oxygen",
+                "body_temperature",
+                "vo2_max"
+            ]
+        );
+        assert_eq!(native_name(ultrahuman, "glucose"), "cgm_data");
 
         // A provider without its own names keeps wearhouse's.
         let other = crate::providers::CATALOGUE

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use super::access::{EmailLink, PasswordLogin};
 use super::connectors::{
-    dexcom, fitbit, garmin, google_health, libre, oura, peloton, polar, strava, whoop, withings,
+    dexcom, fitbit, garmin, google_health, libre, oura, peloton, polar, strava, ultrahuman, whoop,
+    withings,
 };
 use super::{Connector, SyncError};
 
@@ -29,6 +30,7 @@ pub const SLUGS: &[&str] = &[
     "strava",
     polar::SLUG,
     garmin::SLUG,
+    ultrahuman::SLUG,
 ];
 
 /// Whether `provider` has a connector (its links start pulls).
@@ -84,6 +86,11 @@ pub const OAUTH_ENDPOINTS: &[(&str, &str, &str)] = &[
         garmin::OAUTH_AUTHORIZE_URL,
         garmin::OAUTH_TOKEN_URL,
     ),
+    (
+        ultrahuman::SLUG,
+        ultrahuman::OAUTH_AUTHORIZE_URL,
+        ultrahuman::OAUTH_TOKEN_URL,
+    ),
 ];
 
 /// The connectors by provider slug.
@@ -116,6 +123,10 @@ impl Connectors {
         let strava = strava::Strava::new(&url(strava::API_URL_ENV, strava::DEFAULT_API_URL))?;
         let polar = polar::Polar::new(&url(polar::API_URL_ENV, polar::DEFAULT_API_URL))?;
         let garmin = garmin::Garmin::new(&garmin::api_url())?;
+        let ultrahuman = ultrahuman::Ultrahuman::new(&url(
+            ultrahuman::API_URL_ENV,
+            ultrahuman::DEFAULT_API_URL,
+        ))?;
         let libre = libre::Libre::new(libre::access::Hosts::from_env())?;
         let libreview = libre::Libre::libreview(libre::libreview::hosts_from_env())?;
         Ok(Connectors::default()
@@ -130,7 +141,8 @@ impl Connectors {
             .with(Arc::new(google_health))
             .with(Arc::new(strava))
             .with(Arc::new(polar))
-            .with(Arc::new(garmin)))
+            .with(Arc::new(garmin))
+            .with(Arc::new(ultrahuman)))
     }
 
     /// The same set with `connector` added (replacing one of the same provider).

@@ -28,6 +28,9 @@
 //! authorisation page has no `scope` parameter ([`asks_scopes`]): the user chooses what to
 //! share on Garmin's consent page, and the token answer's `scope` is the application's fixed
 //! `PARTNER_WRITE PARTNER_READ CONNECT_READ CONNECT_WRITE`.
+//! Ultrahuman (`vision.ultrahuman.com/developer-docs?type=oauth`, `sync::connectors::ultrahuman::
+//! access`) lists `client_id` and `client_secret` among its token endpoint's parameters, so they
+//! travel in the form ([`client_in_body`]).
 
 use oauth2::{HttpClientError, HttpRequest, HttpResponse};
 use serde_json::{Value, json};
@@ -52,7 +55,10 @@ pub fn wire(provider: &str) -> TokenWire {
 /// Whether the provider wants the client's id and secret in the form instead of HTTP Basic.
 pub fn client_in_body(provider: &str) -> bool {
     wire(provider) == TokenWire::Withings
-        || matches!(provider, "whoop_v2" | "google_health" | "strava" | "garmin")
+        || matches!(
+            provider,
+            "whoop_v2" | "google_health" | "strava" | "garmin" | "ultrahuman"
+        )
 }
 
 /// The parameters a provider's authorisation URL carries besides RFC 6749's (Google's offline

@@ -4,7 +4,8 @@
 //! [`withings`] (Withings Public API), [`garmin`] (Garmin's Health and Activity APIs), [`peloton`] (Peloton's web API, a password provider),
 //! [`libre`] (FreeStyle Libre through LibreLinkUp, and Abbott LibreView, password and e-mail
 //! providers), [`whoop`] (WHOOP API v2), [`polar`] (Polar AccessLink API v3),
-//! [`google_health`] (the Google Health API, Fitbit's successor), [`strava`] (Strava API v3), and [`demo`] (the demo generator, pulled for demo
+//! [`google_health`] (the Google Health API, Fitbit's successor), [`strava`] (Strava API v3),
+//! [`ultrahuman`] (Ultrahuman's partner API), and [`demo`] (the demo generator, pulled for demo
 //! connections of oura, fitbit, freestyle_libre and apple_health_kit).
 
 pub mod demo;
@@ -17,5 +18,6 @@ pub mod oura;
 pub mod peloton;
 pub mod polar;
 pub mod strava;
+pub mod ultrahuman;
 pub mod whoop;
 pub mod withings;

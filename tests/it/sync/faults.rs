@@ -194,6 +194,16 @@ async fn start(slug: &str) -> (Box<dyn Faults>, Arc<dyn Connector>) {
                 }
             )
         }
+        "ultrahuman" => {
+            use sync::ultrahuman::fake_ultrahuman::Fault as F;
+            let fake = sync::ultrahuman::end_to_end::fake_ultrahuman().await;
+            let says = |f: Fault| match f {
+                Fault::RateLimited { retry_after } => F::RateLimited { retry_after },
+                Fault::ServerError => F::ServerError,
+            };
+            let connector = c::ultrahuman::Ultrahuman::new(&fake.base).unwrap();
+            (speaks(&*fake, says), Arc::new(connector))
+        }
         other => panic!("no row for {other}"),
     }
 }
@@ -201,7 +211,7 @@ async fn start(slug: &str) -> (Box<dyn Faults>, Arc<dyn Connector>) {
 /// How the provider's authorisation server answers the link (as its end-to-end suite links).
 fn steer(slug: &str) -> Vec<(&'static str, &'static str)> {
     match slug {
-        "whoop" | "strava" | "google_health" => vec![("x_account", "")],
+        "whoop" | "strava" | "google_health" | "ultrahuman" => vec![("x_account", "")],
         "garmin" => vec![
             ("x_account", ""),
             ("x_grant", sync::garmin::end_to_end::GARMIN_SCOPE),
@@ -227,6 +237,7 @@ async fn assert_stored(slug: &str, l: &Linked) {
         "garmin" => sync::garmin::end_to_end::assert_fixtures_stored(l, days).await,
         "polar" => sync::polar::end_to_end::assert_fixtures_stored(l, days).await,
         "strava" => sync::strava::end_to_end::assert_fixtures_stored(l, days).await,
+        "ultrahuman" => sync::ultrahuman::end_to_end::assert_fixtures_stored(l, days).await,
         other => panic!("no row for {other}"),
     }
 }
@@ -443,6 +454,7 @@ fn token(slug: &str) -> &'static str {
         "garmin" => sync::garmin::fake_garmin::TOKEN,
         "polar" => sync::polar::fake_polar::TOKEN,
         "strava" => sync::strava::fake_strava::TOKEN,
+        "ultrahuman" => sync::ultrahuman::fake_ultrahuman::TOKEN,
         other => panic!("no row for {other}"),
     }
 }
@@ -485,4 +497,5 @@ table! {
     garmin => "garmin",
     polar => "polar",
     strava => "strava",
+    ultrahuman => "ultrahuman",
 }

@@ -17,6 +17,7 @@ pub mod google_health;
 pub mod oura;
 pub mod polar;
 pub mod strava;
+pub mod ultrahuman;
 pub mod whoop;
 pub mod withings;
 
