@@ -99,7 +99,7 @@ pub fn normalise_one_day(c: &mut Criterion) {
     .unwrap();
     let pulled = normalise(&docs, Wanted::all(), &window);
     assert_eq!(pulled.skipped, 0);
-    let body = &pulled.body;
+    let body = &pulled.body.to_json();
     for part in ["sleep", "activity"] {
         assert_eq!(body[part].as_array().unwrap().len(), 1, "{part}");
     }

@@ -249,6 +249,46 @@ pub fn retry_after(
     header(reset_header?).and_then(|v| v.parse::<u64>().ok())
 }
 
+/// One page of a provider that pages by token: its `items` array and its `token` for the
+/// next page (absent, null or empty: the last page). `who` names the provider and the
+/// resource in the error of a page of another shape (`Oura sleep`).
+pub fn token_page(
+    page: Value,
+    (items, token): (&str, &str),
+    who: &str,
+) -> Result<(Vec<Value>, Option<String>), SyncError> {
+    let bad = |what: String| SyncError::Permanent {
+        reason: format!("{who}: {what}"),
+    };
+    let Value::Object(mut page) = page else {
+        return Err(bad("the page is not a JSON object".into()));
+    };
+    let records = match page.remove(items) {
+        Some(Value::Array(records)) => records,
+        _ => return Err(bad(format!("the page has no `{items}` array"))),
+    };
+    let next = match page.remove(token) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) if t.is_empty() => None,
+        Some(Value::String(t)) => Some(t),
+        Some(_) => return Err(bad(format!("`{token}` is not a string"))),
+    };
+    Ok((records, next))
+}
+
+/// Whether the RFC 3339 instant under `member` of `record` falls in `window`; a record
+/// without a readable one is kept (its normaliser counts it as malformed).
+pub fn instant_in(record: &Value, member: &str, window: &super::Window) -> bool {
+    match record
+        .get(member)
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+    {
+        Some(at) => window.contains(at.with_timezone(&Utc)),
+        None => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -320,45 +360,5 @@ mod tests {
             None,
             "a reset header counts only for the provider that sends it"
         );
-    }
-}
-
-/// One page of a provider that pages by token: its `items` array and its `token` for the
-/// next page (absent, null or empty: the last page). `who` names the provider and the
-/// resource in the error of a page of another shape (`Oura sleep`).
-pub fn token_page(
-    page: Value,
-    (items, token): (&str, &str),
-    who: &str,
-) -> Result<(Vec<Value>, Option<String>), SyncError> {
-    let bad = |what: String| SyncError::Permanent {
-        reason: format!("{who}: {what}"),
-    };
-    let Value::Object(mut page) = page else {
-        return Err(bad("the page is not a JSON object".into()));
-    };
-    let records = match page.remove(items) {
-        Some(Value::Array(records)) => records,
-        _ => return Err(bad(format!("the page has no `{items}` array"))),
-    };
-    let next = match page.remove(token) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(t)) if t.is_empty() => None,
-        Some(Value::String(t)) => Some(t),
-        Some(_) => return Err(bad(format!("`{token}` is not a string"))),
-    };
-    Ok((records, next))
-}
-
-/// Whether the RFC 3339 instant under `member` of `record` falls in `window`; a record
-/// without a readable one is kept (its normaliser counts it as malformed).
-pub fn instant_in(record: &Value, member: &str, window: &super::Window) -> bool {
-    match record
-        .get(member)
-        .and_then(Value::as_str)
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-    {
-        Some(at) => window.contains(at.with_timezone(&Utc)),
-        None => true,
     }
 }

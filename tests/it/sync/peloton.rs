@@ -129,7 +129,8 @@ async fn paging_stops_at_the_first_page_older_than_the_window() {
         .await
         .unwrap();
     assert_eq!(fake.pages(), 2);
-    let ids: Vec<&str> = pulled.body.to_json()["workouts"]
+    let json = pulled.body.to_json();
+    let ids: Vec<&str> = json["workouts"]
         .as_array()
         .unwrap()
         .iter()

@@ -44,6 +44,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{Day, Documents, SLUG, Wanted};
+use crate::ingest::PulledRecord;
+use crate::schema::Table;
 use crate::sync::body::{mmol_per_litre, num, pulled, put, read_record, skip, with_payload};
 use crate::sync::{Pulled, Window};
 
@@ -116,8 +118,8 @@ struct Sleep {
 pub(super) struct Body {
     wanted: Wanted,
     window: Window,
-    sleep: Vec<Value>,
-    activity: Vec<Value>,
+    sleep: Vec<PulledRecord>,
+    activity: Vec<PulledRecord>,
     heartrate: Vec<Value>,
     hrv: Vec<Value>,
     blood_oxygen: Vec<Value>,
@@ -402,7 +404,7 @@ impl Body {
     fn finish(self) -> Pulled {
         pulled(
             (SLUG, "ring"),
-            vec![("sleep", self.sleep), ("activity", self.activity)],
+            vec![(Table::Sleep, self.sleep), (Table::Activity, self.activity)],
             None,
             vec![
                 ("heartrate", self.heartrate),

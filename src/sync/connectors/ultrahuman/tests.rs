@@ -9,6 +9,7 @@ use chrono::{TimeZone, Utc};
 use serde_json::{Value, json};
 
 use super::{Documents, MAX_SPAN_DAYS, Wanted, chunks, envelope, normalise};
+use crate::schema::Table;
 use crate::sync::{Resource, SyncError, Window, assert_fixture};
 
 fn fixture(name: &str) -> Value {
@@ -96,10 +97,11 @@ fn step_totals_become_activity_rows_and_the_indices_are_not_kept() {
 #[test]
 fn each_row_carries_its_document() {
     let pulled = normalised("sleep");
-    assert_eq!(pulled.payloads.len(), 3);
+    let sleeps = pulled.body.records(Table::Sleep).unwrap();
+    assert_eq!(sleeps.len(), 3);
+    assert!(sleeps.iter().all(|r| r.document.is_some()));
     let first = &days("sleep")["2025-03-01"].entries[0]["object"];
-    assert_eq!(pulled.payloads[0].part, "sleep");
-    assert_eq!(&pulled.payloads[0].document, first);
+    assert_eq!(sleeps[0].document.as_ref(), Some(first));
 }
 
 #[test]
@@ -111,7 +113,7 @@ fn the_window_keeps_samples_in_it_and_sleeps_and_days_overlapping_it() {
     )
     .unwrap();
     let all = merged(&["sleep", "heart_rate", "steps"]);
-    let body = normalise(&all, Wanted::all(), &window).body;
+    let body = normalise(&all, Wanted::all(), &window).body.to_json();
     // The night ending 03-02 07:02 local overlaps it; none other does.
     let ids: Vec<&Value> = body["sleep"]
         .as_array()
@@ -148,7 +150,7 @@ fn the_window_keeps_samples_in_it_and_sleeps_and_days_overlapping_it() {
 fn only_what_is_wanted_is_normalised() {
     let all = merged(&["hrv", "heart_rate"]);
     let wanted = Wanted::of(&[Resource::Hrv]);
-    let body = normalise(&all, wanted, &fixture_window()).body;
+    let body = normalise(&all, wanted, &fixture_window()).body.to_json();
     let series: Vec<&String> = body["timeseries"].as_object().unwrap().keys().collect();
     assert_eq!(series, ["hrv"]);
     assert!(!Wanted::of(&[Resource::Profile, Resource::Workouts, Resource::Body]).any());
@@ -166,13 +168,17 @@ fn malformed_entries_and_readings_are_skipped_and_counted() {
     // The string, the spo2 object without readings, the unreadable reading.
     assert_eq!(pulled.skipped, 3);
     assert_eq!(
-        pulled.body["timeseries"]["heartrate"]
+        pulled.body.to_json()["timeseries"]["heartrate"]
             .as_array()
             .unwrap()
             .len(),
         10
     );
-    assert!(pulled.body["timeseries"].get("blood_oxygen").is_none());
+    assert!(
+        pulled.body.to_json()["timeseries"]
+            .get("blood_oxygen")
+            .is_none()
+    );
 }
 
 #[test]
@@ -181,7 +187,9 @@ fn an_unknown_or_missing_zone_is_utc() {
     for day in all.values_mut() {
         day.zone = Some("Mars/Olympus_Mons".into());
     }
-    let body = normalise(&all, Wanted::all(), &fixture_window()).body;
+    let body = normalise(&all, Wanted::all(), &fixture_window())
+        .body
+        .to_json();
     let first = &body["timeseries"]["vo2_max"][0];
     assert_eq!(first["timestamp"], "2025-02-28T18:30:00+00:00");
     assert_eq!(first["timezone_offset"], 0);

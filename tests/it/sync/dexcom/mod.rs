@@ -62,7 +62,8 @@ async fn a_multi_chunk_pull_returns_every_record_exactly_once() {
     let pulled = dexcom.pull(TOKEN, &window).await.unwrap();
     assert_eq!(pulled.skipped, 0);
 
-    let got = samples(&pulled.body.to_json());
+    let json = pulled.body.to_json();
+    let got = samples(&json);
     let stamps: std::collections::BTreeSet<&str> = got
         .iter()
         .map(|s| s["timestamp"].as_str().unwrap())

@@ -131,7 +131,8 @@ async fn a_multi_chunk_pull_returns_every_record_exactly_once() {
     }
     assert_eq!(ids("sleep")[0], "40000000001");
     assert_eq!(ids("body")[119], "1700000000120");
-    let weights = pulled.body.to_json()["timeseries"]["weight"].as_array().unwrap();
+    let json = pulled.body.to_json();
+    let weights = json["timeseries"]["weight"].as_array().unwrap();
     assert_eq!(weights.len(), 120);
     assert_eq!(weights[0]["timestamp"], json!("2025-01-01T07:00:00+01:00"));
     // Berlin is on summer time from 2025-03-30.

@@ -88,7 +88,11 @@ async fn a_summary_is_found_by_when_it_was_synced_not_by_its_own_time() {
 
     let february = pull(&[Resource::Activity], utc(2025, 2, 20), utc(2025, 2, 21));
     let got = garmin.pull(TOKEN, &february).await.unwrap();
-    assert!(got.body.to_json().get("activity").is_none(), "{}", got.body.to_json());
+    assert!(
+        got.body.to_json().get("activity").is_none(),
+        "{}",
+        got.body.to_json()
+    );
     let march = pull(&[Resource::Activity], utc(2025, 3, 2), utc(2025, 3, 3));
     let got = garmin.pull(TOKEN, &march).await.unwrap();
     assert_eq!(got.body.to_json()["activity"][0]["date"], "2025-02-20");
@@ -179,7 +183,10 @@ async fn rate_limits_refused_tokens_and_server_errors_surface_by_kind() {
 
     // After the faults, the same pull answers in full.
     let pulled = garmin.pull(TOKEN, &all_march()).await.unwrap();
-    assert_eq!(pulled.body.to_json()["workouts"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        pulled.body.to_json()["workouts"].as_array().unwrap().len(),
+        2
+    );
 }
 
 #[tokio::test]
@@ -194,5 +201,8 @@ async fn a_malformed_summary_is_skipped_and_its_neighbours_kept() {
     let garmin = Garmin::new(&fake.base).unwrap();
     let pulled = garmin.pull(TOKEN, &all_march()).await.unwrap();
     assert_eq!(pulled.skipped, 1);
-    assert_eq!(pulled.body.to_json()["workouts"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        pulled.body.to_json()["workouts"].as_array().unwrap().len(),
+        2
+    );
 }

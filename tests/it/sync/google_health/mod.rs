@@ -125,7 +125,8 @@ async fn points_are_asked_by_the_window() {
         utc(2025, 3, 3),
     );
     let pulled = google.pull(TOKEN, &window).await.unwrap();
-    let ids: Vec<&Value> = pulled.body.to_json()["sleep"]
+    let json = pulled.body.to_json();
+    let ids: Vec<&Value> = json["sleep"]
         .as_array()
         .unwrap()
         .iter()

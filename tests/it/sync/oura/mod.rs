@@ -82,7 +82,8 @@ async fn a_day_of_heart_rate_over_many_pages_is_cut_to_the_window() {
     let oura = Oura::new(&fake.base).unwrap();
     let window = pull(&[Resource::Heartrate], utc(2025, 3, 1), utc(2025, 3, 2));
     let pulled = oura.pull(TOKEN, &window).await.unwrap();
-    let got = pulled.body.to_json()["timeseries"]["heartrate"].as_array().unwrap();
+    let json = pulled.body.to_json();
+    let got = json["timeseries"]["heartrate"].as_array().unwrap();
     assert_eq!(got.len(), 1440);
     let stamps: std::collections::BTreeSet<&str> = got
         .iter()
@@ -108,7 +109,8 @@ async fn a_long_heart_rate_window_is_asked_in_chunks_the_api_accepts() {
     let oura = Oura::new(&fake.base).unwrap();
     let window = pull(&[Resource::Heartrate], utc(2025, 1, 1), utc(2025, 2, 15));
     let pulled = oura.pull(TOKEN, &window).await.unwrap();
-    let got = pulled.body.to_json()["timeseries"]["heartrate"].as_array().unwrap();
+    let json = pulled.body.to_json();
+    let got = json["timeseries"]["heartrate"].as_array().unwrap();
     let stamps: std::collections::BTreeSet<&str> = got
         .iter()
         .map(|s| s["timestamp"].as_str().unwrap())

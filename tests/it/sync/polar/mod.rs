@@ -17,6 +17,7 @@ use crate::sync::support::{all_march, assert_parts, pull, utc};
 use end_to_end::fake_polar;
 use fake_polar::{Data, FakePolar, Fault, TOKEN, fixture, fixture_data};
 use wearhouse::ingest::PushUser;
+use wearhouse::schema::Table;
 use wearhouse::sync::Pull;
 use wearhouse::sync::connectors::polar::Polar;
 use wearhouse::sync::{Connector, Resource, SyncError, screen};
@@ -142,7 +143,7 @@ async fn a_long_window_is_asked_in_ranges_polar_accepts() {
     let pulled = polar
         .pull(TOKEN, &pull(&[Resource::Activity], old(400), old(370)))
         .await;
-    assert!(pulled.unwrap().body.get("activity").is_none());
+    assert!(pulled.unwrap().body.records(Table::Activity).is_none());
     assert_eq!(fake.log().len(), 3, "no request");
 }
 

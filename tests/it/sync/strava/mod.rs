@@ -97,7 +97,8 @@ async fn activities_are_cut_to_the_window_and_only_what_is_asked_is_read() {
     // 2025-03-02 only: the run.
     let window = pull(&[Resource::Workouts], utc(2025, 3, 2), utc(2025, 3, 3));
     let pulled = strava.pull(TOKEN, &window).await.unwrap();
-    let ids: Vec<&Value> = pulled.body.to_json()["workouts"]
+    let json = pulled.body.to_json();
+    let ids: Vec<&Value> = json["workouts"]
         .as_array()
         .unwrap()
         .iter()

@@ -330,7 +330,8 @@ async fn only_the_resources_asked_are_fetched() {
             .iter()
             .all(|l| l.starts_with("/v2/measure getintradayactivity "))
     );
-    let parts: Vec<&String> = pulled.body.to_json().as_object().unwrap().keys().collect();
+    let json = pulled.body.to_json();
+    let parts: Vec<&String> = json.as_object().unwrap().keys().collect();
     assert_eq!(parts, ["provider", "source", "timeseries"]);
     assert_eq!(
         pulled.body.to_json()["timeseries"],
