@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{ACCESS_TOKEN, Fake, REFRESH_TOKEN, USERNAME};
+use crate::sync::fake::html_escape;
 
 /// Peloton's web client, its callback, and what it asks for.
 pub const WEB_CLIENT_ID: &str = "WVoJxVDdPoFx4RNewvvg6ch2mZ7bwnsM";
@@ -94,13 +95,6 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 
 fn s256(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('"', "&#34;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 async fn authorize(State(fake): State<Fake>, Query(q): Query<HashMap<String, String>>) -> Response {
@@ -201,8 +195,8 @@ async fn credentials(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) 
         "redirect_uri": CALLBACK, "state": state, "sid": fake.id("sid")});
     let page = format!(
         r#"<html><head><title>Submit This Form</title></head><body onload="javascript:document.forms[0].submit()"><form method="post" name="hiddenform" action="{base}/login/callback"><input type="hidden" name="wa" value="wsignin1.0"><input type="hidden" name="wresult" value="{result}"><input type="hidden" name="wctx" value="{wctx}"><noscript><p>Script is disabled. Click Submit to continue.</p><input type="submit" value="Submit"></noscript></form></body></html>"#,
-        base = fake.base,
-        wctx = escape(&wctx.to_string()),
+        base = fake.base(),
+        wctx = html_escape(&wctx.to_string()),
     );
     Html(page).into_response()
 }

@@ -1,6 +1,7 @@
 //! A fake of Peloton for the password-link and Peloton sync tests: its Auth0 tenant and its web
-//! API, both on one axum server on a free loopback port. It shares no code with wearhouse, and
-//! reproduces the wire the public clients observed (`sync::connectors::peloton::access` names them).
+//! API, both route tables on one shared fake provider (`sync/fake/`). It shares no code with
+//! wearhouse, and reproduces the wire the public clients observed
+//! (`sync::connectors::peloton::access` names them).
 //!
 //! - The Auth0 sign-in ([`auth0`]): `/authorize` (PKCE S256 required) redirecting to the login
 //!   page with a transaction `state`, the page setting `_csrf`, the credentials' JSON POST to
@@ -15,15 +16,16 @@
 //!   → `{"data", "page", "page_count", "total", "limit", "count", ...}`, the workouts newest
 //!   first (by `start_time`), `ride` kept only with `joins=ride`. Both want a valid access token
 //!   as `Authorization: Bearer`, else 401.
-//! - Faults, served to the API calls (not the sign-in) before their answers: 429 with
-//!   `Retry-After`, 500. `down()` makes every call answer 503, `sign_in_down(true)` the Auth0
-//!   host alone.
+//! - Faults, served by the fake's [`Gate`] to the API calls (not the sign-in) before their
+//!   answers: 429 with `Retry-After`, 500. `down()` makes every call answer 503,
+//!   `sign_in_down(true)` the Auth0 host alone. The gate also checks the API calls' bearer
+//!   tokens and logs the pages of workouts answered.
 
 pub(crate) mod auth0;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -31,6 +33,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
+
+use crate::sync::fake::{self, Gate};
 
 /// The one account the fake knows.
 pub const USERNAME: &str = "rider@example.com";
@@ -53,10 +57,12 @@ pub enum Fault {
 }
 
 /// The fake's state, shared by its Auth0 and API routes.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Fake {
-    /// The fake's own URL (the callback form's absolute action).
-    pub base: String,
+    /// The API calls' faults and token check, and the log of pages answered.
+    gate: Gate<Fault>,
+    /// The fake's own URL (the callback form's absolute action), known once it serves.
+    base: Arc<OnceLock<String>>,
     /// Credentials posted to `/usernamepassword/login`.
     pub attempts: Arc<AtomicUsize>,
     /// Code exchanges accepted: completed sign-ins.
@@ -75,42 +81,55 @@ pub(crate) struct Fake {
     pub ids: Arc<AtomicUsize>,
     workouts: Arc<Mutex<Vec<Value>>>,
     page_size: Arc<AtomicUsize>,
-    faults: Arc<Mutex<VecDeque<Fault>>>,
-    /// Pages of workouts answered.
-    pages: Arc<AtomicUsize>,
 }
 
 impl Fake {
+    /// The fake's own URL.
+    pub fn base(&self) -> &str {
+        self.base.get().map_or("", String::as_str)
+    }
+
     /// A new id with `prefix`.
     pub fn id(&self, prefix: &str) -> String {
         format!("{prefix}-{}", self.ids.fetch_add(1, Ordering::SeqCst))
     }
 }
 
-/// A running fake.
-pub struct FakePeloton {
-    pub base: String,
-    fake: Fake,
+fake::running! {
+    /// A running fake Peloton; its [`Gate`] (the API calls' faults, token check and log) is
+    /// reached through it.
+    FakePeloton(Fake, Fault),
+    base: "http://127.0.0.1:<port>"
 }
 
 impl FakePeloton {
     /// A fake with no workouts, ten a page.
     pub async fn start() -> FakePeloton {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let access: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let valid = access.clone();
         let fake = Fake {
-            base: base.clone(),
+            gate: Gate::accepting(move |t| valid.lock().unwrap().contains(t)),
+            base: Arc::default(),
+            attempts: Arc::default(),
+            logins: Arc::default(),
+            refreshes: Arc::default(),
+            refreshed: Arc::default(),
+            down: Arc::default(),
+            sign_in_down: Arc::default(),
             password: Arc::new(Mutex::new(PASSWORD.to_owned())),
+            access,
+            refresh: Arc::default(),
+            auth: Arc::default(),
+            ids: Arc::default(),
+            workouts: Arc::default(),
             page_size: Arc::new(AtomicUsize::new(10)),
-            ..Fake::default()
         };
-        let app = auth0::routes()
+        let routes = auth0::routes()
             .route("/api/me", get(me))
             .route("/api/user/{user}/workouts", get(workouts))
             .with_state(fake.clone());
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
+        let base = fake::serve(routes, &fake.gate, &["/data"]).await;
+        fake.base.set(base.clone()).unwrap();
         FakePeloton { base, fake }
     }
 
@@ -142,7 +161,10 @@ impl FakePeloton {
 
     /// Pages of workouts answered so far.
     pub fn pages(&self) -> usize {
-        self.fake.pages.load(Ordering::SeqCst)
+        self.log()
+            .iter()
+            .filter(|l| l.starts_with("workouts?"))
+            .count()
     }
 
     /// From now on every call answers 503.
@@ -170,13 +192,9 @@ impl FakePeloton {
         *self.fake.password.lock().unwrap() = password.to_owned();
     }
 
-    /// The next API calls answer `faults`, one each, in order.
+    /// The next API calls answer `faults`, one each, in order ([`Gate::fail_each`]).
     pub fn fail(&self, faults: &[Fault]) {
-        self.fake
-            .faults
-            .lock()
-            .unwrap()
-            .extend(faults.iter().copied());
+        self.fail_each(faults);
     }
 }
 
@@ -186,7 +204,7 @@ fn gate(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
     if fake.down.load(Ordering::SeqCst) {
         return Some((StatusCode::SERVICE_UNAVAILABLE, "upstream maintenance").into_response());
     }
-    if let Some(fault) = fake.faults.lock().unwrap().pop_front() {
+    if let Some(fault) = fake.gate.meet() {
         return Some(match fault {
             Fault::RateLimited(wait) => (
                 StatusCode::TOO_MANY_REQUESTS,
@@ -201,12 +219,7 @@ fn gate(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
                 .into_response(),
         });
     }
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let valid = token.is_some_and(|t| fake.access.lock().unwrap().contains(t));
-    (!valid).then(|| {
+    (!fake.gate.bearer_ok(headers)).then(|| {
         (
             StatusCode::UNAUTHORIZED,
             Json(json!({"status": 401, "message": "Unauthorized: invalid or expired token"})),
@@ -281,7 +294,7 @@ async fn workouts(
             w
         })
         .collect();
-    fake.pages.fetch_add(1, Ordering::SeqCst);
+    fake.gate.note_query("workouts", &query);
     Json(json!({
         "data": data,
         "count": data.len(),
