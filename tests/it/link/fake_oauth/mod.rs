@@ -9,9 +9,10 @@
 //! `server`: it answers 500), `x_wire` (`polar`: the token answer is Polar AccessLink's,
 //! `{access_token, token_type, expires_in, x_user_id}` with the account as a number, no refresh
 //! token and no `scope`, as `www.polar.com/accesslink-api/#token-endpoint` documents it).
-//! `GET /consent` is the provider's page the user sees first: it names the client and the scopes
-//! asked, and its Allow button sends the same parameters on to `/authorize` (an application
-//! whose `authorize_url` is this page, steering parameters in its query, is [`FakeOAuth::app`]).
+//! `GET /consent` ([`consent`]) is the provider's page the user sees first: it names the client
+//! and the scopes asked, and its Allow button sends the same parameters on to `/authorize` (an
+//! application whose `authorize_url` is this page, steering parameters in its query, is
+//! [`FakeOAuth::app`]).
 //! `POST /token` checks client authentication (HTTP Basic, or RFC 6749 §2.3.1's `client_id` and
 //! `client_secret` in the form, as WHOOP's clients send them: the deployment's client, or the
 //! team's [`TEAM_CLIENT_ID`]; [`FakeOAuth::client_auth`] says which each request used), the
@@ -22,9 +23,13 @@
 //! the token endpoint's ([`Fault`]: [`FakeOAuth::set_delay`] slows it,
 //! [`FakeOAuth::hang_request`] makes one of its requests never answer), and its timeline counts
 //! the requests ([`FakeOAuth::token_requests`]).
-//! `POST /v2/oauth2` is the same token endpoint in Withings' wire: `action=requesttoken` and the
-//! client's id and secret in the form, the answer in a `{"status", "body"}` envelope (HTTP 200
-//! whatever happened; `userid` for the user id; status 503 "Invalid Params" for a refusal).
+//! `POST /v2/oauth2` is the same token endpoint in Withings' wire ([`wires`], with Polar's):
+//! `action=requesttoken` and the client's id and secret in the form, the answer in a
+//! `{"status", "body"}` envelope (HTTP 200 whatever happened; `userid` for the user id; status
+//! 503 "Invalid Params" for a refusal).
+
+mod consent;
+mod wires;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,14 +37,15 @@ use std::time::Duration;
 
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::sync::fake::{self, Gate, html_escape};
+use crate::sync::fake::{self, Gate};
+use wires::{polar_issue, withings_token};
 
 pub const CLIENT_ID: &str = "wearhouse-test-client";
 pub const CLIENT_SECRET: &str = "fake-client-secret";
@@ -110,7 +116,7 @@ impl FakeOAuth {
             client_auth: Arc::default(),
         };
         let routes = Router::new()
-            .route("/consent", get(consent))
+            .route("/consent", get(consent::consent))
             .route("/authorize", get(authorize))
             .route("/token", post(token))
             .route("/v2/oauth2", post(withings_token))
@@ -216,32 +222,6 @@ impl FakeOAuth {
     pub fn revoke_refresh_tokens(&self) {
         self.fake.refreshable.lock().unwrap().clear();
     }
-}
-
-/// The provider's page asking the user to allow the client: the scopes asked, and an Allow
-/// button sending every parameter on to `/authorize`.
-async fn consent(Query(q): Query<Vec<(String, String)>>) -> Html<String> {
-    let get = |k: &str| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    let scopes: String = get("scope")
-        .unwrap_or_default()
-        .split([' ', ','])
-        .filter(|s| !s.is_empty())
-        .map(|s| format!("<li class=\"scope\">{}</li>", html_escape(s)))
-        .collect();
-    let fields: String = q
-        .iter()
-        .map(|(k, v)| {
-            let (k, v) = (html_escape(k), html_escape(v));
-            format!(r#"<input type="hidden" name="{k}" value="{v}">"#)
-        })
-        .collect();
-    let client = html_escape(get("client_id").unwrap_or_default());
-    Html(format!(
-        r#"<!doctype html><html><head><title>Authorise</title></head><body>
-<h1 id="consent">Allow {client} to read your data?</h1><ul id="scopes">{scopes}</ul>
-<form method="get" action="/authorize">{fields}<button id="allow" type="submit">Allow</button></form>
-</body></html>"#
-    ))
 }
 
 async fn authorize(State(fake): State<Fake>, Query(q): Query<HashMap<String, String>>) -> Response {
@@ -394,52 +374,4 @@ fn issue(fake: &Fake, scopes: &str, account: Option<&str>, client: &str) -> Resp
         answer["user_id"] = json!(account);
     }
     Json(answer).into_response()
-}
-
-/// Issues an access token as Polar's token endpoint does: long-lived, no refresh token, no
-/// `scope`, the user as `x_user_id` (a long).
-fn polar_issue(fake: &Fake, account: &str) -> Response {
-    let access = format!("fake-access-{}", uuid::Uuid::new_v4().simple());
-    fake.issued.lock().unwrap().push(access.clone());
-    let user: i64 = account.parse().unwrap_or(0);
-    Json(json!({
-        "access_token": access,
-        "token_type": "bearer",
-        "expires_in": 31_535_999,
-        "x_user_id": user,
-    }))
-    .into_response()
-}
-
-/// The token endpoint in Withings' wire (see the module's doc).
-async fn withings_token(
-    State(fake): State<Fake>,
-    Form(mut form): Form<HashMap<String, String>>,
-) -> Response {
-    let envelope = |status: i64, body: Value| Json(json!({"status": status, "body": body}));
-    if form.remove("action").as_deref() != Some("requesttoken") {
-        return envelope(503, json!({})).into_response();
-    }
-    let client = (form.remove("client_id"), form.remove("client_secret"));
-    if client != (Some(CLIENT_ID.to_owned()), Some(CLIENT_SECRET.to_owned())) {
-        return envelope(503, json!({})).into_response();
-    }
-    let mut headers = HeaderMap::new();
-    let basic =
-        base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"));
-    headers.insert("authorization", format!("Basic {basic}").parse().unwrap());
-    let answer = token(State(fake), headers, Form(form)).await;
-    let ok = answer.status().is_success();
-    let bytes = http_body_util::BodyExt::collect(answer.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    let mut body: Value = serde_json::from_slice(&bytes).unwrap_or(json!({}));
-    if !ok {
-        return envelope(503, json!({})).into_response();
-    }
-    if let Some(user) = body.as_object_mut().and_then(|b| b.remove("user_id")) {
-        body["userid"] = user;
-    }
-    envelope(0, body).into_response()
 }
