@@ -4,15 +4,16 @@
 //! `/consent`, asks the user first; its token endpoint answers as the provider's does), and each
 //! connector points at its provider's fake API (`sync::<slug>`'s, serving its fixtures) through
 //! its URL variable. A row of [`providers`] is opened from a link token's page, allowed on the
-//! provider's page, lands back on the `redirect_url` with `state=success`, has its connection,
-//! and has had its first pull (the `sync.historical` job) run against the fake with the tokens
-//! the link got.
+//! provider's page (which lists the scopes the link asks), lands back on the `redirect_url` with
+//! `state=success`, has its connection, and has had its first pull (the `sync.historical` job)
+//! run against the fake with the tokens the link got.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fantoccini::Locator;
 use serde_json::{Value, json};
 
 use super::fake_oauth::{CLIENT_ID, FakeOAuth};
@@ -131,6 +132,33 @@ async fn fake_api(slug: &str) -> (String, Box<dyn Api>) {
     }
 }
 
+/// The scopes the provider's page lists, sorted.
+async fn shown_scopes(b: &Browser) -> Vec<String> {
+    let mut shown = Vec::new();
+    for li in b.client.find_all(Locator::Css("li.scope")).await.unwrap() {
+        shown.push(li.text().await.unwrap());
+    }
+    shown.sort();
+    shown
+}
+
+/// The scopes a link to `slug` asks its authorisation page for, sorted (Strava's written as
+/// one comma-separated scope, as its page takes them).
+fn asked_scopes(slug: &str) -> Vec<String> {
+    let entry = wearhouse::providers::provider(slug).unwrap();
+    if !wearhouse::sync::token_wire::asks_scopes(slug) {
+        return Vec::new();
+    }
+    let all = wearhouse::providers::scopes::authorisation_scopes(entry);
+    let mut asked: Vec<String> = all
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::to_owned)
+        .collect();
+    asked.sort();
+    asked
+}
+
 /// Waits (up to 60 s) until the user's `sync.historical` job has succeeded; fails at once if
 /// it failed.
 async fn first_pull_succeeded(server: &Server, key: &str, user: &str, slug: &str) -> Value {
@@ -188,8 +216,10 @@ async fn each_new_oauth_providers_round_trip_completes_in_a_real_browser() {
         let (user, url) = link_for(&server, &key, slug, &back).await;
         b.goto(&url).await;
         b.click(&format!("#provider-{slug}")).await;
-        // The provider's page names the client; the user allows it.
+        // The provider's page names the client and the scopes the link asks (none on
+        // Garmin's: the user chooses what to share there); the user allows it.
         b.expect_text_containing("#consent", CLIENT_ID).await;
+        assert_eq!(shown_scopes(&b).await, asked_scopes(slug), "{slug}");
         b.shot(&format!("{slug}-consent")).await;
         b.click("#allow").await;
         assert_linked_back(&b, &back, (&server, &key), &user, slug).await;
