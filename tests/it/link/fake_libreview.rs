@@ -18,7 +18,8 @@
 //!   (no `data`) for another one; an unknown ticket → 401.
 //! - `GET /{region}/llu/connections/{patient}/graph` with a session from a finished sign-in,
 //!   `account-id` = SHA-256 of the patient's id and the app's `product` header, else 401: the
-//!   patient's readings (`FactoryTimestamp`/`Timestamp` as `M/D/YYYY h:mm:ss AM`).
+//!   patient's readings (`FactoryTimestamp`/`Timestamp` as `M/D/YYYY h:mm:ss AM`): LibreLinkUp's
+//!   graph, as its fake serves it (`sync/libre/fake_librelinkup.rs`).
 //!
 //! The fake's [`Gate`] accepts the sessions of finished sign-ins as bearer tokens and logs the
 //! sign-ins past the password (`login`) and the codes sent (`sendcode`); it serves no faults.
@@ -35,9 +36,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::sync::fake::{self, Gate, bearer_token};
+use crate::sync::libre::fake_librelinkup::{graph_answer, sha256};
 
 /// The patient's e-mail address.
 pub const EMAIL: &str = "patient@example.com";
@@ -192,17 +193,6 @@ fn codes_sent(gate: &Gate<Infallible>) -> usize {
     gate.log().iter().filter(|l| *l == "sendcode").count()
 }
 
-fn sha256(s: &str) -> String {
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn libre_time(t: DateTime<Utc>) -> String {
-    t.format("%-m/%-d/%Y %-I:%M:%S %p").to_string()
-}
-
 async fn graph(
     State(fake): State<Fake>,
     Path((region, patient)): Path<(String, String)>,
@@ -218,21 +208,7 @@ async fn graph(
     {
         return StatusCode::UNAUTHORIZED.into_response();
     }
-    let all: Vec<Value> = fake
-        .readings
-        .iter()
-        .map(|(at, mg)| {
-            json!({"FactoryTimestamp": libre_time(*at),
-                   "Timestamp": libre_time(*at + Duration::hours(2)),
-                   "type": 0, "ValueInMgPerDl": mg, "GlucoseUnits": 1, "Value": mg})
-        })
-        .collect();
-    let (latest, rest) = all.split_last().unwrap();
-    Json(json!({"status": 0, "data": {
-        "connection": {"patientId": patient, "glucoseMeasurement": latest},
-        "activeSensors": [], "graphData": rest
-    }}))
-    .into_response()
+    Json(graph_answer(&patient, &fake.readings, Duration::hours(2))).into_response()
 }
 
 fake::running! {
