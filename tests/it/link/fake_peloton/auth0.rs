@@ -154,7 +154,7 @@ async fn login_page(
 }
 
 async fn credentials(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Response {
-    fake.attempts.fetch_add(1, Ordering::SeqCst);
+    fake.note("credentials");
     if let Some(r) = unavailable(&fake) {
         return r;
     }
@@ -280,7 +280,7 @@ async fn token(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Res
     let get = |k: &str| params.get(k).map(String::as_str).unwrap_or_default();
     // Refresh grants are counted even while down: the tests see them retried.
     if get("grant_type") == "refresh_token" {
-        fake.refreshes.fetch_add(1, Ordering::SeqCst);
+        fake.note("refresh");
     }
     if let Some(r) = unavailable(&fake) {
         return r;
@@ -312,9 +312,12 @@ async fn token(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Res
                     "Failed to verify code verifier",
                 );
             }
-            let (access, refresh) = match fake.logins.fetch_add(1, Ordering::SeqCst) {
-                0 => (ACCESS_TOKEN.to_owned(), REFRESH_TOKEN.to_owned()),
-                _ => (fake.id("at-signed-in"), fake.id("rt")),
+            let first = fake.noted("login") == 0;
+            fake.note("login");
+            let (access, refresh) = if first {
+                (ACCESS_TOKEN.to_owned(), REFRESH_TOKEN.to_owned())
+            } else {
+                (fake.id("at-signed-in"), fake.id("rt"))
             };
             fake.access.lock().unwrap().insert(access.clone());
             fake.refresh.lock().unwrap().insert(refresh.clone());
@@ -332,7 +335,7 @@ async fn token(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Res
                     "Unknown or invalid refresh token.",
                 );
             }
-            fake.refreshed.fetch_add(1, Ordering::SeqCst);
+            fake.note("refreshed");
             let access = fake.id("at-refreshed");
             fake.access.lock().unwrap().insert(access.clone());
             // No rotation: the refresh token stays valid and is not sent again.

@@ -19,7 +19,8 @@
 //! - Faults, served by the fake's [`Gate`] to the API calls (not the sign-in) before their
 //!   answers: 429 with `Retry-After`, 500. `down()` makes every call answer 503,
 //!   `sign_in_down(true)` the Auth0 host alone. The gate also checks the API calls' bearer
-//!   tokens and logs the pages of workouts answered.
+//!   tokens and logs the pages of workouts answered and the sign-in's steps (the counts the
+//!   tests read: [`FakePeloton::attempts`], [`FakePeloton::logins`], [`FakePeloton::refreshes`]).
 
 pub(crate) mod auth0;
 
@@ -59,17 +60,12 @@ pub enum Fault {
 /// The fake's state, shared by its Auth0 and API routes.
 #[derive(Clone)]
 pub(crate) struct Fake {
-    /// The API calls' faults and token check, and the log of pages answered.
+    /// The API calls' faults and token check; the log of pages answered and of the sign-in's
+    /// steps ([`auth0`]: `credentials` posted, `login` for a code exchanged, `refresh` for a
+    /// refresh grant asked, `refreshed` for one accepted).
     gate: Gate<Fault>,
     /// The fake's own URL (the callback form's absolute action), known once it serves.
     base: Arc<OnceLock<String>>,
-    /// Credentials posted to `/usernamepassword/login`.
-    pub attempts: Arc<AtomicUsize>,
-    /// Code exchanges accepted: completed sign-ins.
-    pub logins: Arc<AtomicUsize>,
-    /// Refresh grants asked for, and those accepted.
-    pub refreshes: Arc<AtomicUsize>,
-    pub refreshed: Arc<AtomicUsize>,
     pub down: Arc<AtomicBool>,
     pub sign_in_down: Arc<AtomicBool>,
     pub password: Arc<Mutex<String>>,
@@ -87,6 +83,16 @@ impl Fake {
     /// The fake's own URL.
     pub fn base(&self) -> &str {
         self.base.get().map_or("", String::as_str)
+    }
+
+    /// Logs a step of the sign-in as `step`.
+    pub fn note(&self, step: &str) {
+        self.gate.note(step);
+    }
+
+    /// How many times `step` was logged.
+    pub fn noted(&self, step: &str) -> usize {
+        self.gate.log().iter().filter(|l| *l == step).count()
     }
 
     /// A new id with `prefix`.
@@ -110,10 +116,6 @@ impl FakePeloton {
         let fake = Fake {
             gate: Gate::accepting(move |t| valid.lock().unwrap().contains(t)),
             base: Arc::default(),
-            attempts: Arc::default(),
-            logins: Arc::default(),
-            refreshes: Arc::default(),
-            refreshed: Arc::default(),
             down: Arc::default(),
             sign_in_down: Arc::default(),
             password: Arc::new(Mutex::new(PASSWORD.to_owned())),
@@ -143,20 +145,17 @@ impl FakePeloton {
 
     /// Credentials posted so far (sign-in attempts).
     pub fn attempts(&self) -> usize {
-        self.fake.attempts.load(Ordering::SeqCst)
+        self.fake.noted("credentials")
     }
 
     /// Sign-ins completed so far (codes exchanged for tokens).
     pub fn logins(&self) -> usize {
-        self.fake.logins.load(Ordering::SeqCst)
+        self.fake.noted("login")
     }
 
     /// Refresh grants asked for so far, and how many were accepted.
     pub fn refreshes(&self) -> (usize, usize) {
-        (
-            self.fake.refreshes.load(Ordering::SeqCst),
-            self.fake.refreshed.load(Ordering::SeqCst),
-        )
+        (self.fake.noted("refresh"), self.fake.noted("refreshed"))
     }
 
     /// Pages of workouts answered so far.
