@@ -170,7 +170,7 @@ pub async fn seed(database_url: Option<&str>, n: usize) -> Seeded {
             "{} {}",
             o.patient_details.first_name, o.patient_details.last_name
         ));
-        o.lab_test.method = method;
+        o.lab_test.summary.method = method;
         o.low_level_status = status;
         o.status = wearhouse::lab::states::top(status);
         o.created_at = start + chrono::Duration::seconds(i as i64);

@@ -179,24 +179,14 @@ async fn summaries(
 /// One summary getter per table: the reference SDK calls each by its own path.
 macro_rules! summary_getter {
     ($fn:ident, $path:literal, $table:expr, $body:ty, $what:literal) => {
-        #[doc = concat!("The user's ", $what, " summaries in a date range.")]
-        #[utoipa::path(get, path = $path, tag = "data",
-            params(("user_id" = uuid::Uuid, Path),
-                   ("start_date" = String, Query, description = "date (00:00:00) or date-time, UTC years 0000 to 9999"),
-                   ("end_date" = Option<String>, Query, description = "date (23:59:59) or date-time, UTC years 0000 to 9999"),
-                   ("provider" = Option<String>, Query, description = "a catalogue provider slug")),
-            responses((status = 200, description = "The summaries, oldest first", body = $body),
-                      (status = 404, description = "User not found", body = models::ErrorDetail),
-                      (status = 422, description = "Validation error (a date outside 0000-01-01..9999-12-31 too)", body = models::ValidationError),
-                      (status = 504, description = "Not answered within the time limit; cancelled", body = models::ErrorDetail)),
-            security(("api_key" = [])))]
-        async fn $fn(
-            State(state): State<AppState>,
-            TeamUser(user): TeamUser,
-            query: QueryParams,
-        ) -> Result<Json<Value>, ApiError> {
-            data::within(deadline(&state), summaries(&state, &user, $table, &query)).await
-        }
+        date_range_getter!(
+            $fn,
+            $path,
+            concat!("The user's ", $what, " summaries in a date range."),
+            "The summaries, oldest first",
+            $body,
+            summaries($table)
+        );
     };
 }
 

@@ -15,6 +15,33 @@
 //! 7. the answer is counted and timed in the metrics by route template (`/metrics`), and carries
 //!    the `x-ratelimit-*` headers when its key was charged (`rate_limit.rs`).
 
+/// A getter of a user's records in a date range (`start_date`, `end_date`, `provider`): the
+/// summary getters ([`data`]) and the raw ones ([`raw`]) share its parameters and errors, and
+/// differ in what they answer (`$answer`, typed `$body` in the OpenAPI document) and in the
+/// function that reads it (`$read(&state, &user, $what, &query)`).
+macro_rules! date_range_getter {
+    ($fn:ident, $path:literal, $doc:expr, $answer:literal, $body:ty, $read:ident($what:expr)) => {
+        #[doc = $doc]
+        #[utoipa::path(get, path = $path, tag = "data",
+            params(("user_id" = uuid::Uuid, Path),
+                   ("start_date" = String, Query, description = "date (00:00:00) or date-time, UTC years 0000 to 9999"),
+                   ("end_date" = Option<String>, Query, description = "date (23:59:59) or date-time, UTC years 0000 to 9999"),
+                   ("provider" = Option<String>, Query, description = "a catalogue provider slug")),
+            responses((status = 200, description = $answer, body = $body),
+                      (status = 404, description = "User not found", body = models::ErrorDetail),
+                      (status = 422, description = "Validation error (a date outside 0000-01-01..9999-12-31 too)", body = models::ValidationError),
+                      (status = 504, description = "Not answered within the time limit; cancelled", body = models::ErrorDetail)),
+            security(("api_key" = [])))]
+        async fn $fn(
+            State(state): State<AppState>,
+            TeamUser(user): TeamUser,
+            query: QueryParams,
+        ) -> Result<Json<Value>, ApiError> {
+            data::within(deadline(&state), $read(&state, &user, $what, &query)).await
+        }
+    };
+}
+
 mod aggregate;
 mod continuous;
 mod data;

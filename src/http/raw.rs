@@ -46,24 +46,14 @@ async fn raw_summaries(
 /// One raw getter per part: the reference SDK calls each by its own path.
 macro_rules! raw_getter {
     ($fn:ident, $path:literal, $part:literal, $body:ty) => {
-        #[doc = concat!("The user's ", $part, " payloads as received (the provider's documents of pulled data, the records as pushed) in a date range.")]
-        #[utoipa::path(get, path = $path, tag = "data",
-            params(("user_id" = uuid::Uuid, Path),
-                   ("start_date" = String, Query, description = "date (00:00:00) or date-time, UTC years 0000 to 9999"),
-                   ("end_date" = Option<String>, Query, description = "date (23:59:59) or date-time, UTC years 0000 to 9999"),
-                   ("provider" = Option<String>, Query, description = "a catalogue provider slug")),
-            responses((status = 200, description = "The payloads, oldest first; a record received more than once answers its newest", body = $body),
-                      (status = 404, description = "User not found", body = models::ErrorDetail),
-                      (status = 422, description = "Validation error (a date outside 0000-01-01..9999-12-31 too)", body = models::ValidationError),
-                      (status = 504, description = "Not answered within the time limit; cancelled", body = models::ErrorDetail)),
-            security(("api_key" = [])))]
-        async fn $fn(
-            State(state): State<AppState>,
-            TeamUser(user): TeamUser,
-            query: QueryParams,
-        ) -> Result<Json<Value>, ApiError> {
-            data::within(deadline(&state), raw_summaries(&state, &user, $part, &query)).await
-        }
+        date_range_getter!(
+            $fn,
+            $path,
+            concat!("The user's ", $part, " payloads as received (the provider's documents of pulled data, the records as pushed) in a date range."),
+            "The payloads, oldest first; a record received more than once answers its newest",
+            $body,
+            raw_summaries($part)
+        );
     };
 }
 

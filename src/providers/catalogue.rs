@@ -75,39 +75,34 @@ const GARMIN_SET: &[&str] = &[
     "blood_oxygen",
     "stress_level",
 ];
-const WATCH_SET: &[&str] = &[
-    "profile",
-    "activity",
-    "sleep",
-    "workouts",
-    "body",
-    "heartrate",
-    "hrv",
-    "steps",
-    "distance",
-    "calories_active",
-    "calories_basal",
-    "floors_climbed",
-    "blood_oxygen",
+/// What every watch and phone source records, followed by its own resources (`$extra`).
+macro_rules! wearable_set {
+    ($($extra:literal),* $(,)?) => {
+        &[
+            "profile",
+            "activity",
+            "sleep",
+            "workouts",
+            "body",
+            "heartrate",
+            "hrv",
+            "steps",
+            "distance",
+            "calories_active",
+            "calories_basal",
+            "floors_climbed",
+            "blood_oxygen",
+            $($extra),*
+        ]
+    };
+}
+const WATCH_SET: &[&str] = wearable_set![
     "respiratory_rate",
     "vo2_max",
     "stress_level",
     "workout_stream",
 ];
-const PHONE_SET: &[&str] = &[
-    "profile",
-    "activity",
-    "sleep",
-    "workouts",
-    "body",
-    "heartrate",
-    "hrv",
-    "steps",
-    "distance",
-    "calories_active",
-    "calories_basal",
-    "floors_climbed",
-    "blood_oxygen",
+const PHONE_SET: &[&str] = wearable_set![
     "blood_pressure",
     "glucose",
     "weight",

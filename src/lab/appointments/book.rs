@@ -42,10 +42,10 @@ pub async fn book(
     let (sync_ms, async_ms) = validate::booking(&req)?;
     let (order, user) = order_and_user(meta, team, order_id).await?;
     let method = method_of(kind);
-    if order.lab_test.method != method {
+    if order.lab_test.summary.method != method {
         return Err(LabError::NotAllowed(format!(
             "a {kind} appointment needs a {method} order; this order is {}",
-            order.lab_test.method
+            order.lab_test.summary.method
         )));
     }
     if let Some(row) = store::latest_for_order(&mut *meta.reader().await?, team, order_id).await?

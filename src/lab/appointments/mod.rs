@@ -132,8 +132,11 @@ pub(crate) async fn write(
     let mut order = orders::load(&mut *conn, row.team_id, row.order_id).await?;
     let mut steps = 0;
     for target in order_to {
-        if let Some(path) = states::path(order.lab_test.method, order.low_level_status, *target)
-            && !path.is_empty()
+        if let Some(path) = states::path(
+            order.lab_test.summary.method,
+            order.low_level_status,
+            *target,
+        ) && !path.is_empty()
         {
             steps += orders::apply_steps(&mut order, &path, now)?;
         }

@@ -18,7 +18,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::LabError;
-use super::model::catalogue::{CreateLabTest, LabTest, LabTestPage, Marker, PatchLabTest};
+use super::model::catalogue::{
+    CreateLabTest, LabTest, LabTestPage, LabTestSummary, Marker, PatchLabTest,
+};
 use super::model::enums::{LabTestStatus, Method};
 use crate::loc;
 use crate::store::metadata::MetadataStore;
@@ -128,7 +130,7 @@ pub fn render(row: &LabTestRow) -> Result<LabTest, LabError> {
         .iter()
         .filter_map(|m| m.price.parse::<f64>().ok())
         .sum();
-    Ok(LabTest {
+    let summary = LabTestSummary {
         id: row.id,
         slug: markers::slugify(&row.name),
         name: row.name.clone(),
@@ -143,6 +145,9 @@ pub fn render(row: &LabTestRow) -> Result<LabTest, LabError> {
         is_active: status == LabTestStatus::Active,
         status,
         fasting: row.fasting,
+    };
+    Ok(LabTest {
+        summary,
         lab,
         markers,
         auto_generated: row.sandbox_method.is_some(),

@@ -106,9 +106,12 @@ pub struct MarkersPage {
     pub pages: i64,
 }
 
-/// A team's orderable bundle of markers.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct LabTest {
+/// What a lab test shows wherever it appears: in the catalogue ([`LabTest`]) and in an order
+/// ([`OrderLabTest`](super::order::OrderLabTest), which sums up the order's set of tests in
+/// it). Flattened into both, so the wire has these members at the top level, as the
+/// reference's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct LabTestSummary {
     /// Id.
     pub id: Uuid,
     /// Slug of the name.
@@ -129,6 +132,14 @@ pub struct LabTest {
     pub status: LabTestStatus,
     /// Whether the patient must fast.
     pub fasting: bool,
+}
+
+/// A team's orderable bundle of markers.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LabTest {
+    /// Id, name, method, price and status.
+    #[serde(flatten)]
+    pub summary: LabTestSummary,
     /// The lab.
     pub lab: Lab,
     /// Its markers.

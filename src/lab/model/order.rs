@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::catalogue::AddOn;
-use super::enums::{ActivationType, Gender, Interpretation, LabTestStatus, Low, Method, Top};
+use super::enums::{ActivationType, Gender, Interpretation, Low, Method, Top};
 
 /// The patient as the lab needs them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -155,26 +155,11 @@ pub struct OrderEvent {
 /// of them, their total price and whether any needs fasting.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct OrderLabTest {
-    /// The (first) lab test's id.
-    pub id: Uuid,
-    /// Its slug.
-    pub slug: String,
-    /// Name (names of the set joined with ` + `).
-    pub name: String,
-    /// Description.
-    pub description: String,
-    /// Sample type (`serum`, `dried_blood_spot`).
-    pub sample_type: String,
-    /// Collection method.
-    pub method: Method,
-    /// Price of the set, USD.
-    pub price: f64,
-    /// Deprecated: `status == active`.
-    pub is_active: bool,
-    /// The (first) lab test's status.
-    pub status: LabTestStatus,
-    /// Whether any test of the set needs fasting.
-    pub fasting: bool,
+    /// The (first) lab test's id, slug, sample type and status; the set's names joined with
+    /// ` + `, its descriptions joined with a space, its total price, and whether any test of
+    /// it needs fasting.
+    #[serde(flatten)]
+    pub summary: super::catalogue::LabTestSummary,
     /// The lab (null in documents written before it was kept).
     #[serde(default)]
     pub lab: Option<super::catalogue::Lab>,

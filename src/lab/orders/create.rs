@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::super::LabError;
 use super::super::catalogue::{self, labs};
-use super::super::model::catalogue::LabTest;
+use super::super::model::catalogue::{LabTest, LabTestSummary};
 use super::super::model::enums::{ActivationType, LabTestStatus, Low, Method};
 use super::super::model::order::{
     CreateOrder, Order, OrderDetails, OrderDetailsData, OrderEvent, OrderLabTest, OrderResponse,
@@ -136,19 +136,26 @@ fn new_order(
         patient_details: req.patient_details.clone(),
         patient_address: address,
         lab_test: OrderLabTest {
-            id: tests.first().map(|t| t.id).unwrap_or_default(),
-            slug: tests.first().map(|t| t.slug.clone()).unwrap_or_default(),
-            name: names.join(" + "),
-            description: descriptions.join(" "),
-            sample_type: tests
-                .first()
-                .map(|t| t.sample_type.clone())
-                .unwrap_or_default(),
-            method,
-            price: (tests.iter().map(|t| t.price).sum::<f64>() * 100.0).round() / 100.0,
-            is_active: tests.first().is_some_and(|t| t.is_active),
-            status: tests.first().map_or(LabTestStatus::Active, |t| t.status),
-            fasting: tests.iter().any(|t| t.fasting),
+            summary: LabTestSummary {
+                id: tests.first().map(|t| t.summary.id).unwrap_or_default(),
+                slug: tests
+                    .first()
+                    .map(|t| t.summary.slug.clone())
+                    .unwrap_or_default(),
+                name: names.join(" + "),
+                description: descriptions.join(" "),
+                sample_type: tests
+                    .first()
+                    .map(|t| t.summary.sample_type.clone())
+                    .unwrap_or_default(),
+                method,
+                price: (tests.iter().map(|t| t.summary.price).sum::<f64>() * 100.0).round() / 100.0,
+                is_active: tests.first().is_some_and(|t| t.summary.is_active),
+                status: tests
+                    .first()
+                    .map_or(LabTestStatus::Active, |t| t.summary.status),
+                fasting: tests.iter().any(|t| t.summary.fasting),
+            },
             lab: tests.first().map(|t| t.lab.clone()),
             markers: Some(set_markers(tests)),
         },

@@ -117,7 +117,7 @@ pub fn for_order(order: &Order, tests: &[LabTestRow]) -> Vec<u8> {
         Line::text(11.0, format!("Patient: {} {}", p.first_name, p.last_name)),
         Line::text(
             11.0,
-            format!("Collection method: {}", order.lab_test.method),
+            format!("Collection method: {}", order.lab_test.summary.method),
         ),
         Line::blank(10.0),
     ];

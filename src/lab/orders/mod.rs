@@ -55,7 +55,7 @@ pub fn to_row(o: &Order) -> store::OrderRow {
         id: o.id,
         team_id: o.team_id,
         user_id: o.user_id,
-        method: o.lab_test.method.as_str().to_owned(),
+        method: o.lab_test.summary.method.as_str().to_owned(),
         status: o.low_level_status.as_str().to_owned(),
         search_text: format!("{patient}|{recipient}|{}", o.patient_details.dob),
         patient_name: patient,
@@ -91,7 +91,7 @@ pub fn apply_steps(
     steps: &[Low],
     now: DateTime<Utc>,
 ) -> Result<usize, LabError> {
-    let method = order.lab_test.method;
+    let method = order.lab_test.summary.method;
     for &to in steps {
         let from = order.low_level_status;
         if !states::can_move(method, from, to) {
@@ -258,7 +258,7 @@ where
 /// `POST /v3/order/{id}/cancel`: only from a cancellable state (400 naming the state).
 pub async fn cancel(meta: &MetadataStore, team: Uuid, id: Uuid) -> Result<Order, LabError> {
     modify(meta, team, id, |order, now| {
-        let (method, state) = (order.lab_test.method, order.low_level_status);
+        let (method, state) = (order.lab_test.summary.method, order.low_level_status);
         if !states::cancellable(method, state) {
             return Err(LabError::NotAllowed(format!(
                 "an order in state {state} cannot be cancelled"
@@ -314,7 +314,7 @@ pub async fn walk(
     target: Low,
 ) -> Result<Order, LabError> {
     modify(meta, team, id, |order, now| {
-        let (method, from) = (order.lab_test.method, order.low_level_status);
+        let (method, from) = (order.lab_test.summary.method, order.low_level_status);
         let path = states::path(method, from, target).ok_or_else(|| {
             LabError::NotAllowed(format!(
                 "no legal path for a {method} order from {from} to {target}"

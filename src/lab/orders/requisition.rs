@@ -25,7 +25,7 @@ fn lines(order: &Order, tests: &[LabTestRow]) -> Vec<(f32, String)> {
         ),
         (
             11.0,
-            format!("Collection method: {}", order.lab_test.method),
+            format!("Collection method: {}", order.lab_test.summary.method),
         ),
         (
             11.0,

@@ -199,7 +199,10 @@ pub async fn reported(
     if results.metadata.is_none() {
         return Err(LabError::NotAllowed(format!(
             "Order {id} has no results yet (status {}); results exist from partial_results on",
-            super::super::states::status_string(order.lab_test.method, order.low_level_status)
+            super::super::states::status_string(
+                order.lab_test.summary.method,
+                order.low_level_status
+            )
         )));
     }
     Ok((order, results))

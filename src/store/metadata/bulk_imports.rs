@@ -7,7 +7,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{MetadataError, get_opt_str, get_opt_time, get_str, get_time, get_uuid, ts};
+use super::{MetadataError, get_opt_str, get_str, get_uuid, ts};
 
 /// A stored operation, with the state of the job that works it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,20 +85,13 @@ fn op_from_row(row: &AnyRow) -> Result<OpRow, MetadataError> {
     let int = |c: &'static str| -> Result<i64, MetadataError> {
         Ok(sqlx::Row::try_get::<i64, _>(row, c)?)
     };
-    Ok(OpRow {
-        id: get_uuid(row, "id")?,
-        team_id: get_uuid(row, "team_id")?,
-        provider: get_str(row, "provider")?,
-        kind: get_str(row, "kind")?,
-        job_id: get_uuid(row, "job_id")?,
+    from_row!(row => OpRow {
+        id, team_id, provider, kind, job_id, status, started_at, ended_at, job_state,
+        job_finished_at,
+    } with {
         total: int("total")?,
         processed: int("processed")?,
         failed: int("failed")?,
-        status: get_str(row, "status")?,
-        started_at: get_time(row, "started_at")?,
-        ended_at: get_opt_time(row, "ended_at")?,
-        job_state: get_opt_str(row, "job_state")?,
-        job_finished_at: get_opt_time(row, "job_finished_at")?,
     })
 }
 

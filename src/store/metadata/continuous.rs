@@ -11,7 +11,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{MetadataError, get_opt_str, get_opt_time, get_str, get_time, get_uuid, ts};
+use super::{MetadataError, get_opt_str, get_opt_time, get_str, get_uuid, ts};
 
 /// A registered query as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,17 +42,9 @@ const COLUMNS: &str = "id, team_id, slug, title, status, definition, result_tabl
     resource_dependencies, created_at, updated_at";
 
 fn query_from_row(row: &AnyRow) -> Result<StoredQuery, MetadataError> {
-    Ok(StoredQuery {
-        id: get_uuid(row, "id")?,
-        team_id: get_uuid(row, "team_id")?,
-        slug: get_str(row, "slug")?,
-        title: get_str(row, "title")?,
-        status: get_str(row, "status")?,
-        definition: get_str(row, "definition")?,
-        result_table_schema: get_str(row, "result_table_schema")?,
-        resource_dependencies: get_str(row, "resource_dependencies")?,
-        created_at: get_time(row, "created_at")?,
-        updated_at: get_time(row, "updated_at")?,
+    from_row!(row => StoredQuery {
+        id, team_id, slug, title, status, definition, result_table_schema,
+        resource_dependencies, created_at, updated_at,
     })
 }
 
@@ -430,16 +422,8 @@ const TASK_COLUMNS: &str =
     "id, query_id, user_id, seq, status, scheduled_at, started_at, ended_at, error_details";
 
 fn task_from_row(row: &AnyRow) -> Result<Task, MetadataError> {
-    Ok(Task {
-        id: get_uuid(row, "id")?,
-        query_id: get_uuid(row, "query_id")?,
-        user_id: get_uuid(row, "user_id")?,
-        seq: row.try_get("seq")?,
-        status: get_str(row, "status")?,
-        scheduled_at: get_time(row, "scheduled_at")?,
-        started_at: get_opt_time(row, "started_at")?,
-        ended_at: get_opt_time(row, "ended_at")?,
-        error_details: get_opt_str(row, "error_details")?,
+    from_row!(row => Task {
+        id, query_id, user_id, seq, status, scheduled_at, started_at, ended_at, error_details,
     })
 }
 

@@ -8,7 +8,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{MetadataError, get_opt_str, get_opt_time, get_str, get_time, get_uuid, parse, ts};
+use super::{MetadataError, get_opt_str, get_str, get_time, get_uuid, parse, ts};
 
 /// Where a delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,23 +97,13 @@ const DELIVERY_COLUMNS: &str = "d.id, d.endpoint_id, d.event_id, e.event_type, e
 
 fn delivery_from_row(row: &AnyRow) -> Result<Delivery, MetadataError> {
     let attempts: i64 = sqlx::Row::try_get(row, "attempts")?;
-    Ok(Delivery {
-        id: get_uuid(row, "id")?,
-        endpoint_id: get_uuid(row, "endpoint_id")?,
-        event_id: get_uuid(row, "event_id")?,
-        event_type: get_str(row, "event_type")?,
-        body: get_str(row, "body")?,
-        team_id: get_uuid(row, "team_id")?,
-        records_ref: get_opt_str(row, "records_ref")?,
-        user_key: get_str(row, "user_key")?,
+    from_row!(row => Delivery {
+        id, endpoint_id, event_id, event_type, body, team_id, records_ref, user_key,
+        next_attempt_at, last_attempt_at, last_status_code, last_duration_ms, last_error,
+        created_at,
+    } with {
         status: parse("status", get_str(row, "status")?)?,
         attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-        next_attempt_at: get_opt_time(row, "next_attempt_at")?,
-        last_attempt_at: get_opt_time(row, "last_attempt_at")?,
-        last_status_code: sqlx::Row::try_get(row, "last_status_code")?,
-        last_duration_ms: sqlx::Row::try_get(row, "last_duration_ms")?,
-        last_error: get_opt_str(row, "last_error")?,
-        created_at: get_time(row, "created_at")?,
         history: Vec::new(),
     })
 }

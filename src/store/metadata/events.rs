@@ -9,7 +9,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{MetadataError, get_opt_str, get_str, get_time, get_uuid, parse, ts};
+use super::{MetadataError, get_opt_str, ts};
 
 /// A stored event.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,16 +78,9 @@ const EVENT_COLUMNS: &str = "id, team_id, user_id, event_type, body, created_at,
      ref_first, ref_last";
 
 fn event_from_row(row: &AnyRow) -> Result<StoredEvent, MetadataError> {
-    Ok(StoredEvent {
-        id: get_uuid(row, "id")?,
-        team_id: get_uuid(row, "team_id")?,
-        user_id: get_opt_str(row, "user_id")?
-            .map(|v| parse("user_id", v))
-            .transpose()?,
-        event_type: get_str(row, "event_type")?,
-        body: get_str(row, "body")?,
-        created_at: get_time(row, "created_at")?,
-        ordinal: sqlx::Row::try_get(row, "ordinal")?,
+    from_row!(row => StoredEvent {
+        id, team_id, user_id, event_type, body, created_at, ordinal,
+    } with {
         records: match get_opt_str(row, "records_ref")? {
             None => None,
             Some(json) => Some(RecordsPointer {

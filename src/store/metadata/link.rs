@@ -24,12 +24,8 @@ pub struct StoredLinkToken {
 }
 
 fn token_from_row(row: &AnyRow) -> Result<StoredLinkToken, MetadataError> {
-    Ok(StoredLinkToken {
-        team_id: get_uuid(row, "team_id")?,
-        user_id: get_uuid(row, "user_id")?,
-        options: get_str(row, "options")?,
-        expires_at: get_time(row, "expires_at")?,
-        consumed_at: get_opt_time(row, "consumed_at")?,
+    from_row!(row => StoredLinkToken {
+        team_id, user_id, options, expires_at, consumed_at,
     })
 }
 

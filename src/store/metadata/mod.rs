@@ -22,6 +22,18 @@
 //! of [`SQLITE_READERS`] connections, which in WAL mode read the last committed state without
 //! waiting for a writer's commit and fsync. PostgreSQL uses one pool for both.
 
+/// Builds `$ty` from a row: each listed field from the column of its own name, read as the
+/// field's type ([`FromColumn`]), then the fields that need more than a read (`with`), written
+/// out as in a struct literal. One reader per row type, so a column is named once in the code that decodes it.
+macro_rules! from_row {
+    ($row:expr => $ty:ident { $($field:ident),* $(,)? } $(with { $($name:ident $(: $value:expr)?),* $(,)? })?) => {
+        Ok($ty {
+            $($field: $crate::store::metadata::FromColumn::from_column($row, stringify!($field))?,)*
+            $($($name $(: $value)?,)*)?
+        })
+    };
+}
+
 pub mod bulk_imports;
 pub mod bulk_ops;
 pub mod connections;
@@ -252,6 +264,42 @@ pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
+/// A value read from one column the way every column stores it: ids and instants as text,
+/// counts as integers.
+pub(crate) trait FromColumn: Sized {
+    /// Reads `column` of `row`; a stored text that does not parse is [`MetadataError::Corrupt`].
+    fn from_column(row: &AnyRow, column: &'static str) -> Result<Self, MetadataError>;
+}
+
+/// Types sqlx reads from both backends as they are.
+macro_rules! native_column {
+    ($($t:ty),*) => {$(
+        impl FromColumn for $t {
+            fn from_column(row: &AnyRow, column: &'static str) -> Result<Self, MetadataError> {
+                Ok(row.try_get::<$t, _>(column)?)
+            }
+        }
+    )*};
+}
+native_column!(String, Option<String>, i64, Option<i64>);
+
+/// Types stored as their text.
+macro_rules! text_column {
+    ($($t:ty),*) => {$(
+        impl FromColumn for $t {
+            fn from_column(row: &AnyRow, column: &'static str) -> Result<Self, MetadataError> {
+                parse(column, get_str(row, column)?)
+            }
+        }
+        impl FromColumn for Option<$t> {
+            fn from_column(row: &AnyRow, column: &'static str) -> Result<Self, MetadataError> {
+                get_opt_str(row, column)?.map(|v| parse(column, v)).transpose()
+            }
+        }
+    )*};
+}
+text_column!(Uuid, DateTime<Utc>, NaiveDate);
+
 pub(crate) fn get_str(row: &AnyRow, column: &'static str) -> Result<String, MetadataError> {
     Ok(row.try_get::<String, _>(column)?)
 }
@@ -281,15 +329,6 @@ pub(crate) fn get_opt_time(
     row: &AnyRow,
     column: &'static str,
 ) -> Result<Option<DateTime<Utc>>, MetadataError> {
-    get_opt_str(row, column)?
-        .map(|v| parse(column, v))
-        .transpose()
-}
-
-pub(crate) fn get_opt_date(
-    row: &AnyRow,
-    column: &'static str,
-) -> Result<Option<NaiveDate>, MetadataError> {
     get_opt_str(row, column)?
         .map(|v| parse(column, v))
         .transpose()

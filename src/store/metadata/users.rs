@@ -10,8 +10,7 @@ use sqlx::any::AnyRow;
 use uuid::Uuid;
 
 use super::{
-    MetadataError, MetadataStore, get_opt_date, get_opt_str, get_opt_time, get_str, get_time,
-    get_uuid, is_unique_violation, now, parse, ts,
+    MetadataError, MetadataStore, get_opt_str, get_opt_time, is_unique_violation, now, parse, ts,
 };
 
 /// A value with the time it was last set.
@@ -109,18 +108,14 @@ pub(super) fn user_from_row(row: &AnyRow) -> Result<User, MetadataError> {
     let birth = get_opt_str(row, "fallback_birth_date")?
         .map(|v| parse::<NaiveDate>("fallback_birth_date", v))
         .transpose()?;
-    Ok(User {
-        id: get_uuid(row, "id")?,
-        team_id: get_uuid(row, "team_id")?,
-        client_user_id: get_str(row, "client_user_id")?,
-        created_at: get_time(row, "created_at")?,
+    from_row!(row => User {
+        id, team_id, client_user_id, created_at, ingestion_start, ingestion_end,
+    } with {
         fallback_time_zone: stamped(
             get_opt_str(row, "fallback_time_zone")?,
             get_opt_time(row, "fallback_time_zone_updated_at")?,
         ),
         fallback_birth_date: stamped(birth, get_opt_time(row, "fallback_birth_date_updated_at")?),
-        ingestion_start: get_opt_date(row, "ingestion_start")?,
-        ingestion_end: get_opt_date(row, "ingestion_end")?,
     })
 }
 

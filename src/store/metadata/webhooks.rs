@@ -7,7 +7,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{MetadataError, get_opt_str, get_opt_time, get_str, get_time, get_uuid, ts};
+use super::{MetadataError, get_opt_str, get_opt_time, ts};
 
 /// A stored endpoint. Its secrets never leave the process except at creation and rotation.
 #[derive(Clone, PartialEq, Eq)]
@@ -66,20 +66,12 @@ fn endpoint_from_row(row: &AnyRow) -> Result<Endpoint, MetadataError> {
             })?,
         ),
     };
-    Ok(Endpoint {
-        id: get_uuid(row, "id")?,
-        team_id: get_uuid(row, "team_id")?,
-        url: get_str(row, "url")?,
+    from_row!(row => Endpoint {
+        id, team_id, url, description, secret, previous_secret, failing_since, disabled_at,
+        disabled_reason, created_at, updated_at,
+    } with {
         event_types,
-        description: get_opt_str(row, "description")?,
-        secret: get_str(row, "secret")?,
-        previous_secret: get_opt_str(row, "previous_secret")?,
         previous_expires_at: get_opt_time(row, "previous_secret_expires_at")?,
-        failing_since: get_opt_time(row, "failing_since")?,
-        disabled_at: get_opt_time(row, "disabled_at")?,
-        disabled_reason: get_opt_str(row, "disabled_reason")?,
-        created_at: get_time(row, "created_at")?,
-        updated_at: get_time(row, "updated_at")?,
     })
 }
 

@@ -28,7 +28,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{MetadataError, get_opt_str, get_opt_time, get_str, get_time, get_uuid, parse, ts};
+use super::{MetadataError, get_str, get_uuid, parse, ts};
 
 const COLUMNS: [&str; 17] = [
     "id",
@@ -72,26 +72,14 @@ fn job_from_row(row: &AnyRow) -> Result<Job, MetadataError> {
         column: "payload",
         value: raw,
     })?;
-    Ok(Job {
-        id: get_uuid(row, "id")?,
-        team_id: get_opt_str(row, "team_id")?
-            .map(|v| parse("team_id", v))
-            .transpose()?,
-        kind: get_str(row, "kind")?,
+    from_row!(row => Job {
+        id, team_id, kind, unique_key, run_at, lease_owner, lease_expires_at, rerun_at,
+        last_error, created_at, updated_at, finished_at, request_id,
+    } with {
         payload,
-        unique_key: get_opt_str(row, "unique_key")?,
         state: parse("state", get_str(row, "state")?)?,
-        run_at: get_time(row, "run_at")?,
         attempts: count(row, "attempts")?,
         max_attempts: count(row, "max_attempts")?,
-        lease_owner: get_opt_str(row, "lease_owner")?,
-        lease_expires_at: get_opt_time(row, "lease_expires_at")?,
-        rerun_at: get_opt_time(row, "rerun_at")?,
-        last_error: get_opt_str(row, "last_error")?,
-        created_at: get_time(row, "created_at")?,
-        updated_at: get_time(row, "updated_at")?,
-        finished_at: get_opt_time(row, "finished_at")?,
-        request_id: get_opt_str(row, "request_id")?,
     })
 }
 

@@ -27,10 +27,7 @@ use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::teams::{Team, team_from_row};
-use super::{
-    MetadataError, MetadataStore, get_opt_str, get_opt_time, get_str, get_time, get_uuid, now,
-    parse, ts,
-};
+use super::{MetadataError, MetadataStore, get_opt_time, get_str, get_uuid, now, ts};
 
 /// The columns of a [`KeyRecord`], in `SELECT` order.
 const COLUMNS: &str =
@@ -98,18 +95,10 @@ fn hint_of(secret: &str) -> String {
 }
 
 fn record_from_row(row: &AnyRow) -> Result<KeyRecord, MetadataError> {
-    Ok(KeyRecord {
-        id: get_uuid(row, "id")?,
-        team_id: get_uuid(row, "team_id")?,
+    from_row!(row => KeyRecord {
+        id, team_id, hint, created_at, last_used_at, expires_at, revoked_at, replaced_by,
+    } with {
         name: get_str(row, "label")?,
-        hint: get_opt_str(row, "hint")?,
-        created_at: get_time(row, "created_at")?,
-        last_used_at: get_opt_time(row, "last_used_at")?,
-        expires_at: get_opt_time(row, "expires_at")?,
-        revoked_at: get_opt_time(row, "revoked_at")?,
-        replaced_by: get_opt_str(row, "replaced_by")?
-            .map(|v| parse("replaced_by", v))
-            .transpose()?,
     })
 }
 

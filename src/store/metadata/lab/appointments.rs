@@ -6,7 +6,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::super::{MetadataError, get_opt_time, get_str, get_uuid, ts};
+use super::super::{MetadataError, ts};
 
 /// An appointment's row.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,17 +37,10 @@ const COLUMNS: &str =
     "id, team_id, order_id, status, document, confirm_at, fails, deadline, created_at, updated_at";
 
 fn from_row(row: &AnyRow) -> Result<AppointmentRow, MetadataError> {
-    Ok(AppointmentRow {
-        id: get_uuid(row, "id")?,
-        team_id: get_uuid(row, "team_id")?,
-        order_id: get_uuid(row, "order_id")?,
-        status: get_str(row, "status")?,
-        document: get_str(row, "document")?,
-        confirm_at: get_opt_time(row, "confirm_at")?,
+    from_row!(row => AppointmentRow {
+        id, team_id, order_id, status, document, confirm_at, deadline, created_at, updated_at,
+    } with {
         fails: sqlx::Row::try_get::<i64, _>(row, "fails")? != 0,
-        deadline: get_opt_time(row, "deadline")?,
-        created_at: super::super::get_time(row, "created_at")?,
-        updated_at: super::super::get_time(row, "updated_at")?,
     })
 }
 

@@ -5,7 +5,7 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::super::{MetadataError, get_opt_str, get_str, get_time, get_uuid, parse, ts};
+use super::super::{MetadataError, get_str, parse, ts};
 use super::{from_json, to_json};
 
 /// One lab test as stored.
@@ -40,19 +40,12 @@ pub struct LabTestRow {
 const COLUMNS: &str = "id, team_id, name, description, method, lab_id, fasting, status, marker_ids, sandbox_method, created_at, updated_at";
 
 fn from_row(row: &AnyRow) -> Result<LabTestRow, MetadataError> {
-    Ok(LabTestRow {
-        id: get_uuid(row, "id")?,
-        team_id: get_uuid(row, "team_id")?,
-        name: get_str(row, "name")?,
-        description: get_str(row, "description")?,
-        method: get_str(row, "method")?,
-        lab_id: sqlx::Row::try_get(row, "lab_id")?,
+    from_row!(row => LabTestRow {
+        id, team_id, name, description, method, lab_id, status, sandbox_method, created_at,
+        updated_at,
+    } with {
         fasting: sqlx::Row::try_get::<i64, _>(row, "fasting")? != 0,
-        status: get_str(row, "status")?,
         marker_ids: from_json("marker_ids", get_str(row, "marker_ids")?)?,
-        sandbox_method: get_opt_str(row, "sandbox_method")?,
-        created_at: get_time(row, "created_at")?,
-        updated_at: get_time(row, "updated_at")?,
     })
 }
 

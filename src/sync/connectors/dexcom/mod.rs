@@ -81,16 +81,7 @@ impl Dexcom {
         Dexcom { api }
     }
 
-    /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed).
-    pub fn new(base_url: &str) -> Result<Dexcom, SyncError> {
-        Ok(Dexcom::from_api(Api::new("Dexcom", base_url)?))
-    }
-
-    /// A connector for the API at `base_url` over an existing client.
-    pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Dexcom {
-        Dexcom::from_api(Api::with_client("Dexcom", base_url, http))
-    }
+    api_constructors!(Dexcom, "Dexcom", Dexcom::from_api);
 
     /// Every EGV record of the window, asked in chunks the API accepts, each cut to its chunk.
     async fn egvs(&self, token: &str, window: &Window) -> Result<Vec<Value>, SyncError> {

@@ -96,16 +96,7 @@ impl Fitbit {
         }
     }
 
-    /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed).
-    pub fn new(base_url: &str) -> Result<Fitbit, SyncError> {
-        Ok(Fitbit::from_api(Api::new("Fitbit", base_url)?))
-    }
-
-    /// A connector for the API at `base_url` over an existing client.
-    pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Fitbit {
-        Fitbit::from_api(Api::with_client("Fitbit", base_url, http))
-    }
+    api_constructors!(Fitbit, "Fitbit", Fitbit::from_api);
 
     /// The zone local times are read in when the user's Fitbit profile names none (the
     /// deployment's fallback zone).

@@ -142,20 +142,11 @@ pub fn normalise(documents: &Documents) -> Pulled {
 }
 
 impl GoogleHealth {
-    /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed).
-    pub fn new(base_url: &str) -> Result<GoogleHealth, SyncError> {
-        Ok(GoogleHealth {
-            api: Api::new("Google Health", base_url)?,
-        })
+    fn from_api(api: Api) -> GoogleHealth {
+        GoogleHealth { api }
     }
 
-    /// A connector for the API at `base_url` over an existing client.
-    pub fn with_client(base_url: url::Url, http: reqwest::Client) -> GoogleHealth {
-        GoogleHealth {
-            api: Api::with_client("Google Health", base_url, http),
-        }
-    }
+    api_constructors!(GoogleHealth, "Google Health", GoogleHealth::from_api);
 }
 
 #[async_trait::async_trait]

@@ -82,16 +82,7 @@ impl Oura {
         Oura { api }
     }
 
-    /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed).
-    pub fn new(base_url: &str) -> Result<Oura, SyncError> {
-        Ok(Oura::from_api(Api::new("Oura", base_url)?))
-    }
-
-    /// A connector for the API at `base_url` over an existing client.
-    pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Oura {
-        Oura::from_api(Api::with_client("Oura", base_url, http))
-    }
+    api_constructors!(Oura, "Oura", Oura::from_api);
 
     /// Every document of a collection in the window, all pages followed; instant-windowed
     /// collections are asked in chunks of at most [`MAX_INSTANT_SPAN_DAYS`].

@@ -140,16 +140,7 @@ impl Strava {
         self
     }
 
-    /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed).
-    pub fn new(base_url: &str) -> Result<Strava, SyncError> {
-        Ok(Strava::from_api(Api::new("Strava", base_url)?))
-    }
-
-    /// A connector for the API at `base_url` over an existing client.
-    pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Strava {
-        Strava::from_api(Api::with_client("Strava", base_url, http))
-    }
+    api_constructors!(Strava, "Strava", Strava::from_api);
 
     /// Every activity begun in the window, all pages followed.
     async fn activities(&self, token: &str, window: &Window) -> Result<Vec<Value>, SyncError> {

@@ -151,16 +151,7 @@ impl Ultrahuman {
         Ultrahuman { api }
     }
 
-    /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed).
-    pub fn new(base_url: &str) -> Result<Ultrahuman, SyncError> {
-        Ok(Ultrahuman::from_api(Api::new("Ultrahuman", base_url)?))
-    }
-
-    /// A connector for the API at `base_url` over an existing client.
-    pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Ultrahuman {
-        Ultrahuman::from_api(Api::with_client("Ultrahuman", base_url, http))
-    }
+    api_constructors!(Ultrahuman, "Ultrahuman", Ultrahuman::from_api);
 
     /// Every day the window's chunks answer; a day two chunks answer is kept as the later one
     /// did.

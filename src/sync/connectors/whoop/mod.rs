@@ -135,16 +135,7 @@ impl Whoop {
         }
     }
 
-    /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed).
-    pub fn new(base_url: &str) -> Result<Whoop, SyncError> {
-        Ok(Whoop::from_api(Api::new("WHOOP", base_url)?))
-    }
-
-    /// A connector for the API at `base_url` over an existing client.
-    pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Whoop {
-        Whoop::from_api(Api::with_client("WHOOP", base_url, http))
-    }
+    api_constructors!(Whoop, "WHOOP", Whoop::from_api);
 
     /// Every record of a collection (`/v2/cycle`, ...) whose window the request intersects,
     /// all pages followed; cut to the window unless `cut` is false (recoveries carry no time).

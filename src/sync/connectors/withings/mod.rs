@@ -196,20 +196,11 @@ pub struct Withings {
 }
 
 impl Withings {
-    /// A connector for the API at `base_url` (e.g. [`DEFAULT_API_URL`]), with its own HTTP
-    /// client (30 s per request, no redirects followed).
-    pub fn new(base_url: &str) -> Result<Withings, SyncError> {
-        Ok(Withings {
-            api: Api::new("Withings", base_url)?,
-        })
+    fn from_api(api: Api) -> Withings {
+        Withings { api }
     }
 
-    /// A connector for the API at `base_url` over an existing client.
-    pub fn with_client(base_url: url::Url, http: reqwest::Client) -> Withings {
-        Withings {
-            api: Api::with_client("Withings", base_url, http),
-        }
-    }
+    api_constructors!(Withings, "Withings", Withings::from_api);
 
     /// Every record of `endpoint` for `params`, page by page, and the `body` of the last page
     /// (less its records) for the answer-wide fields (`timezone`).

@@ -69,7 +69,8 @@ pub async fn refused_connection<C: Connector>(
 /// `server_error_after` good answers), a hang and a refused connection are transient, and that
 /// an unknown path is permanent: `$connector` (with `new` and `with_client`) against fakes
 /// started by `$fake`, whose faults are `$fault`'s and whose own token is `$token`, and a pull
-/// of `$resource` from one started by `$empty` (serving nothing, so every path is unknown).
+/// of `$resource` from one started by `$empty` (serving nothing, so every path is unknown), or,
+/// for a provider of one endpoint, at `unknown_below` under it (a base without the API's path).
 macro_rules! failure_kinds {
     (
         connector: $connector:ident,
@@ -78,6 +79,7 @@ macro_rules! failure_kinds {
         token: $token:expr,
         server_error_after: $after:expr,
         empty: $empty:expr,
+        $(unknown_below: $below:expr,)?
         resource: $resource:expr $(,)?
     ) => {
         #[tokio::test]
@@ -117,8 +119,11 @@ macro_rules! failure_kinds {
             use wearhouse::sync::SyncError;
             use $crate::sync::support::{pull, utc};
             let fake = $empty.await;
+            #[allow(unused_mut)]
+            let mut base = fake.base.clone();
+            $(base.push_str($below);)?
             let one_day = pull(&[$resource], utc(2025, 3, 1), utc(2025, 3, 2));
-            let err = $connector::new(&fake.base)
+            let err = $connector::new(&base)
                 .unwrap()
                 .pull($token, &one_day)
                 .await

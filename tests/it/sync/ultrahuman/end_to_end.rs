@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::fake_ultrahuman::{Days, FakeUltrahuman, ZONE, fixture, fixture_days};
 use crate::sync::support::linked::{
-    Linked, expected_at, fixture_total, instant, offset_days, shifted,
+    Linked, expected_at, instant, offset_days, series_values, shifted,
 };
 use wearhouse::jobs::JobState;
 use wearhouse::sync::connectors::ultrahuman::Ultrahuman;
@@ -191,26 +191,31 @@ async fn a_linked_ultrahuman_user_is_pulled_and_the_getters_answer_the_fixtures(
 async fn an_aggregate_query_answers_the_fixtures_totals() {
     let fake = fake_ultrahuman().await;
     let l = pulled(&fake).await;
-    let total =
-        |file: &str, pointer: &str, field: &str| fixture_total(&fixture(file), pointer, field);
-    l.assert_totals(&[
-        (
-            json!({"sleep": "stage_asleep_second"}),
-            total("sleep.expected.json", "/sleep", "total"),
-        ),
-        (
-            json!({"activity": "steps"}),
-            total("steps.expected.json", "/activity", "steps"),
-        ),
-        (
-            json!({"timeseries": "heartrate", "field": "value"}),
-            total("heart_rate.expected.json", "/timeseries/heartrate", "value"),
-        ),
-        (
-            json!({"timeseries": "glucose", "field": "value"}),
-            total("glucose.expected.json", "/timeseries/glucose", "value"),
-        ),
-    ])
+    l.assert_fixture_totals(
+        fixture,
+        &[
+            (
+                json!({"sleep": "stage_asleep_second"}),
+                "sleep.expected.json#/sleep",
+                "total",
+            ),
+            (
+                json!({"activity": "steps"}),
+                "steps.expected.json#/activity",
+                "steps",
+            ),
+            (
+                series_values("heartrate"),
+                "heart_rate.expected.json#/timeseries/heartrate",
+                "value",
+            ),
+            (
+                series_values("glucose"),
+                "glucose.expected.json#/timeseries/glucose",
+                "value",
+            ),
+        ],
+    )
     .await;
 }
 

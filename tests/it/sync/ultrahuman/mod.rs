@@ -7,12 +7,11 @@
 pub(super) mod end_to_end;
 pub mod fake_ultrahuman;
 
-use std::time::Duration;
-
 use chrono::Utc;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::sync::support::{all_march, pull, utc};
+use crate::sync::support::failures::failure_kinds;
+use crate::sync::support::{assert_parts, pull, utc};
 use fake_ultrahuman::{FakeUltrahuman, Fault, TOKEN, fixture, fixture_days};
 use wearhouse::ingest::PushUser;
 use wearhouse::sync::connectors::ultrahuman::Ultrahuman;
@@ -21,11 +20,6 @@ use wearhouse::sync::{Connector, Resource, SyncError, screen};
 /// The fixtures' days with a margin: 2025-02-28 … 03-04 UTC (the zone is +05:30).
 fn fixture_window() -> wearhouse::sync::Pull {
     pull(&Resource::ALL, utc(2025, 2, 28), utc(2025, 3, 5))
-}
-
-/// The part at `pointer` of a fixture's expected body.
-fn expected(file: &str, pointer: &str) -> Value {
-    fixture(file).pointer(pointer).cloned().unwrap()
 }
 
 #[tokio::test]
@@ -38,28 +32,20 @@ async fn a_pull_returns_every_metric_as_the_fixture_tests_expect_it() {
     let body = &pulled.body.to_json();
     assert_eq!(body["provider"], "ultrahuman");
     assert_eq!(body["source"], json!({"type": "ring"}));
-    assert_eq!(body["sleep"], expected("sleep.expected.json", "/sleep"));
-    assert_eq!(
-        body["activity"],
-        expected("steps.expected.json", "/activity")
+    assert_parts(
+        body,
+        fixture,
+        &[
+            ("sleep.expected.json", "/sleep"),
+            ("steps.expected.json", "/activity"),
+            ("heart_rate.expected.json", "/timeseries/heartrate"),
+            ("hrv.expected.json", "/timeseries/hrv"),
+            ("temperature.expected.json", "/timeseries/body_temperature"),
+            ("spo2.expected.json", "/timeseries/blood_oxygen"),
+            ("vo2_max.expected.json", "/timeseries/vo2_max"),
+            ("glucose.expected.json", "/timeseries/glucose"),
+        ],
     );
-    for (file, series) in [
-        ("heart_rate", "heartrate"),
-        ("hrv", "hrv"),
-        ("temperature", "body_temperature"),
-        ("spo2", "blood_oxygen"),
-        ("vo2_max", "vo2_max"),
-        ("glucose", "glucose"),
-    ] {
-        assert_eq!(
-            body["timeseries"][series],
-            expected(
-                &format!("{file}.expected.json"),
-                &format!("/timeseries/{series}")
-            ),
-            "{series}"
-        );
-    }
     assert!(body.get("profile").is_none());
 
     // One request: five days fit in one range, asked as unix seconds.
@@ -137,65 +123,16 @@ async fn rate_limiting_surfaces_with_its_wait() {
     assert_eq!(fake.log().len(), 2);
 }
 
-#[tokio::test]
-async fn a_refused_token_is_unauthorised() {
-    let fake = FakeUltrahuman::start(fixture_days()).await;
-    let ultrahuman = Ultrahuman::new(&fake.base).unwrap();
-    fake.fail(Fault::Unauthorised, 0);
-    let err = ultrahuman.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
-
-    let fake = FakeUltrahuman::start(fixture_days()).await;
-    let ultrahuman = Ultrahuman::new(&fake.base).unwrap();
-    let err = ultrahuman.pull("revoked", &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Unauthorised), "{err:?}");
-}
-
-#[tokio::test]
-async fn server_errors_timeouts_and_refused_connections_are_transient() {
-    let fake = FakeUltrahuman::start(fixture_days()).await;
-    let ultrahuman = Ultrahuman::new(&fake.base).unwrap();
-    fake.fail(Fault::ServerError, 0);
-    let err = ultrahuman.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Transient { .. }), "{err:?}");
-
-    fake.fail(Fault::Hang, 0);
-    let quick = reqwest::Client::builder()
-        .timeout(Duration::from_millis(300))
-        .build()
-        .unwrap();
-    let impatient = Ultrahuman::with_client(url::Url::parse(&fake.base).unwrap(), quick);
-    let err = impatient.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            SyncError::Transient {
-                source: Some(_),
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
-    let err = Ultrahuman::new(&closed)
-        .unwrap()
-        .pull(TOKEN, &all_march())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, SyncError::Transient { .. }), "{err:?}");
-}
-
-#[tokio::test]
-async fn a_refused_request_is_permanent() {
+failure_kinds! {
+    connector: Ultrahuman,
+    fake: FakeUltrahuman::start(fixture_days()),
+    fault: Fault,
+    token: TOKEN,
+    server_error_after: 0,
+    empty: FakeUltrahuman::start(fixture_days()),
     // A base without the partner API's path: every request answers 404.
-    let fake = FakeUltrahuman::start(fixture_days()).await;
-    let elsewhere = Ultrahuman::new(&format!("{}/nowhere", fake.base)).unwrap();
-    let err = elsewhere.pull(TOKEN, &all_march()).await.unwrap_err();
-    assert!(matches!(err, SyncError::Permanent { .. }), "{err:?}");
+    unknown_below: "/nowhere",
+    resource: Resource::Sleep,
 }
 
 #[tokio::test]
