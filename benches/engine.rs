@@ -100,6 +100,18 @@ fn request(unit: &str) -> serde_json::Value {
     })
 }
 
+/// Whether criterion's filter (the first argument not starting with `-`) can select `name`:
+/// a filter without regex syntax must be part of it. The seeding and pushing before a case
+/// take seconds, so a run with a filter skips those of the cases it will not time.
+fn selected(name: &str) -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(filter) = args.iter().find(|a| !a.starts_with('-')) else {
+        return true;
+    };
+    let plain = !filter.chars().any(|c| "^$.|?*+()[]{}\\".contains(c));
+    !plain || name.contains(filter.as_str())
+}
+
 fn bench_case(
     c: &mut Criterion,
     rt: &tokio::runtime::Runtime,
@@ -165,6 +177,9 @@ fn year_with_gaps(seed: u64) -> RecordBatch {
 
 /// The same daily query over a year, without and with ALIGN.
 fn align_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    if !selected("daily buckets, a year of 1/min heart rate with a day in nine missing, align") {
+        return;
+    }
     let batches = through_push(rt, &[(RING, &year_with_gaps(6))], Layout::Compacted);
     let engine = Engine::new(Limits::default()).unwrap();
     let hr = json!({"timeseries": "heartrate", "field": "value"});
@@ -218,55 +233,49 @@ fn engine(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let ring = heart_rate(60, 1);
-    let watch = heart_rate(60, 2);
     let compacted = Layout::Compacted;
-    bench_case(
-        c,
-        &rt,
-        "daily buckets, 90 days of 1/min heart rate",
-        "day",
-        through_push(&rt, &[(RING, &ring)], compacted),
-        90,
-    );
-    bench_case(
-        c,
-        &rt,
-        "daily buckets, 90 days of 1/min heart rate, two providers, priority on",
-        "day",
-        through_push(&rt, &[(RING, &ring), (WATCH, &watch)], compacted),
-        90,
-    );
-    bench_case(
-        c,
-        &rt,
-        "minute buckets, 90 days of 1/min heart rate",
-        "minute",
-        through_push(&rt, &[(RING, &heart_rate(60, 5))], compacted),
-        90 * 1440,
-    );
+    let daily = "daily buckets, 90 days of 1/min heart rate";
+    let priority = "daily buckets, 90 days of 1/min heart rate, two providers, priority on";
+    if selected(daily) || selected(priority) {
+        let ring = heart_rate(60, 1);
+        let watch = heart_rate(60, 2);
+        if selected(daily) {
+            bench_case(c, &rt, daily, "day", through_push(&rt, &[(RING, &ring)], compacted), 90);
+        }
+        if selected(priority) {
+            let both = through_push(&rt, &[(RING, &ring), (WATCH, &watch)], compacted);
+            bench_case(c, &rt, priority, "day", both, 90);
+        }
+    }
+    let minute = "minute buckets, 90 days of 1/min heart rate";
+    if selected(minute) {
+        let batches = through_push(&rt, &[(RING, &heart_rate(60, 5))], compacted);
+        bench_case(c, &rt, minute, "minute", batches, 90 * 1440);
+    }
 
-    let ring = heart_rate(1, 3);
-    let watch = heart_rate(1, 4);
-    for (layout, label) in [(compacted, ""), (Layout::AsPushed, ", as pushed")] {
-        bench_case(
-            c,
-            &rt,
-            &format!("hourly buckets, 90 days of 1 Hz heart rate{label}"),
-            "hour",
-            through_push(&rt, &[(RING, &ring)], layout),
-            90 * 24,
-        );
-        bench_case(
-            c,
-            &rt,
-            &format!(
-                "hourly buckets, 90 days of 1 Hz heart rate, two providers, priority on{label}"
-            ),
-            "hour",
-            through_push(&rt, &[(RING, &ring), (WATCH, &watch)], layout),
-            90 * 24,
-        );
+    let hourly = |label: &str| format!("hourly buckets, 90 days of 1 Hz heart rate{label}");
+    let hourly2 = |label: &str| {
+        format!("hourly buckets, 90 days of 1 Hz heart rate, two providers, priority on{label}")
+    };
+    let layouts = [(compacted, ""), (Layout::AsPushed, ", as pushed")];
+    // Each hourly case is also timed as `encode JSON, {name}`.
+    let wanted = |name: &str| selected(name) || selected(&format!("encode JSON, {name}"));
+    if layouts
+        .iter()
+        .any(|(_, l)| wanted(&hourly(l)) || wanted(&hourly2(l)))
+    {
+        let ring = heart_rate(1, 3);
+        let watch = heart_rate(1, 4);
+        for (layout, label) in layouts {
+            if wanted(&hourly(label)) {
+                let batches = through_push(&rt, &[(RING, &ring)], layout);
+                bench_case(c, &rt, &hourly(label), "hour", batches, 90 * 24);
+            }
+            if wanted(&hourly2(label)) {
+                let batches = through_push(&rt, &[(RING, &ring), (WATCH, &watch)], layout);
+                bench_case(c, &rt, &hourly2(label), "hour", batches, 90 * 24);
+            }
+        }
     }
 
     let limits = Limits::default();
@@ -371,6 +380,10 @@ fn readiness_data(rt: &tokio::runtime::Runtime) -> HashMap<Dataset, Vec<RecordBa
 
 /// A `derived_readiness` query over 90 days against a `sleep` query over the same days.
 fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    if !selected("readiness: derived_readiness rows") && !selected("readiness baseline: sleep rows")
+    {
+        return;
+    }
     let all = readiness_data(rt);
     let engine = Engine::new(Limits::default()).unwrap();
     let ctx = UserContext::default();
