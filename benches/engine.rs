@@ -15,6 +15,11 @@
 //!   rate over 111 days (the window and its 21-day baseline), every readiness column against
 //!   eight sleep columns (issue 39: at most 2×).
 //!
+//! Each ratio target is also timed with its two sides interleaved (`interleaved`: rounds of ten
+//! runs alternating which side goes first), printed after its cases as one line, e.g.
+//! `a year of 1/min, with align against without: interleaved medians …`: the figure to read
+//! against the target, since criterion times one case minutes after the other.
+//!
 //! The data is seeded and pushed through the push API's own path (`push_support`: columnar
 //! pushes of 50,000 samples, validated and committed as `POST /v2/user/{id}/data` does them),
 //! one source after the other, then read back: the engine gets exactly the batches a cached
@@ -175,6 +180,45 @@ fn year_with_gaps(seed: u64) -> RecordBatch {
     wire_batch(ts, values)
 }
 
+/// A ratio target's two sides timed in alternating rounds (`REPS` runs of one side, then of
+/// the other, the side that goes first alternating), so drift in the machine's load or heap
+/// lands on both: criterion times one function after the other, minutes apart. Prints each
+/// side's median run time and their ratio; `ENGINE_BENCH_ROUNDS` changes the rounds (60).
+fn interleaved(label: &str, a: &dyn Fn(), b: &dyn Fn()) {
+    const REPS: u32 = 10;
+    let rounds: usize = std::env::var("ENGINE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(60);
+    let time = |f: &dyn Fn()| {
+        let began = std::time::Instant::now();
+        for _ in 0..REPS {
+            f();
+        }
+        began.elapsed().as_secs_f64() * 1e6 / f64::from(REPS)
+    };
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            ta.push(time(a));
+            tb.push(time(b));
+        } else {
+            tb.push(time(b));
+            ta.push(time(a));
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (ma, mb) = (median(&mut ta), median(&mut tb));
+    eprintln!(
+        "{label}: interleaved medians {ma:.1} us against {mb:.1} us ({:.3}x, {:+.1} %), {rounds} rounds of {REPS} runs",
+        ma / mb,
+        (ma / mb - 1.0) * 100.0
+    );
+}
+
 /// The same daily query over a year, without and with ALIGN.
 fn align_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     if !selected("daily buckets, a year of 1/min heart rate with a day in nine missing, align") {
@@ -184,6 +228,7 @@ fn align_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     let engine = Engine::new(Limits::default()).unwrap();
     let hr = json!({"timeseries": "heartrate", "field": "value"});
     let gaps = (0..365).filter(|d| d % 9 == 4).count();
+    let mut requests = Vec::new();
     for (label, align, rows) in [
         ("", None, 365 - gaps),
         (
@@ -225,7 +270,20 @@ fn align_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         let name =
             format!("daily buckets, a year of 1/min heart rate with a day in nine missing{label}");
         c.bench_function(&name, |b| b.iter(|| black_box(run())));
+        requests.push(req);
     }
+    let ctx = UserContext::default();
+    let run = |req: &wearhouse::engine::ValidRequest| {
+        let inputs: HashMap<_, _> = [(heartrate(), batches.clone())].into_iter().collect();
+        let json = OutputFormat::Json;
+        let out = engine.execute(req, &ctx, Inputs::stored(inputs), engine.deadline(), json);
+        black_box(rt.block_on(out).unwrap());
+    };
+    interleaved(
+        "a year of 1/min, with align against without",
+        &|| run(&requests[1]),
+        &|| run(&requests[0]),
+    );
 }
 
 fn engine(c: &mut Criterion) {
@@ -414,6 +472,7 @@ fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     .map(|col| json!({"sleep": col}))
     .chain([json!({"index": "sleep"})])
     .collect();
+    let mut runs = Vec::new();
     for (name, select) in [
         (
             "readiness: derived_readiness rows, 90 days of nights, activity, workouts and 1/min heart rate",
@@ -460,7 +519,22 @@ fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
             );
         }
         c.bench_function(name, |b| b.iter(|| black_box(run())));
+        runs.push((req, needed));
     }
+    let run = |(req, needed): &(wearhouse::engine::ValidRequest, Vec<Dataset>)| {
+        let inputs: HashMap<_, _> = needed
+            .iter()
+            .filter_map(|d| all.get(d).map(|b| (*d, b.clone())))
+            .collect();
+        let json = OutputFormat::Json;
+        let out = engine.execute(req, &ctx, Inputs::stored(inputs), engine.deadline(), json);
+        black_box(rt.block_on(out).unwrap());
+    };
+    interleaved(
+        "readiness against sleep rows, 90 days",
+        &|| run(&runs[0]),
+        &|| run(&runs[1]),
+    );
 }
 
 criterion_group! {
