@@ -1,7 +1,7 @@
-//! A fake of Abbott LibreView's API for the second-factor tests: an axum server on a free
-//! loopback port, every region under `/{region}` (the connector's host template). It shares
-//! no code with wearhouse and serves the wire as `sync::connectors::libre::libreview` names its
-//! sources:
+//! A fake of Abbott LibreView's API for the second-factor tests: a route table on the shared
+//! fake provider (`sync/fake/`), every region under `/{region}` (the connector's host template).
+//! It shares no code with wearhouse and serves the wire as `sync::connectors::libre::libreview`
+//! names its sources:
 //!
 //! - `POST /{region}/auth/login` `{"email", "password"}` → HTTP 200 and, in `status`: `2`
 //!   (`notAuthenticated`) for a wrong address or password; `0` with `{"redirect": true,
@@ -18,9 +18,14 @@
 //!   (no `data`) for another one; an unknown ticket → 401.
 //! - `GET /{region}/llu/connections/{patient}/graph` with a session from a finished sign-in,
 //!   `account-id` = SHA-256 of the patient's id and the app's `product` header, else 401: the
-//!   patient's readings (`FactoryTimestamp`/`Timestamp` as `M/D/YYYY h:mm:ss AM`).
+//!   patient's readings (`FactoryTimestamp`/`Timestamp` as `M/D/YYYY h:mm:ss AM`): LibreLinkUp's
+//!   graph, as its fake serves it (`sync/libre/fake_librelinkup.rs`).
+//!
+//! The fake's [`Gate`] accepts the sessions of finished sign-ins as bearer tokens and logs the
+//! sign-ins past the password (`login`) and the codes sent (`sendcode`); it serves no faults.
 
 use std::collections::HashSet;
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,7 +36,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+
+use crate::sync::fake::{self, Gate, bearer_token};
+use crate::sync::libre::fake_librelinkup::{graph_answer, sha256};
 
 /// The patient's e-mail address.
 pub const EMAIL: &str = "patient@example.com";
@@ -57,6 +64,8 @@ pub enum Factor {
 
 #[derive(Clone)]
 struct Fake {
+    /// Sessions as bearer tokens; the log of sign-ins and codes sent.
+    gate: Gate<Infallible>,
     region: Arc<Mutex<String>>,
     factor: Arc<Mutex<Factor>>,
     terms: Arc<Mutex<bool>>,
@@ -65,8 +74,6 @@ struct Fake {
     pending: Arc<Mutex<Vec<(String, String)>>>,
     sessions: Arc<Mutex<HashSet<String>>>,
     counter: Arc<AtomicUsize>,
-    logins: Arc<AtomicUsize>,
-    codes_sent: Arc<AtomicUsize>,
     readings: Arc<Vec<(DateTime<Utc>, u32)>>,
 }
 
@@ -89,15 +96,6 @@ impl Fake {
     }
 }
 
-fn bearer(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get("authorization")?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::to_owned)
-}
-
 async fn login(
     State(fake): State<Fake>,
     Path(region): Path<String>,
@@ -110,7 +108,7 @@ async fn login(
     if region != home {
         return Json(json!({"status": 0, "data": {"redirect": true, "region": home}}));
     }
-    fake.logins.fetch_add(1, Ordering::SeqCst);
+    fake.gate.note("login");
     let temp = format!("lv-temp-{}", fake.next());
     let user = json!({"accountType": "pat", "country": "GB", "uiLanguage": "en-GB"});
     let step = if *fake.password_expired.lock().unwrap() {
@@ -153,14 +151,15 @@ async fn send_code(
     Json(body): Json<Value>,
 ) -> Response {
     assert_eq!(body["isPrimaryMethod"], true, "{body}");
-    let Some(temp) = bearer(&headers) else {
+    let Some(temp) = bearer_token(&headers) else {
         return StatusCode::UNAUTHORIZED.into_response();
     };
     let mut pending = fake.pending.lock().unwrap();
     let Some(i) = pending.iter().position(|(t, _)| *t == temp) else {
         return StatusCode::UNAUTHORIZED.into_response();
     };
-    let n = fake.codes_sent.fetch_add(1, Ordering::SeqCst);
+    let n = codes_sent(&fake.gate);
+    fake.gate.note("sendcode");
     let code = format!("{:06}", 482_913 + 7_919 * n);
     let next = format!("lv-temp-{}", fake.next());
     pending[i] = (next.clone(), code);
@@ -168,7 +167,7 @@ async fn send_code(
 }
 
 async fn result(State(fake): State<Fake>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let Some(temp) = bearer(&headers) else {
+    let Some(temp) = bearer_token(&headers) else {
         return StatusCode::UNAUTHORIZED.into_response();
     };
     let found = {
@@ -189,15 +188,9 @@ async fn result(State(fake): State<Fake>, headers: HeaderMap, Json(body): Json<V
     Json(fake.signed_in()).into_response()
 }
 
-fn sha256(s: &str) -> String {
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn libre_time(t: DateTime<Utc>) -> String {
-    t.format("%-m/%-d/%Y %-I:%M:%S %p").to_string()
+/// Codes sent so far, as the gate logged them.
+fn codes_sent(gate: &Gate<Infallible>) -> usize {
+    gate.log().iter().filter(|l| *l == "sendcode").count()
 }
 
 async fn graph(
@@ -205,7 +198,7 @@ async fn graph(
     Path((region, patient)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let valid = bearer(&headers).is_some_and(|t| fake.sessions.lock().unwrap().contains(&t));
+    let valid = fake.gate.bearer_ok(&headers);
     let account = headers.get("account-id").and_then(|v| v.to_str().ok());
     if !valid
         || region != *fake.region.lock().unwrap()
@@ -215,28 +208,14 @@ async fn graph(
     {
         return StatusCode::UNAUTHORIZED.into_response();
     }
-    let all: Vec<Value> = fake
-        .readings
-        .iter()
-        .map(|(at, mg)| {
-            json!({"FactoryTimestamp": libre_time(*at),
-                   "Timestamp": libre_time(*at + Duration::hours(2)),
-                   "type": 0, "ValueInMgPerDl": mg, "GlucoseUnits": 1, "Value": mg})
-        })
-        .collect();
-    let (latest, rest) = all.split_last().unwrap();
-    Json(json!({"status": 0, "data": {
-        "connection": {"patientId": patient, "glucoseMeasurement": latest},
-        "activeSensors": [], "graphData": rest
-    }}))
-    .into_response()
+    Json(graph_answer(&patient, &fake.readings, Duration::hours(2))).into_response()
 }
 
-/// The fake and what tests steer and read.
-pub struct FakeLibreView {
-    /// `http://127.0.0.1:<port>`.
-    pub base: String,
-    fake: Fake,
+fake::running! {
+    /// A running fake LibreView and what tests steer and read; its [`Gate`] (sessions, log) is
+    /// reached through it.
+    FakeLibreView(Fake, Infallible),
+    base: "http://127.0.0.1:<port>"
 }
 
 impl FakeLibreView {
@@ -247,27 +226,26 @@ impl FakeLibreView {
         let readings = (0..20)
             .map(|i| (now - Duration::minutes(15 * (20 - i)), 100 + 2 * i as u32))
             .collect();
+        let sessions: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let valid = sessions.clone();
         let fake = Fake {
+            gate: Gate::accepting(move |t| valid.lock().unwrap().contains(t)),
             region: Arc::new(Mutex::new("eu".into())),
             factor: Arc::new(Mutex::new(factor)),
             terms: Arc::default(),
             password_expired: Arc::default(),
             pending: Arc::default(),
-            sessions: Arc::default(),
+            sessions,
             counter: Arc::default(),
-            logins: Arc::default(),
-            codes_sent: Arc::default(),
             readings: Arc::new(readings),
         };
-        let app = Router::new()
+        let routes = Router::new()
             .route("/{region}/auth/login", post(login))
             .route("/{region}/auth/continue/2fa/sendcode", post(send_code))
             .route("/{region}/auth/continue/2fa/result", post(result))
             .route("/{region}/llu/connections/{patient}/graph", get(graph))
             .with_state(fake.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let base = fake::serve(routes, &fake.gate, &["/data/graphData"]).await;
         FakeLibreView { base, fake }
     }
 
@@ -284,12 +262,12 @@ impl FakeLibreView {
 
     /// How many codes were sent.
     pub fn codes_sent(&self) -> usize {
-        self.fake.codes_sent.load(Ordering::SeqCst)
+        codes_sent(self)
     }
 
     /// How many sign-ins got past the password.
     pub fn logins(&self) -> usize {
-        self.fake.logins.load(Ordering::SeqCst)
+        self.log().iter().filter(|l| *l == "login").count()
     }
 
     /// Whether LibreView forces a password change.

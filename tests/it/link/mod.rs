@@ -8,7 +8,7 @@
 //!   and the token's checks on `GET /v2/link/providers`;
 //! - [`codes`]: link codes (format, expiry, single use) and the push-only credential;
 //! - [`oauth`]: OAuth links through the link API against [`fake_oauth`], a fake
-//!   authorisation server on a loopback port (state, PKCE, code exchange, every callback error);
+//!   authorisation server (state, PKCE, code exchange, every callback error);
 //! - [`team_apps`]: team provider credentials and the team's client in its OAuth links;
 //! - [`password`]: password links through the link API against [`fake_peloton`];
 //! - [`peloton_sign_in`]: Peloton's PKCE sign-in and refresh grant, each answer's outcome;
@@ -18,6 +18,8 @@
 //! - [`page_flows`]: its second-factor step and e-mail form, in the same browser;
 //! - [`page_offered`]: every provider the page offers without OAuth applications (and in demo
 //!   mode) completes, in the same browser;
+//! - [`page_oauth`]: with applications configured, each new OAuth provider's round trip
+//!   through the page, the provider's page and back, and its first pull, in the same browser;
 //! - [`no_secret_key`]: a deployment without `--secret-key` answers 400s naming it, never 500s;
 //! - [`catalogue`]: what the page, `GET /v2/link/providers` and link tokens offer (only what
 //!   connects), and `connectable` in `GET /v2/providers`.
@@ -35,6 +37,7 @@ mod no_secret_key;
 pub(crate) mod oauth;
 mod page;
 mod page_flows;
+mod page_oauth;
 mod page_offered;
 mod password;
 mod peloton_sign_in;

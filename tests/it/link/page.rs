@@ -241,6 +241,18 @@ pub(super) async fn link_url(
     (user, token["link_web_url"].as_str().unwrap().to_owned())
 }
 
+/// A new user named after `slug` and a link token for it going back to `back`: (user id,
+/// link_web_url).
+pub(super) async fn link_for(
+    server: &Server,
+    key: &str,
+    slug: &str,
+    back: &str,
+) -> (String, String) {
+    let options = json!({"redirect_url": back});
+    link_url(server, key, &format!("{slug}-user"), options).await
+}
+
 /// The status of the user's connection to `provider`, if any.
 pub(super) async fn connection(
     server: &Server,

@@ -1,6 +1,6 @@
 //! The hosted link page's second-factor step and e-mail form in a real headless Chromium
 //! (the [`page`](super::page) test's browser) against a real server process and the fakes of
-//! LibreView ([`FakeLibreView`]) and LibreLinkUp (`sync::libre`'s): Abbott LibreView's sign-in,
+//! LibreView ([`FakeLibreView`]) and LibreLinkUp ([`FakeLibreLinkUp`]): Abbott LibreView's sign-in,
 //! its code step (where the code went, a wrong code inline, a new code, the right one) to
 //! `state=success` on the `redirect_url`; FreeStyle Libre's e-mail form, before the patient
 //! shared (inline, then with `on_error=redirect`) and after, to `state=success`; the Close
@@ -16,7 +16,7 @@ use serde_json::json;
 use super::fake_libreview::{EMAIL, Factor, FakeLibreView, PASSWORD, SMS_HINT};
 use super::fake_oauth::FakeOAuth;
 use super::page::{Browser, assert_linked_back, connection, customer_app, link_url};
-use crate::sync::libre::{FOLLOWER, FOLLOWER_PASSWORD, FakeLibre};
+use crate::sync::libre::fake_librelinkup::{FOLLOWER, FOLLOWER_PASSWORD, FakeLibreLinkUp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_code_step_and_the_email_form_work_in_a_real_browser() {
@@ -24,10 +24,9 @@ async fn the_code_step_and_the_email_form_work_in_a_real_browser() {
     let oauth = FakeOAuth::start().await;
     let (libreview, llu) = (
         FakeLibreView::start(Factor::Sms).await,
-        FakeLibre::start().await,
+        FakeLibreLinkUp::start().await,
     );
     let back = customer_app().await;
-    let llu_hosts = format!("{}/{{region}}", llu.base);
     let env = [
         (
             wearhouse::sync::connectors::libre::libreview::API_URL_ENV,
@@ -35,7 +34,7 @@ async fn the_code_step_and_the_email_form_work_in_a_real_browser() {
         ),
         (
             wearhouse::sync::connectors::libre::access::API_URL_ENV,
-            llu_hosts,
+            llu.template(),
         ),
         (
             wearhouse::sync::connectors::oura::API_URL_ENV,

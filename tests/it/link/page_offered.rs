@@ -12,11 +12,11 @@ use serde_json::json;
 
 use super::fake_libreview::{self, Factor, FakeLibreView};
 use super::fake_peloton::{self, FakePeloton};
-use super::page::{Browser, connection, customer_app, link_url};
+use super::page::{Browser, connection, customer_app, link_for, link_url};
 use crate::support::server::Server;
 
 /// The slugs the page at `url` lists, in its order.
-async fn listed(b: &Browser, url: &str) -> Vec<String> {
+pub(super) async fn listed(b: &Browser, url: &str) -> Vec<String> {
     b.goto(url).await;
     b.expect_text("h1", "Connect a device or app").await;
     let mut slugs = Vec::new();
@@ -124,13 +124,7 @@ async fn every_provider_offered_without_oauth_applications_completes_in_a_real_b
         assert_eq!(listed(&b, &url).await, want, "demo: {demo}");
         b.shot(if demo { "offered-demo" } else { "offered" }).await;
         for slug in &want {
-            let (user, url) = link_url(
-                &server,
-                &key,
-                &format!("{slug}-user"),
-                json!({"redirect_url": back}),
-            )
-            .await;
+            let (user, url) = link_for(&server, &key, slug, &back).await;
             complete(&b, &url, slug, &libreview, &back).await;
             assert_eq!(
                 connection(&server, &key, &user, slug).await.as_deref(),

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{ACCESS_TOKEN, Fake, REFRESH_TOKEN, USERNAME};
+use crate::sync::fake::html_escape;
 
 /// Peloton's web client, its callback, and what it asks for.
 pub const WEB_CLIENT_ID: &str = "WVoJxVDdPoFx4RNewvvg6ch2mZ7bwnsM";
@@ -96,13 +97,6 @@ fn s256(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('"', "&#34;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
 async fn authorize(State(fake): State<Fake>, Query(q): Query<HashMap<String, String>>) -> Response {
     if let Some(r) = unavailable(&fake) {
         return r;
@@ -160,7 +154,7 @@ async fn login_page(
 }
 
 async fn credentials(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Response {
-    fake.attempts.fetch_add(1, Ordering::SeqCst);
+    fake.note("credentials");
     if let Some(r) = unavailable(&fake) {
         return r;
     }
@@ -201,8 +195,8 @@ async fn credentials(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) 
         "redirect_uri": CALLBACK, "state": state, "sid": fake.id("sid")});
     let page = format!(
         r#"<html><head><title>Submit This Form</title></head><body onload="javascript:document.forms[0].submit()"><form method="post" name="hiddenform" action="{base}/login/callback"><input type="hidden" name="wa" value="wsignin1.0"><input type="hidden" name="wresult" value="{result}"><input type="hidden" name="wctx" value="{wctx}"><noscript><p>Script is disabled. Click Submit to continue.</p><input type="submit" value="Submit"></noscript></form></body></html>"#,
-        base = fake.base,
-        wctx = escape(&wctx.to_string()),
+        base = fake.base(),
+        wctx = html_escape(&wctx.to_string()),
     );
     Html(page).into_response()
 }
@@ -286,7 +280,7 @@ async fn token(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Res
     let get = |k: &str| params.get(k).map(String::as_str).unwrap_or_default();
     // Refresh grants are counted even while down: the tests see them retried.
     if get("grant_type") == "refresh_token" {
-        fake.refreshes.fetch_add(1, Ordering::SeqCst);
+        fake.note("refresh");
     }
     if let Some(r) = unavailable(&fake) {
         return r;
@@ -318,9 +312,12 @@ async fn token(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Res
                     "Failed to verify code verifier",
                 );
             }
-            let (access, refresh) = match fake.logins.fetch_add(1, Ordering::SeqCst) {
-                0 => (ACCESS_TOKEN.to_owned(), REFRESH_TOKEN.to_owned()),
-                _ => (fake.id("at-signed-in"), fake.id("rt")),
+            let first = fake.noted("login") == 0;
+            fake.note("login");
+            let (access, refresh) = if first {
+                (ACCESS_TOKEN.to_owned(), REFRESH_TOKEN.to_owned())
+            } else {
+                (fake.id("at-signed-in"), fake.id("rt"))
             };
             fake.access.lock().unwrap().insert(access.clone());
             fake.refresh.lock().unwrap().insert(refresh.clone());
@@ -338,7 +335,7 @@ async fn token(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Res
                     "Unknown or invalid refresh token.",
                 );
             }
-            fake.refreshed.fetch_add(1, Ordering::SeqCst);
+            fake.note("refreshed");
             let access = fake.id("at-refreshed");
             fake.access.lock().unwrap().insert(access.clone());
             // No rotation: the refresh token stays valid and is not sent again.

@@ -1,6 +1,7 @@
 //! A fake of Peloton for the password-link and Peloton sync tests: its Auth0 tenant and its web
-//! API, both on one axum server on a free loopback port. It shares no code with wearhouse, and
-//! reproduces the wire the public clients observed (`sync::connectors::peloton::access` names them).
+//! API, both route tables on one shared fake provider (`sync/fake/`). It shares no code with
+//! wearhouse, and reproduces the wire the public clients observed
+//! (`sync::connectors::peloton::access` names them).
 //!
 //! - The Auth0 sign-in ([`auth0`]): `/authorize` (PKCE S256 required) redirecting to the login
 //!   page with a transaction `state`, the page setting `_csrf`, the credentials' JSON POST to
@@ -15,15 +16,17 @@
 //!   → `{"data", "page", "page_count", "total", "limit", "count", ...}`, the workouts newest
 //!   first (by `start_time`), `ride` kept only with `joins=ride`. Both want a valid access token
 //!   as `Authorization: Bearer`, else 401.
-//! - Faults, served to the API calls (not the sign-in) before their answers: 429 with
-//!   `Retry-After`, 500. `down()` makes every call answer 503, `sign_in_down(true)` the Auth0
-//!   host alone.
+//! - Faults, served by the fake's [`Gate`] to the API calls (not the sign-in) before their
+//!   answers: 429 with `Retry-After`, 500. `down()` makes every call answer 503,
+//!   `sign_in_down(true)` the Auth0 host alone. The gate also checks the API calls' bearer
+//!   tokens and logs the pages of workouts answered and the sign-in's steps (the counts the
+//!   tests read: [`FakePeloton::attempts`], [`FakePeloton::logins`], [`FakePeloton::refreshes`]).
 
 pub(crate) mod auth0;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -31,6 +34,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
+
+use crate::sync::fake::{self, Gate};
 
 /// The one account the fake knows.
 pub const USERNAME: &str = "rider@example.com";
@@ -53,17 +58,14 @@ pub enum Fault {
 }
 
 /// The fake's state, shared by its Auth0 and API routes.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Fake {
-    /// The fake's own URL (the callback form's absolute action).
-    pub base: String,
-    /// Credentials posted to `/usernamepassword/login`.
-    pub attempts: Arc<AtomicUsize>,
-    /// Code exchanges accepted: completed sign-ins.
-    pub logins: Arc<AtomicUsize>,
-    /// Refresh grants asked for, and those accepted.
-    pub refreshes: Arc<AtomicUsize>,
-    pub refreshed: Arc<AtomicUsize>,
+    /// The API calls' faults and token check; the log of pages answered and of the sign-in's
+    /// steps ([`auth0`]: `credentials` posted, `login` for a code exchanged, `refresh` for a
+    /// refresh grant asked, `refreshed` for one accepted).
+    gate: Gate<Fault>,
+    /// The fake's own URL (the callback form's absolute action), known once it serves.
+    base: Arc<OnceLock<String>>,
     pub down: Arc<AtomicBool>,
     pub sign_in_down: Arc<AtomicBool>,
     pub password: Arc<Mutex<String>>,
@@ -75,42 +77,61 @@ pub(crate) struct Fake {
     pub ids: Arc<AtomicUsize>,
     workouts: Arc<Mutex<Vec<Value>>>,
     page_size: Arc<AtomicUsize>,
-    faults: Arc<Mutex<VecDeque<Fault>>>,
-    /// Pages of workouts answered.
-    pages: Arc<AtomicUsize>,
 }
 
 impl Fake {
+    /// The fake's own URL.
+    pub fn base(&self) -> &str {
+        self.base.get().map_or("", String::as_str)
+    }
+
+    /// Logs a step of the sign-in as `step`.
+    pub fn note(&self, step: &str) {
+        self.gate.note(step);
+    }
+
+    /// How many times `step` was logged.
+    pub fn noted(&self, step: &str) -> usize {
+        self.gate.log().iter().filter(|l| *l == step).count()
+    }
+
     /// A new id with `prefix`.
     pub fn id(&self, prefix: &str) -> String {
         format!("{prefix}-{}", self.ids.fetch_add(1, Ordering::SeqCst))
     }
 }
 
-/// A running fake.
-pub struct FakePeloton {
-    pub base: String,
-    fake: Fake,
+fake::running! {
+    /// A running fake Peloton; its [`Gate`] (the API calls' faults, token check and log) is
+    /// reached through it.
+    FakePeloton(Fake, Fault),
+    base: "http://127.0.0.1:<port>"
 }
 
 impl FakePeloton {
     /// A fake with no workouts, ten a page.
     pub async fn start() -> FakePeloton {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let access: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let valid = access.clone();
         let fake = Fake {
-            base: base.clone(),
+            gate: Gate::accepting(move |t| valid.lock().unwrap().contains(t)),
+            base: Arc::default(),
+            down: Arc::default(),
+            sign_in_down: Arc::default(),
             password: Arc::new(Mutex::new(PASSWORD.to_owned())),
+            access,
+            refresh: Arc::default(),
+            auth: Arc::default(),
+            ids: Arc::default(),
+            workouts: Arc::default(),
             page_size: Arc::new(AtomicUsize::new(10)),
-            ..Fake::default()
         };
-        let app = auth0::routes()
+        let routes = auth0::routes()
             .route("/api/me", get(me))
             .route("/api/user/{user}/workouts", get(workouts))
             .with_state(fake.clone());
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
+        let base = fake::serve(routes, &fake.gate, &["/data"]).await;
+        fake.base.set(base.clone()).unwrap();
         FakePeloton { base, fake }
     }
 
@@ -124,25 +145,25 @@ impl FakePeloton {
 
     /// Credentials posted so far (sign-in attempts).
     pub fn attempts(&self) -> usize {
-        self.fake.attempts.load(Ordering::SeqCst)
+        self.fake.noted("credentials")
     }
 
     /// Sign-ins completed so far (codes exchanged for tokens).
     pub fn logins(&self) -> usize {
-        self.fake.logins.load(Ordering::SeqCst)
+        self.fake.noted("login")
     }
 
     /// Refresh grants asked for so far, and how many were accepted.
     pub fn refreshes(&self) -> (usize, usize) {
-        (
-            self.fake.refreshes.load(Ordering::SeqCst),
-            self.fake.refreshed.load(Ordering::SeqCst),
-        )
+        (self.fake.noted("refresh"), self.fake.noted("refreshed"))
     }
 
     /// Pages of workouts answered so far.
     pub fn pages(&self) -> usize {
-        self.fake.pages.load(Ordering::SeqCst)
+        self.log()
+            .iter()
+            .filter(|l| l.starts_with("workouts?"))
+            .count()
     }
 
     /// From now on every call answers 503.
@@ -170,13 +191,9 @@ impl FakePeloton {
         *self.fake.password.lock().unwrap() = password.to_owned();
     }
 
-    /// The next API calls answer `faults`, one each, in order.
+    /// The next API calls answer `faults`, one each, in order ([`Gate::fail_each`]).
     pub fn fail(&self, faults: &[Fault]) {
-        self.fake
-            .faults
-            .lock()
-            .unwrap()
-            .extend(faults.iter().copied());
+        self.fail_each(faults);
     }
 }
 
@@ -186,7 +203,7 @@ fn gate(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
     if fake.down.load(Ordering::SeqCst) {
         return Some((StatusCode::SERVICE_UNAVAILABLE, "upstream maintenance").into_response());
     }
-    if let Some(fault) = fake.faults.lock().unwrap().pop_front() {
+    if let Some(fault) = fake.gate.meet() {
         return Some(match fault {
             Fault::RateLimited(wait) => (
                 StatusCode::TOO_MANY_REQUESTS,
@@ -201,12 +218,7 @@ fn gate(fake: &Fake, headers: &HeaderMap) -> Option<Response> {
                 .into_response(),
         });
     }
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let valid = token.is_some_and(|t| fake.access.lock().unwrap().contains(t));
-    (!valid).then(|| {
+    (!fake.gate.bearer_ok(headers)).then(|| {
         (
             StatusCode::UNAUTHORIZED,
             Json(json!({"status": 401, "message": "Unauthorized: invalid or expired token"})),
@@ -281,7 +293,7 @@ async fn workouts(
             w
         })
         .collect();
-    fake.pages.fetch_add(1, Ordering::SeqCst);
+    fake.gate.note_query("workouts", &query);
     Json(json!({
         "data": data,
         "count": data.len(),

@@ -1,7 +1,7 @@
 //! What a request meets before the route answers it: a programmed fault, then the bearer-token
 //! check; and what the tests read afterwards: the request log and timeline.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -15,10 +15,21 @@ pub fn query_line(what: &str, query: &HashMap<String, String>) -> String {
     format!("{what}?{}", pairs.join("&"))
 }
 
+/// The request's `Authorization: Bearer` token, whatever it is (a route that checks its own
+/// kind of token, such as a sign-in's temporary ticket).
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
 /// Which bearer tokens a fake accepts.
 type TokenCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 struct State<F> {
+    /// Faults to serve first, one each, in order.
+    queued: VecDeque<F>,
     /// The fault, and the count of good answers from which it is served.
     fault: Option<(F, usize)>,
     /// Faults left to serve before the fake recovers (`None`: it never does).
@@ -49,12 +60,19 @@ impl<F> Clone for Gate<F> {
 impl<F: Copy + Send + 'static> Gate<F> {
     /// A gate accepting only `token`, serving no fault.
     pub fn new(token: &'static str) -> Gate<F> {
+        Gate::accepting(move |t| t == token)
+    }
+
+    /// A gate accepting the bearer tokens `check` approves (a fake that issues its own, or
+    /// whose routes take none), serving no fault.
+    pub fn accepting(check: impl Fn(&str) -> bool + Send + Sync + 'static) -> Gate<F> {
         Gate {
             state: Arc::new(Mutex::new(State {
+                queued: VecDeque::new(),
                 fault: None,
                 faults_left: None,
                 good: 0,
-                accepts: Arc::new(move |t| t == token),
+                accepts: Arc::new(check),
                 log: Vec::new(),
                 timeline: Vec::new(),
             })),
@@ -80,6 +98,16 @@ impl<F: Copy + Send + 'static> Gate<F> {
     pub fn fail_times(&self, fault: F, after: usize, times: usize) {
         self.fail(fault, after);
         self.state.lock().unwrap().faults_left = Some(times.max(1));
+    }
+
+    /// Serves `faults` to the next requests, one each, in order, ahead of any fault
+    /// [`Gate::fail`] programmed.
+    pub fn fail_each(&self, faults: &[F]) {
+        self.state
+            .lock()
+            .unwrap()
+            .queued
+            .extend(faults.iter().copied());
     }
 
     /// Slips a malformed record into the next answer that carries records.
@@ -114,6 +142,10 @@ impl<F: Copy + Send + 'static> Gate<F> {
     /// The fault this request meets, if any; a request no fault meets is a good answer.
     pub fn meet(&self) -> Option<F> {
         let mut state = self.state.lock().unwrap();
+        if let Some(fault) = state.queued.pop_front() {
+            state.timeline.push((Instant::now(), true));
+            return Some(fault);
+        }
         let fault = match state.fault {
             Some((fault, at)) if state.good >= at => {
                 if let Some(left) = state.faults_left.as_mut() {
@@ -142,10 +174,7 @@ impl<F: Copy + Send + 'static> Gate<F> {
 
     /// The request's `Authorization: Bearer` token, when it is one the fake accepts.
     pub fn bearer(&self, headers: &HeaderMap) -> Option<String> {
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+        bearer_token(headers)
             .filter(|t| self.accepts(t))
             .map(str::to_owned)
     }

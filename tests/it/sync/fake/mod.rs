@@ -1,11 +1,13 @@
-//! The one configurable fake provider the sync suites run against: an axum server on a
-//! loopback port standing in for a provider's cloud. A provider's fake (`sync/<slug>/fake_*.rs`)
-//! is its route table (the documented paths, parameters, answers and the words it refuses
-//! with) plus its fixtures; what every provider's fake does alike is here:
+//! The one configurable fake provider the sync and link suites run against: an axum server on
+//! a loopback port standing in for a provider's cloud. A provider's fake (`sync/<slug>/fake_*.rs`;
+//! the link suites' authorisation server, LibreView and Peloton in `link/`) is its route table
+//! (the documented paths, parameters, answers and the words it refuses with) plus its
+//! fixtures; what every provider's fake does alike is here:
 //! - [`Gate`]: programmable faults (429 with `Retry-After`, 5xx storms, expired or revoked
 //!   tokens, hangs, each provider's own) served after a number of good answers, for good or a
-//!   number of times; the bearer-token check (`accept_when`); the request log and timeline the
-//!   tests assert on;
+//!   number of times, or a sequence of them one each; the bearer-token check (one token, or
+//!   those a check approves: `accepting`, `accept_when`; [`bearer_token`] for a route that
+//!   checks its own kind); the request log and timeline the tests assert on;
 //! - malformed records: [`Gate::malform_next`] slips a value of no record shape into the next
 //!   answer that carries records, at the record lists the route table names ([`serve`]'s
 //!   `records_at`), ahead of its first record;
@@ -19,7 +21,7 @@
 mod gate;
 mod pager;
 
-pub use gate::{Gate, query_line};
+pub use gate::{Gate, bearer_token, query_line};
 pub use pager::Pager;
 
 use std::sync::Arc;
@@ -57,6 +59,15 @@ pub(crate) use running;
 
 /// What a malformed record is served as: no provider's documented record shape.
 pub const MALFORMED: &str = "not a record";
+
+/// `text` escaped for an HTML element or a quoted attribute (a provider's sign-in and consent
+/// pages).
+pub fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('"', "&#34;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
 
 /// A fixture file of `testdata/providers/<dir>/`.
 pub fn fixture(dir: &str, name: &str) -> Value {

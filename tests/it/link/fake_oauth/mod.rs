@@ -1,24 +1,35 @@
-//! A fake OAuth 2.0 authorisation server for the link tests: an axum server on a free loopback
-//! port speaking the wire format of RFC 6749 (authorisation code grant) with PKCE (RFC 7636).
-//! It shares no code with wearhouse.
+//! A fake OAuth 2.0 authorisation server for the link tests: a route table on the shared fake
+//! provider (`sync/fake/`) speaking the wire format of RFC 6749 (authorisation code grant) with
+//! PKCE (RFC 7636). It shares no code with wearhouse.
 //!
 //! `GET /authorize` issues a code and redirects to `redirect_uri` with it and `state`. Test-only
 //! query parameters steer what the code yields: `x_grant` (space-separated scopes granted;
-//! default: all asked), `x_account` (the provider user id; empty: the token answer names none, as Oura's), `x_fail` (`grant`: the token
-//! endpoint refuses the code with `invalid_grant`; `server`: it answers 500), `x_wire`
-//! (`polar`: the token answer is Polar AccessLink's, `{access_token, token_type, expires_in,
-//! x_user_id}` with the account as a number, no refresh token and no `scope`, as
-//! `www.polar.com/accesslink-api/#token-endpoint` documents it).
+//! default: all asked), `x_account` (the provider user id; empty: the token answer names none,
+//! as Oura's), `x_fail` (`grant`: the token endpoint refuses the code with `invalid_grant`;
+//! `server`: it answers 500), `x_wire` (`polar`: the token answer is Polar AccessLink's,
+//! `{access_token, token_type, expires_in, x_user_id}` with the account as a number, no refresh
+//! token and no `scope`, as `www.polar.com/accesslink-api/#token-endpoint` documents it).
+//! `GET /consent` ([`consent`]) is the provider's page the user sees first: it names the client
+//! and the scopes asked, and its Allow button sends the same parameters on to `/authorize` (an
+//! application whose `authorize_url` is this page, steering parameters in its query, is
+//! [`FakeOAuth::app`]).
 //! `POST /token` checks client authentication (HTTP Basic, or RFC 6749 §2.3.1's `client_id` and
 //! `client_secret` in the form, as WHOOP's clients send them: the deployment's client, or the
-//! team's [`TEAM_CLIENT_ID`]; [`FakeOAuth::client_auth`] says which each request used), the code, the redirect URI and the PKCE verifier against the S256
-//! challenge. A refresh token is bound to the client it was issued to (RFC 6749 §6), so another
-//! client's refresh is refused with `invalid_grant`; [`FakeOAuth::grant_refresh_token`] stands
-//! for a grant made elsewhere before a bulk import. [`FakeOAuth::set_delay`] slows the token
-//! endpoint and [`FakeOAuth::hang_request`] makes one of its requests never answer.
-//! `POST /v2/oauth2` is the same token endpoint in Withings' wire: `action=requesttoken` and the
-//! client's id and secret in the form, the answer in a `{"status", "body"}` envelope (HTTP 200
-//! whatever happened; `userid` for the user id; status 503 "Invalid Params" for a refusal).
+//! team's [`TEAM_CLIENT_ID`]; [`FakeOAuth::client_auth`] says which each request used), the
+//! code, the redirect URI and the PKCE verifier against the S256 challenge. A refresh token is
+//! bound to the client it was issued to (RFC 6749 §6), so another client's refresh is refused
+//! with `invalid_grant`; [`FakeOAuth::grant_refresh_token`] stands for a grant made elsewhere
+//! before a bulk import. Every token request meets the fake's [`Gate`] first: its faults are
+//! the token endpoint's ([`Fault`]: [`FakeOAuth::set_delay`] slows it,
+//! [`FakeOAuth::hang_request`] makes one of its requests never answer), and its timeline counts
+//! the requests ([`FakeOAuth::token_requests`]).
+//! `POST /v2/oauth2` is the same token endpoint in Withings' wire ([`wires`], with Polar's):
+//! `action=requesttoken` and the client's id and secret in the form, the answer in a
+//! `{"status", "body"}` envelope (HTTP 200 whatever happened; `userid` for the user id; status
+//! 503 "Invalid Params" for a refusal).
+
+mod consent;
+mod wires;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,6 +43,9 @@ use axum::{Json, Router};
 use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::Digest;
+
+use crate::sync::fake::{self, Gate};
+use wires::{polar_issue, withings_token};
 
 pub const CLIENT_ID: &str = "wearhouse-test-client";
 pub const CLIENT_SECRET: &str = "fake-client-secret";
@@ -59,44 +73,55 @@ struct Grant {
 /// How a token request carried the client (`basic` or `form`), and its form's `scope`.
 pub type ClientAuth = (&'static str, Option<String>);
 
-#[derive(Clone, Default)]
+/// What the token endpoint does instead of answering at once.
+#[derive(Debug, Clone, Copy)]
+pub enum Fault {
+    /// Never answers, and changes nothing.
+    Hang,
+    /// Answers after this long.
+    Slow(Duration),
+}
+
+#[derive(Clone)]
 struct Fake {
+    /// The token endpoint's faults and requests (no route takes a bearer token).
+    gate: Gate<Fault>,
     grants: Arc<Mutex<HashMap<String, Grant>>>,
     issued: Arc<Mutex<Vec<String>>>,
     /// Refresh tokens issued and still valid: their grant's scopes and the client they belong to.
     refreshable: Arc<Mutex<HashMap<String, (String, String)>>>,
     /// Refresh tokens presented, in order.
     presented: Arc<Mutex<Vec<String>>>,
-    /// Requests to the token endpoint so far.
-    requests: Arc<Mutex<usize>>,
-    /// How long the token endpoint takes.
-    delay: Arc<Mutex<Duration>>,
-    /// The token request (1-based) that never answers.
-    hang: Arc<Mutex<Option<usize>>>,
     /// How each authenticated token request carried the client: `basic` or `form`, and the
     /// form's `scope`, if any.
     client_auth: Arc<Mutex<Vec<ClientAuth>>>,
 }
 
-/// A running fake server.
-pub struct FakeOAuth {
-    pub base: String,
-    fake: Fake,
+fake::running! {
+    /// A running fake authorisation server; its [`Gate`] (the token endpoint's faults and
+    /// requests) is reached through it.
+    FakeOAuth(Fake, Fault),
+    base: "http://127.0.0.1:<port>"
 }
 
 impl FakeOAuth {
+    /// Starts the fake on a new loopback port.
     pub async fn start() -> FakeOAuth {
-        let fake = Fake::default();
-        let app = Router::new()
+        let fake = Fake {
+            gate: Gate::accepting(|_| false),
+            grants: Arc::default(),
+            issued: Arc::default(),
+            refreshable: Arc::default(),
+            presented: Arc::default(),
+            client_auth: Arc::default(),
+        };
+        let routes = Router::new()
+            .route("/consent", get(consent::consent))
             .route("/authorize", get(authorize))
             .route("/token", post(token))
             .route("/v2/oauth2", post(withings_token))
             .with_state(fake.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
+        let base = fake::serve(routes, &fake.gate, &[]).await;
         FakeOAuth { base, fake }
     }
 
@@ -115,7 +140,7 @@ impl FakeOAuth {
 
     /// Requests the token endpoint received so far.
     pub fn token_requests(&self) -> usize {
-        *self.fake.requests.lock().unwrap()
+        self.timeline().len()
     }
 
     /// How each authenticated token request carried the client (`basic` or `form`), with the
@@ -126,12 +151,27 @@ impl FakeOAuth {
 
     /// Every later token request waits `delay` before it is handled.
     pub fn set_delay(&self, delay: Duration) {
-        *self.fake.delay.lock().unwrap() = delay;
+        self.fail(Fault::Slow(delay), 0);
     }
 
-    /// The `n`-th token request (from 1) never answers and changes nothing.
+    /// The `n`-th token request from now (from 1) never answers and changes nothing.
     pub fn hang_request(&self, n: usize) {
-        *self.fake.hang.lock().unwrap() = Some(n);
+        self.fail_times(Fault::Hang, n.saturating_sub(1), 1);
+    }
+
+    /// An application entry of `--oauth-apps` for the deployment's client at this fake, whose
+    /// authorisation page is `page` (`authorize`: the code at once; `consent`: the provider's
+    /// page asks the user first) with the steering parameters `steer` in its query.
+    pub fn app(&self, page: &str, steer: &[(&str, &str)]) -> Value {
+        let mut authorize = url::Url::parse(&format!("{}/{page}", self.base)).unwrap();
+        if !steer.is_empty() {
+            authorize.query_pairs_mut().extend_pairs(steer);
+        }
+        json!({
+            "client_id": CLIENT_ID,
+            "client_secret": CLIENT_SECRET,
+            "authorize_url": authorize.as_str(),
+            "token_url": format!("{}/token", self.base)})
     }
 
     /// `wearhouse serve` on `dir` with this fake as the deployment's Oura application (written
@@ -142,17 +182,25 @@ impl FakeOAuth {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> crate::support::server::Server {
-        let apps = dir.join("oauth-apps.json");
-        let app = json!({"oura": {
-            "client_id": CLIENT_ID,
-            "client_secret": CLIENT_SECRET,
-            "authorize_url": format!("{}/authorize", self.base),
-            "token_url": format!("{}/token", self.base)}});
-        std::fs::write(&apps, app.to_string()).unwrap();
+        let apps = json!({"oura": self.app("authorize", &[])});
+        self.serve_apps(dir, &apps, args, env)
+    }
+
+    /// [`FakeOAuth::serve`] with `apps` (slug → [`FakeOAuth::app`]) as the deployment's
+    /// applications.
+    pub fn serve_apps(
+        &self,
+        dir: &std::path::Path,
+        apps: &Value,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> crate::support::server::Server {
+        let path = dir.join("oauth-apps.json");
+        std::fs::write(&path, apps.to_string()).unwrap();
         let secret = "5a".repeat(32);
         let mut all = vec![
             "--oauth-apps",
-            apps.to_str().unwrap(),
+            path.to_str().unwrap(),
             "--secret-key",
             &secret,
         ];
@@ -226,16 +274,11 @@ async fn token(
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    let n = {
-        let mut requests = fake.requests.lock().unwrap();
-        *requests += 1;
-        *requests
-    };
-    if *fake.hang.lock().unwrap() == Some(n) {
-        std::future::pending::<()>().await;
+    match fake.gate.meet() {
+        Some(Fault::Hang) => std::future::pending::<()>().await,
+        Some(Fault::Slow(delay)) => tokio::time::sleep(delay).await,
+        None => {}
     }
-    let delay = *fake.delay.lock().unwrap();
-    tokio::time::sleep(delay).await;
     let auth = headers.get("authorization").and_then(|v| v.to_str().ok());
     let client = CLIENTS
         .iter()
@@ -331,52 +374,4 @@ fn issue(fake: &Fake, scopes: &str, account: Option<&str>, client: &str) -> Resp
         answer["user_id"] = json!(account);
     }
     Json(answer).into_response()
-}
-
-/// Issues an access token as Polar's token endpoint does: long-lived, no refresh token, no
-/// `scope`, the user as `x_user_id` (a long).
-fn polar_issue(fake: &Fake, account: &str) -> Response {
-    let access = format!("fake-access-{}", uuid::Uuid::new_v4().simple());
-    fake.issued.lock().unwrap().push(access.clone());
-    let user: i64 = account.parse().unwrap_or(0);
-    Json(json!({
-        "access_token": access,
-        "token_type": "bearer",
-        "expires_in": 31_535_999,
-        "x_user_id": user,
-    }))
-    .into_response()
-}
-
-/// The token endpoint in Withings' wire (see the module's doc).
-async fn withings_token(
-    State(fake): State<Fake>,
-    Form(mut form): Form<HashMap<String, String>>,
-) -> Response {
-    let envelope = |status: i64, body: Value| Json(json!({"status": status, "body": body}));
-    if form.remove("action").as_deref() != Some("requesttoken") {
-        return envelope(503, json!({})).into_response();
-    }
-    let client = (form.remove("client_id"), form.remove("client_secret"));
-    if client != (Some(CLIENT_ID.to_owned()), Some(CLIENT_SECRET.to_owned())) {
-        return envelope(503, json!({})).into_response();
-    }
-    let mut headers = HeaderMap::new();
-    let basic =
-        base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"));
-    headers.insert("authorization", format!("Basic {basic}").parse().unwrap());
-    let answer = token(State(fake), headers, Form(form)).await;
-    let ok = answer.status().is_success();
-    let bytes = http_body_util::BodyExt::collect(answer.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    let mut body: Value = serde_json::from_slice(&bytes).unwrap_or(json!({}));
-    if !ok {
-        return envelope(503, json!({})).into_response();
-    }
-    if let Some(user) = body.as_object_mut().and_then(|b| b.remove("user_id")) {
-        body["userid"] = user;
-    }
-    envelope(0, body).into_response()
 }
