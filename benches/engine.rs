@@ -298,7 +298,14 @@ fn engine(c: &mut Criterion) {
         let ring = heart_rate(60, 1);
         let watch = heart_rate(60, 2);
         if selected(daily) {
-            bench_case(c, &rt, daily, "day", through_push(&rt, &[(RING, &ring)], compacted), 90);
+            bench_case(
+                c,
+                &rt,
+                daily,
+                "day",
+                through_push(&rt, &[(RING, &ring)], compacted),
+                90,
+            );
         }
         if selected(priority) {
             let both = through_push(&rt, &[(RING, &ring), (WATCH, &watch)], compacted);

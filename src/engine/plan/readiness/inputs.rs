@@ -119,7 +119,11 @@ impl PartialEq for Input {
         self.dataset == other.dataset
             && self.select == other.select
             && self.batches.len() == other.batches.len()
-            && self.batches.iter().zip(&other.batches).all(|(a, b)| same(a, b))
+            && self
+                .batches
+                .iter()
+                .zip(&other.batches)
+                .all(|(a, b)| same(a, b))
     }
 }
 impl Eq for Input {}
@@ -224,7 +228,10 @@ pub fn inputs(catalog: &Catalog, bounds: Option<Bounds>) -> Result<Vec<Input>, E
     let hrv_series = series("hrv")?;
     let src = QuerySource::Timeseries(vec![hrv_series]);
     let rows = RowExprs { source: &src, zone };
-    let mut hrv_cols = vec![named("time", rows.index_ts()), named("value", ident("value"))];
+    let mut hrv_cols = vec![
+        named("time", rows.index_ts()),
+        named("value", ident("value")),
+    ];
     hrv_cols.extend(sources());
     Ok(vec![
         input(
