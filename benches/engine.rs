@@ -15,6 +15,11 @@
 //!   rate over 111 days (the window and its 21-day baseline), every readiness column against
 //!   eight sleep columns (issue 39: at most 2×).
 //!
+//! Each ratio target is also timed with its two sides interleaved (`interleaved`: rounds of ten
+//! runs alternating which side goes first), printed after its cases as one line, e.g.
+//! `a year of 1/min, with align against without: interleaved medians …`: the figure to read
+//! against the target, since criterion times one case minutes after the other.
+//!
 //! The data is seeded and pushed through the push API's own path (`push_support`: columnar
 //! pushes of 50,000 samples, validated and committed as `POST /v2/user/{id}/data` does them),
 //! one source after the other, then read back: the engine gets exactly the batches a cached
@@ -100,6 +105,18 @@ fn request(unit: &str) -> serde_json::Value {
     })
 }
 
+/// Whether criterion's filter (the first argument not starting with `-`) can select `name`:
+/// a filter without regex syntax must be part of it. The seeding and pushing before a case
+/// take seconds, so a run with a filter skips those of the cases it will not time.
+fn selected(name: &str) -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(filter) = args.iter().find(|a| !a.starts_with('-')) else {
+        return true;
+    };
+    let plain = !filter.chars().any(|c| "^$.|?*+()[]{}\\".contains(c));
+    !plain || name.contains(filter.as_str())
+}
+
 fn bench_case(
     c: &mut Criterion,
     rt: &tokio::runtime::Runtime,
@@ -163,12 +180,55 @@ fn year_with_gaps(seed: u64) -> RecordBatch {
     wire_batch(ts, values)
 }
 
+/// A ratio target's two sides timed in alternating rounds (`REPS` runs of one side, then of
+/// the other, the side that goes first alternating), so drift in the machine's load or heap
+/// lands on both: criterion times one function after the other, minutes apart. Prints each
+/// side's median run time and their ratio; `ENGINE_BENCH_ROUNDS` changes the rounds (60).
+fn interleaved(label: &str, a: &dyn Fn(), b: &dyn Fn()) {
+    const REPS: u32 = 10;
+    let rounds: usize = std::env::var("ENGINE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(60);
+    let time = |f: &dyn Fn()| {
+        let began = std::time::Instant::now();
+        for _ in 0..REPS {
+            f();
+        }
+        began.elapsed().as_secs_f64() * 1e6 / f64::from(REPS)
+    };
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            ta.push(time(a));
+            tb.push(time(b));
+        } else {
+            tb.push(time(b));
+            ta.push(time(a));
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (ma, mb) = (median(&mut ta), median(&mut tb));
+    eprintln!(
+        "{label}: interleaved medians {ma:.1} us against {mb:.1} us ({:.3}x, {:+.1} %), {rounds} rounds of {REPS} runs",
+        ma / mb,
+        (ma / mb - 1.0) * 100.0
+    );
+}
+
 /// The same daily query over a year, without and with ALIGN.
 fn align_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    if !selected("daily buckets, a year of 1/min heart rate with a day in nine missing, align") {
+        return;
+    }
     let batches = through_push(rt, &[(RING, &year_with_gaps(6))], Layout::Compacted);
     let engine = Engine::new(Limits::default()).unwrap();
     let hr = json!({"timeseries": "heartrate", "field": "value"});
     let gaps = (0..365).filter(|d| d % 9 == 4).count();
+    let mut requests = Vec::new();
     for (label, align, rows) in [
         ("", None, 365 - gaps),
         (
@@ -210,7 +270,20 @@ fn align_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         let name =
             format!("daily buckets, a year of 1/min heart rate with a day in nine missing{label}");
         c.bench_function(&name, |b| b.iter(|| black_box(run())));
+        requests.push(req);
     }
+    let ctx = UserContext::default();
+    let run = |req: &wearhouse::engine::ValidRequest| {
+        let inputs: HashMap<_, _> = [(heartrate(), batches.clone())].into_iter().collect();
+        let json = OutputFormat::Json;
+        let out = engine.execute(req, &ctx, Inputs::stored(inputs), engine.deadline(), json);
+        black_box(rt.block_on(out).unwrap());
+    };
+    interleaved(
+        "a year of 1/min, with align against without",
+        &|| run(&requests[1]),
+        &|| run(&requests[0]),
+    );
 }
 
 fn engine(c: &mut Criterion) {
@@ -218,55 +291,56 @@ fn engine(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let ring = heart_rate(60, 1);
-    let watch = heart_rate(60, 2);
     let compacted = Layout::Compacted;
-    bench_case(
-        c,
-        &rt,
-        "daily buckets, 90 days of 1/min heart rate",
-        "day",
-        through_push(&rt, &[(RING, &ring)], compacted),
-        90,
-    );
-    bench_case(
-        c,
-        &rt,
-        "daily buckets, 90 days of 1/min heart rate, two providers, priority on",
-        "day",
-        through_push(&rt, &[(RING, &ring), (WATCH, &watch)], compacted),
-        90,
-    );
-    bench_case(
-        c,
-        &rt,
-        "minute buckets, 90 days of 1/min heart rate",
-        "minute",
-        through_push(&rt, &[(RING, &heart_rate(60, 5))], compacted),
-        90 * 1440,
-    );
+    let daily = "daily buckets, 90 days of 1/min heart rate";
+    let priority = "daily buckets, 90 days of 1/min heart rate, two providers, priority on";
+    if selected(daily) || selected(priority) {
+        let ring = heart_rate(60, 1);
+        let watch = heart_rate(60, 2);
+        if selected(daily) {
+            bench_case(
+                c,
+                &rt,
+                daily,
+                "day",
+                through_push(&rt, &[(RING, &ring)], compacted),
+                90,
+            );
+        }
+        if selected(priority) {
+            let both = through_push(&rt, &[(RING, &ring), (WATCH, &watch)], compacted);
+            bench_case(c, &rt, priority, "day", both, 90);
+        }
+    }
+    let minute = "minute buckets, 90 days of 1/min heart rate";
+    if selected(minute) {
+        let batches = through_push(&rt, &[(RING, &heart_rate(60, 5))], compacted);
+        bench_case(c, &rt, minute, "minute", batches, 90 * 1440);
+    }
 
-    let ring = heart_rate(1, 3);
-    let watch = heart_rate(1, 4);
-    for (layout, label) in [(compacted, ""), (Layout::AsPushed, ", as pushed")] {
-        bench_case(
-            c,
-            &rt,
-            &format!("hourly buckets, 90 days of 1 Hz heart rate{label}"),
-            "hour",
-            through_push(&rt, &[(RING, &ring)], layout),
-            90 * 24,
-        );
-        bench_case(
-            c,
-            &rt,
-            &format!(
-                "hourly buckets, 90 days of 1 Hz heart rate, two providers, priority on{label}"
-            ),
-            "hour",
-            through_push(&rt, &[(RING, &ring), (WATCH, &watch)], layout),
-            90 * 24,
-        );
+    let hourly = |label: &str| format!("hourly buckets, 90 days of 1 Hz heart rate{label}");
+    let hourly2 = |label: &str| {
+        format!("hourly buckets, 90 days of 1 Hz heart rate, two providers, priority on{label}")
+    };
+    let layouts = [(compacted, ""), (Layout::AsPushed, ", as pushed")];
+    // Each hourly case is also timed as `encode JSON, {name}`.
+    let wanted = |name: &str| selected(name) || selected(&format!("encode JSON, {name}"));
+    if layouts
+        .iter()
+        .any(|(_, l)| wanted(&hourly(l)) || wanted(&hourly2(l)))
+    {
+        let ring = heart_rate(1, 3);
+        let watch = heart_rate(1, 4);
+        for (layout, label) in layouts {
+            if wanted(&hourly(label)) {
+                let batches = through_push(&rt, &[(RING, &ring)], layout);
+                bench_case(c, &rt, &hourly(label), "hour", batches, 90 * 24);
+            }
+            if wanted(&hourly2(label)) {
+                let batches = through_push(&rt, &[(RING, &ring), (WATCH, &watch)], layout);
+                bench_case(c, &rt, &hourly2(label), "hour", batches, 90 * 24);
+            }
+        }
     }
 
     let limits = Limits::default();
@@ -371,6 +445,10 @@ fn readiness_data(rt: &tokio::runtime::Runtime) -> HashMap<Dataset, Vec<RecordBa
 
 /// A `derived_readiness` query over 90 days against a `sleep` query over the same days.
 fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    if !selected("readiness: derived_readiness rows") && !selected("readiness baseline: sleep rows")
+    {
+        return;
+    }
     let all = readiness_data(rt);
     let engine = Engine::new(Limits::default()).unwrap();
     let ctx = UserContext::default();
@@ -401,6 +479,7 @@ fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     .map(|col| json!({"sleep": col}))
     .chain([json!({"index": "sleep"})])
     .collect();
+    let mut runs = Vec::new();
     for (name, select) in [
         (
             "readiness: derived_readiness rows, 90 days of nights, activity, workouts and 1/min heart rate",
@@ -447,7 +526,22 @@ fn readiness_cases(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
             );
         }
         c.bench_function(name, |b| b.iter(|| black_box(run())));
+        runs.push((req, needed));
     }
+    let run = |(req, needed): &(wearhouse::engine::ValidRequest, Vec<Dataset>)| {
+        let inputs: HashMap<_, _> = needed
+            .iter()
+            .filter_map(|d| all.get(d).map(|b| (*d, b.clone())))
+            .collect();
+        let json = OutputFormat::Json;
+        let out = engine.execute(req, &ctx, Inputs::stored(inputs), engine.deadline(), json);
+        black_box(rt.block_on(out).unwrap());
+    };
+    interleaved(
+        "readiness against sleep rows, 90 days",
+        &|| run(&runs[0]),
+        &|| run(&runs[1]),
+    );
 }
 
 criterion_group! {

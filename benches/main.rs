@@ -17,6 +17,8 @@
 //! | `continuous` | continuous-query re-evaluation, one user and 1,000 | `continuous` |
 //! | `metadata_growth` | the metadata database's bytes per pushed sample (a size, not a time) | `"metadata growth"` |
 //!
+//! `WEARHOUSE_BENCH_MODULES=engine` runs one module's set-up and benchmarks alone (see `main`).
+//!
 //! Shared set-up: `push_support` (data loaded through the push API's own path),
 //! `heartrate_support` (seeded heart-rate series), `lab_support` (the lab scenario, also run by
 //! the lab tests), and the integration tests' PostgreSQL and provisioning helpers.
@@ -42,15 +44,33 @@ mod object_store;
 mod store;
 mod sync;
 
-criterion::criterion_main!(
-    store::benches,
-    object_store::benches,
-    engine::benches,
-    http::benches,
-    sync::benches,
-    metadata::benches,
-    events::benches,
-    lab::benches,
-    continuous::benches,
-    metadata_growth::benches,
-);
+/// `criterion_main!` with a module filter: `WEARHOUSE_BENCH_MODULES=engine,store` runs only
+/// those modules (their set-up included: a criterion filter skips timing, not the seeding and
+/// pushing every module does before it, which takes minutes for all of them). Unset: all.
+fn main() {
+    let only = std::env::var("WEARHOUSE_BENCH_MODULES").ok();
+    let wants = |m: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|x| x.trim() == m))
+    };
+    let modules: [(&str, fn()); 10] = [
+        ("store", store::benches),
+        ("object_store", object_store::benches),
+        ("engine", engine::benches),
+        ("http", http::benches),
+        ("sync", sync::benches),
+        ("metadata", metadata::benches),
+        ("events", events::benches),
+        ("lab", lab::benches),
+        ("continuous", continuous::benches),
+        ("metadata_growth", metadata_growth::benches),
+    ];
+    for (name, run) in modules {
+        if wants(name) {
+            run();
+        }
+    }
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+}

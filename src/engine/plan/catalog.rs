@@ -51,6 +51,8 @@ pub fn data_type_of(d: Dataset) -> &'static str {
 #[derive(Clone)]
 pub struct Catalog {
     sources: HashMap<Dataset, Arc<dyn TableSource>>,
+    /// The same batches, for the operators that read a dataset without a scan (readiness).
+    batches: HashMap<Dataset, Vec<RecordBatch>>,
     /// The user's settings.
     pub user: UserContext,
     /// Whether the compiler may plan the time-bucket operator (`bucket.rs`) for queries of its
@@ -67,7 +69,8 @@ impl std::fmt::Debug for Catalog {
     }
 }
 
-fn mem_source(d: Dataset, batches: Vec<RecordBatch>) -> Result<Arc<dyn TableSource>, EngineError> {
+/// The batches of `d` with its storage schema, checked.
+fn checked(d: Dataset, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>, EngineError> {
     let schema = d.schema();
     for b in &batches {
         let same = |a: &datafusion::arrow::datatypes::Field,
@@ -89,12 +92,16 @@ fn mem_source(d: Dataset, batches: Vec<RecordBatch>) -> Result<Arc<dyn TableSour
             )));
         }
     }
-    let batches = batches
+    batches
         .into_iter()
         .map(|b| b.with_schema(schema.clone()))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| EngineError::internal("input batch", e))?;
-    let table = MemTable::try_new(schema, vec![batches])
+        .map_err(|e| EngineError::internal("input batch", e))
+}
+
+/// A table source over `batches` (checked) of `d`.
+fn mem_source(d: Dataset, batches: Vec<RecordBatch>) -> Result<Arc<dyn TableSource>, EngineError> {
+    let table = MemTable::try_new(d.schema(), vec![batches])
         .map_err(|e| EngineError::internal("input table", e))?;
     Ok(provider_as_source(Arc::new(table)))
 }
@@ -105,12 +112,17 @@ impl Catalog {
         user: UserContext,
         inputs: HashMap<Dataset, Vec<RecordBatch>>,
     ) -> Result<Self, EngineError> {
-        let sources = inputs
+        let batches = inputs
             .into_iter()
-            .map(|(d, b)| Ok((d, mem_source(d, b)?)))
+            .map(|(d, b)| Ok((d, checked(d, b)?)))
+            .collect::<Result<HashMap<_, _>, EngineError>>()?;
+        let sources = batches
+            .iter()
+            .map(|(d, b)| Ok((*d, mem_source(*d, b.clone())?)))
             .collect::<Result<_, EngineError>>()?;
         Ok(Catalog {
             sources,
+            batches,
             user,
             bucket_operator: true,
         })
@@ -122,5 +134,11 @@ impl Catalog {
             Some(s) => Ok(s.clone()),
             None => mem_source(d, Vec::new()),
         }
+    }
+
+    /// The batches of a dataset as its source holds them (storage schema); none when the
+    /// caller handed in none.
+    pub fn batches(&self, d: Dataset) -> Vec<RecordBatch> {
+        self.batches.get(&d).cloned().unwrap_or_default()
     }
 }

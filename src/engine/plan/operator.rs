@@ -68,8 +68,13 @@ use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
 /// A logical node whose physical operator needs nothing but the node and its planned inputs
 /// (ALIGN, readiness); [`NodePlanner`] plans it.
 pub(crate) trait PlannedNode: UserDefinedLogicalNode + Sized + 'static {
-    /// The physical operator of this node over `inputs`.
-    fn physical(&self, inputs: &[Arc<dyn ExecutionPlan>]) -> Result<Arc<dyn ExecutionPlan>>;
+    /// The physical operator of this node over `inputs`, planned in `session` (whose
+    /// planner turns the node's own expressions into physical ones).
+    fn physical(
+        &self,
+        inputs: &[Arc<dyn ExecutionPlan>],
+        session: &dyn Session,
+    ) -> Result<Arc<dyn ExecutionPlan>>;
 }
 
 /// Plans the nodes of type `N` (and passes over every other node).
@@ -96,11 +101,11 @@ impl<N: PlannedNode> ExtensionPlanner for NodePlanner<N> {
         node: &dyn UserDefinedLogicalNode,
         _logical_inputs: &[&LogicalPlan],
         physical_inputs: &[Arc<dyn ExecutionPlan>],
-        _session: &dyn Session,
+        session: &dyn Session,
         _ctx: &PhysicalPlanningContext,
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
         match node.as_any().downcast_ref::<N>() {
-            Some(node) => node.physical(physical_inputs).map(Some),
+            Some(node) => node.physical(physical_inputs, session).map(Some),
             None => Ok(None),
         }
     }

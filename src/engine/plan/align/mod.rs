@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{Field, SchemaRef};
+use datafusion::catalog::Session;
 use datafusion::common::{DFSchema, DFSchemaRef, Result, internal_err};
 use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::MemoryConsumer;
@@ -173,7 +174,11 @@ impl UserDefinedLogicalNodeCore for AlignNode {
 pub type AlignPlanner = NodePlanner<AlignNode>;
 
 impl PlannedNode for AlignNode {
-    fn physical(&self, inputs: &[Arc<dyn ExecutionPlan>]) -> Result<Arc<dyn ExecutionPlan>> {
+    fn physical(
+        &self,
+        inputs: &[Arc<dyn ExecutionPlan>],
+        _session: &dyn Session,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         let [input] = inputs else {
             return internal_err!("Align takes one input");
         };

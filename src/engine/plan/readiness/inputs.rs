@@ -1,18 +1,22 @@
-//! The stored inputs of `derived_readiness` as logical plans: each a scan of one dataset, a
+//! The stored inputs of `derived_readiness`: each one dataset's batches (the catalog's), a
 //! filter to the days it can affect (the window, and for the baseline's inputs the 21 days
-//! before it, never before the user's `ingestion_start`) and a projection of the columns the
-//! formulas read, instants already in floating time (the compiler's own expressions, so
-//! floating time, the fallback zone and the `sleep_score` macro are exactly the language's).
-//! Heart rate is the exception: its scan's columns as they are, which `load.rs` windows
-//! itself (a filter and a projection would copy every row of the largest input, only for
-//! one pass to read them).
+//! before it, never before the user's `ingestion_start`) and the columns the formulas read,
+//! instants already in floating time. Filter and columns are the compiler's own expressions,
+//! so floating time, the fallback zone and the `sleep_score` macro are exactly the language's;
+//! the readiness operator evaluates them over the batches itself (`exec.rs`). Heart rate is
+//! the exception: its batches as they are, which `load.rs` windows itself (a filter and a
+//! projection would copy every row of the largest input, only for one pass to read them).
+//!
+//! Why not a scan, a filter and a projection per input, planned by DataFusion: those six small
+//! plans cost more to optimise and plan than the whole computation (issue 39: planning them
+//! was most of a 90-day query), for a few hundred rows each.
 
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
-use datafusion::common::{ScalarValue, TableReference};
-use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, ident};
+use datafusion::arrow::array::RecordBatch;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::ident;
 use datafusion::prelude::{Expr, lit};
 
-use super::load::COLUMNS as HEART_RATE_COLUMNS;
 use super::score::BASELINE_DAYS;
 use crate::engine::EngineError;
 use crate::engine::lang::request::{Operand, QuerySource, Timeframe, ValueMacro};
@@ -79,9 +83,65 @@ fn between(e: Expr, from: i64, to: i64) -> Expr {
         .and(e.lt(floating_lit(to)))
 }
 
-/// The six input plans, in the order [`super::Input`] names them. Without bounds (an empty
-/// window) every input is empty.
-pub fn plans(catalog: &Catalog, bounds: Option<Bounds>) -> Result<Vec<LogicalPlan>, EngineError> {
+/// One stored input of the node: its dataset's batches, and unless it is read raw (heart
+/// rate), the rows it keeps and the named columns it computes from them.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The dataset read.
+    pub dataset: Dataset,
+    /// Its batches, as the catalog holds them (the dataset's storage schema).
+    pub batches: Vec<RecordBatch>,
+    /// The rows kept and the columns computed; None hands the batches on as they are.
+    pub select: Option<Select>,
+}
+
+/// What one input keeps of its rows and computes from them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Select {
+    /// The rows kept (true; null and false drop the row, as a filter does).
+    pub filter: Expr,
+    /// The columns: name and expression over the storage schema.
+    pub columns: Vec<(String, Expr)>,
+}
+
+impl PartialEq for Input {
+    /// The same dataset, selection and arrays (by identity: a node is compared with its own
+    /// copies, never with another request's).
+    fn eq(&self, other: &Self) -> bool {
+        let same = |a: &RecordBatch, b: &RecordBatch| {
+            a.num_rows() == b.num_rows()
+                && a.num_columns() == b.num_columns()
+                && a.columns()
+                    .iter()
+                    .zip(b.columns())
+                    .all(|(x, y)| std::sync::Arc::ptr_eq(x, y))
+        };
+        self.dataset == other.dataset
+            && self.select == other.select
+            && self.batches.len() == other.batches.len()
+            && self
+                .batches
+                .iter()
+                .zip(&other.batches)
+                .all(|(a, b)| same(a, b))
+    }
+}
+impl Eq for Input {}
+impl std::hash::Hash for Input {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.dataset.hash(state);
+        self.select.hash(state);
+        self.batches
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum::<usize>()
+            .hash(state);
+    }
+}
+
+/// The six inputs, in the order [`super::exec`] names them. Without bounds (an empty window)
+/// every input keeps no row.
+pub fn inputs(catalog: &Catalog, bounds: Option<Bounds>) -> Result<Vec<Input>, EngineError> {
     let zone = catalog.user.fallback_time_zone;
     let (first, end, load, hrv) = match bounds {
         Some(b) => (
@@ -103,25 +163,21 @@ pub fn plans(catalog: &Catalog, bounds: Option<Bounds>) -> Result<Vec<LogicalPla
         source: &workout_src,
         zone,
     };
-    let sources = || {
-        ["source_provider", "source_type"]
-            .into_iter()
-            .map(ident)
-            .collect::<Vec<_>>()
-    };
-    let with = |mut v: Vec<Expr>, names: &[&str]| {
-        v.extend(names.iter().map(|n| ident(*n)));
+    let named = |name: &str, e: Expr| (name.to_owned(), e);
+    let with = |mut v: Vec<(String, Expr)>, names: &[&str]| {
+        v.extend(names.iter().map(|n| named(n, ident(*n))));
         v
     };
-    let mut sleep_cols = vec![
-        sleep.instant("session_start").alias("start"),
-        sleep.instant("session_end").alias("end"),
-        sleep
-            .operand(&Operand::Macro(ValueMacro::SleepScore))
-            .alias("sleep_score"),
-    ];
-    sleep_cols = with(
-        sleep_cols,
+    let sources = || with(Vec::new(), &["source_provider", "source_type"]);
+    let sleep_cols = with(
+        vec![
+            named("start", sleep.instant("session_start")),
+            named("end", sleep.instant("session_end")),
+            named(
+                "sleep_score",
+                sleep.operand(&Operand::Macro(ValueMacro::SleepScore)),
+            ),
+        ],
         &[
             "id",
             "type",
@@ -147,9 +203,8 @@ pub fn plans(catalog: &Catalog, bounds: Option<Bounds>) -> Result<Vec<LogicalPla
             "ingested_at",
         ],
     );
-    let mut workout_cols = vec![workout.instant("session_start").alias("start")];
-    workout_cols = with(
-        workout_cols,
+    let workout_cols = with(
+        vec![named("start", workout.instant("session_start"))],
         &[
             "heart_rate_zone_1",
             "heart_rate_zone_2",
@@ -162,78 +217,56 @@ pub fn plans(catalog: &Catalog, bounds: Option<Bounds>) -> Result<Vec<LogicalPla
             "ingested_at",
         ],
     );
-    let mut out = vec![
+    let input = |dataset: Dataset, filter: Expr, columns: Vec<(String, Expr)>| Input {
+        dataset,
+        batches: catalog.batches(dataset),
+        select: Some(Select { filter, columns }),
+    };
+    let series =
+        |name| resource(name).ok_or_else(|| EngineError::Internal(format!("no {name} resource")));
+    let heartrate = Dataset::Timeseries(series("heartrate")?);
+    let hrv_series = series("hrv")?;
+    let src = QuerySource::Timeseries(vec![hrv_series]);
+    let rows = RowExprs { source: &src, zone };
+    let mut hrv_cols = vec![
+        named("time", rows.index_ts()),
+        named("value", ident("value")),
+    ];
+    hrv_cols.extend(sources());
+    Ok(vec![
         input(
-            catalog,
             Dataset::Table(Table::Sleep),
             between(sleep.instant("session_end"), load, end),
             sleep_cols,
-        )?,
+        ),
         input(
-            catalog,
             Dataset::Table(Table::Activity),
             ident("date")
                 .gt_eq(date_lit(day(load)))
                 .and(ident("date").lt(date_lit(day(end)))),
             activity_cols,
-        )?,
+        ),
         input(
-            catalog,
             Dataset::Table(Table::Workout),
             between(workout.instant("session_start"), first, end),
             workout_cols,
-        )?,
-    ];
-    let series =
-        |name| resource(name).ok_or_else(|| EngineError::Internal(format!("no {name} resource")));
-    // Heart rate, the one large input, as the scan has it: `load.rs` applies the window and
-    // floating time in its one pass over the rows (the same kernel as `index_ts`).
-    let heartrate = Dataset::Timeseries(series("heartrate")?);
-    out.push(
-        scan(catalog, heartrate)?
-            .project(HEART_RATE_COLUMNS.iter().map(|c| ident(*c)))
-            .and_then(|b| b.build())
-            .map_err(|source| EngineError::Planning { source })?,
-    );
-    let hrv_series = series("hrv")?;
-    let src = QuerySource::Timeseries(vec![hrv_series]);
-    let rows = RowExprs { source: &src, zone };
-    let mut cols = vec![rows.index_ts().alias("time"), ident("value")];
-    cols.extend(sources());
-    out.push(input(
-        catalog,
-        Dataset::Timeseries(hrv_series),
-        between(rows.index_ts(), hrv, end),
-        cols,
-    )?);
-    let profile_cols = with(sources(), &["birth_date"]);
-    out.push(input(
-        catalog,
-        Dataset::Table(Table::Profile),
-        lit(bounds.is_some()),
-        profile_cols,
-    )?);
-    Ok(out)
-}
-
-fn input(
-    catalog: &Catalog,
-    dataset: Dataset,
-    filter: Expr,
-    cols: Vec<Expr>,
-) -> Result<LogicalPlan, EngineError> {
-    scan(catalog, dataset)?
-        .filter(filter)
-        .and_then(|b| b.project(cols))
-        .and_then(|b| b.build())
-        .map_err(|source| EngineError::Planning { source })
-}
-
-fn scan(catalog: &Catalog, dataset: Dataset) -> Result<LogicalPlanBuilder, EngineError> {
-    let name = match dataset {
-        Dataset::Table(t) => t.name(),
-        Dataset::Timeseries(r) => r.name,
-    };
-    LogicalPlanBuilder::scan(TableReference::bare(name), catalog.source(dataset)?, None)
-        .map_err(|source| EngineError::Planning { source })
+        ),
+        // Heart rate, the one large input, as stored: `load.rs` applies the window and
+        // floating time in its one pass over the rows (the same kernel as `index_ts`).
+        Input {
+            dataset: heartrate,
+            batches: catalog.batches(heartrate),
+            select: None,
+        },
+        input(
+            Dataset::Timeseries(hrv_series),
+            between(rows.index_ts(), hrv, end),
+            hrv_cols,
+        ),
+        input(
+            Dataset::Table(Table::Profile),
+            lit(bounds.is_some()),
+            with(sources(), &["birth_date"]),
+        ),
+    ])
 }

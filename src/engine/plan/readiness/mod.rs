@@ -4,16 +4,16 @@
 //! night pushed late changes every day whose scores it feeds the next time a query reads them.
 //!
 //! ## The plan
-//! [`plan`] is a logical extension node, [`ReadinessNode`], over six inputs (`inputs.rs`: a
-//! scan, a filter to the days the window can depend on and a projection each, floating time
-//! and the `sleep_score` macro being the language's own expressions; the heart-rate input,
-//! the one large input, is the scan's raw columns); it is planned as [`ReadinessExec`], which
-//! collects them and computes the rows (`days.rs`), the heart-rate samples reduced to daily
-//! loads in one pass over the scan's batches (`load.rs`: the window and floating time applied
-//! as the language applies them, no copy of the rows, no sort of rows already in order). The
-//! compiler
-//! then treats the node's output like a date-indexed table (window, WHERE, grouping, sort), so
-//! select, group by, where, ALIGN and both answer formats work as for any table.
+//! [`plan`] is a logical extension node, [`ReadinessNode`], a leaf that reads six of the
+//! user's datasets (`inputs.rs`: each the catalog's batches, a filter to the days the window
+//! can depend on and the columns the formulas read, floating time and the `sleep_score` macro
+//! being the language's own expressions; the heart-rate input, the one large input, is read
+//! raw). It is planned as [`ReadinessExec`], which evaluates those expressions over the
+//! batches and computes the rows (`days.rs`), the heart-rate samples reduced to daily loads in
+//! one pass over the stored batches (`load.rs`: the window and floating time applied as the
+//! language applies them, no copy of the rows, no sort of rows already in order). The
+//! compiler then treats the node's output like a date-indexed table (window, WHERE, grouping,
+//! sort), so select, group by, where, ALIGN and both answer formats work as for any table.
 //!
 //! ## Days, nights and sources
 //! - A **day** is a local calendar day (floating time, `aggregate-dsl.md` §3.2). A day has a
@@ -156,7 +156,7 @@ pub fn plan(req: &ValidRequest, catalog: &Catalog) -> Result<LogicalPlan, Engine
         },
         zone: catalog.user.fallback_time_zone,
     };
-    let inputs = inputs::plans(catalog, bounds)?;
+    let inputs = inputs::inputs(catalog, bounds)?;
     let schema = DFSchema::try_from(Derived::Readiness.schema())
         .map_err(|source| EngineError::Planning { source })?;
     let node = ReadinessNode::new(inputs, spec, Arc::new(schema));
