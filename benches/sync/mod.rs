@@ -12,6 +12,12 @@
 //!   fake pages 200 activities (Strava's maximum) and answers one streams request per activity.
 //! - `ultrahuman.rs`: a night, heart rate every 5 minutes, glucose every 15, the night's HRV,
 //!   temperature and SpO2, the day's steps and VO2 max; the fake answers ranges of 7 days.
+//! - `garmin.rs`: a daily with heart rate every 15 s, a night with SpO2 every minute, a run, a
+//!   weigh-in and the day's stress; the fake answers upload windows of 24 hours (after the
+//!   backfill requests), so a 90-day pull is 450 summary calls.
+//! - `polar.rs`: an exercise, a night with its recharge, the day's activity and heart rate
+//!   every 5 minutes; the fake answers registration, 28-day activity ranges and one
+//!   heart-rate request a day.
 //!
 //! The pull (`pull.rs`) is the real `sync.historical` job on the durable runner (SQLite
 //! metadata, local Parquet store), timed from the runner's start to the job's success; each
@@ -23,8 +29,10 @@
 #[allow(dead_code, unused_imports)]
 #[path = "../../tests/it/sync/fake/mod.rs"]
 mod fake;
+mod garmin;
 mod google_health;
 mod oura;
+mod polar;
 mod pull;
 mod strava;
 mod ultrahuman;
@@ -41,5 +49,9 @@ criterion::criterion_group!(
     strava::normalise_one_day,
     strava::historical_pull,
     ultrahuman::normalise_one_day,
-    ultrahuman::historical_pull
+    ultrahuman::historical_pull,
+    garmin::normalise_one_day,
+    garmin::historical_pull,
+    polar::normalise_one_day,
+    polar::historical_pull
 );

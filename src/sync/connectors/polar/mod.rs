@@ -66,7 +66,7 @@ use serde_json::{Value, json};
 
 use crate::sync::http::Api;
 use crate::sync::{Connector, Pull, Pulled, Resource, SyncError, Window};
-pub use normalise::{Documents, normalise};
+pub use normalise::{Documents, Wanted, normalise};
 
 /// The provider's catalogue slug.
 pub const SLUG: &str = "polar";
@@ -228,7 +228,7 @@ impl Connector for Polar {
         if heart {
             docs.heart_rate = self.heart_rate(token, w).await?;
         }
-        let wanted = normalise::Wanted {
+        let wanted = Wanted {
             sleep: has(Resource::Sleep),
             workouts: has(Resource::Workouts),
             activity: has(Resource::Activity),
