@@ -50,9 +50,7 @@ pub async fn insert(
     now: DateTime<Utc>,
     ordinal: usize,
 ) -> Result<EventRef, MetadataError> {
-    let stored = stored_event(team, event, now, i64::try_from(ordinal).unwrap_or(i64::MAX));
-    insert_event(&mut *conn, &stored).await?;
-    Ok(EventRef::from(&stored))
+    insert_row(conn, &row(team, event, now, ordinal)).await
 }
 
 /// Like [`insert`], for an event stored by reference to its records (`events::records`):
@@ -61,27 +59,60 @@ pub async fn insert_referring(
     conn: &mut AnyConnection,
     team: Uuid,
     event: &Event,
-    (shell, pointer): (String, RecordsPointer),
+    stored: (String, RecordsPointer),
     now: DateTime<Utc>,
     ordinal: usize,
 ) -> Result<EventRef, MetadataError> {
-    let mut stored = stored_event(team, event, now, i64::try_from(ordinal).unwrap_or(i64::MAX));
-    stored.body = shell;
-    stored.records = Some(pointer);
-    insert_event(&mut *conn, &stored).await?;
-    Ok(EventRef::from(&stored))
+    insert_row(conn, &referring_row(team, event, stored, now, ordinal)).await
 }
 
-/// The row of an event, with a fresh id and its whole body.
-fn stored_event(team: Uuid, event: &Event, now: DateTime<Utc>, ordinal: i64) -> StoredEvent {
+/// Writes a row [`row`] or [`referring_row`] made, as [`insert`] does. Making the rows is the
+/// rendering (an envelope can hold thousands of records); a caller that holds the database's
+/// one writer while it writes makes them first (`data::announce`).
+pub async fn insert_row(
+    conn: &mut AnyConnection,
+    stored: &StoredEvent,
+) -> Result<EventRef, MetadataError> {
+    insert_event(&mut *conn, stored).await?;
+    Ok(EventRef::from(stored))
+}
+
+/// The row of an event, with a fresh id and its whole body: `ordinal`-th of those written at
+/// `now`.
+pub fn row(team: Uuid, event: &Event, now: DateTime<Utc>, ordinal: usize) -> StoredEvent {
+    StoredEvent {
+        body: event.envelope(team),
+        records: None,
+        ..bare_row(team, event, now, ordinal)
+    }
+}
+
+/// The row of an event stored by reference to its records: its `shell` (the envelope with an
+/// empty record list) and the `pointer` to its records. The whole envelope is never rendered.
+pub fn referring_row(
+    team: Uuid,
+    event: &Event,
+    (shell, pointer): (String, RecordsPointer),
+    now: DateTime<Utc>,
+    ordinal: usize,
+) -> StoredEvent {
+    StoredEvent {
+        body: shell,
+        records: Some(pointer),
+        ..bare_row(team, event, now, ordinal)
+    }
+}
+
+/// A row with a fresh id and no body yet.
+fn bare_row(team: Uuid, event: &Event, now: DateTime<Utc>, ordinal: usize) -> StoredEvent {
     StoredEvent {
         id: Uuid::new_v4(),
         team_id: team,
         user_id: event.user.as_ref().map(|u| u.id),
         event_type: event.event_type.name(),
-        body: event.envelope(team),
+        body: String::new(),
         created_at: now,
-        ordinal,
+        ordinal: i64::try_from(ordinal).unwrap_or(i64::MAX),
         records: None,
     }
 }
