@@ -213,6 +213,10 @@ pub(crate) struct BatchBuilder {
     columns: Vec<Option<ColumnBuilder>>,
     slots: Vec<Cell>,
     rows: usize,
+    /// The column index of the name each position of the previous row held: the rows of one
+    /// parser name their cells in the same order, so a cell's column is found with one
+    /// comparison rather than a search of the schema.
+    places: Vec<(&'static str, usize)>,
 }
 
 impl BatchBuilder {
@@ -242,6 +246,7 @@ impl BatchBuilder {
             columns,
             slots,
             rows: 0,
+            places: Vec::new(),
         }
     }
 
@@ -252,8 +257,16 @@ impl BatchBuilder {
 
     /// Appends a row; a column the schema lacks is a bug and reported as such.
     pub(crate) fn push(&mut self, row: Row) -> Result<(), ArrowError> {
-        for (name, cell) in row.0 {
-            let i = self.schema.index_of(name)?;
+        for (position, (name, cell)) in row.0.into_iter().enumerate() {
+            let i = match self.places.get(position) {
+                Some(&(known, i)) if known == name => i,
+                _ => {
+                    let i = self.schema.index_of(name)?;
+                    self.places.truncate(position);
+                    self.places.push((name, i));
+                    i
+                }
+            };
             self.slots[i] = cell;
         }
         let fields = self.schema.fields();

@@ -12,7 +12,9 @@
 //!   body (`push_body.rs`): a push costs about its body plus its batches (measured: 3× the body
 //!   for 10^6 samples, was 16×).
 //! - [`parse_pulled`] does the same for a connector's answer, a typed [`PulledBody`] whose
-//!   records go through the same rules (`pulled.rs`).
+//!   records go through the same rules (`pulled.rs`); the dense series of a connector travel as
+//!   [`TypedSamples`], admitted under the same rules without a JSON object per sample
+//!   (`pulled_samples.rs`).
 //! - [`parse_push_columnar`] does the same for the rows of one timeseries sent as an Arrow
 //!   IPC stream or a Parquet file (`columnar.rs`), for data teams, and the rows of the
 //!   `menstrual_cycle` table the same way (`columnar_table.rs`).
@@ -61,6 +63,7 @@ mod dates;
 pub(crate) mod fields;
 pub(crate) mod json_schema;
 mod pulled;
+mod pulled_samples;
 mod push;
 mod push_body;
 pub mod push_schema;
@@ -76,6 +79,7 @@ pub use columnar::{
 pub use dates::{DATE_OR_DATE_TIME_PATTERN, parse_date_range};
 pub use fields::{SOURCE_TYPES, push_key};
 pub use pulled::{PulledBody, PulledRecord, parse_pulled};
+pub use pulled_samples::{PulledSample, PulledSamples, SampleTags, TypedSamples};
 pub use push::{PushBatches, PushUser, parse_push, parse_push_json};
 pub use summary::derive_id;
 pub(crate) use zone::format_offset;

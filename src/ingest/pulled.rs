@@ -8,8 +8,10 @@
 //! document each summary record was made from *beside* the record
 //! ([`PulledRecord::document`], kept for the raw getters) rather than smuggled inside it.
 //!
-//! Decision: the records' own members and the samples stay JSON objects in the push wire
-//! format. [`parse_pulled`] validates them with the push API's own rules (`summary.rs`,
+//! Decision: the records' own members stay JSON objects in the push wire format, and so do
+//! the samples of the sparse series; a dense series travels as [`TypedSamples`], the same
+//! members typed (`pulled_samples.rs`), rendered as the wire's objects by
+//! [`PulledBody::to_json`]. [`parse_pulled`] validates them with the push API's own rules (`summary.rs`,
 //! `sample.rs`), in the order and at the locations a pushed body's violations have
 //! (`["body", "sleep", 3, "bedtime_start"]`), so pulled and pushed data have one validation
 //! path and a connector cannot store what a client could not push. A second, typed model of
@@ -22,6 +24,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::fields::push_key;
+use super::pulled_samples::PulledSamples;
 use super::push::{Documents, PushBatches, PushUser, assemble};
 use super::push_body::{Collected, SampleSink, add_part, root, unknown_resource};
 use crate::schema::{Table, resource};
@@ -39,8 +42,8 @@ pub struct PulledBody {
     pub tables: Vec<(Table, Vec<PulledRecord>)>,
     /// The profile, when the pull has one.
     pub profile: Option<PulledRecord>,
-    /// The samples per resource name (`heartrate`), in body order: push-wire sample objects.
-    pub timeseries: Vec<(String, Vec<Value>)>,
+    /// The samples per resource name (`heartrate`), in body order.
+    pub timeseries: Vec<(String, PulledSamples)>,
 }
 
 /// One summary record and the provider document it was made from.
@@ -97,7 +100,7 @@ impl PulledBody {
             let series = self
                 .timeseries
                 .iter()
-                .map(|(name, samples)| (name.clone(), Value::Array(samples.clone())));
+                .map(|(name, samples)| (name.clone(), Value::Array(samples.to_json(name))));
             body.insert("timeseries".into(), Value::Object(series.collect()));
         }
         Value::Object(body)
@@ -144,7 +147,7 @@ impl PulledBody {
                         let Value::Array(samples) = samples else {
                             return Err(format!("`timeseries.{name}` is not a list"));
                         };
-                        out.timeseries.push((name, samples));
+                        out.timeseries.push((name, samples.into()));
                     }
                 }
                 part => {
@@ -191,7 +194,7 @@ impl PulledBody {
                     return false;
                 };
                 let series = self.timeseries.iter_mut().find(|(n, _)| n == name);
-                remove_at(series.map(|(_, samples)| samples), i)
+                series.is_some_and(|(_, samples)| samples.remove(i))
             }
             (Some("body"), Some(part)) => {
                 let list = self.tables.iter_mut().find(|(t, _)| push_key(*t) == part);
@@ -224,10 +227,16 @@ pub fn parse_pulled(
                 None => Err(unknown_resource(loc)),
                 Some(res) => {
                     let mut sink = SampleSink::new(res, loc);
-                    samples
-                        .iter()
-                        .try_for_each(|s| sink.push(s))
-                        .map(|()| sink.finish())
+                    let pushed = match samples {
+                        PulledSamples::Json(samples) => {
+                            samples.iter().try_for_each(|s| sink.push(s))
+                        }
+                        PulledSamples::Typed(typed) => typed
+                            .samples()
+                            .iter()
+                            .try_for_each(|s| sink.push_typed(s, typed.tags_of(s))),
+                    };
+                    pushed.map(|()| sink.finish())
                 }
             };
             add_part(&mut parts, name.clone(), part);
@@ -278,7 +287,8 @@ mod tests {
             )],
             timeseries: vec![(
                 "heartrate".into(),
-                vec![json!({"timestamp": "2025-03-01T10:00:00Z", "unit": "bpm", "value": 61})],
+                vec![json!({"timestamp": "2025-03-01T10:00:00Z", "unit": "bpm", "value": 61})]
+                    .into(),
             )],
             ..PulledBody::new("oura", "ring")
         }
@@ -312,7 +322,8 @@ mod tests {
         bad.tables[0].1[1]
             .fields
             .insert("time_end".into(), json!("not a time"));
-        bad.timeseries.push(("no_such_resource".into(), vec![]));
+        bad.timeseries
+            .push(("no_such_resource".into(), PulledSamples::default()));
         let err = parse_pulled(&bad, &PushUser::default(), now()).unwrap_err();
         let pushed = parse_push(&bad.to_json(), &PushUser::default(), now()).unwrap_err();
         assert_eq!(err.0[0].loc, pushed.0[0].loc);
@@ -331,6 +342,90 @@ mod tests {
             !bad.drop_record(&err.0[0].loc),
             "a whole resource is no record"
         );
+    }
+
+    /// Every typed sample, admitted or refused, fares as its JSON rendering does when pushed:
+    /// the same batches, or the same violations at the same locations.
+    #[test]
+    fn typed_samples_fare_as_their_json_rendering_pushed() {
+        use crate::ingest::{PulledSample, SampleTags, TypedSamples};
+        let at = "2025-03-01T10:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        let us = at.timestamp_micros();
+        let ride = SampleTags {
+            source_workout_id: Some("w1".into()),
+            source_sport: Some("ride".into()),
+            ..SampleTags::default()
+        };
+        let ldl = SampleTags {
+            kind: Some("ldl".into()),
+            ..SampleTags::default()
+        };
+        let plain = PulledSample::new(us, 61.0);
+        let far = DateTime::parse_from_rfc3339("9999-12-31T23:30:00Z").unwrap();
+        let cases: Vec<(&str, PulledSample, Option<SampleTags>)> = vec![
+            ("heartrate", plain, None),
+            ("heartrate", plain.in_offset(3600), Some(ride.clone())),
+            ("heartrate", PulledSample::new(us + 1_500, 61.25), None),
+            ("heartrate", PulledSample::new(us, -0.0), None),
+            ("heartrate", PulledSample::new(us, 301.0), None),
+            ("heartrate", PulledSample::new(us, f64::NAN), None),
+            ("heartrate", plain.in_offset(19 * 3600), None),
+            ("heartrate", plain.ending(us + 60_000_000), None),
+            ("heartrate", plain.in_offset(-18 * 3600), Some(ldl.clone())),
+            ("heartrate", PulledSample::new(i64::MAX, 61.0), None),
+            (
+                "heartrate",
+                PulledSample::at_instant(far.to_utc(), 61.0).in_offset(3600),
+                None,
+            ),
+            ("distance", plain.ending(us + 5_250_000), Some(ride.clone())),
+            ("distance", plain.ending(us - 1), None),
+            ("distance", plain.in_offset(-25_200), None),
+            ("distance", PulledSample::new(us, -1.0), None),
+            ("cholesterol", plain, Some(ldl.clone())),
+            ("cholesterol", plain, None),
+            ("stress_level", PulledSample::new(us, 101.0), None),
+            ("blood_pressure", plain, None),
+        ];
+        let mut fast_rows = 0;
+        for (i, (name, sample, tags)) in cases.into_iter().enumerate() {
+            let mut typed = TypedSamples::new();
+            typed.push(plain);
+            let sample = match tags {
+                Some(tags) => sample.tagged(typed.add_tags(tags)),
+                None => sample,
+            };
+            typed.push(sample);
+            let rules = super::super::sample::Rules::new(resource(name).unwrap());
+            let fast = super::super::sample::typed_row(&rules, &sample, typed.tags_of(&sample));
+            fast_rows += usize::from(fast.is_some());
+            let body = PulledBody {
+                timeseries: vec![(name.into(), typed.into())],
+                ..PulledBody::new("oura", "ring")
+            };
+            let pulled = parse_pulled(&body, &PushUser::default(), now());
+            let pushed = parse_push(&body.to_json(), &PushUser::default(), now());
+            match (pulled, pushed) {
+                (Ok(pulled), Ok(pushed)) => {
+                    assert_eq!(
+                        pulled.batches, pushed.batches,
+                        "case {i}: {name} {sample:?}"
+                    );
+                }
+                (Err(pulled), Err(pushed)) => {
+                    assert_eq!(pulled, pushed, "case {i}: {name} {sample:?}");
+                    assert_eq!(pulled.0[0].loc[3], Loc::Index(1), "case {i}");
+                }
+                (pulled, pushed) => panic!(
+                    "case {i}: {name} {sample:?}: pulled {:?}, pushed {:?}",
+                    pulled.err(),
+                    pushed.err()
+                ),
+            }
+        }
+        // The admitted cases took the typed path, not the rendering: the comparison above held
+        // the typed rows to the parsed ones.
+        assert_eq!(fast_rows, 6);
     }
 
     #[test]

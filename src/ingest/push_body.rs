@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use super::columns::BatchBuilder;
 use super::context::internal;
+use super::pulled_samples::{PulledSample, SampleTags, sample_json};
 use super::sample;
 use crate::schema::{Dataset, INGESTED_AT, Resource, SOURCE_COLUMNS, resource};
 use crate::validation::read;
@@ -231,8 +232,7 @@ const SHARED: [&str; 5] = [
 /// One resource's samples on their way into Arrow builders: each validated by `sample.rs`
 /// at its location (`[..., <resource>, <index>]`) and appended, one at a time.
 pub(crate) struct SampleSink {
-    resource: Resource,
-    keys: Vec<String>,
+    rules: sample::Rules,
     builder: BatchBuilder,
     loc: Vec<Loc>,
     index: usize,
@@ -243,8 +243,7 @@ impl SampleSink {
     pub(crate) fn new(resource: Resource, loc: Vec<Loc>) -> Self {
         let schema = Dataset::Timeseries(resource).schema();
         SampleSink {
-            resource,
-            keys: sample::accepted_keys(resource.family),
+            rules: sample::Rules::new(resource),
             builder: BatchBuilder::with_constants(schema, &SHARED),
             loc,
             index: 0,
@@ -254,16 +253,33 @@ impl SampleSink {
     /// Validates and appends the next sample; its violation otherwise.
     pub(crate) fn push(&mut self, value: &Value) -> Result<(), Violation> {
         self.loc.push(Loc::Index(self.index));
-        let parsed = sample::parse(self.resource, &self.keys, value, &self.loc)
+        let parsed = sample::parse(&self.rules, value, &self.loc)
             .and_then(|row| self.builder.push(row).map_err(internal));
         self.loc.pop();
         self.index += 1;
         parsed
     }
 
+    /// Validates and appends the next typed sample (`tags`: the tags it carries): straight to
+    /// the builders when `sample::typed_row` admits it, else as its JSON rendering, which
+    /// [`SampleSink::push`] admits or refuses as a pushed sample.
+    pub(crate) fn push_typed(
+        &mut self,
+        typed: &PulledSample,
+        tags: Option<&SampleTags>,
+    ) -> Result<(), Violation> {
+        match sample::typed_row(&self.rules, typed, tags) {
+            Some(row) => {
+                self.index += 1;
+                self.builder.push(row).map_err(internal)
+            }
+            None => self.push(&sample_json(typed, tags, Some(self.rules.resource().unit))),
+        }
+    }
+
     /// The resource and its samples.
     pub(crate) fn finish(self) -> (Resource, BatchBuilder) {
-        (self.resource, self.builder)
+        (self.rules.resource(), self.builder)
     }
 }
 

@@ -20,9 +20,12 @@ use serde_json::Value;
 
 use super::columns::{Cell, Row};
 use super::context::offset_cell;
+use super::dates::{EARLIEST, LATEST};
 use super::fields::sample_range;
+use super::pulled_samples::{PulledSample, SampleTags};
 use super::sample_rules;
 use super::summary::zone;
+use super::zone::MAX_OFFSET;
 use crate::schema::{Family, INGESTED_AT, Resource, SOURCE_COLUMNS, timeseries_schema};
 use crate::validation::read::{self, Obj, at};
 use crate::validation::{Loc, Violation};
@@ -60,20 +63,44 @@ pub(crate) fn accepted_keys(family: Family) -> Vec<String> {
     keys
 }
 
-/// Parses one sample; `keys` is [`accepted_keys`] of the resource's family, computed once per
-/// resource rather than once per sample. The source columns and `ingested_at` are the same for
-/// every sample of a push: they are left to the batch (see `push_body.rs`).
-pub(crate) fn parse(
+/// What the samples of one resource are checked against, computed once per resource rather
+/// than once per sample: the members they may carry ([`accepted_keys`]) and must give
+/// ([`sample_rules::required`]).
+pub(crate) struct Rules {
     resource: Resource,
-    keys: &[String],
-    value: &Value,
-    loc: &[Loc],
-) -> Result<Row, Violation> {
+    keys: Vec<String>,
+    required: Vec<sample_rules::Required>,
+}
+
+impl Rules {
+    /// The rules of `resource`'s samples.
+    pub(crate) fn new(resource: Resource) -> Self {
+        Rules {
+            resource,
+            keys: accepted_keys(resource.family),
+            required: sample_rules::required(resource),
+        }
+    }
+
+    /// The resource.
+    pub(crate) fn resource(&self) -> Resource {
+        self.resource
+    }
+
+    fn accepts(&self, key: &str) -> bool {
+        self.keys.iter().any(|a| a == key)
+    }
+}
+
+/// Parses one sample of `rules`' resource. The source columns and `ingested_at` are the same
+/// for every sample of a push: they are left to the batch (see `push_body.rs`).
+pub(crate) fn parse(rules: &Rules, value: &Value, loc: &[Loc]) -> Result<Row, Violation> {
+    let resource = rules.resource;
     let family = resource.family;
-    let accepted = |k: &str| keys.iter().any(|a| a == k);
+    let accepted = |k: &str| rules.accepts(k);
     let obj = read::object(value, loc)?;
     read::forbid_extra(obj, loc, accepted)?;
-    for rule in sample_rules::required(resource) {
+    for rule in &rules.required {
         let given = rule
             .names()
             .find(|name| obj.get(*name).is_some_and(|v| !v.is_null()));
@@ -146,6 +173,69 @@ pub(crate) fn parse(
         }
     }
     Ok(row)
+}
+
+/// The microseconds a typed instant keeps from the edges of the four-digit years, so that
+/// rendered in any offset it still reads as one ([`typed_row`]).
+const EDGE_MICROS: i64 = 86_400 * 1_000_000;
+
+/// The row of a typed sample of `rules`' resource when [`parse`] would certainly admit its
+/// JSON rendering (`pulled_samples::sample_json`), built without rendering it; `None`
+/// otherwise, and the caller parses the rendering for its violation. The row is the one
+/// [`parse`] makes of the rendering, cell for cell (a test holds them together).
+pub(crate) fn typed_row(
+    rules: &Rules,
+    sample: &PulledSample,
+    tags: Option<&SampleTags>,
+) -> Option<Row> {
+    let resource = rules.resource;
+    let family = resource.family;
+    let accepted = |k: &str| rules.accepts(k);
+    let needs_type = rules.required.iter().any(|r| r.field == "type");
+    let value_family = !matches!(family, Family::BloodPressure | Family::Note);
+    let in_years = |t: i64| {
+        (EARLIEST.timestamp_micros() + EDGE_MICROS..LATEST.timestamp_micros() - EDGE_MICROS)
+            .contains(&t)
+    };
+    let fits = value_family
+        && in_years(sample.at)
+        && sample
+            .offset
+            .is_none_or(|o| i64::from(o).abs() <= MAX_OFFSET)
+        && sample
+            .end
+            .is_none_or(|e| family.is_interval() && e >= sample.at && in_years(e))
+        && tags.is_none_or(|t| t.members().all(|(k, _)| accepted(k)))
+        && (!needs_type || tags.is_some_and(|t| t.kind.is_some()));
+    let (lo, hi) = sample_range(resource.name, resource.unit);
+    // `+ 0.0` makes a negative zero the zero its JSON rendering (`0`) reads back as.
+    let value = sample.value + 0.0;
+    if !(fits && value.is_finite() && value >= lo && value <= hi) {
+        return None;
+    }
+    let tag = |key: &str| tags.and_then(|t| t.get(key));
+    let mut row = Row::default();
+    row.set("timestamp", Cell::Micros(sample.at));
+    row.set(
+        "timezone_offset",
+        sample
+            .offset
+            .map_or(Cell::Null, |o| Cell::Int(i64::from(o))),
+    );
+    row.set("unit", Cell::Str(resource.unit.to_owned()));
+    for key in STRING_FIELDS {
+        if accepted(key) {
+            row.set(key, Cell::opt_str(tag(key)));
+        }
+    }
+    row.set("source_sport", Cell::opt_str(tag("source_sport")));
+    if family.is_interval() {
+        row.set("end", sample.end.map_or(Cell::Null, Cell::Micros));
+        let duration = sample.end.map(|e| (e - sample.at) as f64 / 1e6);
+        row.set("duration", duration.map_or(Cell::Null, Cell::Float));
+    }
+    row.set("value", Cell::Float(value));
+    Some(row)
 }
 
 fn interval(

@@ -4,7 +4,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::Pulled;
-use crate::ingest::{PulledBody, PulledRecord};
+use crate::ingest::{PulledBody, PulledRecord, PulledSamples};
 use crate::schema::Table;
 
 /// `record` (a JSON object) made from the provider `document`, which the raw getters keep.
@@ -35,7 +35,7 @@ pub(crate) fn pulled(
     (provider, source_type): (&str, &str),
     tables: Vec<(Table, Vec<PulledRecord>)>,
     profile: Option<PulledRecord>,
-    series: Vec<(&str, Vec<Value>)>,
+    series: Vec<(&str, PulledSamples)>,
     skipped: usize,
 ) -> Pulled {
     let body = PulledBody {

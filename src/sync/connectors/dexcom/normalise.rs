@@ -157,7 +157,7 @@ impl Body {
             ("dexcom_v3", "automatic"),
             Vec::new(),
             None,
-            vec![("glucose", self.glucose)],
+            vec![("glucose", self.glucose.into())],
             self.skipped,
         )
     }

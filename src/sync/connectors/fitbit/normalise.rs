@@ -320,10 +320,10 @@ impl Body {
             ],
             self.profile,
             vec![
-                ("heartrate", self.heartrate),
-                ("steps", self.steps),
-                ("weight", self.weight),
-                ("fat", self.fat),
+                ("heartrate", self.heartrate.into()),
+                ("steps", self.steps.into()),
+                ("weight", self.weight.into()),
+                ("fat", self.fat.into()),
             ],
             self.skipped,
         )

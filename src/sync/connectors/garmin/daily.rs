@@ -25,8 +25,8 @@ struct Daily {
     min_heart_rate_in_beats_per_minute: Option<i64>,
     max_heart_rate_in_beats_per_minute: Option<i64>,
     resting_heart_rate_in_beats_per_minute: Option<i64>,
-    #[serde(default)]
-    time_offset_heart_rate_samples: Map<String, Value>,
+    #[serde(default, deserialize_with = "samples")]
+    time_offset_heart_rate_samples: Vec<(i64, f64)>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -34,8 +34,8 @@ struct Daily {
 struct Stress {
     start_time_in_seconds: i64,
     start_time_offset_in_seconds: i32,
-    #[serde(default)]
-    time_offset_stress_level_values: Map<String, Value>,
+    #[serde(default, deserialize_with = "samples")]
+    time_offset_stress_level_values: Vec<(i64, f64)>,
 }
 
 impl Body {
@@ -52,7 +52,7 @@ impl Body {
             if wanted.heartrate {
                 let from = (d.start_time_in_seconds, tz);
                 let hr = &d.time_offset_heart_rate_samples;
-                Body::series(&mut self.heartrate, from, hr, "bpm", |v| v > 0.0);
+                Body::series(&mut self.heartrate, from, hr, |v| v > 0.0);
             }
             if !wanted.activity {
                 continue;
@@ -87,9 +87,10 @@ impl Body {
                 "resting_bpm",
                 d.resting_heart_rate_in_beats_per_minute,
             );
-            let values: Vec<f64> = samples(&d.time_offset_heart_rate_samples)
-                .into_iter()
-                .map(|(_, v)| v)
+            let values: Vec<f64> = d
+                .time_offset_heart_rate_samples
+                .iter()
+                .map(|(_, v)| *v)
                 .filter(|v| *v > 0.0)
                 .collect();
             if !values.is_empty() {
@@ -116,7 +117,7 @@ impl Body {
             };
             let from = (s.start_time_in_seconds, tz);
             let values = &s.time_offset_stress_level_values;
-            Body::series(&mut self.stress_level, from, values, "0-100", |v| {
+            Body::series(&mut self.stress_level, from, values, |v| {
                 (1.0..=100.0).contains(&v)
             });
         }

@@ -38,7 +38,7 @@ use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::ingest::PulledRecord;
+use crate::ingest::{PulledRecord, PulledSample, TypedSamples};
 use crate::schema::Table;
 use crate::sync::Resource;
 use crate::sync::body::{num, put, with_payload};
@@ -153,9 +153,9 @@ pub(super) struct Body {
     pub(super) activity: Vec<PulledRecord>,
     workouts: Vec<PulledRecord>,
     body: Vec<PulledRecord>,
-    pub(super) heartrate: Vec<Value>,
-    pub(super) blood_oxygen: Vec<Value>,
-    pub(super) stress_level: Vec<Value>,
+    pub(super) heartrate: TypedSamples,
+    pub(super) blood_oxygen: TypedSamples,
+    pub(super) stress_level: TypedSamples,
     skipped: usize,
 }
 
@@ -173,15 +173,49 @@ pub(super) fn stamp(seconds: i64, zone: FixedOffset) -> Option<String> {
 }
 
 /// A `{"<offset seconds>": value}` map's samples, in offset order; entries whose key is not
-/// an integer or whose value is not a finite number are left out.
-pub(super) fn samples(map: &Map<String, Value>) -> Vec<(i64, f64)> {
-    let mut out: Vec<(i64, f64)> = map
-        .iter()
-        .filter_map(|(k, v)| Some((k.trim().parse().ok()?, v.as_f64()?)))
-        .filter(|(_, v): &(i64, f64)| v.is_finite())
-        .collect();
-    out.sort_by_key(|(k, _)| *k);
-    out
+/// an integer or whose value is not a finite number are left out. Read straight from the
+/// document (a `deserialize_with` of the summaries' sample maps), without a copy of the map.
+pub(super) fn samples<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(i64, f64)>, D::Error> {
+    use serde::de::{Error, MapAccess, Visitor};
+    use std::fmt;
+    /// A key: its offset when it reads as an integer (read in place, not copied).
+    struct Offset(Option<i64>);
+    impl<'de> Deserialize<'de> for Offset {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Key;
+            impl Visitor<'_> for Key {
+                type Value = Offset;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("an offset in seconds")
+                }
+                fn visit_str<E: Error>(self, key: &str) -> Result<Offset, E> {
+                    Ok(Offset(key.trim().parse().ok()))
+                }
+            }
+            d.deserialize_str(Key)
+        }
+    }
+    struct Samples;
+    impl<'de> Visitor<'de> for Samples {
+        type Value = Vec<(i64, f64)>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object of offsets to values")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
+            while let Some(Offset(offset)) = map.next_key()? {
+                let value: Value = map.next_value()?;
+                if let (Some(offset), Some(v)) = (offset, value.as_f64())
+                    && v.is_finite()
+                {
+                    out.push((offset, v));
+                }
+            }
+            out.sort_by_key(|(k, _)| *k);
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Samples)
 }
 
 /// Rounded to 0.01.
@@ -215,24 +249,23 @@ impl Body {
         crate::sync::body::skip(&mut self.skipped, WHO, resource, record, why)
     }
 
-    /// Samples of `map` placed from `start` in `zone`, pushed onto `into` as `unit`; values
-    /// outside `keep` are left out.
+    /// `samples` placed from `start` in `zone`, pushed onto `into`; values outside `keep` are
+    /// left out.
     pub(super) fn series(
-        into: &mut Vec<Value>,
+        into: &mut TypedSamples,
         (start, zone): (i64, FixedOffset),
-        map: &Map<String, Value>,
-        unit: &str,
+        samples: &[(i64, f64)],
         keep: fn(f64) -> bool,
     ) {
-        for (offset, value) in samples(map) {
-            let Some(at) = start.checked_add(offset).and_then(|s| stamp(s, zone)) else {
-                continue;
-            };
-            if keep(value) {
-                into.push(
-                    json!({"timestamp": at, "timezone_offset": zone.local_minus_utc(),
-                    "unit": unit, "value": num(value)}),
-                );
+        let offset = zone.local_minus_utc();
+        for &(at, value) in samples {
+            // An instant past what a date-time names is left out, as a stamp of it could not be.
+            let at = start
+                .checked_add(at)
+                .filter(|at| DateTime::from_timestamp(*at, 0).is_some());
+            let sample = at.and_then(|at| PulledSample::at_second(at, value));
+            if let Some(sample) = sample.filter(|_| keep(value)) {
+                into.push(sample.in_offset(offset));
             }
         }
     }
@@ -358,9 +391,9 @@ impl Body {
             ],
             None,
             vec![
-                ("heartrate", self.heartrate),
-                ("blood_oxygen", self.blood_oxygen),
-                ("stress_level", self.stress_level),
+                ("heartrate", self.heartrate.into()),
+                ("blood_oxygen", self.blood_oxygen.into()),
+                ("stress_level", self.stress_level.into()),
             ],
             self.skipped,
         )

@@ -50,10 +50,10 @@ struct Sleep {
     #[serde(default)]
     sleep_levels_map: Option<std::collections::BTreeMap<String, Vec<Range>>>,
     validation: Option<String>,
-    #[serde(default)]
-    time_offset_sleep_respiration: Map<String, Value>,
-    #[serde(default)]
-    time_offset_sleep_spo2: Map<String, Value>,
+    #[serde(default, deserialize_with = "samples")]
+    time_offset_sleep_respiration: Vec<(i64, f64)>,
+    #[serde(default, deserialize_with = "samples")]
+    time_offset_sleep_spo2: Vec<(i64, f64)>,
     overall_sleep_score: Option<Score>,
 }
 
@@ -106,17 +106,13 @@ impl Body {
                 continue;
             };
             if wanted.blood_oxygen {
-                for (offset, value) in samples(&s.time_offset_sleep_spo2) {
-                    let at = s.start_time_in_seconds.checked_add(offset);
-                    let Some(at) = at.and_then(|at| stamp(at, tz)) else {
-                        continue;
-                    };
-                    if (0.0..=100.0).contains(&value) && value > 0.0 {
-                        self.blood_oxygen.push(serde_json::json!({"timestamp": at,
-                            "timezone_offset": tz.local_minus_utc(), "unit": "%",
-                            "value": num(value)}));
-                    }
-                }
+                let from = (s.start_time_in_seconds, tz);
+                Body::series(
+                    &mut self.blood_oxygen,
+                    from,
+                    &s.time_offset_sleep_spo2,
+                    |v| (0.0..=100.0).contains(&v) && v > 0.0,
+                );
             }
             if !wanted.sleep {
                 continue;
@@ -146,9 +142,10 @@ impl Body {
             put(&mut row, "rem", rem);
             let score = s.overall_sleep_score.and_then(|sc| sc.value);
             put(&mut row, "score", score.filter(|v| (1..=100).contains(v)));
-            let breaths: Vec<f64> = samples(&s.time_offset_sleep_respiration)
-                .into_iter()
-                .map(|(_, v)| v)
+            let breaths: Vec<f64> = s
+                .time_offset_sleep_respiration
+                .iter()
+                .map(|(_, v)| *v)
                 .filter(|v| *v > 0.0)
                 .collect();
             if !breaths.is_empty() {

@@ -34,7 +34,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::pull::Kind;
-use crate::ingest::PulledRecord;
+use crate::ingest::{PulledRecord, PulledSample, TypedSamples};
 use crate::schema::Table;
 use crate::sync::Pulled;
 use crate::sync::body::MAX_OFFSET_SECONDS;
@@ -46,9 +46,9 @@ pub(crate) struct Body {
     pub(super) sleep: Vec<PulledRecord>,
     activity: Vec<PulledRecord>,
     body: Vec<PulledRecord>,
-    heartrate: Vec<Value>,
-    hrv: Vec<Value>,
-    blood_oxygen: Vec<Value>,
+    heartrate: TypedSamples,
+    hrv: TypedSamples,
+    blood_oxygen: TypedSamples,
     weight: Vec<Value>,
     fat: Vec<Value>,
     profile: Option<PulledRecord>,
@@ -160,13 +160,10 @@ impl Body {
             let Some(s) = self.read::<Sample>(kind.member, point) else {
                 continue;
             };
-            let (value, unit) = match kind.member {
-                "heartRate" => (s.beats_per_minute.map(|b| b as f64), "bpm"),
-                "heartRateVariability" => (
-                    s.root_mean_square_of_successive_differences_milliseconds,
-                    "ms",
-                ),
-                _ => (s.percentage, "%"),
+            let value = match kind.member {
+                "heartRate" => s.beats_per_minute.map(|b| b as f64),
+                "heartRateVariability" => s.root_mean_square_of_successive_differences_milliseconds,
+                _ => s.percentage,
             };
             let Some(value) = value.filter(|v| v.is_finite()) else {
                 if kind.member != "heartRateVariability" {
@@ -174,12 +171,13 @@ impl Body {
                 }
                 continue;
             };
-            let sample = json!({
-                "timestamp": stamp(s.sample_time.physical_time, s.sample_time.utc_offset),
-                "timezone_offset": s.sample_time.utc_offset,
-                "unit": unit,
-                "value": num(value),
-            });
+            let time = s.sample_time;
+            let sample = PulledSample::at_instant(time.physical_time, value);
+            // The offset is within ±18 h (`parse_duration`), so always an `i32`.
+            let sample = match i32::try_from(time.utc_offset) {
+                Ok(offset) => sample.in_offset(offset),
+                Err(_) => sample,
+            };
             match kind.member {
                 "heartRate" => self.heartrate.push(sample),
                 "heartRateVariability" => self.hrv.push(sample),
@@ -283,11 +281,11 @@ impl Body {
             ],
             self.profile,
             vec![
-                ("heartrate", self.heartrate),
-                ("hrv", self.hrv),
-                ("blood_oxygen", self.blood_oxygen),
-                ("weight", self.weight),
-                ("fat", self.fat),
+                ("heartrate", self.heartrate.into()),
+                ("hrv", self.hrv.into()),
+                ("blood_oxygen", self.blood_oxygen.into()),
+                ("weight", self.weight.into()),
+                ("fat", self.fat.into()),
             ],
             self.skipped,
         )

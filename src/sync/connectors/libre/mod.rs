@@ -258,7 +258,10 @@ impl Readings {
             (self.provider, "automatic"),
             Vec::new(),
             None,
-            vec![("glucose", self.samples.into_values().collect())],
+            vec![(
+                "glucose",
+                crate::ingest::PulledSamples::Json(self.samples.into_values().collect()),
+            )],
             self.skipped,
         )
     }

@@ -41,7 +41,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::sleep::{self, Sleep};
-use crate::ingest::PulledRecord;
+use crate::ingest::{PulledRecord, PulledSample, TypedSamples};
 use crate::schema::Table;
 use crate::sync::Pulled;
 use crate::sync::body::with_payload;
@@ -53,7 +53,7 @@ pub(crate) struct Body {
     sleep: Vec<PulledRecord>,
     activity: Vec<PulledRecord>,
     workouts: Vec<PulledRecord>,
-    heartrate: Vec<Value>,
+    heartrate: TypedSamples,
     hrv: Vec<Value>,
     blood_oxygen: Vec<Value>,
     profile: Option<PulledRecord>,
@@ -88,7 +88,6 @@ struct Workout {
 
 #[derive(Debug, Deserialize)]
 struct HeartRate<'a> {
-    /// Kept as sent: most are UTC already, and then need no formatting (see `utc_stamp`).
     timestamp: &'a str,
     bpm: f64,
     source: Option<&'a str>,
@@ -110,16 +109,6 @@ struct DailySpO2 {
 struct PersonalInfo {
     height: Option<f64>,
     biological_sex: Option<String>,
-}
-
-/// An instant in UTC as samples carry it (`2025-03-01T06:58:12Z`): `raw`, the text it was
-/// parsed from, is reused when it is whole seconds at `+00:00`, as Oura sends heart rate;
-/// otherwise it is formatted.
-fn utc_stamp(raw: &str, at: DateTime<FixedOffset>) -> String {
-    match raw.strip_suffix("+00:00") {
-        Some(head) if head.len() == 19 && head.as_bytes()[10] == b'T' => format!("{head}Z"),
-        _ => at.to_utc().to_rfc3339_opts(SecondsFormat::AutoSi, true),
-    }
 }
 
 /// An instant as it travels: RFC 3339 in the offset Oura gave.
@@ -251,12 +240,12 @@ impl Body {
                 self.malformed::<()>("heartrate", document, "timestamp is not RFC 3339");
                 continue;
             };
-            let mut sample = Map::with_capacity(4);
-            sample.insert("timestamp".into(), utc_stamp(h.timestamp, at).into());
-            put(&mut sample, "type", h.source);
-            sample.insert("unit".into(), "bpm".into());
-            sample.insert("value".into(), num(h.bpm));
-            self.heartrate.push(Value::Object(sample));
+            // In UTC, without an offset: Oura's heart rates are UTC instants.
+            let mut sample = PulledSample::at_instant(at.to_utc(), h.bpm);
+            if let Some(kind) = h.source {
+                sample = sample.tagged(self.heartrate.kind(kind));
+            }
+            self.heartrate.push(sample);
         }
     }
 
@@ -311,9 +300,9 @@ impl Body {
             ],
             self.profile,
             vec![
-                ("heartrate", self.heartrate),
-                ("hrv", self.hrv),
-                ("blood_oxygen", self.blood_oxygen),
+                ("heartrate", self.heartrate.into()),
+                ("hrv", self.hrv.into()),
+                ("blood_oxygen", self.blood_oxygen.into()),
             ],
             self.skipped,
         )

@@ -340,7 +340,7 @@ impl Body {
                 (Table::Workout, self.workouts),
             ],
             None,
-            vec![("heartrate", self.heartrate)],
+            vec![("heartrate", self.heartrate.into())],
             self.skipped,
         )
     }

@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 
 use super::Wanted;
 use super::streams;
-use crate::ingest::PulledRecord;
+use crate::ingest::{PulledRecord, TypedSamples};
 use crate::schema::Table;
 use crate::sync::Pulled;
 use crate::sync::body::{clock_offset, num, put};
@@ -42,8 +42,8 @@ use crate::sync::body::{clock_offset, num, put};
 #[derive(Debug, Default)]
 pub(super) struct Body {
     workouts: Vec<PulledRecord>,
-    pub(super) heartrate: Vec<Value>,
-    pub(super) distance: Vec<Value>,
+    pub(super) heartrate: TypedSamples,
+    pub(super) distance: TypedSamples,
     profile: Option<PulledRecord>,
     pub(super) skipped: usize,
 }
@@ -236,7 +236,10 @@ impl Body {
             ("strava", "app"),
             vec![(Table::Workout, self.workouts)],
             self.profile,
-            vec![("heartrate", self.heartrate), ("distance", self.distance)],
+            vec![
+                ("heartrate", self.heartrate.into()),
+                ("distance", self.distance.into()),
+            ],
             self.skipped,
         )
     }

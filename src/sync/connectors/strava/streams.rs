@@ -15,11 +15,11 @@
 //! - A `StreamSet` without a readable `time`, or with a stream of another length, is malformed:
 //!   counted once, and the activity keeps its workout row without samples.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::Wanted;
 use super::normalise::{Body, Session};
-use crate::sync::body::num;
+use crate::ingest::{PulledSample, SampleTags};
 
 /// The highest heart rate kept, in bpm (ingest's bound).
 const MAX_BPM: f64 = 300.0;
@@ -29,16 +29,23 @@ fn data<'a>(set: &'a Value, key: &str) -> Option<&'a Vec<Value>> {
     set.get(key)?.get("data")?.as_array()
 }
 
-fn sample(session: &Session, at: i64) -> Map<String, Value> {
-    let mut s = Map::new();
-    s.insert("timestamp".into(), session.at(at).into());
-    s.insert(
-        "timezone_offset".into(),
-        session.zone.local_minus_utc().into(),
-    );
-    s.insert("source_workout_id".into(), session.id.clone().into());
-    s.insert("source_sport".into(), session.sport.clone().into());
-    s
+impl Session {
+    /// The sample of `value` `seconds` after the start, in the activity's offset, carrying
+    /// `tags` (the activity's, in its series); `None` past what an instant can name.
+    fn sample(&self, seconds: i64, value: f64, tags: u32) -> Option<PulledSample> {
+        let at = self.start.timestamp().checked_add(seconds)?;
+        let sample = PulledSample::at_second(at, value)?;
+        Some(sample.in_offset(self.zone.local_minus_utc()).tagged(tags))
+    }
+
+    /// The tags its samples carry: the activity's id and sport.
+    fn tags(&self) -> SampleTags {
+        SampleTags {
+            source_workout_id: Some(self.id.clone()),
+            source_sport: Some(self.sport.clone()),
+            ..SampleTags::default()
+        }
+    }
 }
 
 /// Fills `body`'s samples from the activity's stream set; answers the `watts` stream's mean and
@@ -81,6 +88,7 @@ pub(super) fn samples(
 }
 
 fn heartrate(body: &mut Body, record: &Value, session: &Session, times: &[i64], rates: &[Value]) {
+    let tags = body.heartrate.add_tags(session.tags());
     let mut bad = 0;
     let mut last: Option<i64> = None;
     for (t, rate) in times.iter().zip(rates) {
@@ -92,10 +100,7 @@ fn heartrate(body: &mut Body, record: &Value, session: &Session, times: &[i64], 
             Some(0.0) => {}
             Some(v) if v > 0.0 && v <= MAX_BPM => {
                 last = Some(*t);
-                let mut s = sample(session, *t);
-                s.insert("unit".into(), "bpm".into());
-                s.insert("value".into(), num(v));
-                body.heartrate.push(Value::Object(s));
+                body.heartrate.extend(session.sample(*t, v, tags));
             }
             _ => bad += 1,
         }
@@ -110,6 +115,11 @@ fn heartrate(body: &mut Body, record: &Value, session: &Session, times: &[i64], 
 }
 
 fn distance(body: &mut Body, record: &Value, session: &Session, times: &[i64], metres: &[Value]) {
+    let tags = body.distance.add_tags(session.tags());
+    let end = |t: i64| {
+        let second = session.start.timestamp().checked_add(t)?;
+        second.checked_mul(1_000_000)
+    };
     let (mut previous_t, mut previous_m) = (0_i64, 0.0_f64);
     let mut bad = 0;
     for (i, (t, m)) in times.iter().zip(metres).enumerate() {
@@ -127,14 +137,11 @@ fn distance(body: &mut Body, record: &Value, session: &Session, times: &[i64], m
             continue;
         }
         if m > previous_m {
-            let mut s = sample(session, previous_t);
-            s.insert("end".into(), session.at(*t).into());
-            s.insert("unit".into(), "m".into());
-            s.insert(
-                "value".into(),
-                num(((m - previous_m) * 1000.0).round() / 1000.0),
-            );
-            body.distance.push(Value::Object(s));
+            let metres = ((m - previous_m) * 1000.0).round() / 1000.0;
+            let sample = session.sample(previous_t, metres, tags);
+            if let (Some(sample), Some(end)) = (sample, end(*t)) {
+                body.distance.push(sample.ending(end));
+            }
         }
         (previous_t, previous_m) = (*t, m);
     }

@@ -407,12 +407,12 @@ impl Body {
             vec![(Table::Sleep, self.sleep), (Table::Activity, self.activity)],
             None,
             vec![
-                ("heartrate", self.heartrate),
-                ("hrv", self.hrv),
-                ("blood_oxygen", self.blood_oxygen),
-                ("body_temperature", self.body_temperature),
-                ("vo2_max", self.vo2_max),
-                ("glucose", self.glucose),
+                ("heartrate", self.heartrate.into()),
+                ("hrv", self.hrv.into()),
+                ("blood_oxygen", self.blood_oxygen.into()),
+                ("body_temperature", self.body_temperature.into()),
+                ("vo2_max", self.vo2_max.into()),
+                ("glucose", self.glucose.into()),
             ],
             self.skipped,
         )

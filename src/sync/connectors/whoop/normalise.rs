@@ -300,10 +300,10 @@ impl Body {
             ],
             self.profile,
             vec![
-                ("heartrate", self.heartrate),
-                ("hrv", self.hrv),
-                ("blood_oxygen", self.blood_oxygen),
-                ("body_temperature", self.body_temperature),
+                ("heartrate", self.heartrate.into()),
+                ("hrv", self.hrv.into()),
+                ("blood_oxygen", self.blood_oxygen.into()),
+                ("body_temperature", self.body_temperature.into()),
             ],
             self.skipped,
         )

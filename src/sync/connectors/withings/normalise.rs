@@ -446,10 +446,10 @@ impl Body {
             ],
             None,
             vec![
-                ("weight", self.weight),
-                ("fat", self.fat),
-                ("blood_pressure", self.blood_pressure),
-                ("heartrate", self.heartrate),
+                ("weight", self.weight.into()),
+                ("fat", self.fat.into()),
+                ("blood_pressure", self.blood_pressure.into()),
+                ("heartrate", self.heartrate.into()),
             ],
             self.skipped,
         )
