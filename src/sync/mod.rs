@@ -6,7 +6,8 @@
 //!   `[start, end)` of UTC instants) with the connection's access token, and answers
 //!   [`Pulled`]: a typed push body ([`PulledBody`]: `data-model.md` §Reading and writing, the
 //!   shape `POST /v2/user/{user_id}/data` takes, each summary record with the provider document
-//!   it was made from beside it) plus how many provider records it skipped.
+//!   it was made from beside it, a dense series as [`crate::ingest::TypedSamples`] rather than
+//!   a JSON object per sample) plus how many provider records it skipped.
 //! - Pulled data goes through ingest's push rules ([`crate::ingest::parse_pulled`]) like any
 //!   push: one validation path. The documents become the raw getters' payloads.
 //!   [`screen`] does that and drops, record by record, whatever ingest refuses, so that one odd
