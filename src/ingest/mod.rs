@@ -79,6 +79,7 @@ pub use columnar::{
 pub use dates::{DATE_OR_DATE_TIME_PATTERN, parse_date_range};
 pub use fields::{SOURCE_TYPES, push_key};
 pub use pulled::{PulledBody, PulledRecord, parse_pulled};
+pub(crate) use pulled_samples::number;
 pub use pulled_samples::{PulledSample, PulledSamples, SampleTags, TypedSamples};
 pub use push::{PushBatches, PushUser, parse_push, parse_push_json};
 pub use summary::derive_id;

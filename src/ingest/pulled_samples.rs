@@ -279,8 +279,9 @@ fn stamp(micros: i64, offset: Option<i32>) -> Value {
         .into()
 }
 
-/// A number as JSON: integral values as integers, as a provider's documents write them.
-fn number(v: f64) -> Value {
+/// A number as JSON: integral values as integers (`61`, not `61.0`), as a provider's
+/// documents write them; what connectors render their records' numbers with too.
+pub(crate) fn number(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9.0e15 {
         Value::from(v as i64)
     } else {

@@ -70,15 +70,19 @@ pub(crate) struct Rules {
     resource: Resource,
     keys: Vec<String>,
     required: Vec<sample_rules::Required>,
+    /// Whether `type` is among `required` (the typed resources).
+    needs_type: bool,
 }
 
 impl Rules {
     /// The rules of `resource`'s samples.
     pub(crate) fn new(resource: Resource) -> Self {
+        let required = sample_rules::required(resource);
         Rules {
             resource,
             keys: accepted_keys(resource.family),
-            required: sample_rules::required(resource),
+            needs_type: required.iter().any(|r| r.field == "type"),
+            required,
         }
     }
 
@@ -191,7 +195,6 @@ pub(crate) fn typed_row(
     let resource = rules.resource;
     let family = resource.family;
     let accepted = |k: &str| rules.accepts(k);
-    let needs_type = rules.required.iter().any(|r| r.field == "type");
     let value_family = !matches!(family, Family::BloodPressure | Family::Note);
     let in_years = |t: i64| {
         (EARLIEST.timestamp_micros() + EDGE_MICROS..LATEST.timestamp_micros() - EDGE_MICROS)
@@ -206,7 +209,7 @@ pub(crate) fn typed_row(
             .end
             .is_none_or(|e| family.is_interval() && e >= sample.at && in_years(e))
         && tags.is_none_or(|t| t.members().all(|(k, _)| accepted(k)))
-        && (!needs_type || tags.is_some_and(|t| t.kind.is_some()));
+        && (!rules.needs_type || tags.is_some_and(|t| t.kind.is_some()));
     let (lo, hi) = sample_range(resource.name, resource.unit);
     // `+ 0.0` makes a negative zero the zero its JSON rendering (`0`) reads back as.
     let value = sample.value + 0.0;

@@ -20,14 +20,8 @@ pub(crate) fn put<T: Into<Value>>(obj: &mut Map<String, Value>, key: &str, value
 }
 
 /// A number as JSON: integral values as integers (`61`, not `61.0`), so bodies read as the
-/// provider's documents did.
-pub(crate) fn num(v: f64) -> Value {
-    if v.fract() == 0.0 && v.abs() < 9.0e15 {
-        Value::from(v as i64)
-    } else {
-        Value::from(v)
-    }
-}
+/// provider's documents did (ingest's rendering of typed samples, the same rule).
+pub(crate) use crate::ingest::number as num;
 
 /// The push body of `provider` with source type `source_type`: each table part and timeseries
 /// that received records, and the profile if there is one.
