@@ -49,18 +49,18 @@ use wearhouse::http::{AppState, HttpConfig, serve};
 use wearhouse::store::health::HealthStore;
 use wearhouse::store::metadata::MetadataStore;
 
-struct Server {
+pub(crate) struct Server {
     base: String,
     key: String,
     client: reqwest::Client,
     /// The service's state, to wait for its jobs.
-    state: AppState,
+    pub(crate) state: AppState,
     /// The durable job runner (demo pulls run as jobs), as `serve` runs it.
     _jobs: wearhouse::jobs::RunnerHandle,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
-async fn start() -> Server {
+pub(crate) async fn start() -> Server {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
     let meta = MetadataStore::connect(&url).await.unwrap();
@@ -99,17 +99,27 @@ async fn serve_stores(
         client: reqwest::Client::new(),
         state,
         _jobs: jobs,
-        _dir: dir,
+        dir,
     }
 }
 
 impl Server {
-    async fn post(&self, path: &str, body: &Value) -> (u16, Vec<u8>) {
+    /// The folder holding the server's stores.
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    pub(crate) async fn post(&self, path: &str, body: &Value) -> (u16, Vec<u8>) {
         let body = serde_json::to_vec(body).unwrap();
         self.post_bytes(path, "application/json", body).await
     }
 
-    async fn post_bytes(&self, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
+    pub(crate) async fn post_bytes(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (u16, Vec<u8>) {
         let r = self
             .client
             .post(format!("{}{path}", self.base))
@@ -127,7 +137,7 @@ impl Server {
 /// 2025-01-01T00:00:00Z, the first sample of the pushed scenario.
 const PUSH_START: i64 = 1_735_689_600;
 
-async fn create_user(server: &Server, client_user_id: &str) -> String {
+pub(crate) async fn create_user(server: &Server, client_user_id: &str) -> String {
     let (status, body) = server
         .post("/v2/user", &json!({"client_user_id": client_user_id}))
         .await;
@@ -336,12 +346,19 @@ fn arrow_push(start: i64, n: i64) -> Vec<u8> {
 
 /// A columnar push body: one sample a second from `start` (unix seconds), with `values`.
 fn arrow_body(start: i64, values: impl Iterator<Item = f64>) -> Vec<u8> {
+    arrow_samples(start, 1, values)
+}
+
+/// A columnar push body: one sample every `step` seconds from `start` (unix seconds), with
+/// `values`.
+pub(crate) fn arrow_samples(start: i64, step: i64, values: impl Iterator<Item = f64>) -> Vec<u8> {
     use datafusion::arrow::array::{Float64Array, RecordBatch, TimestampMicrosecondArray};
     use std::sync::Arc;
     let values = Float64Array::from_iter_values(values);
     let n = values.len() as i64;
-    let ts = TimestampMicrosecondArray::from_iter_values((0..n).map(|i| (start + i) * 1_000_000))
-        .with_timezone("UTC");
+    let ts =
+        TimestampMicrosecondArray::from_iter_values((0..n).map(|i| (start + i * step) * 1_000_000))
+            .with_timezone("UTC");
     let batch = RecordBatch::try_from_iter([
         ("timestamp", Arc::new(ts) as _),
         ("value", Arc::new(values) as _),
@@ -362,7 +379,7 @@ fn ipc_stream(batch: &datafusion::arrow::array::RecordBatch) -> Vec<u8> {
 }
 
 /// The benches' runtime: two workers, as the VM has cores.
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -16,6 +16,7 @@
 //! | `lab` | order listings over 100,000 orders, area info | `lab` |
 //! | `continuous` | continuous-query re-evaluation, one user and 1,000 | `continuous` |
 //! | `metadata_growth` | the metadata database's bytes per pushed sample (a size, not a time) | `"metadata growth"` |
+//! | `many_users` | 1,000 users over HTTP: push throughput and latency, database bytes per sample, query p50 (printed, not sampled) | `"many users"` |
 //!
 //! `WEARHOUSE_BENCH_MODULES=engine` runs one module's set-up and benchmarks alone (see `main`).
 //!
@@ -38,6 +39,7 @@ mod engine;
 mod events;
 mod http;
 mod lab;
+mod many_users;
 mod metadata;
 mod metadata_growth;
 mod object_store;
@@ -53,7 +55,7 @@ fn main() {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|x| x.trim() == m))
     };
-    let modules: [(&str, fn()); 10] = [
+    let modules: [(&str, fn()); 11] = [
         ("store", store::benches),
         ("object_store", object_store::benches),
         ("engine", engine::benches),
@@ -64,6 +66,7 @@ fn main() {
         ("lab", lab::benches),
         ("continuous", continuous::benches),
         ("metadata_growth", metadata_growth::benches),
+        ("many_users", many_users::benches),
     ];
     for (name, run) in modules {
         if wants(name) {

@@ -54,6 +54,18 @@ impl Cell {
 pub(crate) struct Row(pub(crate) Vec<(&'static str, Cell)>);
 
 impl Row {
+    /// An empty row with room for `cells` cells.
+    pub(crate) fn with_capacity(cells: usize) -> Self {
+        Row(Vec::with_capacity(cells))
+    }
+
+    /// Adds the cell of a column not yet set, without looking for it (a row built column by
+    /// column, each once; [`Row::set`] replaces).
+    pub(crate) fn add(&mut self, column: &'static str, cell: Cell) {
+        debug_assert!(self.get(column).is_none(), "{column} set twice");
+        self.0.push((column, cell));
+    }
+
     /// Sets (or replaces) a column's cell.
     pub(crate) fn set(&mut self, column: &'static str, cell: Cell) {
         match self.0.iter_mut().find(|(name, _)| *name == column) {

@@ -66,6 +66,7 @@ mod pulled;
 mod pulled_samples;
 mod push;
 mod push_body;
+mod push_sample;
 pub mod push_schema;
 pub mod raw;
 mod sample;

@@ -1,6 +1,8 @@
 //! One pass over a push body (serde visitors), so a big body never becomes one JSON tree:
-//! timeseries samples are parsed one at a time, each as a small `Value` validated by
-//! `sample.rs` and appended straight to its resource's Arrow builders, then dropped. Everything
+//! timeseries samples are parsed one at a time, each read as its list of members
+//! (`push_sample.rs`: the common shape admitted without a JSON object, anything else as the
+//! small `Value` a tree holds), validated by `sample.rs` and appended straight to its
+//! resource's Arrow builders, then dropped. Everything
 //! else (provider, source, the summary parts, unknown members) is small and kept as `Value`s
 //! for `push.rs` to validate as before.
 //!
@@ -21,6 +23,7 @@ use serde_json::{Map, Value};
 use super::columns::BatchBuilder;
 use super::context::internal;
 use super::pulled_samples::{PulledSample, SampleTags, sample_json};
+use super::push_sample::{self, Element, Members, SampleSeed};
 use super::sample;
 use crate::schema::{Dataset, INGESTED_AT, Resource, SOURCE_COLUMNS, resource};
 use crate::validation::read;
@@ -236,6 +239,8 @@ pub(crate) struct SampleSink {
     builder: BatchBuilder,
     loc: Vec<Loc>,
     index: usize,
+    /// The `type` of the last sample read with [`SampleSink::push_members`].
+    kinds: push_sample::Kinds,
 }
 
 impl SampleSink {
@@ -247,6 +252,7 @@ impl SampleSink {
             builder: BatchBuilder::with_constants(schema, &SHARED),
             loc,
             index: 0,
+            kinds: push_sample::Kinds::default(),
         }
     }
 
@@ -258,6 +264,20 @@ impl SampleSink {
         self.loc.pop();
         self.index += 1;
         parsed
+    }
+
+    /// Validates and appends the next sample, read as its members (`push_sample.rs`): straight
+    /// to the builders when it has the common shape, else as the object a JSON tree holds.
+    /// Empties `members`.
+    pub(crate) fn push_members(&mut self, members: &mut Members<'_>) -> Result<(), Violation> {
+        match push_sample::shortcut(&self.rules, members, &mut self.kinds) {
+            Some(row) => {
+                members.clear();
+                self.index += 1;
+                self.builder.push(row).map_err(internal)
+            }
+            None => self.push(&push_sample::object(members)),
+        }
     }
 
     /// Validates and appends the next typed sample (`tags`: the tags it carries): straight to
@@ -306,8 +326,14 @@ impl<'de> Visitor<'de> for SamplesSeed {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Samples, A::Error> {
         let mut sink = SampleSink::new(self.resource, self.loc);
-        while let Some(value) = seq.next_element::<Value>()? {
-            if let Err(violation) = sink.push(&value) {
+        // One list of members for every sample, its names and strings borrowed from the body.
+        let mut members = Members::new();
+        while let Some(element) = seq.next_element_seed(SampleSeed(&mut members))? {
+            let pushed = match element {
+                Element::Object => sink.push_members(&mut members),
+                Element::Other(value) => sink.push(&value),
+            };
+            if let Err(violation) = pushed {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 return Ok(Err(violation));
             }

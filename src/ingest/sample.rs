@@ -72,17 +72,25 @@ pub(crate) struct Rules {
     required: Vec<sample_rules::Required>,
     /// Whether `type` is among `required` (the typed resources).
     needs_type: bool,
+    /// The string members of [`STRING_FIELDS`] the resource accepts.
+    strings: Vec<&'static str>,
 }
 
 impl Rules {
     /// The rules of `resource`'s samples.
     pub(crate) fn new(resource: Resource) -> Self {
         let required = sample_rules::required(resource);
+        let keys = accepted_keys(resource.family);
+        let strings = STRING_FIELDS
+            .into_iter()
+            .filter(|f| keys.iter().any(|k| k == f))
+            .collect();
         Rules {
             resource,
-            keys: accepted_keys(resource.family),
+            keys,
             needs_type: required.iter().any(|r| r.field == "type"),
             required,
+            strings,
         }
     }
 
@@ -133,10 +141,8 @@ pub(crate) fn parse(rules: &Rules, value: &Value, loc: &[Loc]) -> Result<Row, Vi
     }
     row.set("unit", Cell::Str(resource.unit.to_owned()));
 
-    for key in STRING_FIELDS {
-        if accepted(key) {
-            row.set(key, Cell::opt_str(read::string(obj, key, loc)?));
-        }
+    for &key in &rules.strings {
+        row.set(key, Cell::opt_str(read::string(obj, key, loc)?));
     }
     row.set(
         "source_sport",
@@ -217,27 +223,25 @@ pub(crate) fn typed_row(
         return None;
     }
     let tag = |key: &str| tags.and_then(|t| t.get(key));
-    let mut row = Row::default();
-    row.set("timestamp", Cell::Micros(sample.at));
-    row.set(
+    let mut row = Row::with_capacity(8 + rules.strings.len());
+    row.add("timestamp", Cell::Micros(sample.at));
+    row.add(
         "timezone_offset",
         sample
             .offset
             .map_or(Cell::Null, |o| Cell::Int(i64::from(o))),
     );
-    row.set("unit", Cell::Str(resource.unit.to_owned()));
-    for key in STRING_FIELDS {
-        if accepted(key) {
-            row.set(key, Cell::opt_str(tag(key)));
-        }
+    row.add("unit", Cell::Str(resource.unit.to_owned()));
+    for &key in &rules.strings {
+        row.add(key, Cell::opt_str(tag(key)));
     }
-    row.set("source_sport", Cell::opt_str(tag("source_sport")));
+    row.add("source_sport", Cell::opt_str(tag("source_sport")));
     if family.is_interval() {
-        row.set("end", sample.end.map_or(Cell::Null, Cell::Micros));
+        row.add("end", sample.end.map_or(Cell::Null, Cell::Micros));
         let duration = sample.end.map(|e| (e - sample.at) as f64 / 1e6);
-        row.set("duration", duration.map_or(Cell::Null, Cell::Float));
+        row.add("duration", duration.map_or(Cell::Null, Cell::Float));
     }
-    row.set("value", Cell::Float(value));
+    row.add("value", Cell::Float(value));
     Some(row)
 }
 

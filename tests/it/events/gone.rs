@@ -96,16 +96,25 @@ async fn a_delivery_whose_records_are_gone_fails_alone_and_the_next_is_delivered
     let got = rx.got();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].json()["data"]["n"], 1);
-    let deliveries = {
-        let mut conn = meta.reader().await.unwrap();
-        list_deliveries(&mut conn, endpoint.id, None, None, 10)
-            .await
-            .unwrap()
+    // The two deliveries run as separate jobs: under load the kept one can be delivered before
+    // the gone one's attempt is recorded, so wait for that attempt rather than assume it.
+    let deadline = std::time::Instant::now() + WAIT;
+    let gone = loop {
+        let deliveries = {
+            let mut conn = meta.reader().await.unwrap();
+            list_deliveries(&mut conn, endpoint.id, None, None, 10)
+                .await
+                .unwrap()
+        };
+        let gone = deliveries
+            .into_iter()
+            .find(|d| d.records_ref.is_some())
+            .expect("the referring delivery");
+        if gone.attempts > 0 || std::time::Instant::now() > deadline {
+            break gone;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let gone = deliveries
-        .iter()
-        .find(|d| d.records_ref.is_some())
-        .expect("the referring delivery");
     assert_eq!(gone.status, DeliveryStatus::Failed);
     assert_eq!(gone.attempts, 1, "no retry of records that are gone");
     assert!(
