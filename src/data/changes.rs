@@ -614,10 +614,15 @@ impl EventStream {
         let event = Event::record_chunk(event_type, self.who.clone(), records, source.clone());
         let referred = self.groups.front().and_then(|(group, _)| {
             let origin = group.origin.as_ref()?;
-            let team = self.user.team_id;
-            let full = event.envelope(team);
             let (dataset, change) = (group.dataset, group.change);
-            refer(&event, &full, team, dataset, change, origin, &group.batches)
+            refer(
+                &event,
+                self.user.team_id,
+                dataset,
+                change,
+                origin,
+                &group.batches,
+            )
         });
         self.ready.push_back((event, referred));
     }
