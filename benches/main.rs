@@ -46,6 +46,20 @@ mod object_store;
 mod store;
 mod sync;
 
+/// How a one-pass measurement (not a criterion benchmark: a size or a whole run measured
+/// once, not a time sampled) named `name` is asked for: `None` when the bench filter (the first
+/// argument not starting with `-`, as criterion reads it) names something else, `Some(true)`
+/// when it runs as a test (`--test`, or without `--bench`: small, still checked), `Some(false)`
+/// for the full measurement.
+pub(crate) fn one_pass(name: &str) -> Option<bool> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filter = args.iter().find(|a| !a.starts_with('-'));
+    if filter.is_some_and(|f| !name.contains(f.as_str())) {
+        return None;
+    }
+    Some(args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench"))
+}
+
 /// `criterion_main!` with a module filter: `WEARHOUSE_BENCH_MODULES=engine,store` runs only
 /// those modules (their set-up included: a criterion filter skips timing, not the seeding and
 /// pushing every module does before it, which takes minutes for all of them). Unset: all.

@@ -188,12 +188,9 @@ async fn run(n: usize) {
 /// Runs when the bench filter is absent or names it (`many users`); under `--test` (what
 /// `cargo test --benches` passes) with 20 users, still checked.
 pub fn benches() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let filter = args.iter().find(|a| !a.starts_with('-'));
-    if filter.is_some_and(|f| !"many users".contains(f.as_str())) {
+    let Some(test_mode) = crate::one_pass("many users") else {
         return;
-    }
-    let test_mode = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
+    };
     let n = if test_mode { 20 } else { users() };
     runtime().block_on(run(n));
 }

@@ -117,12 +117,9 @@ async fn run(users: i64, days: i64) {
 /// benchmark: a size is measured once, not a time sampled. Under `--test` (what `cargo test
 /// --benches` passes) it runs small (20 users × 2 days) and still checks the goal.
 pub fn benches() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let filter = args.iter().find(|a| !a.starts_with('-'));
-    if filter.is_some_and(|f| !"metadata growth".contains(f.as_str())) {
+    let Some(test_mode) = crate::one_pass("metadata growth") else {
         return;
-    }
-    let test_mode = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
+    };
     let (users, days) = if test_mode {
         (20, 2)
     } else {
