@@ -213,8 +213,8 @@ fn change_at(r: &RecordsRef, t: i64) -> bool {
         .is_some_and(|run| run.0 <= t && run.2 == r.change)
 }
 
-/// The reference of `event` if its records can be rendered back from
-/// `group` (every row of its push's group, as read after the write) to exactly `full`; `None`
+/// The reference of `event` if its records can be rendered back from `group` (every row of its
+/// push's group, as read after the write) to exactly the text they have in its body; `None`
 /// keeps it inline. CPU work.
 pub fn refer(
     event: &Event,
