@@ -155,7 +155,7 @@ fn shell_of(event: &Event) -> Event {
         other => other.clone(),
     };
     Event {
-        event_type: event.event_type.clone(),
+        event_type: event.event_type,
         user: event.user.clone(),
         data,
     }
